@@ -1,0 +1,1 @@
+"""The `cepplan` command line (Typer)."""

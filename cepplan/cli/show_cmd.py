@@ -1,0 +1,71 @@
+"""`cepplan show WORKLOAD`: the normalised workload as a newcomer would want to read it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from cepplan.workload import Workload, load_workload
+from cepplan.workload.detection_graph import (
+    bottom_up_order,
+    detection_graph,
+    render_tree,
+    shared_subevents,
+)
+from cepplan.workload.expr.printer import to_text
+
+
+def show(workload: Path = typer.Argument(..., help="The workload.json to show.")) -> None:
+    """Print types, patterns (variables, windows, predicate classes) and the detection graph."""
+    for line in describe(load_workload(workload)):
+        typer.echo(line)
+
+
+def describe(workload: Workload) -> list[str]:
+    """The lines `cepplan show` prints."""
+    lines = [f"workload {workload.name or '(unnamed)'}  time unit: {workload.time_unit}  "
+             f"SEQ ties: {workload.options.seq_ties}", "", "event types:"]
+    for event_type in workload.event_types.values():
+        attrs = ", ".join(f"{k}:{v}" for k, v in event_type.attributes.items())
+        region = f"  region: {event_type.region}" if event_type.region else ""
+        rate = workload.statistics.rates.get(event_type.name)
+        rate_text = f"  rate: {rate:g}/{workload.time_unit}" if rate is not None else ""
+        lines.append(f"  {event_type.name}({attrs}){region}{rate_text}")
+    lines += ["", "patterns:"]
+    for pattern in workload.patterns:
+        operands = ", ".join(_operand(o) for o in pattern.operands)
+        window = f"within {pattern.window:g} {workload.time_unit}" if pattern.window else "no window"
+        lines.append(f"  {pattern.name} = {pattern.operator}({operands})  {window}")
+        if pattern.partition_by:
+            lines.append(f"    partition by: {', '.join(pattern.partition_by)}")
+        if pattern.latency:
+            bounds = []
+            if pattern.latency.max_steps is not None:
+                bounds.append(f"{pattern.latency.max_steps} steps")
+            if pattern.latency.max_time is not None:
+                bounds.append(f"{pattern.latency.max_time:g} {workload.time_unit}")
+            lines.append(f"    latency bound: {', '.join(bounds)}")
+        if pattern.contexts:
+            lines.append(f"    contexts: {', '.join(pattern.contexts)}")
+        for predicate in pattern.predicates:
+            variables = ",".join(sorted(predicate.variables))
+            lines.append(f"    where [{predicate.kind} {variables}] {to_text(predicate.expr)}")
+        for attr, expr in pattern.emit.items():
+            lines.append(f"    emit {attr}: {pattern.emit_types[attr]} = {to_text(expr)}")
+    graph = detection_graph(workload)
+    lines += ["", "detection graph (seed 002 §2.3):"]
+    lines += [f"  {line}" for line in render_tree(graph)]
+    shared = shared_subevents(graph)
+    lines += ["", f"shared subevents: {', '.join(shared) or 'none'}",
+              f"planning order (bottom-up): {', '.join(bottom_up_order(graph))}"]
+    return lines
+
+
+def _operand(operand) -> str:
+    text = f"{operand.var}:{operand.event_type}"
+    if operand.kind == "kleene":
+        return f"{text}+"
+    if operand.kind == "negated":
+        return f"!{text}"
+    return text

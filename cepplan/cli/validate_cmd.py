@@ -1,0 +1,31 @@
+"""`cepplan validate WORKLOAD...`: check workload files, printing every problem found."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import typer
+
+from cepplan.errors import InputError
+from cepplan.workload import load_workload
+
+
+def validate(
+    workloads: list[Path] = typer.Argument(..., help="workload.json files to check."),
+) -> None:
+    """Check each workload's shape and meaning; exit 2 if any has a problem."""
+    failed = 0
+    for path in workloads:
+        try:
+            workload = load_workload(path)
+        except InputError as err:
+            failed += 1
+            for problem in err.problems:
+                print(f"error: {problem.render()}", file=sys.stderr)
+            continue
+        typer.echo(f"ok: {path} ({len(workload.patterns)} patterns, "
+                   f"{len(workload.event_types)} event types)")
+    if failed:
+        print(f"{failed} of {len(workloads)} workload(s) invalid", file=sys.stderr)
+        raise typer.Exit(2)

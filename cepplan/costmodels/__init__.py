@@ -1,0 +1,1 @@
+"""Pure cost-latency models of detection plans (seed 002 §4)."""

@@ -1,0 +1,47 @@
+"""Errors a user can act on: each names the file, the place in it and the problem.
+
+Everything cepplan rejects because of its input raises `InputError` (one or many `Problem`s);
+the CLI prints them and exits with code 2, without a traceback.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with an input: where it is and what is wrong.
+
+    `path` is a JSON path such as `patterns[2].where[1]` (empty for the whole file); `excerpt`
+    optionally carries extra lines (a predicate with a caret under the offending character).
+    """
+
+    file: str
+    path: str
+    message: str
+    excerpt: str = ""
+
+    def render(self) -> str:
+        where = f"{self.file}: {self.path}: " if self.path else f"{self.file}: "
+        text = where + self.message
+        if self.excerpt:
+            text += "\n" + "\n".join("    " + line for line in self.excerpt.splitlines())
+        return text
+
+
+class CepplanError(Exception):
+    """Base class of cepplan's own exceptions."""
+
+
+class InputError(CepplanError):
+    """Bad user input: one or more problems, all reported together."""
+
+    def __init__(self, problems: Iterable[Problem]):
+        self.problems = tuple(problems)
+        super().__init__("\n".join(p.render() for p in self.problems))
+
+    @classmethod
+    def single(cls, file: str, path: str, message: str, excerpt: str = "") -> InputError:
+        return cls([Problem(file, path, message, excerpt)])

@@ -1,0 +1,1 @@
+"""Planners and the plan model: detection plans, Pareto DP, heuristics (seed 002 §3, §5)."""

@@ -1,0 +1,1 @@
+"""Plan comparison reports."""

@@ -1,0 +1,1 @@
+"""Multi-pattern local search (seed 004 §4-5)."""

@@ -1,0 +1,1 @@
+"""The predicate expression language: parser, printer, type checker and two evaluators."""

@@ -1,0 +1,597 @@
+"""Load `workload.json` into a validated, immutable `Workload`.
+
+Two passes, each reporting every problem it finds: the JSON Schema shipped with the package
+checks shape (jsonschema: a maintained validator with precise paths, better than hand-written
+shape checks), then `_Builder` checks meaning (types, variables, attributes, predicates,
+windows, cycles, contexts, consumers, statistics) while it builds the model.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+import jsonschema
+import networkx as nx
+import orjson
+
+from cepplan.errors import InputError, Problem
+from cepplan.fileio import read_json
+from cepplan.workload.durations import DurationError, parse_duration
+from cepplan.workload.expr.ast import Attr, KleeneRef, walk
+from cepplan.workload.expr.errors import ExprError
+from cepplan.workload.expr.parser import parse
+from cepplan.workload.expr.typecheck import VarInfo, check_predicate, type_of
+from cepplan.workload.model import (
+    FILTER,
+    JOIN,
+    KLEENE,
+    KLEENE_INTERNAL,
+    NEGATED,
+    ConsumerOperator,
+    ConsumerQuery,
+    Consumers,
+    Contexts,
+    ContextTransition,
+    EventType,
+    Latency,
+    OccurrenceModel,
+    Operand,
+    Options,
+    Pattern,
+    Predicate,
+    Source,
+    Statistics,
+    Workload,
+)
+from cepplan.workload.paths import json_path
+from cepplan.workload.structure import RawOperand, read_structure
+
+FORMAT = "cepplan.workload/1"
+
+
+@lru_cache(maxsize=1)
+def workload_schema() -> dict[str, Any]:
+    """The JSON Schema of workload format 1, as shipped in the package."""
+    text = resources.files("cepplan.workload").joinpath("workload.schema.json").read_text()
+    return json.loads(text)
+
+
+def load_workload(path: str | Path) -> Workload:
+    """Read, validate and build a workload; raise `InputError` listing every problem."""
+    path = Path(path)
+    raw = read_json(path)
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    return build_workload(raw, file=str(path), digest=digest)
+
+
+def build_workload(raw: Any, *, file: str = "<workload>", digest: str = "") -> Workload:
+    """Validate an already-parsed workload document and build the model."""
+    if not digest:
+        digest = hashlib.sha256(orjson.dumps(raw)).hexdigest()
+    problems = schema_problems(raw, file)
+    if problems:
+        raise InputError(problems)
+    builder = _Builder(raw, file)
+    workload = builder.build(digest)
+    if builder.problems:
+        raise InputError(builder.problems)
+    return workload
+
+
+def schema_problems(raw: Any, file: str) -> list[Problem]:
+    """Every JSON Schema violation, each with its JSON path."""
+    if not isinstance(raw, dict):
+        return [Problem(file, "", "a workload must be a JSON object")]
+    if raw.get("format") != FORMAT:
+        return [Problem(file, "format", f"expected \"format\": \"{FORMAT}\", "
+                        f"found {raw.get('format')!r:.60}")]
+    validator = jsonschema.Draft202012Validator(workload_schema())
+    problems = []
+    for error in sorted(validator.iter_errors(raw), key=lambda e: list(map(str, e.absolute_path))):
+        problems.append(Problem(file, json_path(error.absolute_path), _schema_message(error)))
+    return problems
+
+
+def _schema_message(error: jsonschema.ValidationError) -> str:
+    if error.validator == "additionalProperties":
+        return error.message.replace("Additional properties are not allowed", "unknown key(s)")
+    if error.validator == "pattern" and isinstance(error.instance, str):
+        return f"{error.instance!r} is not a valid name (letters, digits and '_')"
+    return error.message
+
+
+class _Builder:
+    """Checks the meaning of a schema-valid workload while building its model."""
+
+    def __init__(self, raw: dict[str, Any], file: str):
+        self.raw = raw
+        self.file = file
+        self.problems: list[Problem] = []
+        self.time_unit: str = raw["time_unit"]
+
+    def error(self, path: tuple, message: str, excerpt: str = "") -> None:
+        self.problems.append(Problem(self.file, json_path(path), message, excerpt))
+
+    def duration(self, value: Any, path: tuple) -> float | None:
+        try:
+            return parse_duration(value, self.time_unit)
+        except DurationError as err:
+            self.error(path, str(err))
+            return None
+
+    # -- whole document -------------------------------------------------------------------
+
+    def build(self, digest: str) -> Workload:
+        event_types = self.event_types()
+        pattern_names = self.pattern_names(event_types)
+        order = self.pattern_order(pattern_names, event_types)
+        patterns = self.patterns(order, event_types, pattern_names)
+        options = self.raw.get("options", {})
+        workload = Workload(
+            name=self.raw.get("name", ""),
+            time_unit=self.time_unit,
+            event_types=MappingProxyType(event_types),
+            patterns=tuple(patterns),
+            options=Options(options.get("seq_ties", "strict"), options.get("kleene_cap", 16)),
+            source=self.source(event_types),
+            contexts=self.contexts(pattern_names),
+            consumers=self.consumers(event_types),
+            statistics=self.statistics(event_types, patterns),
+            path=self.file,
+            digest=digest,
+        )
+        return workload
+
+    def event_types(self) -> dict[str, EventType]:
+        schemas = self.raw.get("schemas", {})
+        for name, attrs in schemas.items():
+            self.attribute_names(attrs, ("schemas", name))
+        types = {}
+        for name, spec in self.raw["event_types"].items():
+            path = ("event_types", name)
+            if not _is_name(name):
+                self.error(path, f"{name!r} is not a valid event type name (letters, digits, '_')")
+                continue
+            if ("schema" in spec) == ("attributes" in spec):
+                self.error(path, "give exactly one of \"schema\" (a name) or \"attributes\"")
+                continue
+            if "schema" in spec:
+                if spec["schema"] not in schemas:
+                    known = ", ".join(sorted(schemas)) or "none"
+                    self.error((*path, "schema"), f"unknown schema {spec['schema']!r} "
+                               f"(schemas: {known})")
+                    continue
+                attrs = schemas[spec["schema"]]
+            else:
+                attrs = spec["attributes"]
+                self.attribute_names(attrs, (*path, "attributes"))
+            region = spec.get("region")
+            if region is not None and region not in attrs:
+                self.error((*path, "region"), f"region attribute {region!r} is not an attribute "
+                           f"of {name}")
+            types[name] = EventType(name, MappingProxyType(dict(attrs)), region)
+        return types
+
+    def attribute_names(self, attrs: Mapping[str, str], path: tuple) -> None:
+        for attr in attrs:
+            if not _is_name(attr) or attr.startswith("__"):
+                self.error((*path, attr), f"{attr!r} is not a valid attribute name")
+            elif attr == "ts":
+                self.error((*path, attr), "'ts' is reserved: every event has it (its timestamp)")
+
+    def pattern_names(self, event_types: Mapping[str, EventType]) -> dict[str, int]:
+        names: dict[str, int] = {}
+        for index, spec in enumerate(self.raw["patterns"]):
+            name = spec["name"]
+            if name in names:
+                self.error(("patterns", index, "name"), f"pattern name {name!r} is already used "
+                           f"by patterns[{names[name]}]")
+            elif name in event_types:
+                self.error(("patterns", index, "name"), f"pattern name {name!r} is also a "
+                           "primitive event type; names must differ")
+            else:
+                names[name] = index
+        return names
+
+    def pattern_order(self, names: Mapping[str, int], event_types: Mapping) -> list[int]:
+        """Pattern indices with every pattern after the patterns it binds; cycles are errors."""
+        graph = nx.DiGraph()
+        graph.add_nodes_from(names)
+        for name, index in names.items():
+            _, operands, _ = read_structure(self.raw["patterns"][index]["structure"])
+            for operand in operands:
+                if operand.type_name in names:
+                    graph.add_edge(operand.type_name, name)
+        cyclic: set[str] = set()
+        for component in nx.strongly_connected_components(graph):
+            if len(component) > 1 or any(graph.has_edge(n, n) for n in component):
+                cycle = [u for u, _ in nx.find_cycle(graph.subgraph(component))]
+                text = " -> ".join([*cycle, cycle[0]])
+                first = min(component, key=names.__getitem__)
+                self.error(("patterns", names[first], "structure"),
+                           f"patterns form a cycle: {text}")
+                cyclic |= component
+        acyclic = graph.subgraph(n for n in graph if n not in cyclic)
+        return [names[n] for n in nx.lexicographical_topological_sort(acyclic, key=names.get)]
+
+    # -- patterns -------------------------------------------------------------------------
+
+    def patterns(self, order: list[int], event_types: Mapping[str, EventType],
+                 names: Mapping[str, int]) -> list[Pattern]:
+        built: dict[int, Pattern] = {}
+        by_name: dict[str, Pattern] = {}
+        for index in order:
+            pattern = self.pattern(index, event_types, names, by_name)
+            if pattern is not None:
+                built[index] = pattern
+                by_name[pattern.name] = pattern
+        return [built[i] for i in sorted(built)]
+
+    def pattern(self, index: int, event_types: Mapping[str, EventType],
+                names: Mapping[str, int], done: Mapping[str, Pattern]) -> Pattern | None:
+        spec = self.raw["patterns"][index]
+        path = ("patterns", index)
+        before = len(self.problems)
+        operator, raw_operands, structure_errors = read_structure(spec["structure"])
+        for err in structure_errors:
+            self.error((*path, "structure", *err.path), err.message)
+        operands = self.operands(raw_operands, event_types, names, done, path)
+        if len(self.problems) > before:
+            return None
+        variables = {o.var: VarInfo(o.event_type, self.attrs(o.event_type, event_types, done),
+                                    o.kind == KLEENE, o.kind == NEGATED) for o in operands}
+        predicates = self.predicates(spec.get("where", []), variables, operator, path)
+        window = None
+        if "within" in spec:
+            window = self.duration(spec["within"], (*path, "within"))
+        elif operator != "OR" and len(operands) > 1:
+            self.error(path, f"a {operator} pattern needs a window: add \"within\", e.g. \"5min\"")
+        partition_by = tuple(spec.get("partition_by", ()))
+        for attr in partition_by:
+            missing = [o.var for o in operands if attr not in variables[o.var].attributes]
+            if missing:
+                self.error((*path, "partition_by"), f"partition attribute {attr!r} is missing "
+                           f"from the type of {', '.join(missing)}")
+        emit, emit_types = self.emit(spec.get("emit", {}), variables, path)
+        if len(self.problems) > before:
+            return None
+        return Pattern(
+            name=spec["name"], operator=operator, operands=tuple(operands),
+            predicates=tuple(predicates), window=window, partition_by=partition_by,
+            latency=self.latency(spec.get("latency"), (*path, "latency")),
+            contexts=tuple(spec.get("contexts", ())),
+            emit=MappingProxyType(emit), emit_types=MappingProxyType(emit_types),
+            weight=float(spec.get("weight", 1.0)), index=index,
+        )
+
+    def attrs(self, type_name: str, event_types: Mapping[str, EventType],
+              done: Mapping[str, Pattern]) -> Mapping[str, str]:
+        if type_name in event_types:
+            return event_types[type_name].attributes
+        return done[type_name].emit_types
+
+    def operands(self, raw: list[RawOperand], event_types: Mapping[str, EventType],
+                 names: Mapping[str, int], done: Mapping[str, Pattern],
+                 path: tuple) -> list[Operand]:
+        seen: dict[str, tuple] = {}
+        operands = []
+        for position, item in enumerate(raw):
+            where = (*path, "structure", *item.path)
+            if item.var in seen:
+                self.error(where, f"variable {item.var!r} is bound twice "
+                           f"(first at {json_path((*path, 'structure', *seen[item.var]))})")
+                continue
+            seen[item.var] = item.path
+            if item.type_name in event_types:
+                complex_ = False
+            elif item.type_name in names:
+                if item.type_name not in done:
+                    continue  # part of a cycle (reported) or invalid itself (reported)
+                complex_ = True
+            else:
+                self.error(where, f"unknown event type {item.type_name!r}: neither a primitive "
+                           "type in event_types nor a pattern name")
+                continue
+            operands.append(Operand(item.var, item.type_name, item.kind, position, complex_))
+        return operands
+
+    def predicates(self, texts: list[str], variables: Mapping[str, VarInfo], operator: str,
+                   path: tuple) -> list[Predicate]:
+        predicates = []
+        for index, text in enumerate(texts):
+            where = (*path, "where", index)
+            try:
+                expr = parse(text)
+                check_predicate(expr, variables)
+            except ExprError as err:
+                self.error(where, err.message, err.caret(text))
+                continue
+            used = frozenset(n.var if isinstance(n, Attr) else n.ref.var
+                             for n in walk(expr) if isinstance(n, (Attr, KleeneRef)))
+            internal = any(isinstance(n, KleeneRef) and n.func in ("NEXT", "PREV")
+                           for n in walk(expr))
+            if not used:
+                self.error(where, "a predicate must refer to at least one variable")
+                continue
+            if operator == "OR" and len(used) > 1:
+                self.error(where, "in an OR pattern a predicate may refer to one variable only: "
+                           "a match holds just one operand")
+                continue
+            kind = KLEENE_INTERNAL if internal else (FILTER if len(used) == 1 else JOIN)
+            predicates.append(Predicate(text, expr, used, kind, index))
+        return predicates
+
+    def emit(self, spec: Mapping[str, str], variables: Mapping[str, VarInfo],
+             path: tuple) -> tuple[dict, dict]:
+        emit, types = {}, {}
+        for attr, text in spec.items():
+            where = (*path, "emit", attr)
+            if not _is_name(attr) or attr.startswith("__") or attr == "ts":
+                self.error(where, f"{attr!r} cannot be an emitted attribute name")
+                continue
+            try:
+                expr = parse(text)
+                attr_type = type_of(expr, variables)
+                _check_emit_refs(expr, variables)
+            except ExprError as err:
+                self.error(where, err.message, err.caret(text))
+                continue
+            emit[attr], types[attr] = expr, attr_type
+        return emit, types
+
+    def latency(self, spec: Mapping[str, Any] | None, path: tuple) -> Latency | None:
+        if spec is None:
+            return None
+        steps = spec.get("max_steps")
+        if steps is not None and steps < 1:
+            self.error((*path, "max_steps"), f"a latency bound must be at least 1 step, got {steps}")
+        max_time = None
+        if "max_time" in spec:
+            max_time = self.duration(spec["max_time"], (*path, "max_time"))
+        return Latency(steps, max_time)
+
+    # -- other sections -------------------------------------------------------------------
+
+    def source(self, event_types: Mapping[str, EventType]) -> Source | None:
+        spec = self.raw.get("source")
+        if spec is None:
+            return None
+        path = ("source",)
+        if ("type_column" in spec) == ("type" in spec):
+            self.error(path, "give exactly one of \"type_column\" (a column naming each row's "
+                       "type) or \"type\" (one type for every row)")
+        if "type" in spec and spec["type"] not in event_types:
+            self.error((*path, "type"), f"unknown event type {spec['type']!r}")
+        columns = spec.get("columns")
+        if spec["format"] == "csv" and not spec.get("header", True) and not columns:
+            self.error(path, "a CSV file without a header needs \"columns\"")
+        if columns is not None:
+            for key in ("type_column", "time_column", "id_column"):
+                if key in spec and spec[key] not in columns:
+                    self.error((*path, key), f"column {spec[key]!r} is not in \"columns\"")
+            for index, key in enumerate(spec.get("key_columns", ())):
+                if key not in columns:
+                    self.error((*path, "key_columns", index), f"column {key!r} is not in "
+                               "\"columns\"")
+        return Source(
+            format=spec["format"], header=spec.get("header", True),
+            columns=tuple(columns) if columns else None,
+            type_column=spec.get("type_column"), fixed_type=spec.get("type"),
+            time_column=spec.get("time_column", "ts"), time_format=spec.get("time_format"),
+            id_column=spec.get("id_column"), key_columns=tuple(spec.get("key_columns", ())),
+        )
+
+    def contexts(self, pattern_names: Mapping[str, int]) -> Contexts | None:
+        spec = self.raw.get("contexts")
+        for index, pattern in enumerate(self.raw["patterns"]):
+            for j, name in enumerate(pattern.get("contexts", ())):
+                if spec is None or name not in spec["types"]:
+                    known = ", ".join(sorted(spec["types"])) if spec else "none declared"
+                    self.error(("patterns", index, "contexts", j),
+                               f"unknown context type {name!r} (context types: {known})")
+        if spec is None:
+            return None
+        path = ("contexts",)
+        types = spec["types"]
+        if spec["initial"] not in types:
+            self.error((*path, "initial"), f"initial context {spec['initial']!r} is not among "
+                       f"the context types ({', '.join(sorted(types))})")
+        for name, body in types.items():
+            for j, pattern in enumerate(body["patterns"]):
+                if pattern not in pattern_names:
+                    self.error((*path, "types", name, "patterns", j),
+                               f"unknown pattern {pattern!r}")
+        transitions = []
+        for index, item in enumerate(spec.get("transitions", ())):
+            where = (*path, "transitions", index)
+            if item["on"] not in pattern_names:
+                self.error((*where, "on"), f"unknown pattern {item['on']!r}: a transition is "
+                           "triggered by a context deriving pattern")
+            needed = ("from", "to") if item["action"] == "switch" else ("context",)
+            for key in needed:
+                if key not in item:
+                    self.error(where, f"a {item['action']} transition needs \"{key}\"")
+                elif item[key] not in types:
+                    self.error((*where, key), f"unknown context type {item[key]!r}")
+            transitions.append(ContextTransition(item["on"], item["action"], item.get("context"),
+                                                 item.get("from"), item.get("to")))
+        return Contexts(
+            initial=spec["initial"],
+            types=MappingProxyType({k: tuple(v["patterns"]) for k, v in types.items()}),
+            transitions=tuple(transitions), partition_by=tuple(spec.get("partition_by", ())),
+        )
+
+    def consumers(self, event_types: Mapping[str, EventType]) -> Consumers | None:
+        spec = self.raw.get("consumers")
+        if spec is None:
+            return None
+        path = ("consumers",)
+        operators = {}
+        for name, op in spec["operators"].items():
+            where = (*path, "operators", name)
+            event_type = event_types.get(op["event_type"])
+            if event_type is None:
+                self.error((*where, "event_type"), f"unknown event type {op['event_type']!r}")
+                continue
+            for key in ("attribute", "x", "y"):
+                attr = op.get(key)
+                if attr is None:
+                    if op["aggregate"] != "count" and key == "attribute":
+                        self.error(where, f"aggregate {op['aggregate']!r} needs \"attribute\"")
+                    continue
+                attr_type = event_type.attributes.get(attr)
+                if attr_type not in ("double", "long"):
+                    problem = "is not an attribute" if attr_type is None else "is not numeric"
+                    self.error((*where, key), f"{attr!r} {problem} of {event_type.name}")
+            operators[name] = ConsumerOperator(name, op["event_type"], op["aggregate"],
+                                               op.get("attribute"), op["x"], op["y"])
+        queries, ids = [], set()
+        for index, q in enumerate(spec["queries"]):
+            where = (*path, "queries", index)
+            if q["id"] in ids:
+                self.error((*where, "id"), f"query id {q['id']!r} is used twice")
+            ids.add(q["id"])
+            if q["operator"] not in spec["operators"]:
+                self.error((*where, "operator"), f"unknown operator {q['operator']!r} "
+                           f"(operators: {', '.join(sorted(spec['operators'])) or 'none'})")
+            x1, y1, x2, y2 = q["region"]
+            if x1 > x2 or y1 > y2:
+                self.error((*where, "region"), "a region is [x1, y1, x2, y2] with x1 <= x2 "
+                           "and y1 <= y2")
+            count = q["window"].get("count")
+            if count is not None and count < 1:
+                self.error((*where, "window", "count"), f"a count window needs at least 1 "
+                           f"event, got {count}")
+            window_time = None
+            if "time" in q["window"]:
+                window_time = self.duration(q["window"]["time"], (*where, "window", "time"))
+            for key, value in q["qor"].items():
+                if not 0 <= value <= 1:
+                    self.error((*where, "qor", key), f"{key} must be in [0, 1], got {value}")
+            queries.append(ConsumerQuery(q["id"], q["operator"], (x1, y1, x2, y2), count,
+                                         window_time, q["qor"]["precision"], q["qor"]["recall"],
+                                         q["qor"].get("disparity")))
+        neighbors = spec.get("neighbors", {})
+        if neighbors.get("k", 1) < 1:
+            self.error((*path, "neighbors", "k"), "k must be at least 1")
+        if neighbors.get("distance", 1) <= 0:
+            self.error((*path, "neighbors", "distance"), "distance must be positive")
+        batch_time = None
+        if "time" in spec.get("batch", {}):
+            batch_time = self.duration(spec["batch"]["time"], (*path, "batch", "time"))
+        return Consumers(MappingProxyType(operators), tuple(queries), neighbors.get("k"),
+                         neighbors.get("distance"), batch_time)
+
+    def statistics(self, event_types: Mapping[str, EventType],
+                   patterns: list[Pattern]) -> Statistics:
+        spec = self.raw.get("statistics", {})
+        return read_statistics(spec, event_types, {p.name: p for p in patterns},
+                               self.time_unit, self.error, ("statistics",))
+
+
+def read_statistics(spec: Mapping[str, Any], event_types: Mapping[str, EventType],
+                    patterns: Mapping[str, Pattern], time_unit: str, error,
+                    path: tuple = ()) -> Statistics:
+    """Check and build statistics (inline, or from `stats.json`, which has the same shape).
+
+    `error(path, message)` receives each problem; values out of range are problems.
+    """
+    rates = {}
+    for name, rate in spec.get("rates", {}).items():
+        if name not in event_types:
+            error((*path, "rates", name), f"unknown event type {name!r}")
+        elif not (rate >= 0 and rate != float("inf")):
+            error((*path, "rates", name), f"a rate must be a finite number >= 0, got {rate}")
+        else:
+            rates[name] = float(rate)
+    selectivities = {}
+    for name, entries in spec.get("selectivities", {}).items():
+        pattern = patterns.get(name)
+        if pattern is None:
+            error((*path, "selectivities", name), f"unknown pattern {name!r}")
+            continue
+        texts = {p.text for p in pattern.predicates}
+        checked = {}
+        for text, value in entries.items():
+            where = (*path, "selectivities", name, text)
+            if text not in texts:
+                error(where, f"{name} has no predicate written {text!r}")
+            elif not 0 <= value <= 1:
+                error(where, f"a selectivity must be in [0, 1], got {value}")
+            else:
+                checked[text] = float(value)
+        selectivities[name] = MappingProxyType(checked)
+    models = {}
+    for name, model in spec.get("models", {}).items():
+        where = (*path, "models", name)
+        if name not in event_types:
+            error(where, f"unknown event type {name!r}")
+            continue
+        built = _occurrence_model(model, time_unit, error, where)
+        if built is not None:
+            models[name] = built
+    return Statistics(MappingProxyType(rates), MappingProxyType(selectivities),
+                      MappingProxyType(models))
+
+
+def _occurrence_model(model: Mapping[str, Any], time_unit: str, error,
+                      where: tuple) -> OccurrenceModel | None:
+    kind = model["kind"]
+    if kind == "poisson":
+        return OccurrenceModel("poisson")
+    if kind == "bernoulli":
+        p = model.get("p")
+        if p is None or not 0 <= p <= 1:
+            error((*where, "p"), f"a Bernoulli model needs p in [0, 1], got {p}")
+            return None
+        return OccurrenceModel("bernoulli", p=float(p))
+    order = model.get("order")
+    if order is None or not 1 <= order <= 8:
+        error((*where, "order"), f"a Markov model needs an order from 1 to 8, got {order}")
+        return None
+    try:
+        step = parse_duration(model.get("time_step", 1), time_unit)
+    except DurationError as err:
+        error((*where, "time_step"), str(err))
+        return None
+    matrix = model.get("transition")
+    if matrix is None or len(matrix) != 2**order:
+        error((*where, "transition"), f"an order-{order} chain needs {2**order} rows "
+              "(one per state of the last m steps)")
+        return None
+    for row_index, row in enumerate(matrix):
+        ok = len(row) == 2 and all(0 <= v <= 1 for v in row) and abs(sum(row) - 1) < 1e-6
+        if not ok:
+            error((*where, "transition", row_index), "each row is [P(no event), P(event)]: two "
+                  f"probabilities summing to 1, got {row}")
+            return None
+    return OccurrenceModel("markov", order=order, time_step=step,
+                           transition=tuple((float(a), float(b)) for a, b in matrix))
+
+
+def _check_emit_refs(expr, variables: Mapping[str, VarInfo]) -> None:
+    for node in walk(expr):
+        if isinstance(node, KleeneRef) and node.func in ("NEXT", "PREV"):
+            raise ExprError("an emitted attribute cannot use NEXT/PREV", node.pos)
+        if isinstance(node, Attr) and node.var in variables:
+            info = variables[node.var]
+            if info.negated:
+                raise ExprError(f"'{node.var}' is negated: it has no event to read", node.pos)
+            if info.kleene and not _inside_kleene_ref(expr, node):
+                raise ExprError(f"'{node.var}' is KLEENE: use FIRST({node.var}.{node.attr}) "
+                                f"or LAST({node.var}.{node.attr})", node.pos)
+
+
+def _inside_kleene_ref(expr, target) -> bool:
+    return any(isinstance(n, KleeneRef) and n.ref is target for n in walk(expr))
+
+
+def _is_name(text: str) -> bool:
+    return text.isidentifier() and text.isascii()

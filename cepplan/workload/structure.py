@@ -1,0 +1,107 @@
+"""Reading a pattern's `structure` (prefix form) into its operator and operands.
+
+Rules (format doc, "patterns"; seed 002 §2.2): the root is `SEQ`, `AND` or `OR`; an operand is a
+leaf `"var:Type"`, `["NOT", leaf]` or `["KLEENE", leaf]`. `NOT` may not stand alone or under
+`OR`; a `SEQ`/`AND` keeps a non-negated operand. Nested operators inside one pattern are not
+supported: the inner part is written as its own pattern and bound by name (a complex subevent),
+which is also how the planner sees hierarchy (seed 002 §3.2.3).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from cepplan.workload.model import KLEENE, NEGATED, PLAIN
+
+OPERATORS = ("SEQ", "AND", "OR")
+_LEAF = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*):([A-Za-z_][A-Za-z0-9_]*)$")
+_RESERVED = {"and", "or", "not", "true", "false", "ts"}
+
+
+@dataclass(frozen=True)
+class RawOperand:
+    """An operand as written, before its type is resolved."""
+
+    var: str
+    type_name: str
+    kind: str
+    path: tuple[str | int, ...]  # where it stands, relative to the structure
+
+
+class StructureError(ValueError):
+    """A structure rule broken at `path` (relative to the pattern's `structure`)."""
+
+    def __init__(self, message: str, path: tuple[str | int, ...] = ()):
+        super().__init__(message)
+        self.message = message
+        self.path = path
+
+
+def read_structure(structure: object) -> tuple[str, list[RawOperand], list[StructureError]]:
+    """The operator, the operands and every rule broken (all of them, not just the first)."""
+    if isinstance(structure, str):
+        return "", [], [StructureError(
+            "the structure must be an operator list such as [\"SEQ\", \"a:A\", \"b:B\"]")]
+    if not isinstance(structure, list) or not structure:
+        return "", [], [StructureError("the structure must be a non-empty list")]
+    head = structure[0]
+    if head in ("NOT", "KLEENE"):
+        what = "NOT cannot stand alone" if head == "NOT" else "KLEENE cannot be the whole pattern"
+        return "", [], [StructureError(f"{what}: put it inside SEQ or AND, e.g. [\"SEQ\", "
+                                       f"\"a:A\", [\"{head}\", \"b:B\"]]", (0,))]
+    if head not in OPERATORS:
+        return "", [], [StructureError(
+            f"unknown operator {head!r}: the root must be SEQ, AND or OR", (0,))]
+    if len(structure) < 2:
+        return head, [], [StructureError(f"{head} needs at least one operand")]
+    operands, errors = [], []
+    for index, item in enumerate(structure[1:], start=1):
+        try:
+            operands.append(_operand(head, item, (index,)))
+        except StructureError as err:
+            errors.append(err)
+    if head in ("SEQ", "AND") and operands and all(o.kind == NEGATED for o in operands):
+        errors.append(StructureError(f"{head} needs at least one operand that is not negated"))
+    return head, operands, errors
+
+
+def _operand(operator: str, item: object, path: tuple[str | int, ...]) -> RawOperand:
+    if isinstance(item, str):
+        return _leaf(item, PLAIN, path)
+    if not isinstance(item, list) or not item:
+        raise StructureError(f"an operand must be \"var:Type\" or a list, not {item!r:.40}", path)
+    head = item[0]
+    if head in OPERATORS:
+        raise StructureError(
+            f"nested {head} inside one pattern is not supported: define it as its own pattern "
+            "and bind it here as \"var:PatternName\"", path)
+    if head not in ("NOT", "KLEENE"):
+        raise StructureError(f"unknown operator {head!r}", (*path, 0))
+    if len(item) != 2:
+        raise StructureError(f"{head} takes exactly one operand", path)
+    inner = item[1]
+    if head == "NOT" and operator == "OR":
+        raise StructureError("NOT cannot be used inside OR", path)
+    if isinstance(inner, list):
+        inner_head = inner[0] if inner else None
+        if head == "KLEENE" and inner_head == "NOT":
+            raise StructureError("KLEENE of NOT is meaningless: KLEENE needs events that occur", path)
+        if head == "NOT" and inner_head == "KLEENE":
+            raise StructureError("NOT of KLEENE is the same as NOT: write [\"NOT\", \"x:T\"]", path)
+        raise StructureError(
+            f"{head} applies to a single \"var:Type\"; for anything larger define a pattern "
+            "and bind it by name", (*path, 1))
+    if not isinstance(inner, str):
+        raise StructureError(f"{head} needs \"var:Type\", not {inner!r:.40}", (*path, 1))
+    return _leaf(inner, KLEENE if head == "KLEENE" else NEGATED, (*path, 1))
+
+
+def _leaf(text: str, kind: str, path: tuple[str | int, ...]) -> RawOperand:
+    match = _LEAF.match(text)
+    if not match:
+        raise StructureError(f"a leaf must look like \"var:Type\", not {text!r:.60}", path)
+    var, type_name = match.groups()
+    if var.startswith("__") or var in _RESERVED:
+        raise StructureError(f"{var!r} cannot be used as a variable name", path)
+    return RawOperand(var, type_name, kind, path)
