@@ -1,0 +1,1 @@
+"""cepplan's benchmarks: `python -m benchmarks` runs them all (see benchmarks/README.md)."""

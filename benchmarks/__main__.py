@@ -1,0 +1,39 @@
+"""Run every benchmark module `benchmarks/bench_*.py` (or those named) and print their tables.
+
+    python -m benchmarks                 # all of them
+    python -m benchmarks workload stats  # only bench_workload.py and bench_stats.py
+    python -m benchmarks --quick         # smaller sizes, for a smoke run
+
+Each module exposes `main(quick: bool) -> None`, which measures its subject and the baseline
+side by side in one run and prints the ratios.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import pkgutil
+import time
+from pathlib import Path
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks")
+    parser.add_argument("names", nargs="*", help="benchmark names (bench_NAME.py); default all")
+    parser.add_argument("--quick", action="store_true", help="smaller sizes for a smoke run")
+    args = parser.parse_args()
+    here = Path(__file__).parent
+    found = sorted(m.name[len("bench_"):] for m in pkgutil.iter_modules([str(here))])
+                   if m.name.startswith("bench_"))
+    unknown = set(args.names) - set(found)
+    if unknown:
+        parser.error(f"unknown benchmark(s) {sorted(unknown)}; available: {found}")
+    for name in args.names or found:
+        print(f"\n=== benchmark: {name} ===", flush=True)
+        start = time.perf_counter()
+        importlib.import_module(f"benchmarks.bench_{name}").main(quick=args.quick)
+        print(f"(benchmark {name} took {time.perf_counter() - start:.1f} s)", flush=True)
+
+
+if __name__ == "__main__":
+    main()
