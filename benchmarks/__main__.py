@@ -23,7 +23,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="smaller sizes for a smoke run")
     args = parser.parse_args()
     here = Path(__file__).parent
-    found = sorted(m.name[len("bench_"):] for m in pkgutil.iter_modules([str(here))])
+    found = sorted(m.name[len("bench_"):] for m in pkgutil.iter_modules([str(here)])
                    if m.name.startswith("bench_"))
     unknown = set(args.names) - set(found)
     if unknown:

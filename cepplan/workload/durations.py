@@ -7,7 +7,9 @@ import re
 
 SECONDS_PER_UNIT = {"ms": 0.001, "s": 1.0, "min": 60.0, "h": 3600.0, "d": 86400.0}
 
-_DURATION = re.compile(r"^\s*([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\s*(ms|s|min|h|d)\s*$")
+_DURATION = re.compile(
+    r"^\s*([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\s*(ms|s|min|h|d)\s*$"
+)
 
 
 class DurationError(ValueError):

@@ -351,7 +351,8 @@ class _Builder:
             return None
         steps = spec.get("max_steps")
         if steps is not None and steps < 1:
-            self.error((*path, "max_steps"), f"a latency bound must be at least 1 step, got {steps}")
+            self.error((*path, "max_steps"),
+                       f"a latency bound must be at least 1 step, got {steps}")
         max_time = None
         if "max_time" in spec:
             max_time = self.duration(spec["max_time"], (*path, "max_time"))

@@ -15,7 +15,6 @@ from cepplan.workload.expr.ast import Expr
 from cepplan.workload.expr.portable import to_portable
 
 
-
 def _empty() -> Mapping:
     return MappingProxyType({})
 

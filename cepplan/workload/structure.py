@@ -86,7 +86,8 @@ def _operand(operator: str, item: object, path: tuple[str | int, ...]) -> RawOpe
     if isinstance(inner, list):
         inner_head = inner[0] if inner else None
         if head == "KLEENE" and inner_head == "NOT":
-            raise StructureError("KLEENE of NOT is meaningless: KLEENE needs events that occur", path)
+            raise StructureError(
+                "KLEENE of NOT is meaningless: KLEENE needs events that occur", path)
         if head == "NOT" and inner_head == "KLEENE":
             raise StructureError("NOT of KLEENE is the same as NOT: write [\"NOT\", \"x:T\"]", path)
         raise StructureError(

@@ -7,7 +7,6 @@ messages and ignored by equality, so a tree printed and parsed again compares eq
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Union
 
 ARITHMETIC = ("+", "-", "*", "/", "%")
 COMPARISONS = ("<", "<=", ">", ">=", "==", "!=")
@@ -71,7 +70,7 @@ class Call:
     pos: int = field(default=0, compare=False)
 
 
-Expr = Union[Literal, Attr, KleeneRef, Unary, Binary, Call]
+Expr = Literal | Attr | KleeneRef | Unary | Binary | Call
 
 
 def children(expr: Expr) -> tuple[Expr, ...]:

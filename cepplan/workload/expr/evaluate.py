@@ -26,7 +26,7 @@ def holds(expr: Expr, binding: Binding, kleene_vars: frozenset[str] = frozenset(
     ranges = _kleene_index_ranges(expr, binding, kleene_vars)
     names = list(ranges)
     for indices in itertools.product(*(ranges[n] for n in names)):
-        position = dict(zip(names, indices))
+        position = dict(zip(names, indices, strict=True))
         if not bool(_eval(expr, binding, kleene_vars, position)):
             return False
     return True
@@ -74,7 +74,9 @@ def _eval(expr: Expr, binding: Binding, kleene_vars: frozenset[str], pos: dict[s
     return _binary(expr, binding, kleene_vars, pos)
 
 
-def _binary(expr: Binary, binding: Binding, kleene_vars: frozenset[str], pos: dict[str, int]) -> Any:
+def _binary(
+    expr: Binary, binding: Binding, kleene_vars: frozenset[str], pos: dict[str, int]
+) -> Any:
     left = _eval(expr.left, binding, kleene_vars, pos)
     right = _eval(expr.right, binding, kleene_vars, pos)
     op = expr.op

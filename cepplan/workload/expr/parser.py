@@ -90,7 +90,8 @@ def _scan_number(text: str, i: int, tokens: list[Token]) -> int:
     n, start, is_float = len(text), i, False
     while i < n and text[i].isascii() and text[i].isdigit():
         i += 1
-    if i < n and text[i] == "." and not (i + 1 < n and (text[i + 1].isalpha() or text[i + 1] == "_")):
+    followed_by_name = i + 1 < n and (text[i + 1].isalpha() or text[i + 1] == "_")
+    if i < n and text[i] == "." and not followed_by_name:
         is_float = True
         i += 1
         while i < n and text[i].isascii() and text[i].isdigit():

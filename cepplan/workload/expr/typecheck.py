@@ -84,7 +84,7 @@ def _call_type(call: Call, variables: Mapping[str, VarInfo]) -> str:
     if not arity[0] <= len(arg_types) <= arity[1]:
         want = str(arity[0]) if arity[0] == arity[1] else f"at least {arity[0]}"
         raise ExprError(f"{call.func}() takes {want} arguments, got {len(arg_types)}", call.pos)
-    for arg, arg_type in zip(call.args, arg_types):
+    for arg, arg_type in zip(call.args, arg_types, strict=True):
         _need(arg_type in NUMERIC, f"{call.func}() needs numbers", arg_type, arg)
     if call.func == "distance":
         return "double"
