@@ -243,7 +243,7 @@ class _Builder:
         for err in structure_errors:
             self.error((*path, "structure", *err.path), err.message)
         operands = self.operands(raw_operands, event_types, names, done, path)
-        if len(self.problems) > before:
+        if operands is None or len(self.problems) > before:
             return None
         variables = {o.var: VarInfo(o.event_type, self.attrs(o.event_type, event_types, done),
                                     o.kind == KLEENE, o.kind == NEGATED) for o in operands}
@@ -279,8 +279,11 @@ class _Builder:
 
     def operands(self, raw: list[RawOperand], event_types: Mapping[str, EventType],
                  names: Mapping[str, int], done: Mapping[str, Pattern],
-                 path: tuple) -> list[Operand]:
+                 path: tuple) -> list[Operand] | None:
+        """The resolved operands, or None when one binds a pattern that is itself invalid
+        (its own problems are reported where it is defined, not repeated here)."""
         seen: dict[str, tuple] = {}
+        blocked = False
         operands = []
         for position, item in enumerate(raw):
             where = (*path, "structure", *item.path)
@@ -293,14 +296,15 @@ class _Builder:
                 complex_ = False
             elif item.type_name in names:
                 if item.type_name not in done:
-                    continue  # part of a cycle (reported) or invalid itself (reported)
+                    blocked = True
+                    continue
                 complex_ = True
             else:
                 self.error(where, f"unknown event type {item.type_name!r}: neither a primitive "
                            "type in event_types nor a pattern name")
                 continue
             operands.append(Operand(item.var, item.type_name, item.kind, position, complex_))
-        return operands
+        return None if blocked else operands
 
     def predicates(self, texts: list[str], variables: Mapping[str, VarInfo], operator: str,
                    path: tuple) -> list[Predicate]:

@@ -250,3 +250,10 @@ def test_cli_reports_problem_without_traceback(tmp_path):
     assert result.exit_code == 2
     assert "ok: examples/stocks/workload.json" in result.stdout
     assert "1 of 2 workload(s) invalid" in result.stderr
+
+
+def test_pattern_binding_an_invalid_pattern_reports_only_the_root_cause():
+    change = setter("patterns", 0, "where", 0, value="a.prize < b.price")  # q binds p as y
+    with pytest.raises(InputError) as info:
+        build_workload(mutate(change), file="w.json")
+    assert [p.path for p in info.value.problems] == ["patterns[0].where[0]"]
