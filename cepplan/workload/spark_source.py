@@ -1,0 +1,284 @@
+"""Read event files through a workload's `source` mapping into a canonical Spark DataFrame.
+
+Standalone on purpose: imports only pyspark, the standard library and
+`cepplan.workload.columns` (itself import-free), and takes plain JSON-able arguments, so the
+generated Spark job ships this very file in its runtime zip and runs it where cepplan is not
+installed. `cepplan.workload.source_spec` turns a `Workload` into those arguments.
+
+The result has the canonical columns `__type`, `__ts` (float, in the workload's `time_unit`),
+`__id` (int64), then key columns that are not attributes (as strings), then one column per
+attribute name cast to its declared type, then `__reject`: NULL for a good row, else why the row
+is unusable (`REJECT_*` below, attribute reasons name the attribute). Rows are never dropped
+here: callers count rejects by reason (`valid_rows` keeps the good ones).
+
+    df = read_events(spark, ["events.csv"], source, {"GOOG": {"peak": "double"}}, "min")
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pyspark.errors import AnalysisException
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+try:
+    from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_TYPE
+except ImportError:  # shipped flat in a runtime zip, beside columns.py
+    from columns import EVENT_ID, EVENT_TS, EVENT_TYPE  # type: ignore[no-redef]
+
+REJECT = "__reject"
+REJECT_MALFORMED = "malformed row"
+REJECT_TYPE_MISSING = "missing type"
+REJECT_TYPE_UNKNOWN = "unknown type"
+REJECT_TIME = "missing or unparsable time"
+REJECT_ID = "missing or unparsable id"
+
+SECONDS_PER_UNIT = {"ms": 0.001, "s": 1.0, "min": 60.0, "h": 3600.0, "d": 86400.0}
+SPARK_TYPES = {"double": T.DoubleType(), "long": T.LongType(), "string": T.StringType(),
+               "bool": T.BooleanType()}
+_CORRUPT = "__corrupt"
+_HEADER_SAMPLE = 1000
+
+
+class SourceError(ValueError):
+    """The files cannot be read as the source describes (missing path or column, bad spec)."""
+
+
+def read_events(spark: SparkSession, paths: str | Sequence[str], source: Mapping[str, Any],
+                attributes: Mapping[str, Mapping[str, str]], time_unit: str, *,
+                positions: str = "exact") -> DataFrame:
+    """Read `paths` as `source` says (format doc, "source") into the canonical columns.
+
+    `attributes` maps each known event type to {attribute: double|long|string|bool}; rows of
+    other types are rejected as unknown. Without an `id_column`, `positions="exact"` numbers
+    rows 0, 1, 2, ... in the order Spark reads them (for one file: its row order; costs one
+    light extra pass), `"monotonic"` gives unique ids increasing in that order without it.
+    """
+    if time_unit not in SECONDS_PER_UNIT:
+        raise SourceError(f"unknown time_unit {time_unit!r}")
+    paths = [paths] if isinstance(paths, str) else list(paths)
+    _check_paths(paths)
+    raw = _read_raw(spark, paths, source)
+    _check_columns(raw, source, attributes, paths)
+    attr_types = _merged_attribute_types(attributes)
+    type_col = source.get("type_column")
+    keys = [k for k in source.get("key_columns", ()) if k not in attr_types]
+
+    out: dict[str, Column] = {}
+    out[EVENT_TYPE] = (F.col(type_col).cast("string") if type_col
+                       else F.lit(source["type"]).cast("string"))
+    out[EVENT_TS] = _time_column(raw, source, time_unit)
+    if source.get("id_column"):
+        out[EVENT_ID] = _try_cast(F.col(source["id_column"]), T.LongType())
+    else:
+        out[EVENT_ID] = _position_column(spark, raw, positions)
+    for key in keys:
+        out[key] = F.col(key).cast("string")
+    for attr, kind in attr_types.items():
+        out[attr] = _cast_column(raw, attr, SPARK_TYPES[kind])
+    out[REJECT] = _reject_column(raw, source, attributes, attr_types, keys, out)
+    return raw.select([column.alias(name) for name, column in out.items()])
+
+
+def valid_rows(events: DataFrame) -> DataFrame:
+    """The good rows of `read_events`' result, without the `__reject` column."""
+    return events.filter(F.col(REJECT).isNull()).drop(REJECT)
+
+
+def spark_type(kind: str) -> T.DataType:
+    """The Spark type of a workload attribute type."""
+    return SPARK_TYPES[kind]
+
+
+def _check_paths(paths: list[str]) -> None:
+    if not paths:
+        raise SourceError("no input files given")
+    for path in paths:
+        local = "://" not in path and not path.startswith("file:")
+        if local and not any(c in path for c in "*?[") and not os.path.exists(path):
+            raise SourceError(f"{path}: no such file or directory")
+
+
+def _read_raw(spark: SparkSession, paths: list[str], source: Mapping[str, Any]) -> DataFrame:
+    """The files as Spark reads them: CSV and JSON lines as strings (we cast), Parquet typed."""
+    fmt = source["format"]
+    reader = spark.read
+    try:
+        if fmt == "parquet":
+            return reader.parquet(*paths)
+        if fmt == "csv":
+            header = bool(source.get("header", True))
+            names = (list(spark.read.option("header", True).csv(paths).columns) if header
+                     else list(source.get("columns") or ()))
+            if not names:
+                raise SourceError("cannot find column names: the CSV input is empty or has "
+                                  "no header line")
+            schema = _string_schema([*names, _CORRUPT])
+            return (reader.schema(schema).option("header", header)
+                    .option("mode", "PERMISSIVE").option("columnNameOfCorruptRecord", _CORRUPT)
+                    .csv(paths))
+        if fmt == "jsonl":
+            schema = _string_schema([*_json_columns(spark, paths, source), _CORRUPT])
+            return (reader.schema(schema).option("mode", "PERMISSIVE")
+                    .option("columnNameOfCorruptRecord", _CORRUPT).json(paths))
+    except AnalysisException as exc:
+        raise SourceError(f"cannot read {', '.join(paths)}: {_first_line(exc)}") from None
+    raise SourceError(f"unknown source format {fmt!r} (csv, parquet or jsonl)")
+
+
+def _json_columns(spark: SparkSession, paths: list[str], source: Mapping[str, Any]) -> list[str]:
+    """Field names of JSON lines input: those the first lines use, plus every needed column."""
+    seen: dict[str, None] = {}
+    for row in spark.read.text(paths).limit(_HEADER_SAMPLE).collect():
+        try:
+            record = json.loads(row[0])
+        except ValueError:
+            continue
+        if isinstance(record, dict):
+            seen.update(dict.fromkeys(record))
+    if not seen:
+        raise SourceError(f"{', '.join(paths)}: no JSON object in the first lines (empty "
+                          "input or not JSON lines)")
+    for column in _row_columns(source):
+        if column not in seen:
+            raise SourceError(f"column {column!r} is not in the input (not found in its first "
+                              f"{_HEADER_SAMPLE} lines; present: {', '.join(list(seen)[:20])})")
+    return list(seen)
+
+
+def _row_columns(source: Mapping[str, Any]) -> list[str]:
+    """Columns every row needs: type, time, id and keys."""
+    names = [source.get("type_column"), source.get("time_column", "ts"), source.get("id_column")]
+    return [n for n in names if n] + list(source.get("key_columns", ()))
+
+
+def _check_columns(raw: DataFrame, source: Mapping[str, Any],
+                   attributes: Mapping[str, Mapping[str, str]], paths: list[str]) -> None:
+    present = set(raw.columns)
+    needed = _row_columns(source) + list(_merged_attribute_types(attributes))
+    missing = [c for c in dict.fromkeys(needed) if c not in present]
+    if missing:
+        shown = ", ".join(c for c in raw.columns if c != _CORRUPT)
+        raise SourceError(f"{', '.join(paths)}: column(s) {', '.join(map(repr, missing))} not "
+                          f"in the input (its columns: {shown})")
+
+
+def _merged_attribute_types(attributes: Mapping[str, Mapping[str, str]]) -> dict[str, str]:
+    """One type per attribute name: the declared one, or double/string if types disagree."""
+    merged: dict[str, str] = {}
+    for attrs in attributes.values():
+        for name, kind in attrs.items():
+            old = merged.get(name, kind)
+            if old != kind:
+                numeric = {old, kind} <= {"double", "long"}
+                kind = "double" if numeric else "string"
+            merged[name] = kind
+    return merged
+
+
+def _string_schema(names: list[str]) -> T.StructType:
+    return T.StructType([T.StructField(n, T.StringType(), True) for n in names])
+
+
+def _try_cast(column: Column, target: T.DataType) -> Column:
+    """Cast that yields NULL instead of failing (ANSI mode is on by default in Spark 4)."""
+    if hasattr(column, "try_cast"):
+        return column.try_cast(target)
+    return column.cast(target)  # Spark 3.5: ANSI off by default, cast gives NULL on failure
+
+
+def _cast_column(raw: DataFrame, name: str, target: T.DataType) -> Column:
+    current = raw.schema[name].dataType
+    if current == target:
+        return F.col(name)
+    if isinstance(target, T.StringType):
+        return F.col(name).cast(target)
+    return _try_cast(F.col(name), target)
+
+
+def _time_column(raw: DataFrame, source: Mapping[str, Any], time_unit: str) -> Column:
+    """Timestamps as float in `time_unit`: numbers as they are, formatted strings and Spark
+    timestamps converted from seconds since the epoch (strings read in the session time zone)."""
+    name = source.get("time_column", "ts")
+    per_unit = SECONDS_PER_UNIT[time_unit]
+    kind = raw.schema[name].dataType
+    if source.get("time_format"):
+        parsed = F.try_to_timestamp(F.col(name).cast("string"), F.lit(source["time_format"]))
+        value = F.unix_micros(parsed) / (1e6 * per_unit)
+    elif isinstance(kind, (T.TimestampType, T.TimestampNTZType)):
+        value = F.unix_micros(F.col(name).cast(T.TimestampType())) / (1e6 * per_unit)
+    elif isinstance(kind, T.DateType):
+        value = F.unix_date(F.col(name)) * (86400.0 / per_unit)
+    else:
+        value = _try_cast(F.col(name), T.DoubleType())
+    value = value.cast(T.DoubleType())
+    finite = value.isNotNull() & ~F.isnan(value) & (F.abs(value) < float("inf"))
+    return F.when(finite, value)
+
+
+def _position_column(spark: SparkSession, raw: DataFrame, positions: str) -> Column:
+    """Row ids in read order: exact 0-based positions, or Spark's monotonic ids."""
+    mono = F.monotonically_increasing_id()
+    if positions == "monotonic":
+        return mono
+    if positions != "exact":
+        raise SourceError(f"positions must be 'exact' or 'monotonic', got {positions!r}")
+    # monotonically_increasing_id = partition index << 33 | row within partition; add the
+    # number of rows in the partitions before it (one extra pass that reads no column data).
+    counts = dict(raw.select(F.spark_partition_id().alias("p")).groupBy("p").count().collect())
+    offsets, total = [], 0
+    for part in range(max(counts, default=-1) + 1):
+        offsets.append(total)
+        total += counts.get(part, 0)
+    if not offsets:
+        return mono
+    pid = F.spark_partition_id()
+    base = F.element_at(F.array(*[F.lit(o).cast("long") for o in offsets]), pid + 1)
+    return base + (mono - F.shiftleft(pid.cast("long"), 33))
+
+
+def _reject_column(raw: DataFrame, source: Mapping[str, Any],
+                   attributes: Mapping[str, Mapping[str, str]], attr_types: Mapping[str, str],
+                   keys: list[str], out: Mapping[str, Column]) -> Column:
+    """Why a row is unusable (first reason found), or NULL: the order below is the priority."""
+    reasons: list[Column] = []
+    if _CORRUPT in raw.columns:
+        reasons.append(F.when(F.col(_CORRUPT).isNotNull(), F.lit(REJECT_MALFORMED)))
+    type_value = out[EVENT_TYPE]
+    reasons.append(F.when(type_value.isNull(), F.lit(REJECT_TYPE_MISSING)))
+    known = list(attributes)
+    reasons.append(F.when(~type_value.isin(known), F.lit(REJECT_TYPE_UNKNOWN)))
+    reasons.append(F.when(out[EVENT_TS].isNull(), F.lit(REJECT_TIME)))
+    if source.get("id_column"):
+        reasons.append(F.when(out[EVENT_ID].isNull(), F.lit(REJECT_ID)))
+    for key in keys:
+        reasons.append(F.when(F.col(key).isNull(), F.lit(f"missing key {key!r}")))
+    by_schema: dict[tuple, list[str]] = {}
+    for type_name, attrs in attributes.items():
+        by_schema.setdefault(tuple(sorted(attrs)), []).append(type_name)
+    attribute_reason = None
+    for names, types in by_schema.items():
+        if not names:
+            continue
+        checks = [_attribute_reason(name, out[name]) for name in names]
+        clause = type_value.isin(types)
+        attribute_reason = (F.when(clause, F.coalesce(*checks)) if attribute_reason is None
+                            else attribute_reason.when(clause, F.coalesce(*checks)))
+    if attribute_reason is not None:
+        reasons.append(attribute_reason)
+    return F.coalesce(*reasons)
+
+
+def _attribute_reason(name: str, cast: Column) -> Column:
+    return (F.when(F.col(name).isNull(), F.lit(f"missing attribute {name!r}"))
+            .when(cast.isNull(), F.lit(f"unparsable attribute {name!r}")))
+
+
+def _first_line(exc: Exception) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
