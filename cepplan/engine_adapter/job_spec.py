@@ -1,0 +1,66 @@
+"""Workload + plan -> the job's data (`job.json`): patterns as plain JSON, predicates as
+portable expression trees (never code), the plan's order and steps, the source mapping.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cepplan.engine_adapter.runtime.job import FORMAT, job_from_json
+from cepplan.engine_adapter.runtime.spec import SpecError
+from cepplan.errors import InputError
+from cepplan.planner.plan import Plan
+from cepplan.workload.detection_graph import bottom_up_order, detection_graph
+from cepplan.workload.expr.portable import to_portable
+from cepplan.workload.model import Pattern, Source, Workload
+
+
+def job_data(workload: Workload, plan: Plan, *, plan_kind: str = "plan") -> dict[str, Any]:
+    """The JSON the generated job reads; checked by the runtime's own reader before use."""
+    order = bottom_up_order(detection_graph(workload))
+    patterns = [_pattern(workload.pattern(name), plan) for name in order]
+    types = {name: list(t.attributes) for name, t in workload.event_types.items()}
+    types.update({p.name: list(p.emit) for p in workload.patterns})
+    data = {
+        "format": FORMAT,
+        "workload": {"name": workload.name, "path": workload.path, "sha256": workload.digest,
+                     "time_unit": workload.time_unit},
+        "options": {"seq_ties": workload.options.seq_ties,
+                    "kleene_cap": workload.options.kleene_cap},
+        "types": types,
+        "source": None if workload.source is None else _source(workload.source),
+        "patterns": patterns,
+        "plan": {"kind": plan_kind, "provenance": dict(plan.provenance),
+                 "predicted": {name: {"expected_cost": p.detection.expected_cost,
+                                      "naive_cost": p.naive_cost, "solver": p.solver}
+                               for name, p in plan.patterns.items()}},
+    }
+    try:
+        job_from_json(data)
+    except SpecError as err:
+        raise InputError.single(workload.path or "<workload>", "patterns", str(err)) from None
+    return data
+
+
+def _pattern(pattern: Pattern, plan: Plan) -> dict[str, Any]:
+    chosen = plan.patterns[pattern.name]
+    return {
+        "name": pattern.name,
+        "operator": pattern.operator,
+        "operands": [{"var": o.var, "type": o.event_type, "kind": o.kind,
+                      "position": o.position} for o in pattern.operands],
+        "predicates": [{"text": p.text, "tree": p.portable} for p in pattern.predicates],
+        "window": pattern.window,
+        "partition_by": list(pattern.partition_by),
+        "order": list(chosen.order),
+        "steps": [sorted(step) for step in chosen.detection.steps],
+        "emit": {attr: to_portable(expr) for attr, expr in pattern.emit.items()},
+    }
+
+
+def _source(source: Source) -> dict[str, Any]:
+    return {"format": source.format, "header": source.header,
+            "columns": list(source.columns) if source.columns else None,
+            "type_column": source.type_column, "type": source.fixed_type,
+            "time_column": source.time_column, "time_format": source.time_format,
+            "id_column": source.id_column, "key_columns": list(source.key_columns)}

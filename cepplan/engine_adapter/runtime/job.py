@@ -1,0 +1,109 @@
+"""The job's data (`job.json`, format `cepplan.job/1`) and the per-partition entry point.
+
+The generated Spark job and the local runner both call `evaluate_partition` on the events of
+one partition (one key value, one owned time range) of one pattern.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from cepplan.engine_adapter.runtime.matcher import CHUNK_EVENTS, match_partition
+from cepplan.engine_adapter.runtime.records import MATCH_COLUMN, Renderer, complex_events
+from cepplan.engine_adapter.runtime.spec import (
+    PatternSpec,
+    SpecError,
+    Stages,
+    compile_pattern,
+    pattern_from_json,
+)
+from cepplan.engine_adapter.runtime.table import make_table
+
+FORMAT = "cepplan.job/1"
+
+
+@dataclass(frozen=True)
+class Job:
+    """The patterns to evaluate, children before parents, and each type's attributes."""
+
+    patterns: tuple[PatternSpec, ...]
+    stages: Mapping[str, Stages]
+    types: Mapping[str, tuple[str, ...]]
+    data: Mapping[str, Any] = field(default_factory=dict)
+
+    def pattern(self, name: str) -> PatternSpec:
+        for spec in self.patterns:
+            if spec.name == name:
+                return spec
+        raise KeyError(name)
+
+    def is_complex(self, type_name: str) -> bool:
+        return any(p.name == type_name for p in self.patterns)
+
+
+def job_from_json(data: Mapping[str, Any]) -> Job:
+    """Read and check the job data; `SpecError` if it is not a job this runtime can run."""
+    if not isinstance(data, Mapping) or data.get("format") != FORMAT:
+        raise SpecError(f"not a cepplan job (expected \"format\": \"{FORMAT}\")")
+    options = data.get("options", {})
+    seq_ties = options.get("seq_ties", "strict")
+    if seq_ties not in ("strict", "allow"):
+        raise SpecError(f"seq_ties must be strict or allow, not {seq_ties!r:.40}")
+    patterns = tuple(pattern_from_json(p, seq_ties=seq_ties,
+                                       kleene_cap=options.get("kleene_cap", 16))
+                     for p in data["patterns"])
+    types = {str(k): tuple(str(a) for a in v) for k, v in data["types"].items()}
+    return Job(patterns, {p.name: compile_pattern(p) for p in patterns}, types, data)
+
+
+def needed_attributes(job: Job, spec: PatternSpec) -> list[str]:
+    """The attribute columns a pattern's matcher reads or outputs."""
+    attrs: list[str] = []
+    for operand in spec.operands:
+        for attr in job.types.get(operand.type, ()):
+            if attr not in attrs:
+                attrs.append(attr)
+    attrs += [k for k in spec.partition_by if k not in attrs]
+    if any(job.is_complex(o.type) for o in spec.operands):
+        attrs.append(MATCH_COLUMN)
+    return attrs
+
+
+@dataclass
+class PartitionOutput:
+    """What one partition of one pattern produced."""
+
+    matches: list[dict]
+    complex: pd.DataFrame | None
+    cap_hits: int
+
+
+def evaluate_partition(frame: pd.DataFrame, job: Job, spec: PatternSpec, *,
+                       own: tuple[float, float] = (-math.inf, math.inf),
+                       with_complex: bool = False,
+                       chunk_events: int = CHUNK_EVENTS) -> PartitionOutput:
+    """Match one pattern over one partition's events (canonical columns)."""
+    table = make_table(frame, needed_attributes(job, spec))
+    results = match_partition(table, spec, job.stages[spec.name], own=own,
+                              chunk_events=chunk_events)
+    renderer = Renderer(table, job.types)
+    objects = [renderer.match(spec, m, row) for m in results for row in range(m.count)]
+    complex_frame = None
+    if with_complex:
+        parts = [complex_events(table, spec, m, renderer) for m in results if m.count]
+        complex_frame = pd.concat(parts, ignore_index=True) if parts else None
+    return PartitionOutput(objects, complex_frame, sum(m.cap_hits for m in results))
+
+
+def partitions(frame: pd.DataFrame, keys: Sequence[str]):
+    """The frame split by the pattern's key; events with a missing key value match nothing."""
+    if not keys:
+        yield frame
+        return
+    for _, group in frame.dropna(subset=list(keys)).groupby(list(keys), sort=False):
+        yield group

@@ -1,0 +1,101 @@
+"""Kleene+ by bitmask enumeration of subsets (seed 001 §2.4, "Execution of Kleene+ Operator").
+
+For one binding of the other variables, a Kleene variable's last event is fixed by the join and
+its other candidate events (at most `kleene_cap - 1`, in time order) are chosen by the bits of
+the numbers 0 .. 2^m - 1 (bit j takes candidate j; the last event is always taken), the
+Banker's-sequence enumeration of the seed done as one NumPy bit matrix. Predicates with
+`FIRST`/`NEXT`/`PREV` are evaluated for all subsets at once: per-event reads as an (M, m+1)
+matrix, masked by the chosen bits (and, for `NEXT`/`PREV`, by the existence of a neighbour).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from cepplan.engine_adapter.runtime.spec import PredicateSpec
+from cepplan.engine_adapter.runtime.table import Table
+from cepplan.workload.expr.vectorized import evaluate, referenced_keys
+
+Fixed = Callable[[tuple], object]  # a column key of another variable -> its value in this row
+
+
+def subsets(table: Table, var: str, candidates: np.ndarray, last: int,
+            preds: Sequence[PredicateSpec], fixed: Fixed) -> list[tuple[int, ...]]:
+    """Every subset of `candidates` (plus `last`) satisfying `preds`, each as ranks in order.
+
+    Cost O(2^m · m) for m candidates; the caller caps m (DESIGN.md, Semantics).
+    """
+    m = len(candidates)
+    masks = np.arange(1 << m, dtype=np.int64)
+    bits = np.ones((len(masks), m + 1), dtype=bool)
+    if m:
+        bits[:, :m] = ((masks[:, None] >> np.arange(m)) & 1).astype(bool)
+    events = np.append(candidates, last).astype(np.int64)
+    if preds:
+        ok = _holding(table, var, bits, events, preds, fixed)
+        bits = bits[ok]
+    return [tuple(events[row].tolist()) for row in bits]
+
+
+def _holding(table: Table, var: str, bits: np.ndarray, events: np.ndarray,
+             preds: Sequence[PredicateSpec], fixed: Fixed) -> np.ndarray:
+    """For each subset (row of `bits`), whether every predicate holds."""
+    count, width = bits.shape
+    nxt = np.full((count, width), -1, dtype=np.int64)
+    prv = np.full((count, width), -1, dtype=np.int64)
+    cur = np.full(count, -1, dtype=np.int64)
+    for j in range(width - 1, -1, -1):
+        nxt[:, j] = cur
+        cur = np.where(bits[:, j], j, cur)
+    cur = np.full(count, -1, dtype=np.int64)
+    for j in range(width):
+        prv[:, j] = cur
+        cur = np.where(bits[:, j], j, cur)
+    first = np.argmax(bits, axis=1)
+    ok = np.ones(count, dtype=bool)
+    for pred in preds:
+        uses = pred.uses[var]
+        per_event = bool(uses & {"plain", "NEXT", "PREV"})
+        length = count * width if per_event else count
+        columns = {}
+        for key in referenced_keys(pred.tree):
+            columns[key] = _column(table, var, key, per_event, (count, width), events,
+                                   nxt, prv, first, fixed, length)
+        result = np.asarray(evaluate(pred.tree, columns, length), dtype=bool)
+        if per_event:
+            valid = bits.copy()
+            if "NEXT" in uses:
+                valid &= nxt >= 0
+            if "PREV" in uses:
+                valid &= prv >= 0
+            ok &= np.all(result.reshape(count, width) | ~valid, axis=1)
+        else:
+            ok &= result
+    return ok
+
+
+def _column(table: Table, var: str, key: tuple, per_event: bool, shape: tuple[int, int],
+            events: np.ndarray, nxt: np.ndarray, prv: np.ndarray, first: np.ndarray,
+            fixed: Fixed, length: int) -> np.ndarray:
+    """The values of one column key for every (subset[, position]) row."""
+    if len(key) == 2 and key[0] != var:
+        return np.repeat(np.asarray([fixed(key)]), length)
+    if len(key) == 3 and key[1] != var:
+        return np.repeat(np.asarray([fixed(key)]), length)
+    attr = key[-1]
+    values = table.column(attr)
+    if len(key) == 2:  # plain read of the Kleene variable: one value per position
+        return np.broadcast_to(values[events][None, :], shape).ravel()
+    func = key[0]
+    if func == "LAST":
+        picked = np.repeat(values[events[-1:]], shape[0])
+    elif func == "FIRST":
+        picked = values[events[first]]
+    else:
+        neighbour = nxt if func == "NEXT" else prv
+        return values[events[np.maximum(neighbour, 0)]].ravel()
+    if per_event:
+        return np.broadcast_to(picked[:, None], shape).ravel()
+    return picked

@@ -1,0 +1,378 @@
+"""Recomputation-based matching of one pattern over one partition (seed 001, Algorithm 1).
+
+Only events are held (the partition's table, in the total order); nothing is kept between
+evaluations. The table is walked in chunks of trigger events: for a chunk, the matches whose
+latest event (the trigger, seed 001 §2.3 step 2) lies in the chunk are recomputed from the
+events of the chunk and the window before it, so the working set is linear in the events of a
+window plus the chunk. Per chunk:
+
+1. join (seed 001 §2.3 step 2): the positive variables in the plan's order, each look-up a
+   vectorised time-range search (`searchsorted` + range expansion) bounded by the window, the
+   SEQ order and the chunk; a Kleene variable joins through its last event; join predicates
+   filter as soon as their variables are bound;
+2. Kleene+ (step 3): each Kleene variable's other events by bitmask enumeration (`kleene`);
+3. negation (seed 002 §2.2): a match is dropped when an event of a negated variable satisfying
+   its predicates lies in the gap its position defines — between the neighbouring positive
+   operands in a SEQ (start: from the window's start; end: up to the window's end), anywhere in
+   the window for AND.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from itertools import product
+
+import numpy as np
+
+from cepplan.engine_adapter.runtime.binding import holds_for
+from cepplan.engine_adapter.runtime.kleene import subsets
+from cepplan.engine_adapter.runtime.spec import (
+    KLEENE,
+    OperandSpec,
+    PatternSpec,
+    PredicateSpec,
+    Stages,
+)
+from cepplan.engine_adapter.runtime.table import Table, expand
+from cepplan.workload.expr.vectorized import evaluate, referenced_keys
+
+CHUNK_EVENTS = 4096
+
+
+@dataclass
+class Matches:
+    """Matches of one pattern in one partition: per positive variable, the ranks it binds
+    (one per match for a plain variable; a tuple in time order for a Kleene variable)."""
+
+    single: dict[str, np.ndarray] = field(default_factory=dict)
+    kleene: dict[str, list[tuple[int, ...]]] = field(default_factory=dict)
+    count: int = 0
+    cap_hits: int = 0
+
+    def extend(self, other: Matches) -> None:
+        """Append another batch of matches over the same table."""
+        for var, ranks in other.single.items():
+            self.single[var] = np.concatenate([self.single.get(var, np.empty(0, np.int64)),
+                                               ranks])
+        for var, tuples in other.kleene.items():
+            self.kleene.setdefault(var, []).extend(tuples)
+        self.count += other.count
+        self.cap_hits += other.cap_hits
+
+    def ranks_of(self, var: str, row: int) -> tuple[int, ...]:
+        """The ranks bound to `var` in match `row`."""
+        if var in self.kleene:
+            return self.kleene[var][row]
+        return (int(self.single[var][row]),)
+
+
+def match_partition(table: Table, spec: PatternSpec, stages: Stages, *,
+                    own: tuple[float, float] = (-math.inf, math.inf),
+                    chunk_events: int = CHUNK_EVENTS) -> list[Matches]:
+    """All matches of `spec` in one partition whose latest event's timestamp lies in `own`
+    (the time range this partition owns; matches outside it belong to a neighbour).
+
+    One `Matches` per operand group: the whole pattern for SEQ/AND, each operand for OR.
+    """
+    context = _Context(table, spec, stages)
+    groups = [(o,) for o in spec.positive] if spec.operator == "OR" else [spec.positive]
+    results = [Matches() for _ in groups]
+    n = len(table)
+    for start in range(0, n, chunk_events):
+        stop = min(n, start + chunk_events)
+        if not (table.ts[start] < own[1] and table.ts[stop - 1] >= own[0]):
+            continue
+        for group, result in zip(groups, results, strict=True):
+            result.extend(context.chunk(group, start, stop, own))
+    return results
+
+
+class _Context:
+    """One pattern over one table: candidate events per variable and the stage functions."""
+
+    def __init__(self, table: Table, spec: PatternSpec, stages: Stages):
+        self.table = table
+        self.spec = spec
+        self.stages = stages
+        self.window = math.inf if spec.window is None else spec.window
+        self.seq = spec.operator == "SEQ"
+        self.strict = spec.seq_ties == "strict"
+        self.cands = {o.var: self._candidates(o) for o in spec.operands}
+
+    def _candidates(self, operand: OperandSpec) -> np.ndarray:
+        """Ranks of the events of the operand's type that pass its filters (seed 001 step 1)."""
+        ranks = np.flatnonzero(self.table.types == operand.type)
+        filters = (self.stages.negation_filters if operand.kind == "negated"
+                   else self.stages.filters).get(operand.var, [])
+        for tree in filters:
+            columns = {key: self.table.column(key[1])[ranks] for key in referenced_keys(tree)}
+            ranks = ranks[np.asarray(evaluate(tree, columns, len(ranks)), dtype=bool)]
+        return ranks
+
+    # -- one chunk ------------------------------------------------------------------------
+
+    def chunk(self, operands: tuple[OperandSpec, ...], start: int, stop: int,
+              own: tuple[float, float]) -> Matches:
+        """Matches over `operands` whose latest event has a rank in [start, stop)."""
+        rows = self.join(operands, start, stop)
+        if rows:
+            latest = np.max(np.vstack(list(rows.values())), axis=0)
+            keep = (latest >= start) & (self.table.ts[latest] >= own[0]) & (
+                self.table.ts[latest] < own[1])
+            rows = {v: a[keep] for v, a in rows.items()}
+        if not rows or not len(next(iter(rows.values()))):
+            return Matches()
+        matches = self.kleene(operands, rows)
+        for operand in self.spec.negated:
+            matches = self.negation(operand, operands, matches)
+        return matches
+
+    def join(self, operands: tuple[OperandSpec, ...], start: int,
+             stop: int) -> dict[str, np.ndarray]:
+        """Bind every positive variable (a Kleene one by its last event) in the plan's order."""
+        table = self.table
+        order = [v for v in self.spec.order if v in {o.var for o in operands}]
+        last_position = max(o.position for o in operands)
+        rows: dict[str, np.ndarray] = {}
+        pending = [p for p in self.stages.joins if p.variables <= set(order)]
+        for var in order:
+            operand = self.spec.operand(var)
+            cand = self.cands[var]
+            cand_ts = table.ts[cand]
+            if not rows:
+                low = np.searchsorted(cand_ts, table.ts[start] - self.window, "left")
+                if self.seq and operand.position == last_position:
+                    low = max(low, np.searchsorted(cand, start, "left"))
+                bound = cand[low:np.searchsorted(cand, stop, "left")]
+                rows = {var: bound}
+            else:
+                rows = self._extend(rows, operand, cand, cand_ts, stop, last_position, start)
+            bound_vars = set(rows)
+            ready = [p for p in pending if p.variables <= bound_vars]
+            pending = [p for p in pending if not p.variables <= bound_vars]
+            for pred in ready:
+                rows = _filter_rows(rows, self._holds_on_rows(pred.tree, rows))
+            if not len(rows[var]):
+                return {}
+        return rows
+
+    def _extend(self, rows: dict[str, np.ndarray], operand: OperandSpec, cand: np.ndarray,
+                cand_ts: np.ndarray, stop: int, last_position: int,
+                start: int) -> dict[str, np.ndarray]:
+        """Join one more variable: per row, the candidate range allowed by window and order."""
+        table = self.table
+        stamps = np.vstack([table.ts[a] for a in rows.values()])
+        low = np.searchsorted(cand_ts, stamps.max(axis=0) - self.window, "left")
+        high = np.searchsorted(cand_ts, stamps.min(axis=0) + self.window, "right")
+        high = np.minimum(high, np.searchsorted(cand, stop, "left"))
+        if self.seq:
+            before = [rows[v] for v in rows if self.spec.operand(v).position < operand.position]
+            after = [rows[v] for v in rows if self.spec.operand(v).position > operand.position]
+            low, high = self._order_bounds(low, high, cand, cand_ts, before, after)
+            if operand.position == last_position:
+                low = np.maximum(low, np.searchsorted(cand, start, "left"))
+        which, positions = expand(low, high)
+        rows = {v: a[which] for v, a in rows.items()}
+        rows[operand.var] = cand[positions]
+        same = [v for v in rows if v != operand.var
+                and self.spec.operand(v).type == operand.type]
+        if same:
+            distinct = np.ones(len(positions), dtype=bool)
+            for v in same:
+                distinct &= rows[v] != rows[operand.var]
+            rows = _filter_rows(rows, distinct)
+        return rows
+
+    def _order_bounds(self, low: np.ndarray, high: np.ndarray, cand: np.ndarray,
+                      cand_ts: np.ndarray, before: list[np.ndarray],
+                      after: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        """Tighten candidate ranges so that events `before` precede and `after` follow
+        (strict: by timestamp; ties allowed: by the total order, i.e. by rank)."""
+        if before:
+            latest = np.max(np.vstack(before), axis=0)
+            low = np.maximum(low, np.searchsorted(cand_ts, self.table.ts[latest], "right")
+                             if self.strict else np.searchsorted(cand, latest, "right"))
+        if after:
+            earliest = np.min(np.vstack(after), axis=0)
+            high = np.minimum(high, np.searchsorted(cand_ts, self.table.ts[earliest], "left")
+                              if self.strict else np.searchsorted(cand, earliest, "left"))
+        return low, high
+
+    def _holds_on_rows(self, tree: list, rows: dict[str, np.ndarray]) -> np.ndarray:
+        """A join predicate on every row, Kleene variables read through their last event."""
+        length = len(next(iter(rows.values())))
+        columns = {}
+        for key in referenced_keys(tree):
+            var, attr = (key[0], key[1]) if len(key) == 2 else (key[1], key[2])
+            columns[key] = self.table.column(attr)[rows[var]]
+        return np.asarray(evaluate(tree, columns, length), dtype=bool)
+
+    # -- Kleene+ --------------------------------------------------------------------------
+
+    def kleene(self, operands: tuple[OperandSpec, ...], rows: dict[str, np.ndarray]) -> Matches:
+        """Expand joined rows into matches: every valid subset of each Kleene variable."""
+        kleene_ops = [self.spec.operand(v) for v in self.spec.order
+                      if v in rows and self.spec.operand(v).kind == KLEENE]
+        plain = {v: a for v, a in rows.items() if self.spec.operand(v).kind != KLEENE}
+        if not kleene_ops:
+            return Matches(single=plain, count=len(next(iter(rows.values()))))
+        per_var = {o.var: self._rest_candidates(o, operands, rows) for o in kleene_ops}
+        out_rows: list[int] = []
+        out_sets: dict[str, list[tuple[int, ...]]] = {o.var: [] for o in kleene_ops}
+        cap_hits = 0
+        cap = max(1, self.spec.kleene_cap)
+        for row in range(len(next(iter(rows.values())))):
+            choices = []
+            for operand in kleene_ops:
+                cands = per_var[operand.var][row]
+                if len(cands) + 1 > cap:
+                    cap_hits += 1
+                    cands = cands[len(cands) - (cap - 1):] if cap > 1 else cands[:0]
+                fixed = _row_getter(self.table, rows, row)
+                choices.append(subsets(self.table, operand.var, cands,
+                                       int(rows[operand.var][row]),
+                                       self.stages.masks.get(operand.var, []), fixed))
+            for combo in product(*choices):
+                if len(combo) > 1 and not self._combo_ok(rows, row, kleene_ops, combo):
+                    continue
+                out_rows.append(row)
+                for operand, chosen in zip(kleene_ops, combo, strict=True):
+                    out_sets[operand.var].append(chosen)
+        index = np.asarray(out_rows, dtype=np.int64)
+        return Matches(single={v: a[index] for v, a in plain.items()}, kleene=out_sets,
+                       count=len(index), cap_hits=cap_hits)
+
+    def _rest_candidates(self, operand: OperandSpec, operands: tuple[OperandSpec, ...],
+                         rows: dict[str, np.ndarray]) -> list[np.ndarray]:
+        """Per row, the Kleene variable's possible events besides its last: earlier than the
+        last, inside the window, after the preceding SEQ operands, passing per-event joins."""
+        table = self.table
+        cand = self.cands[operand.var]
+        cand_ts = table.ts[cand]
+        last = rows[operand.var]
+        latest = np.max(np.vstack([table.ts[a] for a in rows.values()]), axis=0)
+        low = np.searchsorted(cand_ts, latest - self.window, "left")
+        high = np.searchsorted(cand, last, "left")
+        if self.seq:
+            before = [rows[o.var] for o in operands if o.position < operand.position]
+            low, high = self._order_bounds(low, high, cand, cand_ts, before, [])
+        which, positions = expand(low, high)
+        events = cand[positions]
+        keep = np.ones(len(events), dtype=bool)
+        for var, ranks in rows.items():
+            if var != operand.var and self.spec.operand(var).type == operand.type:
+                keep &= events != ranks[which]
+        for pred in self.stages.rest.get(operand.var, []):
+            columns = {}
+            for key in referenced_keys(pred.tree):
+                var, attr = (key[0], key[1]) if len(key) == 2 else (key[1], key[2])
+                source = events if (var == operand.var and len(key) == 2) else rows[var][which]
+                columns[key] = table.column(attr)[source]
+            keep &= np.asarray(evaluate(pred.tree, columns, len(events)), dtype=bool)
+        which, events = which[keep], events[keep]
+        counts = np.bincount(which, minlength=len(last))
+        return np.split(events, np.cumsum(counts)[:-1])
+
+    def _combo_ok(self, rows: dict[str, np.ndarray], row: int, kleene_ops: list[OperandSpec],
+                  combo: tuple[tuple[int, ...], ...]) -> bool:
+        """Several Kleene variables: disjoint events and the predicates reading them together."""
+        seen: set[int] = set()
+        for chosen in combo:
+            if seen & set(chosen):
+                return False
+            seen |= set(chosen)
+        binding = {v: (int(a[row]),) for v, a in rows.items()}
+        binding.update({o.var: c for o, c in zip(kleene_ops, combo, strict=True)})
+        return all(holds_for(self.table, p.tree, binding, self.spec.kleene_vars)
+                   for p in self.stages.combos if p.variables <= set(binding))
+
+    # -- negation -------------------------------------------------------------------------
+
+    def negation(self, operand: OperandSpec, operands: tuple[OperandSpec, ...],
+                 matches: Matches) -> Matches:
+        """Drop the matches that an event of negated `operand` blocks (seed 002 §2.2)."""
+        if not matches.count:
+            return matches
+        table = self.table
+        firsts, lasts = {}, {}
+        for o in operands:
+            if o.var in matches.kleene:
+                sets = matches.kleene[o.var]
+                firsts[o.var] = np.fromiter((s[0] for s in sets), np.int64, len(sets))
+                lasts[o.var] = np.fromiter((s[-1] for s in sets), np.int64, len(sets))
+            else:
+                firsts[o.var] = lasts[o.var] = matches.single[o.var]
+        cand = self.cands[operand.var]
+        cand_ts = table.ts[cand]
+        latest = np.max(np.vstack([table.ts[a] for a in lasts.values()]), axis=0)
+        earliest = np.min(np.vstack([table.ts[a] for a in firsts.values()]), axis=0)
+        low = np.searchsorted(cand_ts, latest - self.window, "left")
+        high = np.searchsorted(cand_ts, earliest + self.window, "right")
+        if self.seq:
+            before = [lasts[o.var] for o in operands if o.position < operand.position]
+            after = [firsts[o.var] for o in operands if o.position > operand.position]
+            low, high = self._order_bounds(low, high, cand, cand_ts, before, after)
+        which, positions = expand(low, high)
+        events = cand[positions]
+        keep = np.ones(len(events), dtype=bool)
+        for o in operands:
+            if o.type != operand.type:
+                continue
+            if o.var in matches.kleene:
+                sets = matches.kleene[o.var]
+                keep &= np.fromiter((e not in sets[w] for e, w in zip(events, which, strict=True)),
+                                    bool, len(events))
+            else:
+                keep &= events != matches.single[o.var][which]
+        for pred in self.stages.negations.get(operand.var, []):
+            keep &= self._negation_holds(pred, operand, matches, firsts, lasts, which, events,
+                                         keep)
+        blocked = np.zeros(matches.count, dtype=bool)
+        blocked[which[keep]] = True
+        return _select(matches, ~blocked)
+
+    def _negation_holds(self, pred: PredicateSpec, operand: OperandSpec, matches: Matches,
+                        firsts: dict, lasts: dict, which: np.ndarray, events: np.ndarray,
+                        alive: np.ndarray) -> np.ndarray:
+        """A negated variable's predicate for each (match, candidate) pair."""
+        per_event_kleene = any(pred.uses[v] & {"plain", "NEXT", "PREV"}
+                               for v in pred.variables if v in matches.kleene)
+        if per_event_kleene:
+            out = np.zeros(len(events), dtype=bool)
+            for i in np.flatnonzero(alive):
+                binding = {v: matches.ranks_of(v, int(which[i]))
+                           for v in pred.variables if v != operand.var}
+                binding[operand.var] = (int(events[i]),)
+                out[i] = holds_for(self.table, pred.tree, binding, self.spec.kleene_vars)
+            return out
+        columns = {}
+        for key in referenced_keys(pred.tree):
+            var, attr = (key[0], key[1]) if len(key) == 2 else (key[1], key[2])
+            if var == operand.var:
+                source = events
+            elif len(key) == 3 and key[0] == "FIRST":
+                source = firsts[var][which]
+            else:
+                source = lasts[var][which]
+            columns[key] = self.table.column(attr)[source]
+        return np.asarray(evaluate(pred.tree, columns, len(events)), dtype=bool)
+
+
+def _filter_rows(rows: dict[str, np.ndarray], keep: np.ndarray) -> dict[str, np.ndarray]:
+    return {v: a[keep] for v, a in rows.items()}
+
+
+def _select(matches: Matches, keep: np.ndarray) -> Matches:
+    index = np.flatnonzero(keep)
+    return Matches(single={v: a[index] for v, a in matches.single.items()},
+                   kleene={v: [s[i] for i in index] for v, s in matches.kleene.items()},
+                   count=len(index), cap_hits=matches.cap_hits)
+
+
+def _row_getter(table: Table, rows: dict[str, np.ndarray], row: int):
+    """Values of the other variables (Kleene ones by their last event) in one joined row."""
+    def fixed(key: tuple) -> object:
+        var, attr = (key[0], key[1]) if len(key) == 2 else (key[1], key[2])
+        return table.column(attr)[rows[var][row]]
+    return fixed

@@ -1,0 +1,188 @@
+"""The brute-force reference matcher: every binding tried, straight from the semantics.
+
+DESIGN.md "Semantics" and docs/engine.md: events ordered by (timestamp, id, type); each plain
+variable binds one event of its type, each Kleene variable a non-empty set of them (in that
+order); no event is bound twice; max(ts) - min(ts) <= window; in a SEQ every event of an
+earlier operand precedes every event of a later one (strict: smaller timestamp; `seq_ties`
+allow: earlier in the total order); all predicates hold (`evaluate.holds`); with a partition
+key all events share its (non-missing) value; a negated variable blocks the match when some
+other event of its type, placed as its position says and keeping the window, satisfies its
+predicates (seed 002 §2.2). Slow (exponential) and obviously right; tests only.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+
+import pandas as pd
+
+from cepplan.engine_adapter.runtime.records import complex_event_id, plain_value
+from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_TYPE
+from cepplan.workload.detection_graph import bottom_up_order, detection_graph
+from cepplan.workload.expr.evaluate import _eval, holds
+from cepplan.workload.model import KLEENE, Pattern, Workload
+
+
+def reference_matches(workload: Workload, events: pd.DataFrame) -> dict[str, list[dict]]:
+    """Match objects (format doc, "matches") of every pattern, children before parents."""
+    pool = [_event(row, workload) for row in events.to_dict("records")]
+    out: dict[str, list[dict]] = {}
+    for name in bottom_up_order(detection_graph(workload)):
+        pattern = workload.pattern(name)
+        found = []
+        for group in _partitions(pool, pattern):
+            found += _pattern_matches(pattern, group, workload)
+        out[name] = [m["object"] for m in found]
+        pool += [_complex_event(pattern, m) for m in found]
+    return out
+
+
+def _event(row: dict, workload: Workload) -> dict:
+    kind = row[EVENT_TYPE]
+    event = {"id": int(row[EVENT_ID]), "type": kind, "ts": float(row[EVENT_TS])}
+    for attr in workload.attributes_of(kind):
+        event[attr] = plain_value(row.get(attr))
+    return event
+
+
+def _partitions(pool: list[dict], pattern: Pattern) -> list[list[dict]]:
+    if not pattern.partition_by:
+        return [pool]
+    groups: dict[tuple, list[dict]] = {}
+    for event in pool:
+        key = tuple(event.get(k) for k in pattern.partition_by)
+        if any(v is None for v in key):
+            continue
+        groups.setdefault(key, []).append(event)
+    return list(groups.values())
+
+
+def _key(event: dict) -> tuple:
+    return (event["ts"], event["id"], event["type"])
+
+
+def _precedes(first: dict, second: dict, strict: bool) -> bool:
+    return first["ts"] < second["ts"] if strict else _key(first) < _key(second)
+
+
+def _choices(operand, events: list[dict]) -> list:
+    mine = sorted((e for e in events if e["type"] == operand.event_type), key=_key)
+    if operand.kind != KLEENE:
+        return [[e] for e in mine]
+    return [list(c) for size in range(1, len(mine) + 1)
+            for c in itertools.combinations(mine, size)]
+
+
+def _pattern_matches(pattern: Pattern, events: list[dict], workload: Workload) -> list[dict]:
+    strict = workload.options.seq_ties == "strict"
+    window = math.inf if pattern.window is None else pattern.window
+    groups = ([(o,) for o in pattern.positive] if pattern.operator == "OR"
+              else [pattern.positive])
+    found = []
+    for operands in groups:
+        for chosen in itertools.product(*(_choices(o, events) for o in operands)):
+            bound = dict(zip((o.var for o in operands), chosen, strict=True))
+            if _valid(pattern, operands, bound, events, strict, window):
+                found.append({"bound": bound, "object": _object(pattern, bound)})
+    return found
+
+
+def _valid(pattern: Pattern, operands: Sequence, bound: dict, events: list[dict],
+           strict: bool, window: float) -> bool:
+    every = [e for chosen in bound.values() for e in chosen]
+    if len({(e["type"], e["id"]) for e in every}) < len(every):
+        return False
+    stamps = [e["ts"] for e in every]
+    if max(stamps) - min(stamps) > window:
+        return False
+    if pattern.operator == "SEQ" and not _in_sequence(operands, bound, strict):
+        return False
+    binding = _binding(pattern, bound)
+    negated = {o.var for o in pattern.negated}
+    for pred in pattern.predicates:
+        applies = pred.variables <= set(binding) and not pred.variables & negated
+        if applies and not holds(pred.expr, binding, pattern.kleene_vars):
+            return False
+    return not any(_blocked(pattern, x, operands, bound, events, strict, window)
+                   for x in pattern.negated)
+
+
+def _in_sequence(operands: Sequence, bound: dict, strict: bool) -> bool:
+    ordered = sorted(operands, key=lambda o: o.position)
+    for i, earlier in enumerate(ordered):
+        for later in ordered[i + 1:]:
+            for e in bound[earlier.var]:
+                for f in bound[later.var]:
+                    if not _precedes(e, f, strict):
+                        return False
+    return True
+
+
+def _binding(pattern: Pattern, bound: dict) -> dict:
+    return {var: (chosen if pattern.operand(var).kind == KLEENE else chosen[0])
+            for var, chosen in bound.items()}
+
+
+def _blocked(pattern: Pattern, negated, operands: Sequence, bound: dict, events: list[dict],
+             strict: bool, window: float) -> bool:
+    every = [e for chosen in bound.values() for e in chosen]
+    used = {(e["type"], e["id"]) for e in every}
+    binding = _binding(pattern, bound)
+    for event in events:
+        if event["type"] != negated.event_type or (event["type"], event["id"]) in used:
+            continue
+        stamps = [e["ts"] for e in every] + [event["ts"]]
+        if max(stamps) - min(stamps) > window:
+            continue
+        if pattern.operator == "SEQ":
+            before = [e for o in operands if o.position < negated.position for e in bound[o.var]]
+            after = [e for o in operands if o.position > negated.position for e in bound[o.var]]
+            if not all(_precedes(e, event, strict) for e in before):
+                continue
+            if not all(_precedes(event, e, strict) for e in after):
+                continue
+        trial = {**binding, negated.var: event}
+        if all(holds(p.expr, trial, pattern.kleene_vars) for p in pattern.predicates
+               if negated.var in p.variables):
+            return True
+    return False
+
+
+def _object(pattern: Pattern, bound: dict) -> dict:
+    events = {}
+    for var, chosen in bound.items():
+        shown = [_shown(e) for e in chosen]
+        events[var] = shown if pattern.operand(var).kind == KLEENE else shown[0]
+    return {"pattern": pattern.name, "events": events}
+
+
+def _shown(event: dict) -> dict:
+    return {k: v for k, v in event.items() if k != "_object"} | event.get("_object", {})
+
+
+def _complex_event(pattern: Pattern, match: dict) -> dict:
+    bound = match["bound"]
+    binding = _binding(pattern, bound)
+    event = {"id": complex_event_id(pattern.name,
+                                    {v: [e["id"] for e in c] for v, c in bound.items()}),
+             "type": pattern.name,
+             "ts": max(e["ts"] for c in bound.values() for e in c)}
+    for attr, expr in pattern.emit.items():
+        event[attr] = plain_value(_eval(expr, binding, pattern.kleene_vars, {}))
+    event["_object"] = match["object"]
+    return event
+
+
+def canonical(obj: dict) -> tuple:
+    """A match object reduced to what identifies it: pattern and the ids each variable binds
+    (a complex subevent by its own canonical form)."""
+    parts = []
+    for var in sorted(obj["events"]):
+        value = obj["events"][var]
+        items = value if isinstance(value, list) else [value]
+        parts.append((var, tuple(canonical(i) if "events" in i else (i["type"], i["id"])
+                                 for i in items)))
+    return (obj["pattern"], tuple(parts))
+
