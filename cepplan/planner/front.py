@@ -1,0 +1,52 @@
+"""One pattern's full Pareto front: positive subevents by DP or heuristics, then negation and
+the naive plan (seed 002 §4.1: negated subevents are monitored after the positive ones, or
+with everything in the naive one-step plan; OR has only the naive plan)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from cepplan.costmodels.operators import OR, PatternModel
+from cepplan.planner import dp, heuristics
+from cepplan.planner.candidates import Candidate, Option, evaluate, pareto_front
+
+DP, HEURISTIC, NAIVE = "dp", "heuristic", "naive"
+
+
+def pattern_front(model: PatternModel, options: Mapping[str, Sequence[Option]], solver: str,
+                  max_latency: int | None = None,
+                  deadline: float | None = None) -> tuple[list[Candidate], str]:
+    """(Pareto front, solver used). `solver` is dp or heuristic; a DP past its deadline falls
+    back to the heuristics and says so."""
+    fastest = {v: min(range(len(opts)), key=lambda i: (opts[i].latency, opts[i].cost))
+               for v, opts in options.items()}
+    naive = evaluate(model, (frozenset(options),), options, fastest)
+    if model.operator == OR:
+        return [naive], NAIVE
+    used = solver
+    if solver == DP:
+        try:
+            positive = dp.solve(model, options, deadline)
+        except dp.DeadlineExceeded:
+            positive = heuristics.solve(model, options, max_latency)
+            used = "heuristic (dp timed out)"
+    else:
+        positive = heuristics.solve(model, options, max_latency)
+    negated = [o.var for o in model.negatives]
+    if not negated:
+        return pareto_front([*positive, naive]), used
+    complete = [naive]
+    for plan in positive:
+        for neg_choice in _negated_choices(negated, options):
+            steps = (*plan.steps, frozenset(negated))
+            complete.append(evaluate(model, steps, options, {**plan.choices, **neg_choice}))
+    return pareto_front(complete), used
+
+
+def _negated_choices(negated: list[str],
+                     options: Mapping[str, Sequence[Option]]) -> list[dict[str, int]]:
+    """Cheapest and fastest option sets for the negated subevents."""
+    cheapest = {v: min(range(len(options[v])), key=lambda i: options[v][i].cost) for v in negated}
+    fastest = {v: min(range(len(options[v])), key=lambda i: options[v][i].latency)
+               for v in negated}
+    return [cheapest] if cheapest == fastest else [cheapest, fastest]
