@@ -12,7 +12,7 @@ import traceback
 import typer
 
 import cepplan
-from cepplan.cli import show_cmd, validate_cmd
+from cepplan.cli import optimize_cmd, show_cmd, validate_cmd
 from cepplan.errors import CepplanError, InputError
 
 app = typer.Typer(
@@ -44,6 +44,7 @@ def _root(
 
 app.command("validate")(validate_cmd.validate)
 app.command("show")(show_cmd.show)
+app.command("optimize")(optimize_cmd.optimize_command)
 
 
 def main() -> None:

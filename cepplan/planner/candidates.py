@@ -58,4 +58,8 @@ def pareto_front(candidates: Iterable[Candidate], tolerance: float = 1e-12) -> l
 def cheapest_within(front: Sequence[Candidate], max_latency: int | None) -> Candidate | None:
     """The root's choice (§3.2.3): the cheapest plan meeting the latency bound, or None."""
     feasible = [c for c in front if max_latency is None or c.latency <= max_latency]
-    return min(feasible, key=lambda c: (c.cost, c.latency)) if feasible else None
+    if not feasible:
+        return None
+    least = min(c.cost for c in feasible)
+    near = [c for c in feasible if c.cost <= least + 1e-9 * max(1.0, abs(least))]
+    return min(near, key=lambda c: (c.latency, c.cost))

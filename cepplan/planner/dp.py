@@ -49,7 +49,7 @@ def solve(model: PatternModel, options: Mapping[str, Sequence[Option]],
     size = 1 << n
     full = size - 1
     thresholds = sorted({opt.latency for v in names for opt in options[v]})
-    cheapest, which = _cheapest_options(names, options, thresholds)
+    cheapest, which, speed = _cheapest_options(names, options, thresholds)
     bits = ((np.arange(size)[:, None] >> np.arange(n)[None, :]) & 1).astype(float)
     reach, intervals = _subset_terms(model, names)
     max_lat = sum(max(opt.latency for opt in options[v]) for v in names)
@@ -60,8 +60,9 @@ def solve(model: PatternModel, options: Mapping[str, Sequence[Option]],
     last_bit = 1 << (n - 1) if model.operator == SEQ else 0
     masks = np.arange(size)
     first = bits @ np.where(np.isinf(cheapest), _BIG, cheapest).T  # (size, thresholds)
-    for t, tau in enumerate(thresholds):
-        lat = np.where(masks & last_bit, tau, 0) if last_bit else np.full(size, tau)
+    step_lat = (bits[:, None, :] * speed[None, :, :]).max(axis=2).astype(np.int64)
+    for t in range(len(thresholds)):
+        lat = np.where(masks & last_bit, step_lat[:, t], 0) if last_bit else step_lat[:, t]
         ok = (first[:, t] < _BIG / 2) & (masks > 0)
         better = ok & (first[:, t] < best[masks, lat])
         best[masks[better], lat[better]] = first[better, t]
@@ -76,16 +77,17 @@ def solve(model: PatternModel, options: Mapping[str, Sequence[Option]],
         targets = j | subs
         weights = np.where(np.isinf(cheapest), _BIG, cheapest * intervals[j][None, :])
         increments = reach[j] * (bits[subs] @ weights.T)  # (subs, thresholds)
-        for t, tau in enumerate(thresholds):
+        for t in range(len(thresholds)):
             valid = increments[:, t] < _BIG / 2
             if not valid.any():
                 continue
             sub_t, tgt_t = subs[valid], targets[valid]
             cand = best[j, lats][:, None] + increments[valid, t][None, :]
+            tau = step_lat[sub_t, t][None, :]
             if not last_bit or j & last_bit:
-                new_lat = np.broadcast_to(lats[:, None] + tau, cand.shape)
+                new_lat = lats[:, None] + tau
             else:
-                new_lat = np.broadcast_to(np.where(sub_t & last_bit, tau, 0)[None, :], cand.shape)
+                new_lat = np.broadcast_to(np.where(sub_t & last_bit, tau, 0), cand.shape)
             tgt = np.broadcast_to(tgt_t[None, :], cand.shape)
             better = cand < best[tgt, new_lat]
             if not better.any():
@@ -103,17 +105,17 @@ def solve(model: PatternModel, options: Mapping[str, Sequence[Option]],
 
 
 def _cheapest_options(names: list[str], options: Mapping[str, Sequence[Option]],
-                      thresholds: list[int]) -> tuple[np.ndarray, np.ndarray]:
-    """Per latency threshold τ and subevent: the cheapest option of latency <= τ (and its
-    index); inf / -1 where none is fast enough."""
-    cost = np.full((len(thresholds), len(names)), np.inf)
-    index = np.full((len(thresholds), len(names)), -1)
+                      thresholds: list[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per latency threshold τ and subevent: the cheapest option of latency <= τ, its index
+    and its latency; inf / -1 / 0 where none is fast enough."""
+    shape = (len(thresholds), len(names))
+    cost, index, speed = np.full(shape, np.inf), np.full(shape, -1), np.zeros(shape)
     for t, tau in enumerate(thresholds):
         for e, var in enumerate(names):
             for i, opt in enumerate(options[var]):
                 if opt.latency <= tau and opt.cost < cost[t, e]:
-                    cost[t, e], index[t, e] = opt.cost, i
-    return cost, index
+                    cost[t, e], index[t, e], speed[t, e] = opt.cost, i, opt.latency
+    return cost, index, speed
 
 
 def _subset_terms(model: PatternModel, names: list[str]) -> tuple[np.ndarray, np.ndarray]:

@@ -25,15 +25,20 @@ FORMAT = "cepplan.plan/1"
 
 @dataclass(frozen=True)
 class DetectionPlan:
-    """Ordered steps of variables; `expected_cost` in events per time_unit (None: not modelled)."""
+    """Ordered steps of variables; `expected_cost` in events per time_unit (None: not modelled).
+
+    `modelled_latency`, when the planner sets it, is the latency its model derived (seed 002
+    §4.1: a SEQ counts steps from the one holding its last subevent; complex subevents add
+    their own latency); otherwise the latency is the number of steps."""
 
     steps: tuple[frozenset[str], ...]
     expected_cost: float | None = None
+    modelled_latency: int | None = None
 
     @property
     def latency(self) -> int:
         """Detection latency in plan steps (seed 002 §3.1)."""
-        return len(self.steps)
+        return len(self.steps) if self.modelled_latency is None else self.modelled_latency
 
     def to_json(self) -> dict[str, Any]:
         return {"steps": [sorted(step) for step in self.steps],
@@ -152,4 +157,6 @@ def _detection(body: Mapping[str, Any]) -> DetectionPlan:
     if not steps or any(not step for step in steps):
         raise ValueError("a plan needs at least one step and no empty step")
     cost = body.get("expected_cost")
-    return DetectionPlan(steps, None if cost is None else float(cost))
+    latency = body.get("latency")
+    return DetectionPlan(steps, None if cost is None else float(cost),
+                         None if latency is None else int(latency))

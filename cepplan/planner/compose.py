@@ -1,0 +1,129 @@
+"""Hierarchical plan composition over the event detection graph (seed 002 §3.2.3).
+
+Patterns are planned bottom-up: each node's Pareto front is built from the plans its complex
+subevents propagate (at most k, chosen by a §6.3 strategy); the root picks the cheapest plan
+within its latency bound, which fixes the plan of every node below it. A complex subevent
+reached by several parents with different plans runs the fastest of them (it meets every
+parent's latency bound; the slower parents' cost estimates are then slightly pessimistic).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from cepplan.costmodels.operators import PatternModel, occurrence_rate
+from cepplan.errors import InputError, Problem
+from cepplan.planner import front as front_mod
+from cepplan.planner.candidates import Candidate, Option, cheapest_within, evaluate
+from cepplan.planner.inputs import ChildSummary, pattern_model
+from cepplan.planner.strategies import limit
+from cepplan.workload.detection_graph import bottom_up_order, detection_graph
+from cepplan.workload.model import Statistics, Workload
+
+AUTO = "auto"
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Planner parameters: solver (auto, dp, heuristic), plans propagated per node (k, None =
+    all) and how they are chosen, seed of the random strategy, time limit in seconds, the
+    Poisson time step (None = fine-grained limit), and the largest DP size `auto` accepts."""
+
+    solver: str = AUTO
+    k: int | None = 8
+    strategy: str = "mixture"
+    seed: int = 0
+    time_limit: float = 60.0
+    step: float | None = None
+    dp_limit: int = 12
+
+
+@dataclass(frozen=True)
+class NodeResult:
+    """One pattern's planning result."""
+
+    name: str
+    model: PatternModel
+    options: Mapping[str, list[Option]]  # as planned (shared subevents possibly discounted)
+    plain_options: Mapping[str, list[Option]]  # at full cost
+    front: list[Candidate]
+    offered: list[Candidate]
+    rate: float
+    naive_cost: float
+    solver: str
+    children: Mapping[str, str] = field(default_factory=dict)  # complex variable -> pattern
+
+
+def compose(workload: Workload, statistics: Statistics, settings: Settings,
+            discounts: Mapping[tuple[str, str], float] | None = None) -> dict[str, NodeResult]:
+    """Plan every pattern bottom-up; `discounts[(pattern, var)]` scales the cost of a shared
+    complex subevent as its parent sees it (Algorithm 2 of seed 002 §5.1)."""
+    discounts = discounts or {}
+    deadline = time.perf_counter() + settings.time_limit
+    results: dict[str, NodeResult] = {}
+    for name in bottom_up_order(detection_graph(workload)):
+        pattern = workload.pattern(name)
+        summaries = {c: ChildSummary(results[c].rate, results[c].model.window) for c in results}
+        model = pattern_model(workload, pattern, statistics, summaries, settings.step)
+        options, plain, children = {}, {}, {}
+        naive = 0.0
+        for operand, om in zip(pattern.operands, model.operands, strict=True):
+            if operand.is_complex:
+                child = results[operand.event_type]
+                scale = discounts.get((name, operand.var), 1.0)
+                plain[operand.var] = [Option(c.cost, c.latency, i)
+                                      for i, c in enumerate(child.offered)]
+                options[operand.var] = [Option(c.cost * scale, c.latency, i)
+                                        for i, c in enumerate(child.offered)]
+                children[operand.var] = operand.event_type
+                naive += child.naive_cost
+            else:
+                options[operand.var] = plain[operand.var] = [Option(om.occurrence.rate, 1)]
+                naive += om.occurrence.rate
+        positives = len(model.positives)
+        solver = settings.solver
+        if solver == AUTO:
+            solver = front_mod.DP if positives <= settings.dp_limit else front_mod.HEURISTIC
+        bound = pattern.latency.max_steps if pattern.latency else None
+        front, used = front_mod.pattern_front(model, options, solver, bound, deadline)
+        feasible = [c for c in front if bound is None or c.latency <= bound]
+        offered = limit(feasible or front[:1], settings.k, settings.strategy, settings.seed)
+        results[name] = NodeResult(name, model, options, plain, front, offered,
+                                   occurrence_rate(model), naive, used, children)
+    return results
+
+
+def select(workload: Workload, results: Mapping[str, NodeResult]) -> dict[str, Candidate]:
+    """Each root's cheapest plan within its latency bound, then top-down the plans it fixes
+    for the nodes below (seed 002 §3.2.3)."""
+    graph = detection_graph(workload)
+    chosen: dict[str, Candidate] = {}
+    problems = []
+    for name in reversed(bottom_up_order(graph)):
+        result = results[name]
+        pattern = workload.pattern(name)
+        bound = pattern.latency.max_steps if pattern.latency else None
+        if name not in chosen:
+            pick = cheapest_within(result.front, bound)
+            if pick is None:
+                fastest = min(c.latency for c in result.front)
+                problems.append(Problem(
+                    workload.path, f"patterns[{pattern.index}].latency",
+                    f"no detection plan of {name} meets the latency bound of {bound} step(s); "
+                    f"the smallest achievable latency is {fastest} step(s)"))
+                continue
+            chosen[name] = pick
+        for var, child in result.children.items():
+            plan = results[child].offered[chosen[name].choices[var]]
+            if child not in chosen or plan.latency < chosen[child].latency:
+                chosen[child] = plan
+    if problems:
+        raise InputError(problems)
+    return chosen
+
+
+def own_cost(result: NodeResult, plan: Candidate) -> float:
+    """A chosen plan's expected cost with its complex subevents at full cost."""
+    return evaluate(result.model, plan.steps, result.plain_options, plan.choices).cost

@@ -1,0 +1,87 @@
+"""From a workload and its statistics to the cost model's inputs (seed 002 §4, §5.2).
+
+- A primitive operand's occurrence: its type's model (Poisson by default; Bernoulli or Markov
+  when the statistics give one), thinned by the selectivity of its filters — filters are
+  pushed down to the sources, so only qualifying events are ever transmitted (§5.2).
+- A KLEENE operand occurs at its type's rate (b+ occurs whenever one b does).
+- A negated operand is also thinned by the join predicates it takes part in: only events that
+  would spoil a match need to be looked for.
+- A complex operand is a Poisson process at the child pattern's derived occurrence rate.
+- Join predicates among positive operands scale the partial events' probabilities.
+A selectivity missing from the statistics counts as 1 (no reduction: the conservative
+choice); a primitive type without a rate (and without a Bernoulli/Markov model) is an error.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from cepplan.costmodels import occurrence as occ
+from cepplan.costmodels.operators import OperandModel, PatternModel
+from cepplan.errors import InputError, Problem
+from cepplan.workload.model import FILTER, JOIN, Pattern, Statistics, Workload
+
+
+@dataclass(frozen=True)
+class ChildSummary:
+    """What a parent needs to know of a complex subevent: its occurrence rate and window."""
+
+    rate: float
+    window: float
+
+
+def check_rates(workload: Workload, statistics: Statistics, stats_file: str | None) -> None:
+    """Raise an InputError naming every primitive type a pattern uses that has no rate."""
+    used = sorted({o.event_type for p in workload.patterns for o in p.operands
+                   if not o.is_complex})
+    missing = [t for t in used if t not in statistics.rates
+               and statistics.models.get(t) is None]
+    missing += [t for t in used if t not in missing and t not in statistics.rates
+                and statistics.models[t].kind == occ.POISSON]
+    if missing:
+        where = stats_file or workload.path
+        raise InputError([Problem(
+            where, "statistics.rates",
+            f"no arrival rate for event type(s) {', '.join(sorted(missing))}: add them to the "
+            "workload's inline statistics or measure them with `cepplan stats`")])
+
+
+def selectivity(statistics: Statistics, pattern: Pattern, text: str) -> float:
+    """The predicate's selectivity from the statistics, 1 when unknown."""
+    return statistics.selectivities.get(pattern.name, {}).get(text, 1.0)
+
+
+def pattern_model(workload: Workload, pattern: Pattern, statistics: Statistics,
+                  children: Mapping[str, ChildSummary], step: float | None) -> PatternModel:
+    """The cost model's view of one pattern."""
+    operands = []
+    for operand in pattern.operands:
+        kept = math.prod(selectivity(statistics, pattern, p.text) for p in pattern.predicates
+                         if operand.var in p.variables
+                         and (p.kind == FILTER or (operand.kind == "negated" and p.kind == JOIN)))
+        if operand.is_complex:
+            child = children[operand.event_type]
+            model = occ.poisson(child.rate * kept, step)
+            extra = child.window
+        else:
+            model = _primitive(statistics, operand.event_type, kept, step)
+            extra = 0.0
+        operands.append(OperandModel(operand.var, model, operand.position,
+                                     operand.kind == "negated", extra))
+    negated = {o.var for o in pattern.negated}
+    joins = tuple((frozenset(p.variables), selectivity(statistics, pattern, p.text))
+                  for p in pattern.predicates
+                  if p.kind == JOIN and not p.variables & negated)
+    return PatternModel(pattern.operator, pattern.window or 0.0, tuple(operands), joins)
+
+
+def _primitive(statistics: Statistics, type_name: str, kept: float,
+               step: float | None) -> occ.Occurrence:
+    model = statistics.models.get(type_name)
+    if model is not None and model.kind == occ.BERNOULLI:
+        return occ.bernoulli(model.p, kept)
+    if model is not None and model.kind == occ.MARKOV:
+        return occ.markov_chain(model.transition, model.time_step, kept)
+    return occ.poisson(statistics.rates[type_name] * kept, step)
