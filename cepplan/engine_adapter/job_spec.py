@@ -1,5 +1,6 @@
 """Workload + plan -> the job's data (`job.json`): patterns as plain JSON, predicates as
-portable expression trees (never code), the plan's order and steps, the source mapping.
+portable expression trees (never code), the plan's order and steps, and the arguments of
+`cepplan.workload.spark_source.read_events` for the workload's `source`.
 """
 
 from __future__ import annotations
@@ -12,7 +13,8 @@ from cepplan.errors import InputError
 from cepplan.planner.plan import Plan
 from cepplan.workload.detection_graph import bottom_up_order, detection_graph
 from cepplan.workload.expr.portable import to_portable
-from cepplan.workload.model import Pattern, Source, Workload
+from cepplan.workload.model import Pattern, Workload
+from cepplan.workload.source_spec import reader_arguments
 
 
 def job_data(workload: Workload, plan: Plan, *, plan_kind: str = "plan") -> dict[str, Any]:
@@ -28,7 +30,7 @@ def job_data(workload: Workload, plan: Plan, *, plan_kind: str = "plan") -> dict
         "options": {"seq_ties": workload.options.seq_ties,
                     "kleene_cap": workload.options.kleene_cap},
         "types": types,
-        "source": None if workload.source is None else _source(workload.source),
+        "reader": None if workload.source is None else reader_arguments(workload),
         "patterns": patterns,
         "plan": {"kind": plan_kind, "provenance": dict(plan.provenance),
                  "predicted": {name: {"expected_cost": p.detection.expected_cost,
@@ -56,11 +58,3 @@ def _pattern(pattern: Pattern, plan: Plan) -> dict[str, Any]:
         "steps": [sorted(step) for step in chosen.detection.steps],
         "emit": {attr: to_portable(expr) for attr, expr in pattern.emit.items()},
     }
-
-
-def _source(source: Source) -> dict[str, Any]:
-    return {"format": source.format, "header": source.header,
-            "columns": list(source.columns) if source.columns else None,
-            "type_column": source.type_column, "type": source.fixed_type,
-            "time_column": source.time_column, "time_format": source.time_format,
-            "id_column": source.id_column, "key_columns": list(source.key_columns)}
