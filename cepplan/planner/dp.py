@@ -59,6 +59,8 @@ def solve(model: PatternModel, options: Mapping[str, Sequence[Option]],
     prev_thr = np.zeros((size, max_lat + 1), dtype=np.int64)
     last_bit = 1 << (n - 1) if model.operator == SEQ else 0
     masks = np.arange(size)
+    finite = np.isfinite(cheapest)
+    cheapest_or_0 = np.where(finite, cheapest, 0.0)
     first = bits @ np.where(np.isinf(cheapest), _BIG, cheapest).T  # (size, thresholds)
     step_lat = (bits[:, None, :] * speed[None, :, :]).max(axis=2).astype(np.int64)
     for t in range(len(thresholds)):
@@ -75,10 +77,11 @@ def solve(model: PatternModel, options: Mapping[str, Sequence[Option]],
             continue
         subs = _submasks(full ^ j)
         targets = j | subs
-        weights = np.where(np.isinf(cheapest), _BIG, cheapest * intervals[j][None, :])
-        increments = reach[j] * (bits[subs] @ weights.T)  # (subs, thresholds)
+        weights = np.where(finite, cheapest_or_0 * intervals[j][None, :], _BIG)
+        raw = bits[subs] @ weights.T  # (subs, thresholds); >= _BIG: some option missing
+        increments = reach[j] * raw
         for t in range(len(thresholds)):
-            valid = increments[:, t] < _BIG / 2
+            valid = raw[:, t] < _BIG / 2
             if not valid.any():
                 continue
             sub_t, tgt_t = subs[valid], targets[valid]
