@@ -64,7 +64,7 @@ def summary(result: Optimized, time_unit: str) -> list[str]:
     for name, plan in result.plan.patterns.items():
         chosen = " -> ".join(",".join(sorted(step)) for step in plan.detection.steps)
         cost, naive = plan.detection.expected_cost, plan.naive_cost
-        saving = f"{100 * (1 - cost / naive):.0f}%" if naive else "-"
+        saving = f"{max(0.0, 100 * (1 - cost / naive)):.0f}%" if naive else "-"
         rows.append((name, chosen, str(plan.detection.latency), f"{cost:.4g}", f"{naive:.4g}",
                      saving, plan.solver))
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]

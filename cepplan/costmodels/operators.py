@@ -47,6 +47,7 @@ class OperandModel:
     position: int
     negated: bool = False
     extra_window: float = 0.0  # a complex subevent's own window
+    source: str = ""  # operands with the same non-empty source share transmitted events
 
 
 @dataclass(frozen=True)
@@ -132,9 +133,27 @@ def plan_cost(model: PatternModel, steps: Sequence[frozenset[str]],
               costs: Mapping[str, float]) -> float:
     """Expected events transmitted per time unit: Σ_i P_{S_i} cost_{S_i} (seed 002 §4)."""
     if model.operator == OR:
-        return sum(costs[o.var] for o in model.operands)
-    fractions = monitoring_fractions(model, steps)
-    return sum(fractions[v] * costs[v] for v in fractions)
+        return grouped_cost(model, {o.var: 1.0 for o in model.operands}, costs)
+    return grouped_cost(model, monitoring_fractions(model, steps), costs)
+
+
+def grouped_cost(model: PatternModel, fractions: Mapping[str, float],
+                 costs: Mapping[str, float]) -> float:
+    """Σ_e f_e c_e, except that variables bound to the same source (same type, same filters)
+    share transmissions — an event is sent once (seed 002 §3.3) — so a group costs
+    c · (1 - Π (1 - f_e)), monitoring periods taken as independent; a pushed member (f = 1)
+    makes the whole group cost c. Distinct sources: exactly the seed's sum."""
+    groups: dict[str, list[str]] = {}
+    for var in fractions:
+        groups.setdefault(model.operand(var).source or f"var:{var}", []).append(var)
+    total = 0.0
+    for members in groups.values():
+        if len(members) == 1:
+            total += fractions[members[0]] * costs[members[0]]
+        else:
+            quiet = math.prod(1.0 - min(1.0, fractions[v]) for v in members)
+            total += max(costs[v] for v in members) * (1.0 - quiet)
+    return total
 
 
 def plan_latency(model: PatternModel, steps: Sequence[frozenset[str]],

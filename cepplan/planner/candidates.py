@@ -45,8 +45,9 @@ def evaluate(model: PatternModel, steps: Sequence[frozenset[str]],
 
 def pareto_front(candidates: Iterable[Candidate], tolerance: float = 1e-12) -> list[Candidate]:
     """The Pareto-optimal plans (Definition 1 of seed 002 §3.2.1), by latency then cost; of
-    plans with equal cost and latency the first seen is kept."""
-    ordered = sorted(candidates, key=lambda c: (c.latency, c.cost))
+    plans with equal cost and latency the one with fewest steps is kept."""
+    ordered = sorted(candidates, key=lambda c: (c.latency, float(f"{c.cost:.12g}"),
+                                                len(c.steps)))
     front: list[Candidate] = []
     for cand in ordered:
         if front and cand.cost >= front[-1].cost - tolerance * max(1.0, abs(cand.cost)):
@@ -62,4 +63,4 @@ def cheapest_within(front: Sequence[Candidate], max_latency: int | None) -> Cand
         return None
     least = min(c.cost for c in feasible)
     near = [c for c in feasible if c.cost <= least + 1e-9 * max(1.0, abs(least))]
-    return min(near, key=lambda c: (c.latency, c.cost))
+    return min(near, key=lambda c: (c.latency, len(c.steps), c.cost))

@@ -68,7 +68,7 @@ def compose(workload: Workload, statistics: Statistics, settings: Settings,
         summaries = {c: ChildSummary(results[c].rate, results[c].model.window) for c in results}
         model = pattern_model(workload, pattern, statistics, summaries, settings.step)
         options, plain, children = {}, {}, {}
-        naive = 0.0
+        naive, sources = 0.0, set()
         for operand, om in zip(pattern.operands, model.operands, strict=True):
             if operand.is_complex:
                 child = results[operand.event_type]
@@ -81,7 +81,8 @@ def compose(workload: Workload, statistics: Statistics, settings: Settings,
                 naive += child.naive_cost
             else:
                 options[operand.var] = plain[operand.var] = [Option(om.occurrence.rate, 1)]
-                naive += om.occurrence.rate
+                naive += 0.0 if om.source in sources else om.occurrence.rate
+                sources.add(om.source)
         positives = len(model.positives)
         solver = settings.solver
         if solver == AUTO:

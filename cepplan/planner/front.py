@@ -17,7 +17,8 @@ def pattern_front(model: PatternModel, options: Mapping[str, Sequence[Option]], 
                   max_latency: int | None = None,
                   deadline: float | None = None) -> tuple[list[Candidate], str]:
     """(Pareto front, solver used). `solver` is dp or heuristic; a DP past its deadline falls
-    back to the heuristics and says so."""
+    back to the heuristics and says so. Variables bound to the same source are re-costed with
+    shared transmissions (`grouped_cost`); the DP is exact for distinct sources."""
     fastest = {v: min(range(len(opts)), key=lambda i: (opts[i].latency, opts[i].cost))
                for v, opts in options.items()}
     naive = evaluate(model, (frozenset(options),), options, fastest)
@@ -34,6 +35,8 @@ def pattern_front(model: PatternModel, options: Mapping[str, Sequence[Option]], 
         positive = heuristics.solve(model, options, max_latency)
     negated = [o.var for o in model.negatives]
     if not negated:
+        if _shares_sources(model):
+            positive = [evaluate(model, c.steps, options, c.choices) for c in positive]
         return pareto_front([*positive, naive]), used
     complete = [naive]
     for plan in positive:
@@ -41,6 +44,13 @@ def pattern_front(model: PatternModel, options: Mapping[str, Sequence[Option]], 
             steps = (*plan.steps, frozenset(negated))
             complete.append(evaluate(model, steps, options, {**plan.choices, **neg_choice}))
     return pareto_front(complete), used
+
+
+def _shares_sources(model: PatternModel) -> bool:
+    """Whether some variables share a source: the DP then optimised the seed's additive cost,
+    an upper bound, and its plans are re-costed with shared transmissions."""
+    sources = [o.source for o in model.positives if o.source]
+    return len(sources) != len(set(sources))
 
 
 def _negated_choices(negated: list[str],

@@ -15,6 +15,7 @@ choice); a primitive type without a rate (and without a Bernoulli/Markov model) 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -64,17 +65,25 @@ def pattern_model(workload: Workload, pattern: Pattern, statistics: Statistics,
         if operand.is_complex:
             child = children[operand.event_type]
             model = occ.poisson(child.rate * kept, step)
-            extra = child.window
+            extra, source = child.window, ""
         else:
             model = _primitive(statistics, operand.event_type, kept, step)
-            extra = 0.0
+            extra, source = 0.0, _source(pattern, operand.var, operand.event_type)
         operands.append(OperandModel(operand.var, model, operand.position,
-                                     operand.kind == "negated", extra))
+                                     operand.kind == "negated", extra, source))
     negated = {o.var for o in pattern.negated}
     joins = tuple((frozenset(p.variables), selectivity(statistics, pattern, p.text))
                   for p in pattern.predicates
                   if p.kind == JOIN and not p.variables & negated)
     return PatternModel(pattern.operator, pattern.window or 0.0, tuple(operands), joins)
+
+
+def _source(pattern: Pattern, var: str, type_name: str) -> str:
+    """What a primitive operand transmits: its type and its filters (with the variable name
+    abstracted), so that `a:GOOG` and `b:GOOG` without filters share transmitted events."""
+    own = re.compile(rf"\b{re.escape(var)}\.")
+    filters = sorted(own.sub("$.", p.text) for p in pattern.filters(var))
+    return "|".join([type_name, *filters])
 
 
 def _primitive(statistics: Statistics, type_name: str, kept: float,

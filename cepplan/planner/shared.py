@@ -19,7 +19,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from cepplan.costmodels.operators import OR, monitoring_fractions
+from cepplan.costmodels.operators import OR, grouped_cost, monitoring_fractions
 from cepplan.planner.candidates import Candidate
 from cepplan.planner.compose import NodeResult, Settings, compose, select
 from cepplan.workload.detection_graph import COMPLEX, bottom_up_order, detection_graph
@@ -108,11 +108,12 @@ def evaluate_total(workload: Workload, results: Mapping[str, NodeResult],
             fractions = {o.var: 1.0 for o in result.model.operands}
         else:
             fractions = monitoring_fractions(result.model, chosen[name].steps)
+        primitive = {v: f for v, f in fractions.items() if v not in result.children}
+        costs = {v: result.plain_options[v][0].cost for v in primitive}
+        total += weight * grouped_cost(result.model, primitive, costs)
         for var, fraction in fractions.items():
             child = result.children.get(var)
-            if child is None:
-                total += weight * fraction * result.plain_options[var][0].cost
-            else:
+            if child is not None:
                 contributions.setdefault(child, []).append(weight * fraction)
                 if child in shared:
                     usage[(name, var, child)] = weight * fraction

@@ -43,15 +43,19 @@ def test_missing_rates_are_named(tmp_path):
 
 
 def test_an_unmeetable_latency_bound_names_the_smallest_latency(tmp_path):
-    """With k = 1 by minimum cost, port_scan offers only its 2-step plan (the §6.3 caveat:
-    minimum cost ignores latency), so attack cannot meet 1 step."""
-    raw = json.loads((EXAMPLES / "network" / "workload.json").read_text())
-    for pattern in raw["patterns"]:
-        if pattern["name"] == "attack":
-            pattern["latency"] = {"max_steps": 1}
+    """With k = 1 by minimum cost, the child offers only its 2-step plan (rare b first, the
+    frequent a pulled from the past; the §6.3 caveat: minimum cost ignores latency), so the
+    parent cannot meet 1 step."""
+    raw = {"format": "cepplan.workload/1", "time_unit": "s",
+           "event_types": {t: {"attributes": {"v": "double"}} for t in "ABC"},
+           "patterns": [{"name": "child", "structure": ["SEQ", "a:A", "b:B"], "within": 1},
+                        {"name": "top", "structure": ["AND", "x:child", "z:C"], "within": 5,
+                         "latency": {"max_steps": 1}}],
+           "statistics": {"rates": {"A": 5.0, "B": 0.01, "C": 1.0}}}
     path = tmp_path / "w.json"
     path.write_text(json.dumps(raw))
     done = _run("optimize", str(path), "-o", str(tmp_path / "p.json"), "--k", "1",
                 "--strategy", "min-cost")
     assert done.returncode == 2
-    assert "attack" in done.stderr and "smallest achievable latency is 2" in done.stderr
+    assert "top" in done.stderr and "smallest achievable latency is 2" in done.stderr
+    assert _run("optimize", str(path), "-o", str(tmp_path / "p.json")).returncode == 0
