@@ -12,7 +12,7 @@ import traceback
 import typer
 
 import cepplan
-from cepplan.cli import optimize_cmd, show_cmd, validate_cmd
+from cepplan.cli import optimize_cmd, show_cmd, stats_cmd, synth_cmd, validate_cmd
 from cepplan.errors import CepplanError, InputError
 
 app = typer.Typer(
@@ -45,6 +45,8 @@ def _root(
 app.command("validate")(validate_cmd.validate)
 app.command("show")(show_cmd.show)
 app.command("optimize")(optimize_cmd.optimize_command)
+app.command("synth")(synth_cmd.synth)
+app.command("stats")(stats_cmd.stats)
 
 
 def main() -> None:
