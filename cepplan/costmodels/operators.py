@@ -48,6 +48,8 @@ class OperandModel:
     negated: bool = False
     extra_window: float = 0.0  # a complex subevent's own window
     source: str = ""  # operands with the same non-empty source share transmitted events
+    event_type: str = ""  # a primitive operand's type
+    selectivity: float = 1.0  # fraction of the type's events its filters keep
 
 
 @dataclass(frozen=True)

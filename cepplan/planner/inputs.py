@@ -70,7 +70,8 @@ def pattern_model(workload: Workload, pattern: Pattern, statistics: Statistics,
             model = _primitive(statistics, operand.event_type, kept, step)
             extra, source = 0.0, _source(pattern, operand.var, operand.event_type)
         operands.append(OperandModel(operand.var, model, operand.position,
-                                     operand.kind == "negated", extra, source))
+                                     operand.kind == "negated", extra, source,
+                                     "" if operand.is_complex else operand.event_type, kept))
     negated = {o.var for o in pattern.negated}
     joins = tuple((frozenset(p.variables), selectivity(statistics, pattern, p.text))
                   for p in pattern.predicates

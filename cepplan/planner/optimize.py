@@ -44,6 +44,7 @@ def optimize(workload: Workload, statistics: Statistics, settings: Settings,
     provenance = {"solver": settings.solver, "seed": settings.seed, "seconds": round(seconds, 4),
                   "settings": asdict(settings), "statistics": stats_file or "inline",
                   "total_expected_cost": outcome.total,
+                  "naive_total_cost": outcome.naive_total,
                   "independent_total_expected_cost": outcome.independent_total,
                   "shared_subevents": list(outcome.shared)}
     plan = Plan(MappingProxyType(patterns), workload.path, workload.digest,

@@ -19,7 +19,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from cepplan.costmodels.operators import OR, grouped_cost, monitoring_fractions
+from cepplan.costmodels.operators import OR, monitoring_fractions
 from cepplan.planner.candidates import Candidate
 from cepplan.planner.compose import NodeResult, Settings, compose, select
 from cepplan.workload.detection_graph import COMPLEX, bottom_up_order, detection_graph
@@ -38,6 +38,7 @@ class SharedOutcome:
     total: float
     iterations: int
     shared: tuple[str, ...]
+    naive_total: float = 0.0
 
 
 def shared_complex(workload: Workload) -> list[str]:
@@ -54,7 +55,8 @@ def plan_workload(workload: Workload, statistics: Statistics, settings: Settings
     chosen = select(workload, results)
     independent, usage = evaluate_total(workload, results, chosen)
     shared = tuple(shared_complex(workload)) if share else ()
-    best = SharedOutcome(results, chosen, independent, independent, 0, shared)
+    best = SharedOutcome(results, chosen, independent, independent, 0, shared,
+                         naive_total(workload, results))
     if not shared:
         return best
     ones = {key: 1.0 for key in usage}
@@ -73,7 +75,8 @@ def plan_workload(workload: Workload, statistics: Statistics, settings: Settings
             current_total, monitoring, previous = total, new_usage, chosen
             if total < best.total - 1e-12:
                 best = SharedOutcome(results, chosen, independent, total, 0, shared)
-    return SharedOutcome(best.results, best.chosen, independent, best.total, iterations, shared)
+    return SharedOutcome(best.results, best.chosen, independent, best.total, iterations, shared,
+                         naive_total(workload, best.results))
 
 
 def discounts(usage: Mapping[tuple[str, str, str], float]) -> dict[tuple[str, str], float]:
@@ -92,14 +95,18 @@ def discounts(usage: Mapping[tuple[str, str, str], float]) -> dict[tuple[str, st
 def evaluate_total(workload: Workload, results: Mapping[str, NodeResult],
                    chosen: Mapping[str, Candidate]
                    ) -> tuple[float, dict[tuple[str, str, str], float]]:
-    """(total expected cost of the whole workload with shared subevents transmitted once,
-    P per (parent, variable, shared node)). Each node runs a fraction of the time (its
-    weight: 1 for a root); its primitive subevents cost weight · f_e · rate."""
+    """(total expected events sent per time unit for the whole workload, P per (parent,
+    variable, shared node)). Each node runs a fraction of the time (its weight: 1 for a
+    root); a primitive variable requests its type's events a fraction weight · f_e of the
+    time and keeps a fraction q_e (its filters). An event is sent once whoever requests it
+    (seed 002 §3.3), so a type costs rate · (1 - Π_uses (1 - weight · f_e · q_e)), uses taken
+    as independent; a type pushed unfiltered anywhere costs its full rate once."""
     graph = detection_graph(workload)
     shared = {n for n in graph if graph.nodes[n]["kind"] == COMPLEX and graph.in_degree(n) > 1}
     contributions: dict[str, list[float]] = {}
     usage: dict[tuple[str, str, str], float] = {}
-    total = 0.0
+    requests: dict[str, list[float]] = {}
+    rates: dict[str, float] = {}
     for name in reversed(bottom_up_order(graph)):
         result = results[name]
         parts = contributions.get(name, [1.0])
@@ -108,16 +115,33 @@ def evaluate_total(workload: Workload, results: Mapping[str, NodeResult],
             fractions = {o.var: 1.0 for o in result.model.operands}
         else:
             fractions = monitoring_fractions(result.model, chosen[name].steps)
-        primitive = {v: f for v, f in fractions.items() if v not in result.children}
-        costs = {v: result.plain_options[v][0].cost for v in primitive}
-        total += weight * grouped_cost(result.model, primitive, costs)
         for var, fraction in fractions.items():
             child = result.children.get(var)
-            if child is not None:
+            if child is None:
+                operand = result.model.operand(var)
+                kept = operand.selectivity
+                rates[operand.event_type] = operand.occurrence.rate / kept if kept else 0.0
+                requests.setdefault(operand.event_type, []).append(
+                    min(1.0, weight * fraction) * kept)
+            else:
                 contributions.setdefault(child, []).append(weight * fraction)
                 if child in shared:
                     usage[(name, var, child)] = weight * fraction
+    total = sum(rates[t] * _union(ps) for t, ps in requests.items())
     return total, usage
+
+
+def naive_total(workload: Workload, results: Mapping[str, NodeResult]) -> float:
+    """Events per time unit when every primitive variable of every pattern is pushed (its
+    filters still pushed down), each event sent once: rate · (1 - Π_uses (1 - q_e))."""
+    rates: dict[str, float] = {}
+    requests: dict[str, list[float]] = {}
+    for result in results.values():
+        for operand in result.model.operands:
+            if operand.event_type and operand.selectivity:
+                rates[operand.event_type] = operand.occurrence.rate / operand.selectivity
+                requests.setdefault(operand.event_type, []).append(operand.selectivity)
+    return sum(rates[t] * _union(ps) for t, ps in requests.items())
 
 
 def _union(parts: list[float]) -> float:

@@ -96,3 +96,12 @@ def test_stats_file_overrides_inline_rates(tmp_path):
     # a, b, c are all GOOG: the naive plan sends each GOOG event once
     assert measured.plan.patterns["google_ascend"].naive_cost == pytest.approx(0.01)
     assert inline.naive_cost == pytest.approx(0.7)
+
+
+def test_workload_total_sends_each_event_once_across_patterns():
+    """stocks: AAPL, AMZN and GOOG are pushed unfiltered by some pattern; MSFT only through
+    sector_rally's filter (selectivity 0.5): 0.9 + 0.4 + 0.7 + 0.6 * 0.5 events/min."""
+    workload = load_workload(EXAMPLES / "stocks" / "workload.json")
+    outcome = optimize(workload, workload.statistics, Settings()).outcome
+    assert outcome.total == pytest.approx(0.9 + 0.4 + 0.7 + 0.3)
+    assert outcome.naive_total == pytest.approx(0.9 + 0.4 + 0.7 + 0.3)
