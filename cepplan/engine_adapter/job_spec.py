@@ -57,4 +57,5 @@ def _pattern(pattern: Pattern, plan: Plan) -> dict[str, Any]:
         "order": list(chosen.order),
         "steps": [sorted(step) for step in chosen.detection.steps],
         "emit": {attr: to_portable(expr) for attr, expr in pattern.emit.items()},
+        "emit_types": dict(pattern.emit_types),
     }

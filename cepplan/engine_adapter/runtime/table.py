@@ -42,13 +42,13 @@ def make_table(frame: pd.DataFrame, attributes: Iterable[str]) -> Table:
     columns = {}
     for attr in attributes:
         if attr in frame.columns:
-            columns[attr] = _column(frame[attr])[order]
+            columns[attr] = column_values(frame[attr])[order]
         else:
             columns[attr] = np.full(len(frame), None, dtype=object)
     return Table(ts[order], ids[order], types[order], columns)
 
 
-def _column(series: pd.Series) -> np.ndarray:
+def column_values(series: pd.Series) -> np.ndarray:
     """A column as NumPy: numbers as float64 (missing -> NaN), anything else as objects."""
     if pd.api.types.is_bool_dtype(series.dtype) and not series.isna().any():
         return series.to_numpy(dtype=bool)

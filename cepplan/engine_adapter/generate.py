@@ -1,0 +1,87 @@
+"""`plan.json` -> a self-contained job directory: job.py, runtime.zip, job.json, plan.json.
+
+The zip mirrors the package paths of the files it ships (the runtime, the Spark job, and the
+standalone foundation modules), with every package `__init__.py` written empty so nothing else
+of cepplan is imported: the job runs with plain `spark-submit` where cepplan is not installed.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+import tempfile
+import zipfile
+from pathlib import Path
+
+import orjson
+
+import cepplan
+from cepplan.engine_adapter.job_spec import job_data
+from cepplan.fileio import write_bytes_atomic
+from cepplan.planner.plan import Plan
+from cepplan.workload.model import Workload
+
+PACKAGE_ROOT = Path(cepplan.__file__).resolve().parent
+SHIPPED = (
+    "engine_adapter/spark_job.py",
+    "engine_adapter/runtime/__init__.py",
+    "engine_adapter/runtime/binding.py",
+    "engine_adapter/runtime/job.py",
+    "engine_adapter/runtime/kleene.py",
+    "engine_adapter/runtime/matcher.py",
+    "engine_adapter/runtime/records.py",
+    "engine_adapter/runtime/spec.py",
+    "engine_adapter/runtime/table.py",
+    "engine_adapter/runtime/tagging.py",
+    "workload/columns.py",
+    "workload/expr/vectorized.py",
+    "workload/spark_source.py",
+)
+EMPTY_PACKAGES = ("", "engine_adapter", "workload", "workload/expr")
+
+
+def runtime_zip() -> bytes:
+    """The `--py-files` zip: shipped modules at their package paths, empty package inits."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for package in EMPTY_PACKAGES:
+            path = f"cepplan/{package}/__init__.py" if package else "cepplan/__init__.py"
+            archive.writestr(_entry(path), "")
+        for relative in SHIPPED:
+            archive.writestr(_entry(f"cepplan/{relative}"),
+                             (PACKAGE_ROOT / relative).read_bytes())
+    return buffer.getvalue()
+
+
+def _entry(path: str) -> zipfile.ZipInfo:
+    info = zipfile.ZipInfo(path, date_time=(2020, 1, 1, 0, 0, 0))
+    info.external_attr = 0o644 << 16
+    return info
+
+
+def generate(workload: Workload, plan: Plan, out_dir: str | Path, *,
+             plan_kind: str = "plan") -> Path:
+    """Write the job directory (replacing it whole, only once everything is written)."""
+    out_dir = Path(out_dir)
+    data = job_data(workload, plan, plan_kind=plan_kind)
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
+    try:
+        write_bytes_atomic(staging / "job.json", orjson.dumps(data, option=orjson.OPT_INDENT_2))
+        write_bytes_atomic(staging / "plan.json",
+                           json.dumps(plan.to_json(), indent=2).encode())
+        write_bytes_atomic(staging / "runtime.zip", runtime_zip())
+        write_bytes_atomic(staging / "job.py",
+                           (PACKAGE_ROOT / "engine_adapter" / "job_template.py").read_bytes())
+        if out_dir.exists():
+            old = staging.with_name(staging.name + ".old")
+            out_dir.replace(old)
+            staging.replace(out_dir)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            staging.replace(out_dir)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return out_dir

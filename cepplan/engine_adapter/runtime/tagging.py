@@ -1,0 +1,48 @@
+"""Which pattern variables each event can bind: type and filter push-down (seed 001 step 1).
+
+Runs over a pandas batch of canonical events (in the Spark job, inside `mapInPandas`) and
+tags every row with `pattern<TAB>var` for each variable whose type and filter predicates it
+satisfies; the acquisition semi-joins and the matchers read only tagged rows.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from cepplan.engine_adapter.runtime.job import Job
+from cepplan.engine_adapter.runtime.table import column_values
+from cepplan.workload.columns import EVENT_TS, EVENT_TYPE
+from cepplan.workload.expr.vectorized import evaluate, referenced_keys
+
+TAGS = "__vars"
+
+
+def tag(pattern: str, var: str) -> str:
+    """The tag naming one variable of one pattern."""
+    return f"{pattern}\t{var}"
+
+
+def tag_frame(frame: pd.DataFrame, job: Job) -> pd.DataFrame:
+    """`frame` with a `__vars` column: the list of variable tags each row qualifies for."""
+    tags: list[list[str]] = [[] for _ in range(len(frame))]
+    types = frame[EVENT_TYPE].to_numpy(dtype=object)
+    for spec in job.patterns:
+        stages = job.stages[spec.name]
+        for operand in spec.operands:
+            rows = np.flatnonzero(types == operand.type)
+            filters = (stages.negation_filters if operand.kind == "negated"
+                       else stages.filters).get(operand.var, [])
+            for tree in filters:
+                columns = {key: _values(frame, key[1])[rows] for key in referenced_keys(tree)}
+                rows = rows[np.asarray(evaluate(tree, columns, len(rows)), dtype=bool)]
+            label = tag(spec.name, operand.var)
+            for row in rows:
+                tags[row].append(label)
+    out = frame.copy()
+    out[TAGS] = tags
+    return out
+
+
+def _values(frame: pd.DataFrame, attr: str) -> np.ndarray:
+    return column_values(frame[EVENT_TS if attr == "ts" else attr])
