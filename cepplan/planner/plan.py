@@ -35,6 +35,10 @@ class DetectionPlan:
     expected_cost: float | None = None
     modelled_latency: int | None = None
 
+    def __post_init__(self) -> None:
+        if self.modelled_latency == len(self.steps):  # one spelling per plan: equal plans equal
+            object.__setattr__(self, "modelled_latency", None)
+
     @property
     def latency(self) -> int:
         """Detection latency in plan steps (seed 002 §3.1)."""
