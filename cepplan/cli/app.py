@@ -12,7 +12,15 @@ import traceback
 import typer
 
 import cepplan
-from cepplan.cli import optimize_cmd, show_cmd, stats_cmd, synth_cmd, validate_cmd
+from cepplan.cli import (
+    generate_cmd,
+    optimize_cmd,
+    run_cmd,
+    show_cmd,
+    stats_cmd,
+    synth_cmd,
+    validate_cmd,
+)
 from cepplan.errors import CepplanError, InputError
 
 app = typer.Typer(
@@ -47,6 +55,8 @@ app.command("show")(show_cmd.show)
 app.command("optimize")(optimize_cmd.optimize_command)
 app.command("synth")(synth_cmd.synth)
 app.command("stats")(stats_cmd.stats)
+app.command("generate")(generate_cmd.generate_command)
+app.command("run")(run_cmd.run_command)
 
 
 def main() -> None:

@@ -36,7 +36,13 @@ from cepplan.engine_adapter.runtime.job import evaluate_partition, job_from_json
 from cepplan.engine_adapter.runtime.records import MATCH_COLUMN
 from cepplan.engine_adapter.runtime.tagging import TAGS, tag, tag_frame
 from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_TYPE
-from cepplan.workload.spark_source import REJECT, read_events, spark_type, valid_rows
+from cepplan.workload.spark_source import (
+    REJECT,
+    SourceError,
+    read_events,
+    spark_type,
+    valid_rows,
+)
 
 RANGE = "__range"
 _STATS = ("__cap", "__rows")
@@ -251,6 +257,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         metrics = run_job(spark, data, args.events, args.out, output_format=args.format,
                           say=lambda text: print(f"cepplan: {text}", file=sys.stderr,
                                                  flush=True))
+    except SourceError as err:
+        print(f"error: {err}", file=sys.stderr, flush=True)
+        return 2
     finally:
         spark.stop()
     print(json.dumps({"matches": metrics["matches"]}))

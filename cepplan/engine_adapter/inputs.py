@@ -1,0 +1,53 @@
+"""Find and check a run's inputs: the plan, the workload it was made for, the event files.
+
+Everything here fails with an `InputError` before Spark starts (issue 5: "a plan that does not
+fit its workload is an error before Spark starts").
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from cepplan.errors import InputError
+from cepplan.fileio import read_json
+from cepplan.planner.plan import Plan, read_plan, trivial_plan
+from cepplan.workload import Workload, load_workload
+
+
+def plan_and_workload(plan_path: Path, workload_path: Path | None = None, *,
+                      trivial: bool = False) -> tuple[Plan, Workload]:
+    """The plan (or, with `trivial`, the trivial plan) and its workload, checked to fit."""
+    if workload_path is None:
+        workload_path = _workload_of(plan_path)
+    workload = load_workload(workload_path)
+    plan = read_plan(plan_path, workload)
+    if trivial:
+        plan = trivial_plan(workload)
+    elif plan.workload_digest and workload.digest and plan.workload_digest != workload.digest:
+        raise InputError.single(str(plan_path), "workload.sha256",
+                                f"the plan was made for another version of {workload_path}: "
+                                "run `cepplan optimize` again")
+    return plan, workload
+
+
+def _workload_of(plan_path: Path) -> Path:
+    raw = read_json(plan_path)
+    named = (raw.get("workload") or {}).get("path") if isinstance(raw, dict) else None
+    if not named:
+        raise InputError.single(str(plan_path), "workload.path",
+                                "the plan does not name its workload: pass --workload")
+    for candidate in (Path(named), plan_path.parent / named):
+        if candidate.is_file():
+            return candidate
+    raise InputError.single(str(plan_path), "workload.path",
+                            f"workload {named!r} not found (looked beside the current directory "
+                            "and the plan): pass --workload")
+
+
+def event_paths(paths: list[Path]) -> list[str]:
+    """The event files, each checked to exist."""
+    missing = [p for p in paths if not p.exists()]
+    if missing:
+        raise InputError([InputError.single(str(p), "", "event file not found").problems[0]
+                          for p in missing])
+    return [str(p) for p in paths]

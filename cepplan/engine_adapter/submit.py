@@ -1,0 +1,55 @@
+"""Submit a generated job with `spark-submit` and read back its metrics.
+
+Uses the `spark-submit` shipped inside the installed pyspark (no PATH set-up needed) and the
+current Python for the driver and workers; Spark's own progress goes to the terminal unless
+quiet.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections import deque
+from pathlib import Path
+
+import pyspark
+
+from cepplan.errors import CepplanError
+
+
+class JobFailed(CepplanError):
+    """spark-submit exited with an error; the message carries the end of its output."""
+
+
+def spark_submit() -> str:
+    """The spark-submit script of the installed pyspark."""
+    return str(Path(pyspark.__file__).parent / "bin" / "spark-submit")
+
+
+def submit(job_dir: Path, events: list[str], out: Path, *, master: str = "local[*]",
+           output_format: str = "jsonl", quiet: bool = False) -> None:
+    """Run `job_dir/job.py` on `events`, writing into `out`; raise `JobFailed` on failure."""
+    command = [spark_submit(), "--master", master,
+               "--conf", "spark.sql.session.timeZone=UTC",
+               "--conf", f"spark.ui.showConsoleProgress={'false' if quiet else 'true'}",
+               "--py-files", str(job_dir / "runtime.zip"), str(job_dir / "job.py"),
+               "--events", *events, "--out", str(out), "--format", output_format]
+    env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable)
+    tail: deque[str] = deque(maxlen=40)
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env,
+                          text=True, bufsize=1) as process:
+        for line in process.stdout:
+            tail.append(line.rstrip("\n"))
+            if not quiet and _worth_showing(line):
+                print(line, end="", file=sys.stderr, flush=True)
+        code = process.wait()
+    if code != 0:
+        errors = [line for line in tail if line.startswith("error:")]
+        raise JobFailed("\n".join(errors) if errors else
+                        "spark-submit failed; its last lines:\n" + "\n".join(tail))
+
+
+def _worth_showing(line: str) -> bool:
+    """Progress and our own messages, not Spark's INFO/WARN log lines."""
+    return line.startswith(("cepplan:", "[Stage", "error:", "warning:")) or "Stage " in line
