@@ -162,5 +162,5 @@ def _detection(body: Mapping[str, Any]) -> DetectionPlan:
         raise ValueError("a plan needs at least one step and no empty step")
     cost = body.get("expected_cost")
     latency = body.get("latency")
-    modelled = None if latency is None or int(latency) == len(steps) else int(latency)
-    return DetectionPlan(steps, None if cost is None else float(cost), modelled)
+    return DetectionPlan(steps, None if cost is None else float(cost),
+                         None if latency is None else int(latency))
