@@ -3,7 +3,8 @@
 1. Throughput of the matcher runtime (no Spark) on synthetic events: a 3-event SEQ with join
    predicates, a 3-way AND, and a Kleene+ V-shape (seed 001 Query 1), keyed by 100 users.
 2. The fraud example on Spark: the optimizer's plan and the trivial plan on the same events —
-   measured rows sent to matchers and wall time next to the planner's predicted saving.
+   measured rows sent to matchers and wall time next to the planner's predicted saving (the
+   events are drawn at the example's inline rates, the ones the planner used).
 3. Peak memory of the matcher (tracemalloc) as the window grows on a fixed stream: it should
    grow linearly with the events in a window (seed 001 §2.4: events stored, not partial
    matches).
@@ -88,9 +89,10 @@ def plans_on_spark(duration: int) -> None:
         events = Path(scratch) / "events.csv"
         plan_path = Path(scratch) / "plan.json"
         cli = [sys.executable, "-c", "from cepplan.cli.app import main; main()"]
+        rates = [f"--rate={t}={r}" for t, r in load_workload(example).statistics.rates.items()]
         subprocess.run([*cli, "synth", str(example), "-o", str(events), "--duration",
                         str(duration), "--seed", "7", "--truth-draws", "20000", "--range",
-                        "amount=0:1500", "-q"], check=True)
+                        "amount=0:1500", *rates, "-q"], check=True)
         subprocess.run([*cli, "optimize", str(example), "-o", str(plan_path), "--quiet"],
                        check=True)
         loaded = load_workload(example)
