@@ -1,26 +1,27 @@
 """The statistics job: read event files through the workload's `source`, measure, and return the
 `stats.json` document (format `cepplan.stats/1`, see docs/stats.md).
 
-Spark does the scans and aggregations; the driver fits models and evaluates predicates on small
-collected tables. The parsed rows are cached once, then:
+Spark does the scans and aggregations; the driver fits models and evaluates predicates on
+collected tables (parsed CSV / JSON rows are cached; Parquet is cheaper to read again):
 
-1. rows read and rejected by reason, per type count and time range (one aggregation);
-2. counts per (type, time step) — cached — giving the count histogram (Poisson dispersion,
+1. one aggregation (grouping sets) brought to the driver: rows read and rejected by reason;
+   event counts per (type, time step), giving the count histogram (Poisson dispersion,
    Bernoulli p), order-m occupancy transitions (Markov chain, seed 002 §4.2) and counts per
-   block of time (batch-means confidence interval of the rate);
-3. per key and per region counts (seed 002 §5.2) where the workload has keys or regions;
-4. one collected sample of whole time blocks for the predicates (seed 004 §2 selectivities).
+   block of time (batch-means rate interval); counts per key and per region (seed 002 §5.2);
+2. one collected sample of whole time blocks for the predicates (seed 004 §2 selectivities).
 """
 
 from __future__ import annotations
 
 import math
 import time
+import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
-from pyspark.sql import DataFrame, SparkSession, Window
+import pandas as pd
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from scipy import stats as sps
 
@@ -28,6 +29,7 @@ import cepplan
 from cepplan.errors import InputError
 from cepplan.stats.model_choice import choose_model
 from cepplan.stats.selectivity import estimate_pattern
+from cepplan.stats.step_counts import block_counts, count_histogram, transition_counts
 from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_TYPE
 from cepplan.workload.expr.ast import Attr, KleeneRef, walk
 from cepplan.workload.model import Pattern, Workload
@@ -36,6 +38,7 @@ from cepplan.workload.spark_source import REJECT, REJECT_TYPE_UNKNOWN, SourceErr
 
 FORMAT = "cepplan.stats/1"
 RATE_BLOCKS = 30  # batch means over this many blocks of the observed span
+_STEP = "__step"
 
 
 def collect_statistics(spark: SparkSession, paths: Sequence[str], workload: Workload, *,
@@ -58,29 +61,28 @@ def collect_statistics(spark: SparkSession, paths: Sequence[str], workload: Work
     except SourceError as err:
         raise InputError.single(where, "", str(err)) from None
     events = events.select(EVENT_TYPE, EVENT_TS, EVENT_ID, REJECT,
-                           *_needed_columns(workload, events.columns)).persist()
+                           *_needed_columns(workload, events.columns))
+    cached = workload.source.format != "parquet"  # re-reading Parquet beats caching it
+    if cached:
+        events = events.persist()
     try:
-        stage("rows, rejects and rates")
-        rows = _row_summary(events, where, strict)
+        stage("rows, rejects, counts per time step, keys and regions")
+        grouped, by_group = _aggregate(events, workload, time_step)
+        rows, per_type = _row_summary(grouped, where, strict)
         valid = events.filter(F.col(REJECT).isNull())
-        t_first, t_last = rows.pop("_t_first"), rows.pop("_t_last")
-        span = max(t_last - t_first, time_step)
-        stage("counts per time step")
-        per_step = _per_step(valid, time_step).persist()
-        try:
-            types = _types(per_step, rows["types"], t_first, span, time_step)
-            stage("occurrence models")
-            occurrence = _occurrence(per_step, rows["types"], t_first, t_last, time_step,
-                                     markov_order)
-        finally:
-            per_step.unpersist()
-        stage("keys and regions")
-        keys, regions = _groups(valid, workload, span, max_groups)
+        first, last = rows.pop("_first_step"), rows.pop("_last_step")
+        t_first, t_last = first * time_step, (last + 1) * time_step
+        span = t_last - t_first  # the observed steps: rate = mean count per step / step
+        stage("rates and occurrence models")
+        types = _types(per_type, t_first, span, time_step)
+        occurrence = _occurrence(per_type, first, last, time_step, markov_order)
+        keys, regions = _groups(by_group, workload, span, max_groups)
         stage("selectivity sample")
         details = _selectivities(valid, workload, rows["types"], t_first, span, sample, seed,
                                  stage)
     finally:
-        events.unpersist()
+        if cached:
+            events.unpersist()
     rates = {name: info["rate"] for name, info in types.items()}
     return {
         "format": FORMAT,
@@ -114,66 +116,102 @@ def _needed_columns(workload: Workload, available: Sequence[str]) -> list[str]:
         n for n in _pattern_columns(workload.patterns, available) if n not in names]
 
 
-def _row_summary(events: DataFrame, where: str, strict: bool) -> dict[str, Any]:
-    """Rows read, rejected by reason (unknown type names listed), per type count and range."""
-    grouped = (events.groupBy(REJECT, EVENT_TYPE)
-               .agg(F.count(F.lit(1)).alias("n"), F.min(EVENT_TS).alias("t0"),
-                    F.max(EVENT_TS).alias("t1")).collect())
-    read = sum(r["n"] for r in grouped)
+def _aggregate(events: DataFrame, workload: Workload,
+               time_step: float) -> tuple[pd.DataFrame, dict[tuple[str, ...], pd.DataFrame]]:
+    """One scan, one aggregation (SQL grouping sets): rows per (reject reason, type, time step)
+    — the step NULL for rejected rows — and per (reject reason, type, key columns) and
+    (reject reason, type, region attribute); returns the first and, per extra column set, its
+    valid rows."""
+    extra: list[tuple[str, ...]] = []
+    if workload.source.key_columns:
+        extra.append(tuple(workload.source.key_columns))
+    for event_type in workload.event_types.values():
+        if event_type.region and (event_type.region,) not in extra:
+            extra.append((event_type.region,))
+    columns = list(dict.fromkeys(c for group in extra for c in group))
+    base = [REJECT, EVENT_TYPE]
+    sets = [(*base, _STEP)] + [(*base, *group) for group in extra]
+    view = f"cepplan_stats_{uuid.uuid4().hex}"
+    events.createOrReplaceTempView(view)
+    try:
+        flags = ", ".join(f"grouping({_quote(c)}) AS {_quote('__g_' + c)}"
+                          for c in [_STEP, *columns])
+        query = (
+            f"SELECT {', '.join(_quote(c) for c in [*base, _STEP, *columns])}, {flags}, "
+            f"count(1) AS n FROM (SELECT *, CASE WHEN {_quote(REJECT)} IS NULL THEN "
+            f"CAST(floor({_quote(EVENT_TS)} / CAST({time_step!r} AS DOUBLE)) AS BIGINT) END "
+            f"AS {_STEP} FROM {view}) GROUP BY GROUPING SETS ("
+            + ", ".join("(" + ", ".join(_quote(c) for c in group) + ")" for group in sets)
+            + ")")
+        frame = _to_pandas(events.sparkSession.sql(query))
+    finally:
+        events.sparkSession.catalog.dropTempView(view)
+    member = {group: np.ones(len(frame), dtype=bool) for group in [(_STEP,), *extra]}
+    for group, mask in member.items():
+        for column in [_STEP, *columns]:
+            mask &= frame["__g_" + column].to_numpy() == (0 if column in group else 1)
+    steps = frame[member[(_STEP,)]].rename(columns={_STEP: "step"})
+    valid = frame[REJECT].isna()
+    return steps, {group: frame[member[group] & valid] for group in extra}
+
+
+def _quote(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def _row_summary(grouped: pd.DataFrame, where: str,
+                 strict: bool) -> tuple[dict[str, Any], dict[str, pd.DataFrame]]:
+    """Rows read, rejected by reason (unknown type names listed), and per valid type its
+    event count per occupied time step."""
+    read = int(grouped["n"].sum())
     if read == 0:
         raise InputError.single(where, "", "the input has no rows")
-    reasons: dict[str, int] = {}
-    unknown: dict[str, int] = {}
-    types: dict[str, int] = {}
-    t0, t1 = math.inf, -math.inf
-    for r in grouped:
-        if r[REJECT] is None:
-            types[r[EVENT_TYPE]] = r["n"]
-            t0, t1 = min(t0, r["t0"]), max(t1, r["t1"])
-            continue
-        reasons[r[REJECT]] = reasons.get(r[REJECT], 0) + r["n"]
-        if r[REJECT] == REJECT_TYPE_UNKNOWN:
-            unknown[str(r[EVENT_TYPE])] = r["n"]
+    bad = grouped[grouped[REJECT].notna()]
+    reasons = {str(k): int(v) for k, v in bad.groupby(REJECT)["n"].sum().items()}
+    unknown_rows = bad[bad[REJECT] == REJECT_TYPE_UNKNOWN]
+    unknown = {str(k): int(v) for k, v in unknown_rows.groupby(EVENT_TYPE)["n"].sum()
+               .sort_values(ascending=False).items()}
+    good = grouped[grouped[REJECT].isna()].sort_values([EVENT_TYPE, "step"])
+    per_type = {str(name): frame for name, frame in good.groupby(EVENT_TYPE)}
     rejected = sum(reasons.values())
     summary = ", ".join(f"{k}: {v}" for k, v in sorted(reasons.items(), key=lambda kv: -kv[1]))
     if unknown:
-        names = sorted(unknown, key=lambda k: -unknown[k])[:10]
-        summary += f" (unknown types: {', '.join(names)})"
-    if not types:
+        summary += f" (unknown types: {', '.join(list(unknown)[:10])})"
+    if not per_type:
         raise InputError.single(where, "", f"no usable rows: all {read} rows rejected "
                                 f"({summary})")
     if strict and rejected:
         raise InputError.single(where, "", f"{rejected} of {read} rows rejected ({summary}); "
                                 "run without --strict to count and skip them")
-    unknown_top = dict(sorted(unknown.items(), key=lambda kv: -kv[1])[:20])
-    return {"read": read, "valid": read - rejected, "rejected": rejected,
-            "reasons": reasons, "unknown_types": unknown_top, "types": types,
-            "_t_first": float(t0), "_t_last": float(t1)}
+    rows = {"read": read, "valid": read - rejected, "rejected": rejected,
+            "reasons": reasons, "unknown_types": dict(list(unknown.items())[:20]),
+            "types": {name: int(f["n"].sum()) for name, f in per_type.items()},
+            "_first_step": int(good["step"].min()), "_last_step": int(good["step"].max())}
+    return rows, per_type
 
 
-def _per_step(valid: DataFrame, time_step: float) -> DataFrame:
-    step = F.floor(F.col(EVENT_TS) / F.lit(time_step)).cast("long")
-    return valid.groupBy(F.col(EVENT_TYPE).alias("type"), step.alias("step")).count()
+def _to_pandas(frame: DataFrame) -> pd.DataFrame:
+    """Bring a small result to the driver through Arrow (whatever the session's setting)."""
+    if hasattr(frame, "toArrow"):
+        return frame.toArrow().to_pandas()
+    return frame.toPandas()
 
 
-def _types(per_step: DataFrame, counts: dict[str, int], t_first: float, span: float,
+def _types(per_type: dict[str, pd.DataFrame], t_first: float, span: float,
            time_step: float) -> dict[str, dict[str, Any]]:
-    """Rate = count / observed span, with a batch-means 95 % interval: the span is cut into
+    """Rate = count / observed span (the steps from the first to the last occupied one), with a
+    batch-means 95 % interval: the span is cut into
     `RATE_BLOCKS` blocks and the t interval of the mean block count is scaled (robust to
     overdispersion and short-range dependence, unlike a Poisson interval)."""
     block_length = span / RATE_BLOCKS
-    start = F.lit(t_first)
-    block = F.floor((F.col("step") * F.lit(time_step) - start) / F.lit(block_length))
-    block = F.least(F.greatest(block, F.lit(0)), F.lit(RATE_BLOCKS - 1)).cast("int")
-    rows = per_step.groupBy("type", block.alias("block")).agg(F.sum("count").alias("n"))
-    blocks = {name: np.zeros(RATE_BLOCKS) for name in counts}
-    for r in rows.collect():
-        blocks[r["type"]][r["block"]] = r["n"]
     quantile = float(sps.t.ppf(0.975, RATE_BLOCKS - 1))
     out = {}
-    for name, n in sorted(counts.items()):
-        per_block = blocks[name] / block_length
+    for name, frame in per_type.items():
+        blocks = block_counts(frame["step"].to_numpy(), frame["n"].to_numpy(), time_step,
+                              t_first, block_length, RATE_BLOCKS)
+        per_block = blocks / block_length
         half = quantile * per_block.std(ddof=1) / math.sqrt(RATE_BLOCKS)
+        n = int(frame["n"].sum())
         rate = n / span
         out[name] = {"count": n, "rate": rate,
                      "rate_ci95": [max(0.0, float(rate - half)), float(rate + half)],
@@ -181,69 +219,52 @@ def _types(per_step: DataFrame, counts: dict[str, int], t_first: float, span: fl
     return out
 
 
-def _occurrence(per_step: DataFrame, counts: dict[str, int], t_first: float, t_last: float,
-                time_step: float, order: int) -> dict[str, dict[str, Any]]:
+def _occurrence(per_type: dict[str, pd.DataFrame], first: int, last: int, time_step: float,
+                order: int) -> dict[str, dict[str, Any]]:
     """Per type: count histogram and order-m transition counts, then the model choice."""
-    first = math.floor(t_first / time_step)
-    last = math.floor(t_last / time_step)
-    steps = last - first + 1
-    histogram: dict[str, dict[int, int]] = {name: {} for name in counts}
-    for r in per_step.groupBy("type", "count").agg(F.count(F.lit(1)).alias("k")).collect():
-        histogram[r["type"]][int(r["count"])] = int(r["k"])
-    # Each occupied step s sets bit k of the window ending at step s + k (bit 0 = that step,
-    # bit k = k steps before); windows that touch no occupied step are all-zero.
-    shift = F.explode(F.sequence(F.lit(0), F.lit(order))).alias("k")
-    windows = (per_step.select("type", "step", shift)
-               .select("type", (F.col("step") + F.col("k")).alias("t"),
-                       F.pow(F.lit(2), F.col("k")).cast("long").alias("bit"))
-               .filter((F.col("t") >= first + order) & (F.col("t") <= last))
-               .groupBy("type", "t").agg(F.sum("bit").alias("mask"))
-               .groupBy("type", "mask").agg(F.count(F.lit(1)).alias("k")))
-    transitions = {name: np.zeros((2 ** order, 2)) for name in counts}
-    for r in windows.collect():
-        mask = int(r["mask"])
-        transitions[r["type"]][mask >> 1, mask & 1] += r["k"]
     out = {}
-    for name in sorted(counts):
-        matrix = transitions[name]
-        matrix[0, 0] += max(steps - order, 0) - matrix.sum()
-        out[name] = choose_model(steps, histogram[name], matrix, time_step)
+    for name, frame in per_type.items():
+        transitions = transition_counts(frame["step"].to_numpy(), first, last, order)
+        out[name] = choose_model(last - first + 1, count_histogram(frame["n"].to_numpy()),
+                                 transitions, time_step)
     return out
 
 
-def _groups(valid: DataFrame, workload: Workload, span: float,
+def _groups(by_group: dict[tuple[str, ...], pd.DataFrame], workload: Workload, span: float,
             max_groups: int) -> tuple[dict[str, Any], dict[str, Any]]:
     """Per key and per region counts and rates (the `max_groups` largest per type)."""
     keys: dict[str, Any] = {}
-    key_columns = list(workload.source.key_columns)
+    key_columns = tuple(workload.source.key_columns)
     if key_columns:
-        keys = {"columns": key_columns,
-                **_group_rates(valid, key_columns, span, max_groups, None)}
+        keys = {"columns": list(key_columns),
+                **_group_rates(by_group[key_columns], key_columns, span, max_groups)}
     regions: dict[str, Any] = {}
     for name, event_type in workload.event_types.items():
         if event_type.region:
-            grouped = _group_rates(valid, [event_type.region], span, max_groups, name)
+            frame = by_group[(event_type.region,)]
+            grouped = _group_rates(frame[frame[EVENT_TYPE] == name], (event_type.region,),
+                                   span, max_groups)
             regions[name] = {"attribute": event_type.region,
                              "rates": grouped["rates"].get(name, []),
                              "groups": grouped["groups"].get(name, 0)}
     return keys, regions
 
 
-def _group_rates(valid: DataFrame, columns: list[str], span: float, max_groups: int,
-                 only_type: str | None) -> dict[str, Any]:
-    frame = valid if only_type is None else valid.filter(F.col(EVENT_TYPE) == only_type)
-    counted = frame.groupBy(EVENT_TYPE, *columns).agg(F.count(F.lit(1)).alias("n"))
-    by_type = Window.partitionBy(EVENT_TYPE)
-    ranked = (counted.withColumn("rank", F.row_number().over(by_type.orderBy(F.desc("n"))))
-              .withColumn("groups", F.count(F.lit(1)).over(by_type))
-              .filter(F.col("rank") <= max_groups))
+def _group_rates(counted: pd.DataFrame, columns: tuple[str, ...], span: float,
+                 max_groups: int) -> dict[str, Any]:
     rates: dict[str, list] = {}
     groups: dict[str, int] = {}
-    for r in ranked.orderBy(EVENT_TYPE, "rank").collect():
-        rates.setdefault(r[EVENT_TYPE], []).append(
-            {"key": {c: r[c] for c in columns}, "count": r["n"], "rate": r["n"] / span})
-        groups[r[EVENT_TYPE]] = r["groups"]
+    for name, part in counted.groupby(EVENT_TYPE):
+        top = part.sort_values("n", ascending=False, kind="stable").head(max_groups)
+        rates[str(name)] = [{"key": {c: _plain(r[c]) for c in columns}, "count": int(r["n"]),
+                             "rate": int(r["n"]) / span} for _, r in top.iterrows()]
+        groups[str(name)] = len(part)
     return {"rates": rates, "groups": groups}
+
+
+def _plain(value: Any) -> Any:
+    """A NumPy scalar as the Python value JSON wants."""
+    return value.item() if hasattr(value, "item") else value
 
 
 def _selectivities(valid: DataFrame, workload: Workload, counts: dict[str, int],
@@ -280,7 +301,7 @@ def _selectivities(valid: DataFrame, workload: Workload, counts: dict[str, int],
         wanted = wanted | condition
     attributes = _pattern_columns([p for p, *_ in plans], valid.columns)
     columns = [EVENT_TYPE, EVENT_TS, EVENT_ID, *attributes]
-    collected = valid.filter(wanted).select(*columns).toPandas()
+    collected = _to_pandas(valid.filter(wanted).select(*columns))
     stage("selectivities")
     out = {}
     for index, (pattern, types, length, chosen) in enumerate(plans):

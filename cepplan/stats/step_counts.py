@@ -1,0 +1,43 @@
+"""Per-step summaries of one event type, from its occupied time steps and their event counts:
+the count histogram, order-m occupancy transition counts (seed 002 §4.2) and counts per block
+of time (for the batch-means rate interval). Pure NumPy; the Spark job supplies the arrays.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def count_histogram(counts: np.ndarray) -> dict[int, int]:
+    """{c: number of steps holding exactly c events}, for c >= 1."""
+    values, frequency = np.unique(np.asarray(counts, dtype=np.int64), return_counts=True)
+    return {int(v): int(f) for v, f in zip(values, frequency, strict=True) if v >= 1}
+
+
+def transition_counts(steps: np.ndarray, first: int, last: int, order: int) -> np.ndarray:
+    """counts[state, next] over the steps t in [first + order, last]: state = occupancy of
+    steps t-order..t-1 (oldest first, as a binary number), next = occupancy of step t.
+
+    Each occupied step s sets bit k of the window ending at s + k (bit 0 = the step itself);
+    windows touching no occupied step are all-zero and counted by difference.
+    """
+    steps = np.asarray(steps, dtype=np.int64)
+    ends = np.concatenate([steps + k for k in range(order + 1)])
+    bits = np.concatenate([np.full(len(steps), 1 << k, dtype=np.int64)
+                           for k in range(order + 1)])
+    keep = (ends >= first + order) & (ends <= last)
+    ends, bits = ends[keep], bits[keep]
+    distinct, inverse = np.unique(ends, return_inverse=True)
+    masks = np.bincount(inverse, weights=bits, minlength=len(distinct)).astype(np.int64)
+    per_mask = np.bincount(masks, minlength=2 ** (order + 1)).astype(float)
+    per_mask[0] += max(last - first + 1 - order, 0) - len(distinct)
+    return per_mask.reshape(2 ** order, 2)  # mask = state << 1 | next
+
+
+def block_counts(steps: np.ndarray, counts: np.ndarray, time_step: float, start: float,
+                 block_length: float, blocks: int) -> np.ndarray:
+    """Events per block of `block_length` time units from `start` (steps placed by their
+    start time; the last block takes the remainder)."""
+    index = np.floor((np.asarray(steps) * time_step - start) / block_length).astype(np.int64)
+    index = np.clip(index, 0, blocks - 1)
+    return np.bincount(index, weights=np.asarray(counts, dtype=float), minlength=blocks)
