@@ -251,7 +251,7 @@ class _Builder:
         window = None
         if "within" in spec:
             window = self.duration(spec["within"], (*path, "within"))
-        elif operator != "OR" and len(operands) > 1:
+        elif operator != "OR" and (len(operands) > 1 or any(o.kind == KLEENE for o in operands)):
             self.error(path, f"a {operator} pattern needs a window: add \"within\", e.g. \"5min\"")
         partition_by = tuple(spec.get("partition_by", ()))
         for attr in partition_by:
@@ -323,6 +323,11 @@ class _Builder:
                            for n in walk(expr))
             if not used:
                 self.error(where, "a predicate must refer to at least one variable")
+                continue
+            negated = sorted(v for v in used if variables[v].negated)
+            if len(negated) > 1:
+                self.error(where, "a predicate may refer to one negated variable only, not "
+                           f"{', '.join(negated)}: each NOT is checked on its own")
                 continue
             if operator == "OR" and len(used) > 1:
                 self.error(where, "in an OR pattern a predicate may refer to one variable only: "

@@ -21,7 +21,7 @@ import pandas as pd
 from cepplan.engine_adapter.runtime.records import complex_event_id, plain_value
 from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_TYPE
 from cepplan.workload.detection_graph import bottom_up_order, detection_graph
-from cepplan.workload.expr.evaluate import _eval, holds
+from cepplan.workload.expr.evaluate import holds, value_of
 from cepplan.workload.model import KLEENE, Pattern, Workload
 
 
@@ -199,7 +199,7 @@ def _complex_event(pattern: Pattern, match: dict) -> dict:
              "type": pattern.name,
              "ts": max(e["ts"] for c in bound.values() for e in c)}
     for attr, expr in pattern.emit.items():
-        event[attr] = plain_value(_eval(expr, binding, pattern.kleene_vars, {}))
+        event[attr] = plain_value(value_of(expr, binding, pattern.kleene_vars))
     event["_object"] = match["object"]
     return event
 

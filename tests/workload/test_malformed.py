@@ -169,6 +169,13 @@ CASES = [
      "source", "exactly one of"),
     ("dunder-attribute", setter("patterns", 0, "where", 0, value="a.__class__ == b.price"),
      "patterns[0].where[0]", "names beginning with '__' are not allowed"),
+    ("two-negated-in-one-predicate", lambda d: d["patterns"].__setitem__(0, {
+        "name": "p", "structure": ["SEQ", "a:A", ["NOT", "b:B"], ["NOT", "n:B"], "c:C"],
+        "within": 5, "where": ["b.price < n.price"]}), "patterns[0].where[0]",
+     "one negated variable only, not b, n"),
+    ("kleene-without-window", lambda d: d["patterns"].__setitem__(0, {
+        "name": "p", "structure": ["SEQ", ["KLEENE", "b:B"]]}), "patterns[0]",
+     "needs a window"),
     ("emit-negated", lambda d: d["patterns"].__setitem__(0, {
         "name": "p", "structure": ["SEQ", "a:A", ["NOT", "b:B"], "c:C"], "within": 5,
         "emit": {"v": "b.price"}}), "patterns[0].emit.v", "'b' is negated"),

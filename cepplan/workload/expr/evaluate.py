@@ -32,6 +32,11 @@ def holds(expr: Expr, binding: Binding, kleene_vars: frozenset[str] = frozenset(
     return True
 
 
+def value_of(expr: Expr, binding: Binding, kleene_vars: frozenset[str] = frozenset()) -> Any:
+    """The value of an expression that reads no Kleene variable per event (an `emit` value)."""
+    return _eval(expr, binding, kleene_vars, {})
+
+
 def _kleene_index_ranges(
     expr: Expr, binding: Binding, kleene_vars: frozenset[str]
 ) -> dict[str, range]:
