@@ -49,6 +49,7 @@ def write_bytes_atomic(path: str | Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give what open() would
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
@@ -57,6 +58,12 @@ def write_bytes_atomic(path: str | Path, data: bytes) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def write_json_atomic(path: str | Path, obj: Any) -> None:

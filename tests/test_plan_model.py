@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import orjson
 import pytest
 
@@ -73,3 +75,11 @@ def test_failed_write_keeps_the_old_file(network, tmp_path):
         write_plan(broken, path)
     assert path.read_text() == "old"
     assert [p.name for p in tmp_path.iterdir()] == ["plan.json"]
+
+
+def test_written_files_get_ordinary_permissions(network, tmp_path):
+    path = tmp_path / "plan.json"
+    write_plan(trivial_plan(network), path)
+    mask = os.umask(0)
+    os.umask(mask)
+    assert path.stat().st_mode & 0o777 == 0o666 & ~mask
