@@ -51,5 +51,7 @@ def submit(job_dir: Path, events: list[str], out: Path, *, master: str = "local[
 
 
 def _worth_showing(line: str) -> bool:
-    """Progress and our own messages, not Spark's INFO/WARN log lines."""
-    return line.startswith(("cepplan:", "[Stage", "error:", "warning:")) or "Stage " in line
+    """Our own messages, and Spark's stage progress bar on a terminal; never its log lines."""
+    if line.startswith(("cepplan:", "error:", "warning:")):
+        return True
+    return line.lstrip("\r").startswith("[Stage") and sys.stderr.isatty()
