@@ -101,7 +101,7 @@ def print_summary(document: dict[str, Any], console: Console) -> None:
         occ = document["occurrence"][name]
         low, high = info["rate_ci95"]
         table.add_row(name, str(info["count"]), f"{info['rate']:.4g}",
-                      f"{low:.4g} – {high:.4g}", _num(occ["poisson"]["dispersion_index"]),
+                      f"{low:.4g}–{high:.4g}", _num(occ["poisson"]["dispersion_index"]),
                       _num(occ["markov"]["burstiness"]), occ["choice"]["model"])
     console.print(table)
     details = document["selectivity_details"]
@@ -116,7 +116,7 @@ def print_summary(document: dict[str, Any], console: Console) -> None:
                     continue
                 low, high = entry["ci95"]
                 sel.add_row(pattern, text, entry["kind"], f"{entry['value']:.3f}",
-                            f"{low:.3f} – {high:.3f}", str(entry["n"]))
+                            f"{low:.3f}–{high:.3f}", str(entry["n"]))
         console.print(sel)
 
 

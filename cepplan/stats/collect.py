@@ -1,8 +1,8 @@
 """The statistics job: read event files through the workload's `source`, measure, and return the
 `stats.json` document (format `cepplan.stats/1`, see docs/stats.md).
 
-Spark does the scans and aggregations; the driver fits models and evaluates predicates on
-collected tables (parsed CSV / JSON rows are cached; Parquet is cheaper to read again):
+Spark does two scans (caching the parsed rows measured slower than reading them again, for
+Parquet and CSV alike); the driver fits models and evaluates predicates on collected tables:
 
 1. one aggregation (grouping sets) brought to the driver: rows read and rejected by reason;
    event counts per (type, time step), giving the count histogram (Poisson dispersion,
@@ -62,27 +62,20 @@ def collect_statistics(spark: SparkSession, paths: Sequence[str], workload: Work
         raise InputError.single(where, "", str(err)) from None
     events = events.select(EVENT_TYPE, EVENT_TS, EVENT_ID, REJECT,
                            *_needed_columns(workload, events.columns))
-    cached = workload.source.format != "parquet"  # re-reading Parquet beats caching it
-    if cached:
-        events = events.persist()
-    try:
-        stage("rows, rejects, counts per time step, keys and regions")
-        grouped, by_group = _aggregate(events, workload, time_step)
-        rows, per_type = _row_summary(grouped, where, strict)
-        valid = events.filter(F.col(REJECT).isNull())
-        first, last = rows.pop("_first_step"), rows.pop("_last_step")
-        t_first, t_last = first * time_step, (last + 1) * time_step
-        span = t_last - t_first  # the observed steps: rate = mean count per step / step
-        stage("rates and occurrence models")
-        types = _types(per_type, t_first, span, time_step)
-        occurrence = _occurrence(per_type, first, last, time_step, markov_order)
-        keys, regions = _groups(by_group, workload, span, max_groups)
-        stage("selectivity sample")
-        details = _selectivities(valid, workload, rows["types"], t_first, span, sample, seed,
-                                 stage)
-    finally:
-        if cached:
-            events.unpersist()
+    stage("rows, rejects, counts per time step, keys and regions")
+    grouped, by_group = _aggregate(events, workload, time_step)
+    rows, per_type = _row_summary(grouped, where, strict)
+    valid = events.filter(F.col(REJECT).isNull())
+    first, last = rows.pop("_first_step"), rows.pop("_last_step")
+    t_first, t_last = first * time_step, (last + 1) * time_step
+    span = t_last - t_first  # the observed steps: rate = mean count per step / step
+    stage("rates and occurrence models")
+    types = _types(per_type, t_first, span, time_step)
+    occurrence = _occurrence(per_type, first, last, time_step, markov_order)
+    keys, regions = _groups(by_group, workload, span, max_groups)
+    stage("selectivity sample")
+    details = _selectivities(valid, workload, rows["types"], t_first, span, sample, seed,
+                             stage)
     rates = {name: info["rate"] for name, info in types.items()}
     return {
         "format": FORMAT,
