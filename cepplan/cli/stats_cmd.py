@@ -30,7 +30,7 @@ def stats(
                                   help="Step of the occurrence models: a number in the "
                                   "workload's time unit or e.g. '30s'."),
     markov_order: int = typer.Option(1, "--markov-order", help="Order m of the Markov chain."),
-    sample: int = typer.Option(200_000, "--sample",
+    sample: int = typer.Option(100_000, "--sample",
                                help="Events per pattern (and tuples per predicate) sampled for "
                                "selectivities."),
     seed: int = typer.Option(0, "--seed", help="Seed of the sample."),

@@ -4,18 +4,18 @@
 Spark does two scans (caching the parsed rows measured slower than reading them again, for
 Parquet and CSV alike); the driver fits models and evaluates predicates on collected tables:
 
-1. one aggregation (grouping sets) brought to the driver: rows read and rejected by reason;
-   event counts per (type, time step), giving the count histogram (Poisson dispersion,
-   Bernoulli p), order-m occupancy transitions (Markov chain, seed 002 §4.2) and counts per
-   block of time (batch-means rate interval); counts per key and per region (seed 002 §5.2);
-2. one collected sample of whole time blocks for the predicates (seed 004 §2 selectivities).
+1. rows per (reject reason, type, time step), brought to the driver: rows read and rejected
+   by reason; the count histogram (Poisson dispersion, Bernoulli p), order-m occupancy
+   transitions (Markov chain, seed 002 §4.2) and counts per block of time (batch-means rate
+   interval);
+2. one aggregation giving counts per key and per region (seed 002 §5.2) and, as groups of one
+   row each, a sample of whole time blocks for the predicates (seed 004 §2 selectivities).
 """
 
 from __future__ import annotations
 
 import math
 import time
-import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -38,11 +38,13 @@ from cepplan.workload.spark_source import REJECT, REJECT_TYPE_UNKNOWN, SourceErr
 
 FORMAT = "cepplan.stats/1"
 RATE_BLOCKS = 30  # batch means over this many blocks of the observed span
+_N = "__n"  # counts (attribute names cannot begin with "__")
 _STEP = "__step"
+_SAMPLED = "__sampled"  # the id of a sampled row, NULL for the others
 
 
 def collect_statistics(spark: SparkSession, paths: Sequence[str], workload: Workload, *,
-                       time_step: float = 1.0, markov_order: int = 1, sample: int = 200_000,
+                       time_step: float = 1.0, markov_order: int = 1, sample: int = 100_000,
                        seed: int = 0, max_groups: int = 1000, strict: bool = False,
                        on_stage: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Measure `paths` for `workload` and return the stats document; bad input (missing files
@@ -62,20 +64,22 @@ def collect_statistics(spark: SparkSession, paths: Sequence[str], workload: Work
         raise InputError.single(where, "", str(err)) from None
     events = events.select(EVENT_TYPE, EVENT_TS, EVENT_ID, REJECT,
                            *_needed_columns(workload, events.columns))
-    stage("rows, rejects, counts per time step, keys and regions")
-    grouped, by_group = _aggregate(events, workload, time_step)
-    rows, per_type = _row_summary(grouped, where, strict)
-    valid = events.filter(F.col(REJECT).isNull())
+    stage("rows, rejects and counts per time step")
+    rows, per_type = _row_summary(_to_pandas(_per_step(events, time_step)), where, strict)
     first, last = rows.pop("_first_step"), rows.pop("_last_step")
     t_first, t_last = first * time_step, (last + 1) * time_step
     span = t_last - t_first  # the observed steps: rate = mean count per step / step
     stage("rates and occurrence models")
     types = _types(per_type, t_first, span, time_step)
     occurrence = _occurrence(per_type, first, last, time_step, markov_order)
-    keys, regions = _groups(by_group, workload, span, max_groups)
-    stage("selectivity sample")
-    details = _selectivities(valid, workload, rows["types"], t_first, span, sample, seed,
-                             stage)
+    stage("keys, regions and selectivity sample")
+    plans = _sample_plans(workload, rows["types"], span, sample, seed)
+    group_columns = _group_columns(workload)
+    counted, collected = _second_scan(events.filter(F.col(REJECT).isNull()), workload, plans,
+                                      group_columns, t_first)
+    keys, regions = _groups(counted, workload, span, max_groups)
+    stage("selectivities")
+    details = _selectivities(collected, workload, plans, t_first, span, sample, seed)
     rates = {name: info["rate"] for name, info in types.items()}
     return {
         "format": FORMAT,
@@ -109,62 +113,26 @@ def _needed_columns(workload: Workload, available: Sequence[str]) -> list[str]:
         n for n in _pattern_columns(workload.patterns, available) if n not in names]
 
 
-def _aggregate(events: DataFrame, workload: Workload,
-               time_step: float) -> tuple[pd.DataFrame, dict[tuple[str, ...], pd.DataFrame]]:
-    """One scan, one aggregation (SQL grouping sets): rows per (reject reason, type, time step)
-    — the step NULL for rejected rows — and per (reject reason, type, key columns) and
-    (reject reason, type, region attribute); returns the first and, per extra column set, its
-    valid rows."""
-    extra: list[tuple[str, ...]] = []
-    if workload.source.key_columns:
-        extra.append(tuple(workload.source.key_columns))
-    for event_type in workload.event_types.values():
-        if event_type.region and (event_type.region,) not in extra:
-            extra.append((event_type.region,))
-    columns = list(dict.fromkeys(c for group in extra for c in group))
-    base = [REJECT, EVENT_TYPE]
-    sets = [(*base, _STEP)] + [(*base, *group) for group in extra]
-    view = f"cepplan_stats_{uuid.uuid4().hex}"
-    events.createOrReplaceTempView(view)
-    try:
-        flags = ", ".join(f"grouping({_quote(c)}) AS {_quote('__g_' + c)}"
-                          for c in [_STEP, *columns])
-        query = (
-            f"SELECT {', '.join(_quote(c) for c in [*base, _STEP, *columns])}, {flags}, "
-            f"count(1) AS n FROM (SELECT *, CASE WHEN {_quote(REJECT)} IS NULL THEN "
-            f"CAST(floor({_quote(EVENT_TS)} / CAST({time_step!r} AS DOUBLE)) AS BIGINT) END "
-            f"AS {_STEP} FROM {view}) GROUP BY GROUPING SETS ("
-            + ", ".join("(" + ", ".join(_quote(c) for c in group) + ")" for group in sets)
-            + ")")
-        frame = _to_pandas(events.sparkSession.sql(query))
-    finally:
-        events.sparkSession.catalog.dropTempView(view)
-    member = {group: np.ones(len(frame), dtype=bool) for group in [(_STEP,), *extra]}
-    for group, mask in member.items():
-        for column in [_STEP, *columns]:
-            mask &= frame["__g_" + column].to_numpy() == (0 if column in group else 1)
-    steps = frame[member[(_STEP,)]].rename(columns={_STEP: "step"})
-    valid = frame[REJECT].isna()
-    return steps, {group: frame[member[group] & valid] for group in extra}
-
-
-def _quote(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
+def _per_step(events: DataFrame, time_step: float) -> DataFrame:
+    """Rows per (reject reason, type, time step); the step is NULL for rejected rows."""
+    step = F.when(F.col(REJECT).isNull(), F.floor(F.col(EVENT_TS) / F.lit(time_step)))
+    return (events.groupBy(REJECT, EVENT_TYPE, step.cast("long").alias(_STEP))
+            .agg(F.count(F.lit(1)).alias(_N)))
 
 
 def _row_summary(grouped: pd.DataFrame, where: str,
                  strict: bool) -> tuple[dict[str, Any], dict[str, pd.DataFrame]]:
     """Rows read, rejected by reason (unknown type names listed), and per valid type its
     event count per occupied time step."""
-    read = int(grouped["n"].sum())
+    read = int(grouped[_N].sum())
     if read == 0:
         raise InputError.single(where, "", "the input has no rows")
     bad = grouped[grouped[REJECT].notna()]
-    reasons = {str(k): int(v) for k, v in bad.groupby(REJECT)["n"].sum().items()}
+    reasons = {str(k): int(v) for k, v in bad.groupby(REJECT)[_N].sum().items()}
     unknown_rows = bad[bad[REJECT] == REJECT_TYPE_UNKNOWN]
-    unknown = {str(k): int(v) for k, v in unknown_rows.groupby(EVENT_TYPE)["n"].sum()
+    unknown = {str(k): int(v) for k, v in unknown_rows.groupby(EVENT_TYPE)[_N].sum()
                .sort_values(ascending=False).items()}
-    good = grouped[grouped[REJECT].isna()].sort_values([EVENT_TYPE, "step"])
+    good = grouped[grouped[REJECT].isna()].sort_values([EVENT_TYPE, _STEP])
     per_type = {str(name): frame for name, frame in good.groupby(EVENT_TYPE)}
     rejected = sum(reasons.values())
     summary = ", ".join(f"{k}: {v}" for k, v in sorted(reasons.items(), key=lambda kv: -kv[1]))
@@ -178,8 +146,8 @@ def _row_summary(grouped: pd.DataFrame, where: str,
                                 "run without --strict to count and skip them")
     rows = {"read": read, "valid": read - rejected, "rejected": rejected,
             "reasons": reasons, "unknown_types": dict(list(unknown.items())[:20]),
-            "types": {name: int(f["n"].sum()) for name, f in per_type.items()},
-            "_first_step": int(good["step"].min()), "_last_step": int(good["step"].max())}
+            "types": {name: int(f[_N].sum()) for name, f in per_type.items()},
+            "_first_step": int(good[_STEP].min()), "_last_step": int(good[_STEP].max())}
     return rows, per_type
 
 
@@ -200,11 +168,11 @@ def _types(per_type: dict[str, pd.DataFrame], t_first: float, span: float,
     quantile = float(sps.t.ppf(0.975, RATE_BLOCKS - 1))
     out = {}
     for name, frame in per_type.items():
-        blocks = block_counts(frame["step"].to_numpy(), frame["n"].to_numpy(), time_step,
+        blocks = block_counts(frame[_STEP].to_numpy(), frame[_N].to_numpy(), time_step,
                               t_first, block_length, RATE_BLOCKS)
         per_block = blocks / block_length
         half = quantile * per_block.std(ddof=1) / math.sqrt(RATE_BLOCKS)
-        n = int(frame["n"].sum())
+        n = int(frame[_N].sum())
         rate = n / span
         out[name] = {"count": n, "rate": rate,
                      "rate_ci95": [max(0.0, float(rate - half)), float(rate + half)],
@@ -217,26 +185,33 @@ def _occurrence(per_type: dict[str, pd.DataFrame], first: int, last: int, time_s
     """Per type: count histogram and order-m transition counts, then the model choice."""
     out = {}
     for name, frame in per_type.items():
-        transitions = transition_counts(frame["step"].to_numpy(), first, last, order)
-        out[name] = choose_model(last - first + 1, count_histogram(frame["n"].to_numpy()),
+        transitions = transition_counts(frame[_STEP].to_numpy(), first, last, order)
+        out[name] = choose_model(last - first + 1, count_histogram(frame[_N].to_numpy()),
                                  transitions, time_step)
     return out
 
 
-def _groups(by_group: dict[tuple[str, ...], pd.DataFrame], workload: Workload, span: float,
+def _group_columns(workload: Workload) -> list[str]:
+    """Key columns and region attributes: the columns counts are reported by."""
+    names = list(workload.source.key_columns)
+    names += [t.region for t in workload.event_types.values() if t.region]
+    return list(dict.fromkeys(names))
+
+
+def _groups(counted: pd.DataFrame, workload: Workload, span: float,
             max_groups: int) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Per key and per region counts and rates (the `max_groups` largest per type)."""
+    """Per key and per region counts and rates (the `max_groups` largest per type), summed
+    from the counts per (type, key and region columns)."""
     keys: dict[str, Any] = {}
     key_columns = tuple(workload.source.key_columns)
     if key_columns:
         keys = {"columns": list(key_columns),
-                **_group_rates(by_group[key_columns], key_columns, span, max_groups)}
+                **_group_rates(counted, key_columns, span, max_groups)}
     regions: dict[str, Any] = {}
     for name, event_type in workload.event_types.items():
         if event_type.region:
-            frame = by_group[(event_type.region,)]
-            grouped = _group_rates(frame[frame[EVENT_TYPE] == name], (event_type.region,),
-                                   span, max_groups)
+            grouped = _group_rates(counted[counted[EVENT_TYPE] == name],
+                                   (event_type.region,), span, max_groups)
             regions[name] = {"attribute": event_type.region,
                              "rates": grouped["rates"].get(name, []),
                              "groups": grouped["groups"].get(name, 0)}
@@ -247,10 +222,11 @@ def _group_rates(counted: pd.DataFrame, columns: tuple[str, ...], span: float,
                  max_groups: int) -> dict[str, Any]:
     rates: dict[str, list] = {}
     groups: dict[str, int] = {}
+    counted = counted.groupby([EVENT_TYPE, *columns], as_index=False)[_N].sum()
     for name, part in counted.groupby(EVENT_TYPE):
-        top = part.sort_values("n", ascending=False, kind="stable").head(max_groups)
-        rates[str(name)] = [{"key": {c: _plain(r[c]) for c in columns}, "count": int(r["n"]),
-                             "rate": int(r["n"]) / span} for _, r in top.iterrows()]
+        top = part.sort_values(_N, ascending=False, kind="stable").head(max_groups)
+        rates[str(name)] = [{"key": {c: _plain(r[c]) for c in columns}, "count": int(r[_N]),
+                             "rate": int(r[_N]) / span} for _, r in top.iterrows()]
         groups[str(name)] = len(part)
     return {"rates": rates, "groups": groups}
 
@@ -260,19 +236,18 @@ def _plain(value: Any) -> Any:
     return value.item() if hasattr(value, "item") else value
 
 
-def _selectivities(valid: DataFrame, workload: Workload, counts: dict[str, int],
-                   t_first: float, span: float, sample: int, seed: int,
-                   stage: Callable[[str], None]) -> dict[str, dict[str, Any]]:
-    """Collect whole time blocks of each pattern's types (at most about `sample` events per
-    pattern, blocks chosen at random with `seed`), in one Spark job, then estimate."""
+def _sample_plans(workload: Workload, counts: dict[str, int], span: float, sample: int,
+                  seed: int) -> list[tuple[Pattern, list[str], float, list[int] | None]]:
+    """Per pattern with predicates: its primitive types, block length max(20 W, span/2000) and
+    the blocks to collect — all (None) when its types have at most `sample` events, else a
+    seeded random subset holding about `sample` events."""
     rng = np.random.default_rng(seed)
     plans = []
     for pattern in workload.patterns:
         types = sorted({o.event_type for o in pattern.operands if not o.is_complex})
         if not pattern.predicates or not types:
             continue
-        window = pattern.window or 0.0
-        length = max(20 * window, span / 2000)
+        length = max(20 * (pattern.window or 0.0), span / 2000)
         n_blocks = max(1, math.ceil(span / length))
         available = sum(counts.get(t, 0) for t in types)
         chosen = None
@@ -280,22 +255,38 @@ def _selectivities(valid: DataFrame, workload: Workload, counts: dict[str, int],
             k = max(1, round(n_blocks * sample / available))
             chosen = sorted(rng.choice(n_blocks, size=min(k, n_blocks), replace=False).tolist())
         plans.append((pattern, types, length, chosen))
-    if not plans:
-        return {}
-    conditions = []
+    return plans
+
+
+def _second_scan(valid: DataFrame, workload: Workload, plans: list, group_columns: list[str],
+                 t_first: float) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """One aggregation over the valid rows giving both the counts per (type, key and region
+    columns) and the sampled events: a sampled row is a group of its own (keyed by its id), so
+    its attribute values pass through `first`; the other rows are counted by group."""
+    wanted = F.lit(False)
     for _, types, length, chosen in plans:
         condition = F.col(EVENT_TYPE).isin(types)
         if chosen is not None:
             block = F.floor((F.col(EVENT_TS) - F.lit(t_first)) / F.lit(length)).cast("long")
             condition = condition & block.isin(chosen)
-        conditions.append(condition)
-    wanted = F.lit(False)
-    for condition in conditions:
         wanted = wanted | condition
-    attributes = _pattern_columns([p for p, *_ in plans], valid.columns)
-    columns = [EVENT_TYPE, EVENT_TS, EVENT_ID, *attributes]
-    collected = _to_pandas(valid.filter(wanted).select(*columns))
-    stage("selectivities")
+    if not plans and not group_columns:
+        return pd.DataFrame(columns=[EVENT_TYPE, _N]), pd.DataFrame()
+    attributes = [c for c in _pattern_columns([p for p, *_ in plans], valid.columns)
+                  if c not in group_columns]
+    sampled = F.when(wanted, F.col(EVENT_ID)).alias(_SAMPLED)
+    frame = _to_pandas(valid.groupBy(EVENT_TYPE, *group_columns, sampled).agg(
+        F.count(F.lit(1)).alias(_N), F.first(EVENT_TS).alias(EVENT_TS),
+        *(F.first(c).alias(c) for c in attributes)))
+    is_sample = frame[_SAMPLED].notna()
+    collected = frame[is_sample].drop(columns=[_N]).rename(columns={_SAMPLED: EVENT_ID})
+    collected[EVENT_ID] = collected[EVENT_ID].astype(np.int64)
+    return frame[[EVENT_TYPE, *group_columns, _N]], collected.reset_index(drop=True)
+
+
+def _selectivities(collected: pd.DataFrame, workload: Workload, plans: list, t_first: float,
+                   span: float, sample: int, seed: int) -> dict[str, dict[str, Any]]:
+    """Estimate each pattern's predicates on its own part of the collected sample."""
     out = {}
     for index, (pattern, types, length, chosen) in enumerate(plans):
         mask = collected[EVENT_TYPE].isin(types)

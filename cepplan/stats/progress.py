@@ -15,8 +15,8 @@ from pyspark.sql import SparkSession
 from rich.console import Console
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-STAGES = ("read and parse", "rows, rejects, counts per time step, keys and regions",
-          "rates and occurrence models", "selectivity sample", "selectivities")
+STAGES = ("read and parse", "rows, rejects and counts per time step",
+          "rates and occurrence models", "keys, regions and selectivity sample", "selectivities")
 
 
 @contextmanager
