@@ -73,7 +73,7 @@ def stats(
         print(f"warning: {rows['rejected']} of {rows['read']} rows rejected ({reasons})",
               file=sys.stderr)
     if not quiet:
-        print_summary(document, Console())
+        print_summary(document, Console(width=None if sys.stdout.isatty() else 110))
         typer.echo(f"wrote {output}")
 
 
@@ -89,19 +89,19 @@ def _time_step(text: str, time_unit: str) -> float:
 
 
 def print_summary(document: dict[str, Any], console: Console) -> None:
-    """The summary tables: per type rate, interval and model; per predicate selectivity."""
+    """The summary tables: per type rate, interval, dispersion index, burstiness and chosen
+    model; per predicate selectivity with its interval and sample size."""
     unit = document["time_unit"]
     rows = document["rows"]
     table = Table(title=f"{rows['read']} rows read, {rows['rejected']} rejected; "
                   f"span {document['observed']['span']:g} {unit}")
-    for name in ("type", "events", f"rate /{unit}", "95% CI", "dispersion",
-                 "burstiness", "model"):
+    for name in ("type", "events", f"rate/{unit}", "95% CI", "disp.", "burst.", "model"):
         table.add_column(name, justify="left" if name in ("type", "model") else "right")
     for name, info in document["types"].items():
         occ = document["occurrence"][name]
         low, high = info["rate_ci95"]
         table.add_row(name, str(info["count"]), f"{info['rate']:.4g}",
-                      f"{low:.4g}–{high:.4g}", _num(occ["poisson"]["dispersion_index"]),
+                      f"{low:.3g}–{high:.3g}", _num(occ["poisson"]["dispersion_index"]),
                       _num(occ["markov"]["burstiness"]), occ["choice"]["model"])
     console.print(table)
     details = document["selectivity_details"]
