@@ -8,8 +8,9 @@ import json
 import os
 import subprocess
 import sys
-import sysconfig
 from pathlib import Path
+
+import pyspark
 
 from cepplan.engine_adapter.generate import generate
 from cepplan.planner.plan import trivial_plan
@@ -24,13 +25,14 @@ PACKAGES = ("pyspark", "py4j", "numpy", "numpy.libs", "pandas", "pyarrow", "date
 
 def bare_python(root: Path) -> Path:
     """A virtual environment holding only pyspark, numpy, pandas, pyarrow (and what they
-    import), linked from this interpreter's site-packages: no cepplan."""
+    import), linked from wherever this interpreter finds them: no cepplan."""
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(root)], check=True)
-    site = Path(sysconfig.get_paths()["purelib"])
+    sites = [Path(p) for p in sys.path if p.endswith("site-packages")]
     target = next((root / "lib").glob("python3*/site-packages"))
     for name in PACKAGES:
-        if (site / name).exists():
-            (target / name).symlink_to(site / name)
+        found = next((site / name for site in sites if (site / name).exists()), None)
+        if found is not None:
+            (target / name).symlink_to(found)
     return root / "bin" / "python"
 
 
@@ -66,7 +68,7 @@ def test_job_runs_without_cepplan_and_runs_no_workload_text(tmp_path):
     write_events(events, workload, source)
     job = generate(workload, trivial_plan(workload), tmp_path / "job")
     assert "system" not in (job / "job.py").read_text()
-    spark_submit = Path(sysconfig.get_paths()["purelib"]) / "pyspark" / "bin" / "spark-submit"
+    spark_submit = Path(pyspark.__file__).parent / "bin" / "spark-submit"
     env = {"PATH": os.environ["PATH"], "JAVA_HOME": os.environ.get("JAVA_HOME", ""),
            "PYSPARK_PYTHON": str(python), "PYSPARK_DRIVER_PYTHON": str(python),
            "HOME": str(tmp_path)}
