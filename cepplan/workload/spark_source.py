@@ -26,10 +26,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-try:
-    from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_TYPE
-except ImportError:  # shipped flat in a runtime zip, beside columns.py
-    from columns import EVENT_ID, EVENT_TS, EVENT_TYPE  # type: ignore[no-redef]
+from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_TYPE
 
 REJECT = "__reject"
 REJECT_MALFORMED = "malformed row"
