@@ -61,7 +61,7 @@ def collect_statistics(spark: SparkSession, paths: Sequence[str], workload: Work
         events = read_events(spark, list(paths), **reader_arguments(workload),
                              positions="monotonic")
     except SourceError as err:
-        raise InputError.single(where, "", str(err)) from None
+        raise InputError.single(err.path or where, "", err.message) from None
     events = events.select(EVENT_TYPE, EVENT_TS, EVENT_ID, REJECT,
                            *_needed_columns(workload, events.columns))
     stage("rows, rejects and counts per time step")

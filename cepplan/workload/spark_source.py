@@ -43,7 +43,15 @@ _HEADER_SAMPLE = 1000
 
 
 class SourceError(ValueError):
-    """The files cannot be read as the source describes (missing path or column, bad spec)."""
+    """The files cannot be read as the source describes (missing path or column, bad spec).
+
+    `path` names the input concerned (empty when the problem is not in a file), kept apart from
+    `message` so each caller names the file once, in its own error format."""
+
+    def __init__(self, message: str, path: str = ""):
+        super().__init__(f"{path}: {message}" if path else message)
+        self.message = message
+        self.path = path
 
 
 def read_events(spark: SparkSession, paths: str | Sequence[str], source: Mapping[str, Any],
@@ -98,7 +106,7 @@ def _check_paths(paths: list[str]) -> None:
     for path in paths:
         local = "://" not in path and not path.startswith("file:")
         if local and not any(c in path for c in "*?[") and not os.path.exists(path):
-            raise SourceError(f"{path}: no such file or directory")
+            raise SourceError("no such file or directory", path)
 
 
 def _read_raw(spark: SparkSession, paths: list[str], source: Mapping[str, Any]) -> DataFrame:
@@ -124,7 +132,7 @@ def _read_raw(spark: SparkSession, paths: list[str], source: Mapping[str, Any]) 
             return (reader.schema(schema).option("mode", "PERMISSIVE")
                     .option("columnNameOfCorruptRecord", _CORRUPT).json(paths))
     except AnalysisException as exc:
-        raise SourceError(f"cannot read {', '.join(paths)}: {_first_line(exc)}") from None
+        raise SourceError(f"cannot read: {_first_line(exc)}", ", ".join(paths)) from None
     raise SourceError(f"unknown source format {fmt!r} (csv, parquet or jsonl)")
 
 
@@ -139,8 +147,8 @@ def _json_columns(spark: SparkSession, paths: list[str], source: Mapping[str, An
         if isinstance(record, dict):
             seen.update(dict.fromkeys(record))
     if not seen:
-        raise SourceError(f"{', '.join(paths)}: no JSON object in the first lines (empty "
-                          "input or not JSON lines)")
+        raise SourceError("no JSON object in the first lines (empty input or not JSON lines)",
+                          ", ".join(paths))
     for column in _row_columns(source):
         if column not in seen:
             raise SourceError(f"column {column!r} is not in the input (not found in its first "
@@ -161,8 +169,8 @@ def _check_columns(raw: DataFrame, source: Mapping[str, Any],
     missing = [c for c in dict.fromkeys(needed) if c not in present]
     if missing:
         shown = ", ".join(c for c in raw.columns if c != _CORRUPT)
-        raise SourceError(f"{', '.join(paths)}: column(s) {', '.join(map(repr, missing))} not "
-                          f"in the input (its columns: {shown})")
+        raise SourceError(f"column(s) {', '.join(map(repr, missing))} not in the input "
+                          f"(its columns: {shown})", ", ".join(paths))
 
 
 def _merged_attribute_types(attributes: Mapping[str, Mapping[str, str]]) -> dict[str, str]:

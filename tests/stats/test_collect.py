@@ -139,3 +139,14 @@ def test_bad_input_is_an_input_error(spark, tmp_path, content, message):
     path.write_text(content)
     with pytest.raises(InputError, match=message):
         collect_statistics(spark, [str(path)], _csv_workload())
+
+
+def test_missing_column_error_names_the_file_once(spark, tmp_path):
+    path = tmp_path / "events.csv"
+    path.write_text("kind,t\nA,1\n")
+    with pytest.raises(InputError) as info:
+        collect_statistics(spark, [str(path)], _csv_workload())
+    (problem,) = info.value.problems
+    assert problem.file == str(path)
+    assert str(path) not in problem.message
+    assert problem.render().count(str(path)) == 1
