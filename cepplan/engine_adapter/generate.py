@@ -35,6 +35,7 @@ SHIPPED = (
     "engine_adapter/runtime/table.py",
     "engine_adapter/runtime/tagging.py",
     "workload/columns.py",
+    "workload/durations.py",
     "workload/expr/vectorized.py",
     "workload/spark_source.py",
 )

@@ -1,4 +1,8 @@
-"""Time units and durations: `"500ms"`, `"30s"`, `"5min"`, `"2h"`, `"1d"` or a bare number."""
+"""Time units and durations: `"500ms"`, `"30s"`, `"5min"`, `"2h"`, `"1d"` or a bare number.
+
+Standard library only: the generated Spark job ships this file (its runtime reads the unit
+table through `spark_source`).
+"""
 
 from __future__ import annotations
 

@@ -1,9 +1,10 @@
 """Read event files through a workload's `source` mapping into a canonical Spark DataFrame.
 
-Standalone on purpose: imports only pyspark, the standard library and
-`cepplan.workload.columns` (itself import-free), and takes plain JSON-able arguments, so the
-generated Spark job ships this very file in its runtime zip and runs it where cepplan is not
-installed. `cepplan.workload.source_spec` turns a `Workload` into those arguments.
+Standalone on purpose: imports only pyspark, the standard library,
+`cepplan.workload.columns` and `cepplan.workload.durations` (both stdlib-only), and takes plain
+JSON-able arguments, so the generated Spark job ships this very file in its runtime zip and runs
+it where cepplan is not installed. `cepplan.workload.source_spec` turns a `Workload` into
+those arguments.
 
 The result has the canonical columns `__type`, `__ts` (float, in the workload's `time_unit`),
 `__id` (int64), then key columns that are not attributes (as strings), then one column per
@@ -27,6 +28,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_TYPE
+from cepplan.workload.durations import SECONDS_PER_UNIT
 
 REJECT = "__reject"
 REJECT_MALFORMED = "malformed row"
@@ -35,7 +37,6 @@ REJECT_TYPE_UNKNOWN = "unknown type"
 REJECT_TIME = "missing or unparsable time"
 REJECT_ID = "missing or unparsable id"
 
-SECONDS_PER_UNIT = {"ms": 0.001, "s": 1.0, "min": 60.0, "h": 3600.0, "d": 86400.0}
 SPARK_TYPES = {"double": T.DoubleType(), "long": T.LongType(), "string": T.StringType(),
                "bool": T.BooleanType()}
 _CORRUPT = "__corrupt"
