@@ -1,5 +1,6 @@
-"""m-th order Markov chains of per-step occurrence (seed 002 §4.2): stationary distribution,
-maximum-likelihood transitions from state counts, log-likelihoods and a burstiness figure.
+"""m-th order Markov chains of per-step occurrence (seed 002 §4.2): maximum-likelihood
+transitions from state counts, log-likelihoods and a burstiness figure (the stationary
+distribution is `cepplan.costmodels.markov.stationary`, shared with the cost model).
 
 A state is the last m steps, oldest first, read as a binary number (format doc, "statistics
 (inline)"); `transition[s] = [P(no event next | s), P(event next | s)]`.
@@ -8,27 +9,6 @@ A state is the last m steps, oldest first, read as a binary number (format doc, 
 from __future__ import annotations
 
 import numpy as np
-
-
-def stationary_distribution(transition: np.ndarray) -> np.ndarray:
-    """The state distribution pi with pi P = pi (seed 002 §4.2), over the 2^m states.
-
-    `transition` has one row per state and two columns (next step empty / occupied); the
-    full state-to-state matrix follows from shifting the new bit in.
-    """
-    matrix = np.asarray(transition, dtype=float)
-    states = len(matrix)
-    full = np.zeros((states, states))
-    for state in range(states):
-        for bit in (0, 1):
-            full[state, ((state << 1) | bit) % states] += matrix[state, bit]
-    # Solve pi (P - I) = 0 with sum(pi) = 1, least squares for robustness.
-    system = np.vstack([full.T - np.eye(states), np.ones(states)])
-    rhs = np.zeros(states + 1)
-    rhs[-1] = 1.0
-    pi = np.linalg.lstsq(system, rhs, rcond=None)[0]
-    pi = np.clip(pi, 0.0, None)
-    return pi / pi.sum()
 
 
 def fit_transition(counts: np.ndarray) -> np.ndarray:

@@ -26,12 +26,8 @@ from typing import Any
 import numpy as np
 from scipy import special, stats
 
-from cepplan.stats.markov_chain import (
-    burstiness,
-    fit_transition,
-    log_likelihood,
-    stationary_distribution,
-)
+from cepplan.costmodels.markov import stationary
+from cepplan.stats.markov_chain import burstiness, fit_transition, log_likelihood
 
 STRONG_EVIDENCE = 6.0
 
@@ -103,7 +99,7 @@ def _bernoulli(counts: Mapping[int, int], steps: int, occupied: int) -> dict[str
 def _markov(transitions: np.ndarray) -> dict[str, Any]:
     order = len(transitions).bit_length() - 1
     matrix = fit_transition(transitions)
-    pi = stationary_distribution(matrix)
+    pi = stationary(matrix)
     p_event = float(pi @ matrix[:, 1])
     after_event = transitions[1::2].sum(axis=0)  # states whose newest step is occupied
     p_after = after_event[1] / after_event.sum() if after_event.sum() else float("nan")

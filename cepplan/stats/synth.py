@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from cepplan.stats.markov_chain import stationary_distribution
+from cepplan.costmodels.markov import stationary
 from cepplan.stats.synth_write import apply_time_format
 from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_TYPE
 from cepplan.workload.expr.ast import Attr, KleeneRef, walk
@@ -162,7 +162,7 @@ def _stepped_times(model: OccurrenceModel, duration: float,
         spec = {"kind": "bernoulli", "p": p_event, "time_step": step}
     else:
         occupied = markov_occupancy(model.transition, model.order, steps, rng)
-        pi = stationary_distribution(np.array(model.transition))
+        pi = stationary(np.array(model.transition))
         p_event = float(pi @ np.array(model.transition)[:, 1])
         spec = {"kind": "markov", "order": model.order, "time_step": step,
                 "transition": [list(row) for row in model.transition],
@@ -177,7 +177,7 @@ def markov_occupancy(transition: Any, order: int, steps: int,
     binary number), started from its stationary distribution."""
     matrix = np.asarray(transition, dtype=float)
     p_one = matrix[:, 1]
-    state = int(rng.choice(len(matrix), p=stationary_distribution(matrix)))
+    state = int(rng.choice(len(matrix), p=stationary(matrix)))
     mask = (1 << order) - 1
     draws = rng.random(steps)
     out = np.zeros(steps, dtype=bool)
