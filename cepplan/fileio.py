@@ -18,15 +18,24 @@ from cepplan.errors import InputError
 
 def read_json(path: str | Path) -> Any:
     """Parse a JSON file; a missing file or a syntax error becomes an `InputError`."""
+    return parse_json(read_input(path), path)
+
+
+def read_input(path: str | Path) -> bytes:
+    """A file's bytes; a missing or unreadable file becomes an `InputError`."""
     path = Path(path)
     try:
-        data = path.read_bytes()
+        return path.read_bytes()
     except FileNotFoundError:
         raise InputError.single(str(path), "", "file not found") from None
     except IsADirectoryError:
         raise InputError.single(str(path), "", "is a directory, not a file") from None
     except OSError as exc:
         raise InputError.single(str(path), "", f"cannot read: {exc.strerror}") from None
+
+
+def parse_json(data: bytes, path: str | Path) -> Any:
+    """Parse JSON bytes read from `path`; a syntax error becomes an `InputError` there."""
     try:
         return orjson.loads(data)
     except orjson.JSONDecodeError as exc:

@@ -22,7 +22,7 @@ import networkx as nx
 import orjson
 
 from cepplan.errors import InputError, Problem
-from cepplan.fileio import read_json
+from cepplan.fileio import parse_json, read_input
 from cepplan.workload.durations import DurationError, parse_duration
 from cepplan.workload.expr.ast import Attr, KleeneRef, walk
 from cepplan.workload.expr.errors import ExprError
@@ -66,9 +66,9 @@ def workload_schema() -> dict[str, Any]:
 def load_workload(path: str | Path) -> Workload:
     """Read, validate and build a workload; raise `InputError` listing every problem."""
     path = Path(path)
-    raw = read_json(path)
-    digest = hashlib.sha256(path.read_bytes()).hexdigest()
-    return build_workload(raw, file=str(path), digest=digest)
+    data = read_input(path)
+    return build_workload(parse_json(data, path), file=str(path),
+                          digest=hashlib.sha256(data).hexdigest())
 
 
 def build_workload(raw: Any, *, file: str = "<workload>", digest: str = "") -> Workload:
