@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from cepplan.costmodels import discrete_sums, hypoexponential
 from cepplan.costmodels.occurrence import POISSON, Occurrence, gap_pmf, p_within, trigger_intensity
@@ -74,6 +74,16 @@ class PatternModel:
             if operand.var == var:
                 return operand
         raise KeyError(var)
+
+
+def positive_part(model: PatternModel) -> PatternModel:
+    """The model without its negated operands (and the joins that mention them): what plans
+    over the positive subevents are costed on before negation is added (seed 002 §4.1)."""
+    negated = {o.var for o in model.negatives}
+    if not negated:
+        return model
+    return replace(model, operands=model.positives,
+                   joins=tuple(j for j in model.joins if not j[0] & negated))
 
 
 def join_selectivity(model: PatternModel, subset: frozenset[str]) -> float:

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping, Sequence
 
 from cepplan.costmodels.occurrence import trigger_intensity
-from cepplan.costmodels.operators import PatternModel
+from cepplan.costmodels.operators import PatternModel, positive_part
 from cepplan.planner.candidates import Candidate, Option, evaluate, pareto_front
 
 Steps = tuple[frozenset[str], ...]
@@ -23,7 +23,9 @@ Steps = tuple[frozenset[str], ...]
 
 def solve(model: PatternModel, options: Mapping[str, Sequence[Option]],
           max_latency: int | None = None) -> list[Candidate]:
-    """Pareto front of the plans both heuristics visit (positive subevents only)."""
+    """Pareto front of the plans both heuristics visit (positive subevents only, costed on
+    the positive part of the model as the DP does; negation is added by the caller)."""
+    model = positive_part(model)
     names = [o.var for o in sorted(model.positives, key=lambda o: o.position)]
     pos_options = {v: options[v] for v in names}
     visited = _forward(model, names, pos_options, max_latency)

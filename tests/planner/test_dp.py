@@ -91,3 +91,26 @@ def test_k_strategies_keep_k_plans_and_mixture_keeps_the_extremes(strategy):
     assert len(kept) == 3 and all(c in front for c in kept)
     if strategy == "mixture":
         assert front[0] in kept and min(front, key=lambda c: c.cost) in kept
+
+
+@pytest.mark.parametrize("operator", [AND, SEQ])
+def test_heuristic_front_with_negation_is_valid_and_never_beats_brute_force(operator):
+    """Forced heuristics on a pattern with a negated operand: every plan on the front covers
+    each variable once and none is cheaper than the brute-force optimum."""
+    rng = random.Random(7 + len(operator))
+    for _ in range(4):
+        model, names, options = _random_model(rng, operator, 4)
+        negated = model.operands[1]
+        model = PatternModel(model.operator, model.window,
+                             tuple(OperandModel(o.var, o.occurrence, o.position,
+                                                negated=o.var == negated.var)
+                                   for o in model.operands))
+        positives = tuple(v for v in names if v != negated.var)
+        brute = [evaluate(model, (*p, frozenset({negated.var})), options,
+                          dict.fromkeys(names, 0)) for p in ordered_partitions(positives)]
+        brute.append(evaluate(model, (frozenset(names),), options, dict.fromkeys(names, 0)))
+        front, used = pattern_front(model, options, "heuristic")
+        assert used == "heuristic"
+        for plan in front:
+            assert sorted(v for s in plan.steps for v in s) == sorted(names)
+        assert min(c.cost for c in front) >= min(c.cost for c in brute) - 1e-12
