@@ -13,9 +13,11 @@ import typer
 
 import cepplan
 from cepplan.cli import (
+    compare_cmd,
     generate_cmd,
     optimize_cmd,
     run_cmd,
+    serve_cmd,
     show_cmd,
     stats_cmd,
     synth_cmd,

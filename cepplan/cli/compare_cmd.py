@@ -1,0 +1,46 @@
+"""`cepplan compare WORKLOAD [--stats stats.json] -o report.html`: every planner side by side,
+written as report.html with report.md and report.json beside it."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import typer
+
+from cepplan.planner.compose import Settings
+from cepplan.report.compare import compare
+from cepplan.report.write import report_paths, write_report
+from cepplan.stats.stats_file import read_stats
+from cepplan.workload import load_workload
+
+
+def compare_command(
+    workload: Path = typer.Argument(..., help="The workload.json to plan."),
+    stats: Path | None = typer.Option(None, "--stats", help="A stats.json measured by "
+                                      "`cepplan stats`; overrides inline statistics."),
+    output: Path = typer.Option(Path("report.html"), "-o", "--output",
+                                help="The report page; report.md and report.json are "
+                                "written beside it."),
+    time_limit: float = typer.Option(60.0, "--time-limit", min=0.001,
+                                     help="Seconds each planner may search."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the randomised planners."),
+    quiet: bool = typer.Option(False, "-q", "--quiet", help="Print nothing but errors."),
+) -> None:
+    """Plan the workload with every planner that applies and write a report that puts them
+    side by side: costs, latencies, Pareto fronts and what each pass shares."""
+    report_paths(output)  # refuse a bad output before planning
+    loaded = load_workload(workload)
+    statistics = read_stats(stats, loaded) if stats else loaded.statistics
+    say = (lambda _: None) if quiet or not sys.stderr.isatty() else (
+        lambda text: print(text, file=sys.stderr))
+    report = compare(loaded, statistics, Settings(time_limit=time_limit, seed=seed),
+                     stats_file=str(stats) if stats else None, progress=say)
+    paths = write_report(report, output)
+    if not quiet:
+        best = report["best"]
+        trivial = report["planners"][0]["total_cost"]
+        cost = next(p["total_cost"] for p in report["planners"] if p["name"] == best)
+        typer.echo(f"best plan: {best}, {cost:.4g} {report['unit']} against {trivial:.4g} "
+                   f"for the trivial plan")
+        typer.echo("report written to " + ", ".join(str(p) for p in paths.values()))

@@ -1,0 +1,111 @@
+"""`compare`: every planner that applies to a workload, run side by side, as `report.json` data.
+
+The report is plain JSON (format `cepplan.report/1`) so that the Markdown and HTML renderers,
+the HTTP service and tests all read the same thing. Costs keep the unit of the model that
+produced them (acquisition: expected events transmitted per time unit, seed 002 §4).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
+
+import cepplan
+from cepplan.planner.compose import Settings
+from cepplan.planner.optimize import Optimized, optimize
+from cepplan.planner.plan import Plan
+from cepplan.workload.model import Statistics, Workload
+
+FORMAT = "cepplan.report/1"
+
+
+@dataclass(frozen=True)
+class Planner:
+    """One alternative the report shows: a name a user reads and how to plan with it."""
+
+    name: str
+    description: str
+    solver: str
+    share: bool = True
+
+
+PLANNERS = (
+    Planner("dp", "exact Pareto search, shared subevents sent once", "dp"),
+    Planner("heuristic", "stepwise heuristics, shared subevents sent once", "heuristic"),
+    Planner("dp-independent", "exact Pareto search, each pattern planned on its own", "dp",
+            share=False),
+)
+
+
+def compare(workload: Workload, statistics: Statistics, settings: Settings, *,
+            stats_file: str | None = None,
+            progress: Callable[[str], None] = lambda _: None) -> dict[str, Any]:
+    """Plan the workload with every planner of `PLANNERS` and describe them against the
+    trivial plan (push every event, one step); returns the `report.json` document."""
+    unit = f"events/{workload.time_unit}"
+    planners: list[dict[str, Any]] = []
+    reference: Optimized | None = None
+    for planner in PLANNERS:
+        progress(f"planning with {planner.name}")
+        start = time.perf_counter()
+        result = optimize(workload, statistics, replace(settings, solver=planner.solver),
+                          stats_file, share=planner.share)
+        seconds = time.perf_counter() - start
+        reference = reference or result
+        planners.append(_planner_entry(planner, result.plan, result.outcome.total, seconds,
+                                       unit))
+    assert reference is not None  # PLANNERS is not empty
+    planners.insert(0, _trivial_entry(reference, unit))
+    document = reference.plan.to_json()
+    best = min(planners, key=lambda p: p["total_cost"])
+    return {
+        "format": FORMAT,
+        "cepplan": cepplan.__version__,
+        "workload": {"name": workload.name, "path": workload.path, "sha256": workload.digest,
+                     "time_unit": workload.time_unit,
+                     "patterns": [p.name for p in workload.patterns]},
+        "statistics": stats_file or "inline",
+        "unit": unit,
+        "planners": planners,
+        "best": best["name"],
+        "pareto": _pareto(reference.plan),
+        "sections": {k: document[k] for k in ("sharing", "contexts", "covering")
+                     if document.get(k)},
+    }
+
+
+def _planner_entry(planner: Planner, plan: Plan, total: float, seconds: float,
+                   unit: str) -> dict[str, Any]:
+    patterns = {}
+    for name, body in plan.patterns.items():
+        detection = body.detection
+        patterns[name] = {"steps": [sorted(s) for s in detection.steps],
+                          "cost": detection.expected_cost, "latency": detection.latency,
+                          "solver": body.solver}
+    return {"name": planner.name, "description": planner.description, "unit": unit,
+            "total_cost": total, "seconds": round(seconds, 4), "patterns": patterns}
+
+
+def _trivial_entry(reference: Optimized, unit: str) -> dict[str, Any]:
+    """The push-everything plan: one step per pattern, its cost the model's naive cost."""
+    patterns = {}
+    for name, body in reference.plan.patterns.items():
+        variables = sorted(v for step in body.detection.steps for v in step)
+        patterns[name] = {"steps": [variables], "cost": body.naive_cost, "latency": 1,
+                          "solver": "trivial"}
+    return {"name": "trivial", "description": "push every event, detect in one step",
+            "unit": unit, "total_cost": reference.outcome.naive_total, "seconds": 0.0,
+            "patterns": patterns}
+
+
+def _pareto(plan: Plan) -> dict[str, list[dict[str, Any]]]:
+    """Each pattern's Pareto front of (cost, latency), the chosen plan marked."""
+    fronts = {}
+    for name, body in plan.patterns.items():
+        chosen = body.detection
+        fronts[name] = [{"steps": [sorted(s) for s in p.steps], "cost": p.expected_cost,
+                         "latency": p.latency, "chosen": p == chosen}
+                        for p in body.pareto]
+    return fronts

@@ -1,0 +1,176 @@
+"""`report.html`: one self-contained page (inline CSS, inline SVG plots, a few lines of inline
+JavaScript to sort tables) that opens with no network, on a laptop screen and in print."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from html import escape
+from typing import Any
+
+from cepplan.report import plots
+from cepplan.report.text import notation, saving, section_rows
+
+_CSS = """
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;color:#1f2328;margin:0 auto;
+max-width:1100px;padding:24px}
+h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 8px;border-bottom:1px solid
+#d0d7de;padding-bottom:4px}.lead{color:#57606a;margin:0 0 16px}
+table{border-collapse:collapse;margin:8px 0;font-variant-numeric:tabular-nums}
+th,td{border-bottom:1px solid #d8dee4;padding:4px 10px;text-align:left;vertical-align:top}
+th{background:#f6f8fa;cursor:pointer;user-select:none;white-space:nowrap}
+th[aria-sort=ascending]::after{content:" \\25B2"}th[aria-sort=descending]::after{content:" \\25BC"}
+td.num{text-align:right}.best{font-weight:600;color:#1f6feb}
+.grid{display:flex;flex-wrap:wrap;gap:12px}.grid figure{margin:0}
+figure svg{max-width:100%;height:auto}.note{color:#57606a;font-size:13px}
+.bad{color:#cf222e;font-weight:600}
+@media print{body{max-width:none;padding:0}th{cursor:auto}h2{break-after:avoid}
+figure,table{break-inside:avoid}}
+"""
+
+_SORT_JS = """
+document.querySelectorAll("table.sortable").forEach(function(table){
+  table.querySelectorAll("th").forEach(function(th, col){
+    th.addEventListener("click", function(){
+      var asc = th.getAttribute("aria-sort") !== "ascending";
+      table.querySelectorAll("th").forEach(function(h){h.removeAttribute("aria-sort");});
+      th.setAttribute("aria-sort", asc ? "ascending" : "descending");
+      var body = table.tBodies[0];
+      var rows = Array.prototype.slice.call(body.rows);
+      rows.sort(function(a, b){
+        var x = a.cells[col].dataset.v || a.cells[col].textContent;
+        var y = b.cells[col].dataset.v || b.cells[col].textContent;
+        var nx = parseFloat(x), ny = parseFloat(y);
+        var c = (!isNaN(nx) && !isNaN(ny)) ? nx - ny : x.localeCompare(y);
+        return asc ? c : -c;
+      });
+      rows.forEach(function(r){body.appendChild(r);});
+    });
+  });
+});
+"""
+
+
+def render_html(report: Mapping[str, Any]) -> str:
+    """The whole page for one `report.json` document."""
+    workload = report["workload"]
+    unit = report["unit"]
+    planners = report["planners"]
+    parts = [
+        f"<h1>Plans for {escape(workload['name'] or workload['path'])}</h1>",
+        f"<p class='lead'>{len(workload['patterns'])} patterns, statistics: "
+        f"{escape(str(report['statistics']))}, costs in {escape(unit)} (expected events sent "
+        f"to the matchers). Plan notation: <code>a,b -&gt; c</code> watches a and b "
+        f"continuously and fetches c only within the window after they match; latency counts "
+        f"those steps. Click a column header to sort.</p>",
+        "<h2>Planners side by side</h2>",
+        _figure(plots.cost_bars(planners, unit)),
+        _planner_table(planners, report["best"]),
+        "<h2>Chosen plan per pattern</h2>",
+        _pattern_table(planners, workload["patterns"]),
+        "<h2>Pareto fronts: cost against latency</h2>",
+        "<p class='note'>Each point is a plan no other plan beats on both cost and latency; "
+        "the highlighted one is the cheapest within the pattern's latency bound.</p>",
+        "<div class='grid'>" + "".join(
+            _figure(plots.pareto_front(name, front, unit))
+            for name, front in report["pareto"].items() if front) + "</div>",
+    ]
+    parts += _sections(report.get("sections", {}), unit)
+    if report.get("measured"):
+        parts += _measured(report["measured"])
+    body = "\n".join(parts)
+    title = escape(f"cepplan plans: {workload['name'] or workload['path']}")
+    return (f"<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
+            f"<meta name='viewport' content='width=device-width,initial-scale=1'>"
+            f"<title>{title}</title><style>{_CSS}</style></head>\n<body>\n{body}\n"
+            f"<p class='note'>cepplan {escape(report['cepplan'])}</p>\n"
+            f"<script>{_SORT_JS}</script></body></html>\n")
+
+
+def _planner_table(planners: Sequence[Mapping[str, Any]], best: str) -> str:
+    trivial = next(p["total_cost"] for p in planners if p["name"] == "trivial")
+    rows = []
+    for p in planners:
+        cls = " class='best'" if p["name"] == best else ""
+        rows.append([f"<span{cls}>{escape(p['name'])}</span>", escape(p["description"]),
+                     _num(p["total_cost"]), _percent(saving(p["total_cost"], trivial)),
+                     _num(p["seconds"], " s")])
+    return _table(["planner", "what it does", "modelled cost", "saving vs trivial",
+                   "planning time"], rows)
+
+
+def _pattern_table(planners: Sequence[Mapping[str, Any]], patterns: Sequence[str]) -> str:
+    rows = []
+    for name in patterns:
+        for p in planners:
+            entry = p["patterns"].get(name)
+            if entry is None:
+                continue
+            rows.append([escape(name), escape(p["name"]), escape(notation(entry["steps"])),
+                         _num(entry["latency"]), _num(entry["cost"])])
+    return _table(["pattern", "planner", "plan", "latency", "modelled cost"], rows)
+
+
+def _sections(sections: Mapping[str, Any], unit: str) -> list[str]:
+    """Sharing, contexts and covering, as the passes that made them describe them."""
+    parts = []
+    titles = {"sharing": "Sharing between patterns", "contexts": "Context windows",
+              "covering": "Covering selections"}
+    for key, title in titles.items():
+        section = sections.get(key)
+        if not section:
+            continue
+        parts.append(f"<h2>{title}</h2>")
+        traces = section.get("traces") if isinstance(section, Mapping) else None
+        if traces:
+            parts.append(_figure(plots.convergence(traces, unit)))
+        rows = [[escape(k), escape(v)] for k, v in section_rows(section)]
+        parts.append(_table(["what", "value"], rows))
+    return parts
+
+
+def _measured(measured: Mapping[str, Any]) -> list[str]:
+    runs = measured["runs"]
+    parts = ["<h2>Measured on the events</h2>"]
+    if not measured["matches_equal"]:
+        parts.append("<p class='bad'>The plans found different matches. Plans must change "
+                     "cost, never results: this is a bug, please report it.</p>")
+    else:
+        parts.append("<p class='note'>Every plan found the same matches.</p>")
+    points = [(r["planner"], r["predicted_factor"], r["measured_factor"]) for r in runs
+              if r.get("predicted_factor") is not None]
+    if points:
+        parts.append(_figure(plots.predicted_vs_measured(points, "transmission factor")))
+    rows = [[escape(r["planner"]), _num(r["rows_to_matchers"]),
+             _num(r["measured_factor"]), _num(r.get("predicted_factor")),
+             _num(r["matches"]), _num(r["seconds"], " s")] for r in runs]
+    parts.append(_table(["planner", "rows to matchers", "measured factor", "predicted factor",
+                         "matches", "wall time"], rows))
+    return parts
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    head = "".join(f"<th scope='col'>{escape(h)}</th>" for h in header)
+    body = "".join("<tr>" + "".join(_cell(c) for c in row) + "</tr>" for row in rows)
+    return (f"<table class='sortable'><thead><tr>{head}</tr></thead>"
+            f"<tbody>{body}</tbody></table>")
+
+
+def _cell(cell: str | tuple[str, float]) -> str:
+    if isinstance(cell, tuple):
+        text, value = cell
+        return f"<td class='num' data-v='{value!r}'>{text}</td>"
+    return f"<td>{cell}</td>"
+
+
+def _num(value: float | int | None, suffix: str = "") -> str | tuple[str, float]:
+    if value is None:
+        return "–"
+    return (f"{value:.4g}{escape(suffix)}", float(value))
+
+
+def _percent(value: float | None) -> str | tuple[str, float]:
+    return "–" if value is None else (f"{value:.1f}%", value)
+
+
+def _figure(svg: str) -> str:
+    return f"<figure>{svg}</figure>"

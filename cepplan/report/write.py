@@ -1,0 +1,37 @@
+"""Write a report as `report.html` with `report.md` and `report.json` beside it, each atomically."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from cepplan.errors import InputError
+from cepplan.fileio import write_bytes_atomic, write_json_atomic
+
+SUFFIXES = (".html", ".md", ".json")
+
+
+def report_paths(output: str | Path) -> dict[str, Path]:
+    """The three files a report is written to, named after `output` (any of the suffixes, or
+    none: `report` gives report.html, report.md and report.json)."""
+    path = Path(output)
+    stem = path.with_suffix("") if path.suffix in SUFFIXES else path
+    paths = {suffix: stem.with_name(stem.name + suffix) for suffix in SUFFIXES}
+    for target in paths.values():
+        if target.is_dir():
+            raise InputError.single("<command line>", "--output",
+                                    f"{target} is a directory; name a file for the report")
+    return paths
+
+
+def write_report(report: Mapping[str, Any], output: str | Path) -> dict[str, Path]:
+    """Render and write all three files; returns their paths by suffix."""
+    from cepplan.report.render_html import render_html
+    from cepplan.report.render_md import render_markdown
+
+    paths = report_paths(output)
+    write_json_atomic(paths[".json"], report)
+    write_bytes_atomic(paths[".md"], render_markdown(report).encode())
+    write_bytes_atomic(paths[".html"], render_html(report).encode())
+    return paths
