@@ -59,6 +59,8 @@ app.command("synth")(synth_cmd.synth)
 app.command("stats")(stats_cmd.stats)
 app.command("generate")(generate_cmd.generate_command)
 app.command("run")(run_cmd.run_command)
+app.command("compare")(compare_cmd.compare_command)
+app.command("serve")(serve_cmd.serve_command)
 
 
 def main() -> None:

@@ -28,8 +28,11 @@ FORMAT = "cepplan.stats/1"
 
 def read_stats(path: str | Path, workload: Workload) -> Statistics:
     """Read a `stats.json` for `workload`; its entries override the workload's inline ones."""
-    file = str(path)
-    raw = read_json(path)
+    return parse_stats(read_json(path), str(path), workload)
+
+
+def parse_stats(raw: Any, file: str, workload: Workload) -> Statistics:
+    """Statistics from an already-parsed `stats.json` document (`file` names it in errors)."""
     if not isinstance(raw, dict) or raw.get("format") != FORMAT:
         raise InputError.single(file, "format", f"not a cepplan statistics file "
                                 f"(expected \"format\": \"{FORMAT}\")")

@@ -1,0 +1,129 @@
+"""What a request may carry, checked in the event loop before any planning: the body's size,
+media type and nesting, the envelope's shape, and the settings' ranges."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+from starlette.requests import Request
+
+from cepplan.errors import Problem
+from cepplan.planner.compose import AUTO
+from cepplan.planner.front import DP, HEURISTIC
+from cepplan.planner.strategies import STRATEGIES
+from cepplan.service.problems import ProblemError
+
+MAX_DEPTH = 32
+REQUEST_FILE = "request"
+SOLVERS = (AUTO, DP, HEURISTIC)
+
+
+@dataclass(frozen=True)
+class Limits:
+    """The server's limits: body bytes and the largest solver time limit a request may ask."""
+
+    max_body: int = 1 << 20
+    max_time_limit: float = 60.0
+
+
+async def read_json_body(request: Request, limits: Limits) -> dict[str, Any]:
+    """The parsed JSON object of the request; 413, 415 or 400 problems otherwise."""
+    media = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if media != "application/json" and not media.endswith("+json"):
+        raise ProblemError(415, "send the request as application/json")
+    declared = request.headers.get("content-length")
+    if declared is not None and (not declared.isdigit() or int(declared) > limits.max_body):
+        raise ProblemError(413, f"the body may hold at most {limits.max_body} bytes")
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limits.max_body:
+            raise ProblemError(413, f"the body may hold at most {limits.max_body} bytes")
+        chunks.append(chunk)
+    try:
+        document = orjson.loads(b"".join(chunks))
+    except orjson.JSONDecodeError as err:
+        raise ProblemError(400, f"the body is not valid JSON: {err}") from None
+    if not isinstance(document, dict):
+        raise ProblemError(400, "the body must be a JSON object")
+    if nesting(document) > MAX_DEPTH:
+        raise ProblemError(400, f"the body nests deeper than {MAX_DEPTH} levels")
+    return document
+
+
+def nesting(document: Any) -> int:
+    """How deep arrays and objects nest (iteratively: hostile depth cannot blow the stack)."""
+    deepest, stack = 0, [(document, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, dict):
+            children = value.values()
+        elif isinstance(value, list):
+            children = value
+        else:
+            continue
+        deepest = max(deepest, depth)
+        stack.extend((child, depth + 1) for child in children)
+    return deepest
+
+
+def envelope(document: dict[str, Any], limits: Limits, *, planning: bool) -> dict[str, Any]:
+    """The checked request: `workload` (object), optional `stats` (object) and, for planning
+    endpoints, `settings` with known keys in range; 422 naming every problem otherwise."""
+    problems: list[Problem] = []
+
+    def bad(path: str, message: str) -> None:
+        problems.append(Problem(REQUEST_FILE, path, message))
+
+    allowed = {"workload", "stats", "settings"} if planning else {"workload"}
+    for key in document:
+        if key not in allowed:
+            bad(key, f"unknown member; expected {', '.join(sorted(allowed))}")
+    if not isinstance(document.get("workload"), dict):
+        bad("workload", "a workload.json document (an object) is required")
+    if document.get("stats") is not None and not isinstance(document["stats"], dict):
+        bad("stats", "must be a stats.json document (an object)")
+    settings = document.get("settings", {})
+    if not isinstance(settings, dict):
+        bad("settings", "must be an object")
+        settings = {}
+    checked = _settings(settings, limits, bad)
+    if problems:
+        raise ProblemError(422, "the request has problems", problems)
+    return {"workload": document["workload"], "stats": document.get("stats"),
+            "settings": checked}
+
+
+def _settings(settings: dict[str, Any], limits: Limits, bad) -> dict[str, Any]:
+    top = limits.max_time_limit
+    rules: dict[str, tuple[Callable[[Any], bool], str]] = {
+        "solver": (lambda v: v in SOLVERS, f"must be one of {', '.join(SOLVERS)}"),
+        "strategy": (lambda v: v in STRATEGIES, f"must be one of {', '.join(STRATEGIES)}"),
+        "k": (lambda v: _integer(v) and 0 <= v <= 1000, "must be an integer from 0 to 1000"),
+        "seed": (lambda v: _integer(v) and 0 <= v < 2**63, "must be a non-negative integer"),
+        "time_limit": (lambda v: _number(v) and 0 < v <= top,
+                       f"must be a number of seconds in (0, {top:g}], the server's limit"),
+        "share": (lambda v: isinstance(v, bool), "must be true or false"),
+    }
+    checked: dict[str, Any] = {}
+    for key, value in settings.items():
+        if key not in rules:
+            bad(f"settings.{key}", f"unknown setting; expected {', '.join(rules)}")
+            continue
+        holds, message = rules[key]
+        if holds(value):
+            checked[key] = value
+        else:
+            bad(f"settings.{key}", message)
+    return checked
+
+
+def _integer(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)

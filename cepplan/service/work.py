@@ -1,0 +1,94 @@
+"""The planning work of each endpoint, run in a worker process (CPU-bound work stays off the
+event loop). Each function takes the checked request and returns (status, media type, body)."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+import orjson
+
+from cepplan.errors import CepplanError, InputError
+from cepplan.planner.compose import Settings
+from cepplan.service.problems import MEDIA_TYPE, problem_body
+from cepplan.workload.loader import build_workload
+from cepplan.workload.model import Workload
+
+JSON = "application/json"
+HTML = "text/html; charset=utf-8"
+Answer = tuple[int, str, bytes]
+
+
+def validate(request: dict[str, Any]) -> Answer:
+    """`POST /v1/validate`: the workload's patterns and types, or every problem in it."""
+    return _answering(lambda: _validate(request))
+
+
+def optimize(request: dict[str, Any]) -> Answer:
+    """`POST /v1/optimize`: the plan.json document of the workload."""
+    return _answering(lambda: _optimize(request))
+
+
+def compare(request: dict[str, Any], html: bool) -> Answer:
+    """`POST /v1/compare`: the report.json document, or the report page."""
+    return _answering(lambda: _compare(request, html))
+
+
+def _validate(request: dict[str, Any]) -> Answer:
+    workload = _workload(request)
+    body = {"valid": True, "name": workload.name, "digest": workload.digest,
+            "patterns": [p.name for p in workload.patterns],
+            "event_types": sorted(workload.event_types)}
+    return 200, JSON, orjson.dumps(body)
+
+
+def _optimize(request: dict[str, Any]) -> Answer:
+    from cepplan.planner.optimize import optimize as plan_workload
+
+    workload, statistics, settings, share = _planning_inputs(request)
+    result = plan_workload(workload, statistics, settings, "request.stats"
+                           if request["stats"] else None, share=share)
+    return 200, JSON, orjson.dumps(result.plan.to_json())
+
+
+def _compare(request: dict[str, Any], html: bool) -> Answer:
+    from cepplan.report.compare import compare as compare_planners
+
+    workload, statistics, settings, _ = _planning_inputs(request)
+    report = compare_planners(workload, statistics, settings,
+                              stats_file="request.stats" if request["stats"] else None)
+    if html:
+        from cepplan.report.render_html import render_html
+
+        return 200, HTML, render_html(report).encode()
+    return 200, JSON, orjson.dumps(report)
+
+
+def _planning_inputs(request: dict[str, Any]) -> tuple[Workload, Any, Settings, bool]:
+    from cepplan.stats.stats_file import parse_stats
+
+    workload = _workload(request)
+    stats = request["stats"]
+    statistics = parse_stats(stats, "request.stats", workload) if stats else workload.statistics
+    options = dict(request["settings"])
+    share = options.pop("share", True)
+    if "k" in options:
+        options["k"] = options["k"] or None
+    return workload, statistics, Settings(**options), share
+
+
+def _workload(request: dict[str, Any]) -> Workload:
+    raw = request["workload"]
+    digest = hashlib.sha256(orjson.dumps(raw, option=orjson.OPT_SORT_KEYS)).hexdigest()
+    return build_workload(raw, file="request.workload", digest=digest)
+
+
+def _answering(work) -> Answer:
+    """Run the work; bad input becomes a 422 problem with every (file, path, message)."""
+    try:
+        return work()
+    except InputError as err:
+        return 422, MEDIA_TYPE, problem_body(422, "the workload or statistics have problems",
+                                             err.problems)
+    except CepplanError as err:
+        return 422, MEDIA_TYPE, problem_body(422, str(err))

@@ -1,0 +1,267 @@
+"""`cepplan serve` as a real HTTP server on loopback: answers equal the CLI's, identical
+requests come from the cache, and hostile requests get a 4xx problem document — never a 500,
+a hang, or code run."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import EXAMPLES
+
+TOKEN = "s3cret-token-for-tests-0123456789"
+MAX_BODY = 65536
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    port = _free_port()
+    cwd = tmp_path_factory.mktemp("serve")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "cepplan", "serve", "--port", str(port), "--workers", "2",
+         "--max-body", str(MAX_BODY), "--max-time-limit", "20", "-q"],
+        cwd=cwd, env={**os.environ, "CEPPLAN_TOKEN": TOKEN,
+                      "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            if request(port, "GET", "/v1/health", token=None)[0] == 200:
+                break
+        except OSError:
+            time.sleep(0.2)
+    else:
+        process.kill()
+        pytest.fail("the server did not start: " + process.stderr.read().decode()[-2000:])
+    yield port, cwd
+    process.terminate()
+    process.wait(timeout=30)
+
+
+def request(port: int, method: str, path: str, body: bytes | None = None,
+            headers: dict | None = None, token: str | None = TOKEN) -> tuple[int, dict, bytes]:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    sent = {"Content-Type": "application/json", **(headers or {})}
+    if token is not None:
+        sent["Authorization"] = f"Bearer {token}"
+    sent = {k: v for k, v in sent.items() if v is not None}
+    conn.request(method, path, body=body, headers=sent)
+    response = conn.getresponse()
+    answer = response.status, {k.lower(): v for k, v in response.getheaders()}, response.read()
+    conn.close()
+    return answer
+
+
+def post(port: int, path: str, document, **kwargs) -> tuple[int, dict, bytes]:
+    return request(port, "POST", path, json.dumps(document).encode(), **kwargs)
+
+
+def workload(name: str = "fraud") -> dict:
+    return json.loads((EXAMPLES / name / "workload.json").read_text())
+
+
+@pytest.mark.parametrize("name", ["fraud", "stocks", "network"])
+def test_optimize_answers_the_plan_the_cli_writes(server, tmp_path, name):
+    port, _ = server
+    status, headers, body = post(port, "/v1/optimize", {"workload": workload(name)})
+    assert status == 200 and headers["content-type"] == "application/json"
+    out = tmp_path / "plan.json"
+    done = subprocess.run([sys.executable, "-m", "cepplan", "optimize",
+                           str(EXAMPLES / name / "workload.json"), "-o", str(out)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(body)["patterns"] == json.loads(out.read_text())["patterns"]
+
+
+def test_identical_requests_come_from_the_cache(server):
+    port, _ = server
+    document = {"workload": workload("stocks"), "settings": {"seed": 7, "k": 4}}
+    first = post(port, "/v1/optimize", document)
+    reordered = {"settings": {"k": 4, "seed": 7}, "workload": workload("stocks")}
+    second = post(port, "/v1/optimize", reordered)
+    assert first[1]["x-cepplan-cache"] == "miss" and second[1]["x-cepplan-cache"] == "hit"
+    assert first[2] == second[2]
+
+
+def test_validate_and_compare(server):
+    port, _ = server
+    status, _, body = post(port, "/v1/validate", {"workload": workload("network")})
+    assert status == 200 and json.loads(body)["patterns"][0] == "tcp_session"
+    status, _, body = post(port, "/v1/compare", {"workload": workload("fraud")})
+    report = json.loads(body)
+    assert status == 200 and report["format"] == "cepplan.report/1"
+    assert {p["name"] for p in report["planners"]} >= {"trivial", "dp", "heuristic"}
+    status, headers, body = post(port, "/v1/compare", {"workload": workload("fraud")},
+                                 headers={"Accept": "text/html"})
+    assert status == 200 and headers["content-type"].startswith("text/html")
+    assert body.startswith(b"<!DOCTYPE html>")
+
+
+def test_validate_reports_every_problem_with_its_path(server):
+    port, _ = server
+    bad = workload("stocks")
+    bad["patterns"][0]["where"] = ["a.prize < b.peak"]
+    status, headers, body = post(port, "/v1/validate", {"workload": bad})
+    problem = json.loads(body)
+    assert status == 422 and headers["content-type"] == "application/problem+json"
+    assert problem["status"] == 422 and problem["title"]
+    assert problem["problems"][0]["file"] == "request.workload"
+    assert problem["problems"][0]["path"] == "patterns[0].where[0]"
+    assert "prize" in problem["problems"][0]["message"]
+
+
+def test_openapi_document_lists_the_endpoints(server):
+    port, _ = server
+    status, _, body = request(port, "GET", "/openapi.json")
+    paths = json.loads(body)["paths"]
+    assert status == 200
+    assert {"/v1/validate", "/v1/optimize", "/v1/compare", "/v1/health"} <= set(paths)
+
+
+def test_health_stays_answered_while_workers_plan(server):
+    """Planning runs in worker processes: health is answered while compares keep them busy."""
+    port, _ = server
+    done: list[int] = []
+
+    def busy(seed: int) -> None:
+        document = {"workload": workload("network"), "settings": {"seed": 1000 + seed}}
+        done.append(post(port, "/v1/compare", document)[0])
+
+    threads = [threading.Thread(target=busy, args=(i,)) for i in range(4)]
+    for thread in threads:
+        thread.start()
+    waits = []
+    while any(t.is_alive() for t in threads):
+        start = time.perf_counter()
+        assert request(port, "GET", "/v1/health", token=None)[0] == 200
+        waits.append(time.perf_counter() - start)
+        time.sleep(0.05)
+    for thread in threads:
+        thread.join()
+    assert done == [200] * 4
+    assert waits and max(waits) < 2.0
+
+
+def _python_predicate() -> dict:
+    bad = workload("stocks")
+    bad["patterns"][0]["where"] = ["__import__('os').system('touch pwned') == 0"]
+    return {"workload": bad}
+
+
+def _python_names() -> dict:
+    bad = workload("stocks")
+    bad["name"] = "__import__('os').system('touch pwned')"
+    return {"workload": bad}
+
+
+def _deep(levels: int) -> bytes:
+    return b'{"workload": ' + b"[" * levels + b"]" * levels + b"}"
+
+
+HOSTILE = {
+    # (method, path, body, headers, token) -> expected status
+    "no token": ("POST", "/v1/optimize", {"workload": {}}, {}, None, 401),
+    "wrong token": ("POST", "/v1/optimize", {"workload": {}}, {}, "wrong", 401),
+    "token prefix": ("POST", "/v1/optimize", {"workload": {}}, {}, TOKEN[:-1], 401),
+    "token with a tail": ("POST", "/v1/optimize", {"workload": {}}, {}, TOKEN + "x", 401),
+    "basic scheme": ("POST", "/v1/validate", {"workload": {}},
+                     {"Authorization": "Basic " + TOKEN}, None, 401),
+    "openapi without token": ("GET", "/openapi.json", None, {}, None, 401),
+    "declared body over the limit": ("POST", "/v1/optimize", b"{}",
+                                     {"Content-Length": str(MAX_BODY + 1)}, TOKEN, 413),
+    "body over the limit": ("POST", "/v1/optimize",
+                            b'{"workload": "' + b"x" * (MAX_BODY + 10) + b'"}', {}, TOKEN, 413),
+    "text/plain": ("POST", "/v1/optimize", {"workload": {}}, {"Content-Type": "text/plain"},
+                   TOKEN, 415),
+    "no content type": ("POST", "/v1/optimize", {"workload": {}}, {"Content-Type": None},
+                        TOKEN, 415),
+    "form": ("POST", "/v1/validate", b"workload=1",
+             {"Content-Type": "application/x-www-form-urlencoded"}, TOKEN, 415),
+    "not json": ("POST", "/v1/optimize", b"{workload:", {}, TOKEN, 400),
+    "NaN": ("POST", "/v1/optimize", b'{"workload": NaN}', {}, TOKEN, 400),
+    "1e400": ("POST", "/v1/optimize", b'{"workload": {}, "settings": {"k": 1e400}}', {},
+              TOKEN, 400),
+    "array body": ("POST", "/v1/optimize", [1, 2], {}, TOKEN, 400),
+    "string body": ("POST", "/v1/optimize", "workload", {}, TOKEN, 400),
+    "empty body": ("POST", "/v1/optimize", b"", {}, TOKEN, 400),
+    "nesting 40": ("POST", "/v1/optimize", _deep(40), {}, TOKEN, 400),
+    "nesting 5000": ("POST", "/v1/validate", _deep(5000), {}, TOKEN, 400),
+    "no workload": ("POST", "/v1/optimize", {"settings": {}}, {}, TOKEN, 422),
+    "workload a list": ("POST", "/v1/optimize", {"workload": []}, {}, TOKEN, 422),
+    "workload a string": ("POST", "/v1/validate", {"workload": "x"}, {}, TOKEN, 422),
+    "unknown member": ("POST", "/v1/optimize", {"workload": {}, "plan": 1}, {}, TOKEN, 422),
+    "settings on validate": ("POST", "/v1/validate", {"workload": {}, "settings": {}}, {},
+                             TOKEN, 422),
+    "settings a list": ("POST", "/v1/optimize", {"workload": {}, "settings": []}, {}, TOKEN,
+                        422),
+    "time limit 1e9": ("POST", "/v1/optimize",
+                       {"workload": workload(), "settings": {"time_limit": 1e9}}, {}, TOKEN,
+                       422),
+    "time limit 0": ("POST", "/v1/optimize", {"workload": workload(),
+                                              "settings": {"time_limit": 0}}, {}, TOKEN, 422),
+    "time limit -1": ("POST", "/v1/compare", {"workload": workload(),
+                                              "settings": {"time_limit": -1}}, {}, TOKEN, 422),
+    "time limit text": ("POST", "/v1/optimize",
+                        {"workload": workload(), "settings": {"time_limit": "10"}}, {}, TOKEN,
+                        422),
+    "unknown solver": ("POST", "/v1/optimize",
+                       {"workload": workload(), "settings": {"solver": "os.system"}}, {},
+                       TOKEN, 422),
+    "k negative": ("POST", "/v1/optimize", {"workload": workload(), "settings": {"k": -3}},
+                   {}, TOKEN, 422),
+    "k a bool": ("POST", "/v1/optimize", {"workload": workload(), "settings": {"k": True}},
+                 {}, TOKEN, 422),
+    "seed 2**70": ("POST", "/v1/optimize",
+                   {"workload": workload(), "settings": {"seed": 2**70}}, {}, TOKEN, 422),
+    "unknown setting": ("POST", "/v1/optimize",
+                        {"workload": workload(), "settings": {"exec": "x"}}, {}, TOKEN, 422),
+    "stats a list": ("POST", "/v1/optimize", {"workload": workload(), "stats": []}, {},
+                     TOKEN, 422),
+    "stats wrong format": ("POST", "/v1/optimize",
+                           {"workload": workload(), "stats": {"format": "x"}}, {}, TOKEN, 422),
+    "empty workload": ("POST", "/v1/optimize", {"workload": {}}, {}, TOKEN, 422),
+    "python in a predicate": ("POST", "/v1/optimize", _python_predicate(), {}, TOKEN, 422),
+    "GET optimize": ("GET", "/v1/optimize", None, {}, TOKEN, 405),
+    "unknown path": ("POST", "/v2/optimize", {"workload": {}}, {}, TOKEN, 404),
+}
+
+
+def test_python_in_a_workload_name_stays_data(server):
+    port, cwd = server
+    status, _, body = post(port, "/v1/optimize", _python_names())
+    assert status == 200
+    assert json.loads(body)["workload"]["path"] == "request.workload"
+    status, _, body = post(port, "/v1/validate", _python_names())
+    assert json.loads(body)["name"] == _python_names()["workload"]["name"]
+    assert not (cwd / "pwned").exists()
+
+
+@pytest.mark.parametrize("case", sorted(HOSTILE))
+def test_hostile_request_gets_a_problem_document(server, case):
+    port, cwd = server
+    method, path, body, headers, token, expected = HOSTILE[case]
+    data = body if isinstance(body, bytes) or body is None else json.dumps(body).encode()
+    status, answer_headers, answer = request(port, method, path, data, headers, token=token)
+    assert status == expected, answer[:300]
+    assert answer_headers["content-type"] == "application/problem+json"
+    problem = json.loads(answer)
+    assert problem["status"] == expected and problem["title"] and problem["detail"]
+    if expected == 401:
+        assert answer_headers["www-authenticate"] == "Bearer"
+    assert not (cwd / "pwned").exists()
+    assert request(port, "GET", "/v1/health", token=None)[0] == 200
