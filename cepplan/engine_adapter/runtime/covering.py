@@ -1,0 +1,206 @@
+"""The engine's covering stage as plain functions over pandas frames (seed 000 §4.1).
+
+Per batch and operator: `selections` cuts each query's events (its operator's type, inside its
+region at the batch start) into its windows; `reuse_pairs` finds which selection may serve
+which within the served query's thresholds; a solver (passed in, so the cover can be solved on
+the driver) picks the covering selections; `deliver` computes each operator once per covering
+selection and hands the result to every selection it serves, with the measured precision,
+recall and disparity. Reads the plan's `covering` section as plain data (dicts and lists).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy import sparse
+
+from cepplan.costmodels.qor import disparity, meets, precision_recall
+from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_TYPE
+
+AGGREGATES = ("avg", "sum", "count", "min", "max")
+
+
+@dataclass(frozen=True)
+class Selection:
+    """One query's window within one batch: the positions of its events in the group frame."""
+
+    batch: int
+    query: int
+    window: int
+    rows: np.ndarray  # positions into the group's event frame, in (ts, id) order
+
+
+@dataclass(frozen=True)
+class Group:
+    """One batch of one operator: its events (ts, id order) and the selections over them."""
+
+    batch: int
+    operator: str
+    events: pd.DataFrame
+    selections: tuple[Selection, ...]
+
+
+def region_at(query: Mapping[str, Any], when: float) -> tuple[float, float, float, float]:
+    """The query's interest at time `when`: its fixed region, or the region's shape centred on
+    the last focal point of its `track` at or before `when` (the first one before the track
+    starts)."""
+    x1, y1, x2, y2 = query["region"]
+    track = query.get("track")
+    if not track:
+        return (x1, y1, x2, y2)
+    times = [point[0] for point in track]
+    _, fx, fy = track[max(0, int(np.searchsorted(times, when, side="right")) - 1)]
+    half_w, half_h = (x2 - x1) / 2, (y2 - y1) / 2
+    return (fx - half_w, fy - half_h, fx + half_w, fy + half_h)
+
+
+def groups(events: pd.DataFrame, section: Mapping[str, Any]) -> list[Group]:
+    """Every (batch, operator) group with its selections; batches are [k B, (k+1) B) of the
+    section's batch length B, or the whole stream when it has none."""
+    batch_length = (section.get("batch") or {}).get("time")
+    queries = section["queries"]
+    out = []
+    for name, operator in section["operators"].items():
+        mine = [index for index, q in enumerate(queries) if q["operator"] == name]
+        if not mine:
+            continue
+        frame = events[events[EVENT_TYPE] == operator["event_type"]]
+        frame = frame.sort_values([EVENT_TS, EVENT_ID], kind="stable")
+        batch_of = (np.floor(frame[EVENT_TS].to_numpy() / batch_length).astype(np.int64)
+                    if batch_length else np.zeros(len(frame), dtype=np.int64))
+        for batch in np.unique(batch_of):
+            part = frame[batch_of == batch].reset_index(drop=True)
+            start = batch * batch_length if batch_length else float(part[EVENT_TS].iloc[0])
+            chosen = [s for q in mine for s in _windows(part, operator, queries[q], q,
+                                                       int(batch), start)]
+            out.append(Group(int(batch), name, part, tuple(chosen)))
+    return out
+
+
+def reuse_pairs(group: Group, section: Mapping[str, Any]) -> list[set[int]]:
+    """Per selection j, the selections it may serve: those of queries j's query may serve
+    (its processing neighbours) whose precision, recall and disparity thresholds hold when
+    they receive j's result (seed 000 Fig. 4, line 8)."""
+    queries = section["queries"]
+    operator = section["operators"][group.operator]
+    index = {q["id"]: n for n, q in enumerate(queries)}
+    selections = group.selections
+    sizes = np.array([s.rows.size for s in selections])
+    rows = np.concatenate([s.rows for s in selections]) if selections else np.zeros(0, int)
+    members = sparse.csr_matrix((np.ones(rows.size), (np.repeat(np.arange(len(selections)),
+                                                                sizes), rows)),
+                                shape=(len(selections), len(group.events)))
+    common = (members @ members.T).tocoo()
+    neighbours = {n: {index[other] for other in q.get("neighbors", ())}
+                  for n, q in enumerate(queries)}
+    by_query: dict[int, list[int]] = {}
+    for i, s in enumerate(selections):
+        by_query.setdefault(s.query, []).append(i)
+    xs = group.events[operator["x"]].to_numpy(dtype=float)
+    ys = group.events[operator["y"]].to_numpy(dtype=float)
+    start = group.batch * ((section.get("batch") or {}).get("time") or 0.0)
+    serves: list[set[int]] = [set() for _ in selections]
+    candidates = {(int(j), int(i)): int(c) for j, i, c in zip(common.row, common.col,
+                                                              common.data, strict=True)}
+    for j, server in enumerate(selections):  # thresholds of 0 accept disjoint selections too
+        for other in neighbours[server.query]:
+            if _thresholds(queries[other])[:2] == (0, 0):
+                candidates.update({(j, i): candidates.get((j, i), 0)
+                                   for i in by_query.get(other, ())})
+    for (j, i), shared in candidates.items():
+        server, served = selections[j], selections[i]
+        if served.query not in neighbours[server.query]:
+            continue
+        used, needed = sizes[j], sizes[i]
+        p = shared / used if used else 1.0
+        r = shared / needed if needed else 1.0
+        thresholds = _thresholds(queries[served.query])
+        d = 1.0
+        if thresholds[2] is not None:
+            d = disparity(xs[server.rows], ys[server.rows],
+                          _interests(queries, served.query, server.query, start))
+        if meets(p, r, d, thresholds):
+            serves[j].add(i)
+    return serves
+
+
+def deliver(group: Group, assignment: Sequence[int], section: Mapping[str, Any],
+            complexity: int = 1) -> pd.DataFrame:
+    """Execute the operator once per covering selection (`complexity` times, to emulate
+    costlier operators) and give every selection the result of the selection serving it, with
+    the measured precision, recall and disparity."""
+    queries = section["queries"]
+    operator = section["operators"][group.operator]
+    values = (group.events[operator["attribute"]].to_numpy(dtype=float)
+              if operator.get("attribute") else np.ones(len(group.events)))
+    xs = group.events[operator["x"]].to_numpy(dtype=float)
+    ys = group.events[operator["y"]].to_numpy(dtype=float)
+    ids = group.events[EVENT_ID].to_numpy()
+    ts = group.events[EVENT_TS].to_numpy()
+    start = group.batch * ((section.get("batch") or {}).get("time") or 0.0)
+    results: dict[int, float] = {}
+    for server in sorted(set(assignment)):
+        for _ in range(complexity):
+            results[server] = aggregate(operator["aggregate"], values[group.selections[server]
+                                                                      .rows])
+    records = []
+    for i, selection in enumerate(group.selections):
+        server = group.selections[assignment[i]]
+        needed, used = np.sort(ids[selection.rows]), np.sort(ids[server.rows])
+        p, r = precision_recall(needed, used)
+        d = disparity(xs[server.rows], ys[server.rows],
+                      _interests(queries, selection.query, server.query, start))
+        records.append({
+            "batch": group.batch, "operator": group.operator,
+            "query": queries[selection.query]["id"], "window": selection.window,
+            "window_start": float(ts[selection.rows].min()),
+            "window_end": float(ts[selection.rows].max()), "events": int(selection.rows.size),
+            "value": results[assignment[i]], "served_by": queries[server.query]["id"],
+            "served_window": server.window, "reused": assignment[i] != i,
+            "precision": p, "recall": r, "disparity": d,
+            "meets_thresholds": meets(p, r, d, _thresholds(queries[selection.query])),
+        })
+    return pd.DataFrame.from_records(records)
+
+
+def aggregate(name: str, values: np.ndarray) -> float:
+    """avg, sum, count, min or max of a selection's attribute values."""
+    if name == "count":
+        return float(values.size)
+    if name == "sum":
+        return float(values.sum())
+    if values.size == 0:
+        return float("nan")
+    return float({"avg": np.mean, "min": np.min, "max": np.max}[name](values))
+
+
+def _windows(part: pd.DataFrame, operator: Mapping[str, Any], query: Mapping[str, Any],
+             index: int, batch: int, start: float) -> list[Selection]:
+    """The query's non-empty windows in one batch: count windows of N consecutive events in its
+    region (the last one may be shorter), or time windows [start + w W, start + (w+1) W)."""
+    x1, y1, x2, y2 = region_at(query, start)
+    xs, ys = part[operator["x"]].to_numpy(dtype=float), part[operator["y"]].to_numpy(dtype=float)
+    rows = np.flatnonzero((xs >= x1) & (xs <= x2) & (ys >= y1) & (ys <= y2))
+    window = query["window"]
+    if "count" in window:
+        cut = np.arange(rows.size) // int(window["count"])
+    else:
+        cut = np.floor((part[EVENT_TS].to_numpy()[rows] - start) / window["time"]).astype(int)
+    return [Selection(batch, index, int(w), rows[cut == w]) for w in np.unique(cut)]
+
+
+def _thresholds(query: Mapping[str, Any]) -> tuple[float, float, float | None]:
+    qor = query["qor"]
+    return (qor["precision"], qor["recall"], qor.get("disparity"))
+
+
+def _interests(queries: Sequence[Mapping[str, Any]], served: int, server: int,
+               when: float) -> list[tuple[float, float, float, float]]:
+    """The distinct spatial interests behind a delivered result: the consumer's own and the
+    one whose selection was executed (Iu of seed 000 eq. 3)."""
+    own, used = region_at(queries[served], when), region_at(queries[server], when)
+    return [own] if own == used else [own, used]
