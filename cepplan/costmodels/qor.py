@@ -8,8 +8,9 @@ Empty sets: nothing used means no noise (precision 1), nothing needed means noth
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from collections.abc import Set as AbstractSet
+from typing import Any
 
 import numpy as np
 
@@ -42,6 +43,12 @@ def disparity(xs: np.ndarray, ys: np.ndarray, regions: Sequence[Region]) -> floa
     inside = sum(int(np.count_nonzero((xs >= x1) & (xs <= x2) & (ys >= y1) & (ys <= y2)))
                  for x1, y1, x2, y2 in regions)
     return inside / (xs.size * len(regions))
+
+
+def thresholds(query: Mapping[str, Any]) -> tuple[float, float, float | None]:
+    """A consumer query's (precision, recall, disparity or None) thresholds, from its `qor`."""
+    qor = query["qor"]
+    return (qor["precision"], qor["recall"], qor.get("disparity"))
 
 
 def meets(p: float, r: float, d: float, thresholds: tuple[float, float, float | None]) -> bool:

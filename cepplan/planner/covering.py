@@ -169,7 +169,12 @@ def solve_cpsat(inst: CoverInstance, time_limit: float = 10.0, seed: int = 0,
 
 def fits_cpsat(inst: CoverInstance, time_limit: float) -> bool:
     """Whether CP-SAT is expected to settle the instance within the time limit."""
-    return inst.entries <= CPSAT_ENTRIES_PER_SECOND * time_limit
+    return fits_budget(inst.entries, time_limit)
+
+
+def fits_budget(entries: int, time_limit: float) -> bool:
+    """Whether CP-SAT settles a cover relation of `entries` pairs within the time limit."""
+    return entries <= CPSAT_ENTRIES_PER_SECOND * time_limit
 
 
 def solve_auto(inst: CoverInstance, time_limit: float = 10.0, seed: int = 0) -> CoverSolution:

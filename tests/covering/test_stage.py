@@ -6,9 +6,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from cepplan.costmodels.interests import region_at
 from cepplan.costmodels.qor import precision, recall
 from cepplan.engine_adapter.covering_run import run_covering
-from cepplan.engine_adapter.runtime.covering import aggregate, region_at
+from cepplan.engine_adapter.runtime.covering import aggregate
 from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_TYPE
 
 
@@ -96,14 +97,16 @@ def test_without_reuse_every_query_gets_its_exact_value():
     assert run.metrics["executions_with_reuse"] == run.metrics["executions_without_reuse"]
 
 
-def test_a_moving_interest_follows_its_track():
-    track = [[0, 25, 25], [30, 75, 75]]  # a jumps to d's corner at t = 30
+def test_a_moving_interest_follows_its_track_and_changes_its_neighbours():
+    track = [[0, 25, 25], [30, 75, 75]]  # a jumps onto d's interest at t = 30
     frame, spec = events(), section(track=track)
+    spec["neighbors"] = {"k": 1, "distance": 30}  # re-chosen per batch as interests move
     results = run_covering(frame, spec).results
     assert sorted(naive(frame, spec)) == sorted(zip(results["query"], results["batch"],
                                                     results["window"], strict=True))
-    late = results[(results["query"] == "a") & (results["batch"] >= 3)]
-    # now a's interest is d's: d (which may serve a, not the other way) serves all of it
-    assert set(late["served_by"]) == {"d"} and (late["precision"] == 1.0).all()
-    early = results[(results["query"] == "a") & (results["batch"] < 3)]
-    assert "d" not in set(early["served_by"])
+    early, late = results[results["batch"] < 3], results[results["batch"] >= 3]
+    assert set(early[early["query"] == "d"]["served_by"]) == {"d"}  # nobody within 30
+    pair = late[late["query"].isin(["a", "d"])]
+    assert set(pair["served_by"]) <= {"a", "d"}
+    executed = pair[~pair["reused"]]
+    assert len(executed) == len(pair) // 2 and (pair["precision"] == 1.0).all()

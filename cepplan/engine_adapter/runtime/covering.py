@@ -18,7 +18,8 @@ import numpy as np
 import pandas as pd
 from scipy import sparse
 
-from cepplan.costmodels.qor import disparity, meets, precision_recall
+from cepplan.costmodels.interests import processing_neighbours, region_at
+from cepplan.costmodels.qor import disparity, meets, precision_recall, thresholds
 from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_TYPE
 
 AGGREGATES = ("avg", "sum", "count", "min", "max")
@@ -42,20 +43,6 @@ class Group:
     operator: str
     events: pd.DataFrame
     selections: tuple[Selection, ...]
-
-
-def region_at(query: Mapping[str, Any], when: float) -> tuple[float, float, float, float]:
-    """The query's interest at time `when`: its fixed region, or the region's shape centred on
-    the last focal point of its `track` at or before `when` (the first one before the track
-    starts)."""
-    x1, y1, x2, y2 = query["region"]
-    track = query.get("track")
-    if not track:
-        return (x1, y1, x2, y2)
-    times = [point[0] for point in track]
-    _, fx, fy = track[max(0, int(np.searchsorted(times, when, side="right")) - 1)]
-    half_w, half_h = (x2 - x1) / 2, (y2 - y1) / 2
-    return (fx - half_w, fy - half_h, fx + half_w, fy + half_h)
 
 
 def groups(events: pd.DataFrame, section: Mapping[str, Any]) -> list[Group]:
@@ -87,28 +74,26 @@ def reuse_pairs(group: Group, section: Mapping[str, Any]) -> list[set[int]]:
     they receive j's result (seed 000 Fig. 4, line 8)."""
     queries = section["queries"]
     operator = section["operators"][group.operator]
-    index = {q["id"]: n for n, q in enumerate(queries)}
     selections = group.selections
+    start = group.batch * ((section.get("batch") or {}).get("time") or 0.0)
     sizes = np.array([s.rows.size for s in selections])
     rows = np.concatenate([s.rows for s in selections]) if selections else np.zeros(0, int)
     members = sparse.csr_matrix((np.ones(rows.size), (np.repeat(np.arange(len(selections)),
                                                                 sizes), rows)),
                                 shape=(len(selections), len(group.events)))
     common = (members @ members.T).tocoo()
-    neighbours = {n: {index[other] for other in q.get("neighbors", ())}
-                  for n, q in enumerate(queries)}
+    neighbours = batch_neighbours(section, start)
     by_query: dict[int, list[int]] = {}
     for i, s in enumerate(selections):
         by_query.setdefault(s.query, []).append(i)
     xs = group.events[operator["x"]].to_numpy(dtype=float)
     ys = group.events[operator["y"]].to_numpy(dtype=float)
-    start = group.batch * ((section.get("batch") or {}).get("time") or 0.0)
     serves: list[set[int]] = [set() for _ in selections]
     candidates = {(int(j), int(i)): int(c) for j, i, c in zip(common.row, common.col,
                                                               common.data, strict=True)}
     for j, server in enumerate(selections):  # thresholds of 0 accept disjoint selections too
         for other in neighbours[server.query]:
-            if _thresholds(queries[other])[:2] == (0, 0):
+            if thresholds(queries[other])[:2] == (0, 0):
                 candidates.update({(j, i): candidates.get((j, i), 0)
                                    for i in by_query.get(other, ())})
     for (j, i), shared in candidates.items():
@@ -118,14 +103,27 @@ def reuse_pairs(group: Group, section: Mapping[str, Any]) -> list[set[int]]:
         used, needed = sizes[j], sizes[i]
         p = shared / used if used else 1.0
         r = shared / needed if needed else 1.0
-        thresholds = _thresholds(queries[served.query])
+        limits = thresholds(queries[served.query])
         d = 1.0
-        if thresholds[2] is not None:
+        if limits[2] is not None:
             d = disparity(xs[server.rows], ys[server.rows],
                           _interests(queries, served.query, server.query, start))
-        if meets(p, r, d, thresholds):
+        if meets(p, r, d, limits):
             serves[j].add(i)
     return serves
+
+
+def batch_neighbours(section: Mapping[str, Any], when: float) -> dict[int, set[int]]:
+    """Per query, the queries it may serve in the batch starting at `when`: re-chosen from the
+    plan's k and distance when interests move, else the plan's lists."""
+    queries = section["queries"]
+    if any(q.get("track") for q in queries):
+        limits = section.get("neighbors") or {}
+        chosen = processing_neighbours(queries, when, limits.get("k"), limits.get("distance"))
+        return {n: set(m) for n, m in enumerate(chosen)}
+    index = {q["id"]: n for n, q in enumerate(queries)}
+    return {n: {index[other] for other in q.get("neighbors", ())}
+            for n, q in enumerate(queries)}
 
 
 def deliver(group: Group, assignment: Sequence[int], section: Mapping[str, Any],
@@ -162,7 +160,7 @@ def deliver(group: Group, assignment: Sequence[int], section: Mapping[str, Any],
             "value": results[assignment[i]], "served_by": queries[server.query]["id"],
             "served_window": server.window, "reused": assignment[i] != i,
             "precision": p, "recall": r, "disparity": d,
-            "meets_thresholds": meets(p, r, d, _thresholds(queries[selection.query])),
+            "meets_thresholds": meets(p, r, d, thresholds(queries[selection.query])),
         })
     return pd.DataFrame.from_records(records)
 
@@ -191,11 +189,6 @@ def _windows(part: pd.DataFrame, operator: Mapping[str, Any], query: Mapping[str
     else:
         cut = np.floor((part[EVENT_TS].to_numpy()[rows] - start) / window["time"]).astype(int)
     return [Selection(batch, index, int(w), rows[cut == w]) for w in np.unique(cut)]
-
-
-def _thresholds(query: Mapping[str, Any]) -> tuple[float, float, float | None]:
-    qor = query["qor"]
-    return (qor["precision"], qor["recall"], qor.get("disparity"))
 
 
 def _interests(queries: Sequence[Mapping[str, Any]], served: int, server: int,
