@@ -13,7 +13,9 @@ import typer
 
 import cepplan
 from cepplan.cli import (
+    cover_cmd,
     generate_cmd,
+    mobility_cmd,
     optimize_cmd,
     run_cmd,
     show_cmd,
@@ -57,6 +59,8 @@ app.command("synth")(synth_cmd.synth)
 app.command("stats")(stats_cmd.stats)
 app.command("generate")(generate_cmd.generate_command)
 app.command("run")(run_cmd.run_command)
+app.command("cover")(cover_cmd.cover_command)
+app.command("synth-mobile")(mobility_cmd.synth_mobile)
 
 
 def main() -> None:
