@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from cepplan.engine_adapter.runtime.covering import deliver, groups, reuse_pairs
+from cepplan.engine_adapter.runtime.covering import cover_inputs, deliver, groups
 from cepplan.planner.covering import CoverSolution, instance, solve
 
 QOR = ("precision", "recall", "disparity")
@@ -44,10 +44,7 @@ def run_covering(events: pd.DataFrame, section: Mapping[str, Any], *, complexity
         if chosen_solver == "none":
             assignment: tuple[int, ...] = tuple(range(len(group.selections)))
         else:
-            queries = section["queries"]
-            serves = reuse_pairs(group, section)
-            priority = [len(q.get("neighbors", ())) for q in queries]
-            owner = [s.query for s in group.selections]
+            serves, owner, priority = cover_inputs(group, section)
             weight = [costs[group.operator]] * len(owner)
             solution = solve(instance(serves, owner, weight, priority), chosen_solver, limit,
                              seed)

@@ -113,6 +113,16 @@ def reuse_pairs(group: Group, section: Mapping[str, Any]) -> list[set[int]]:
     return serves
 
 
+def cover_inputs(group: Group, section: Mapping[str, Any]) -> tuple[list[set[int]], list[int],
+                                                                   list[int]]:
+    """What a cover instance needs for one group: who may serve whom, each selection's query,
+    and each query's number of processing neighbours in this batch (MNH's priority)."""
+    start = group.batch * ((section.get("batch") or {}).get("time") or 0.0)
+    neighbours = batch_neighbours(section, start)
+    priority = [len(neighbours[n]) for n in range(len(section["queries"]))]
+    return reuse_pairs(group, section), [s.query for s in group.selections], priority
+
+
 def batch_neighbours(section: Mapping[str, Any], when: float) -> dict[int, set[int]]:
     """Per query, the queries it may serve in the batch starting at `when`: re-chosen from the
     plan's k and distance when interests move, else the plan's lists."""
