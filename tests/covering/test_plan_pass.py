@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 from cepplan.cli.app import app
 from cepplan.costmodels.interests import processing_neighbours
 from cepplan.costmodels.qor import precision, recall
+from cepplan.errors import InputError
 from cepplan.planner.covering_plan import CoveringSettings, covering_section, expected_qor
 from cepplan.planner.plan import read_plan
 from cepplan.workload import load_workload
@@ -78,6 +79,16 @@ def test_bad_consumers_exit_2_naming_the_place(tmp_path, edit, path):
     edit(bad["consumers"])
     file = tmp_path / "workload.json"
     file.write_text(json.dumps(bad))
+    result = CliRunner().invoke(app, ["optimize", str(file), "-o", str(tmp_path / "p.json")])
+    assert isinstance(result.exception, InputError)
+    assert path in str(result.exception)
+
+
+def test_bad_consumers_exit_2_without_traceback(tmp_path):
+    raw = json.loads(MOBILE.read_text())
+    raw["consumers"]["queries"][0]["qor"]["precision"] = -0.1
+    file = tmp_path / "workload.json"
+    file.write_text(json.dumps(raw))
     result = run("optimize", str(file), "-o", str(tmp_path / "p.json"))
-    assert result.returncode == 2
-    assert path in result.stderr and "Traceback" not in result.stderr
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "consumers.queries[0].qor.precision" in result.stderr
