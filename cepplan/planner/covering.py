@@ -158,7 +158,7 @@ def solve_cpsat(inst: CoverInstance, time_limit: float = 10.0, seed: int = 0,
         return CoverSolution(heuristic.chosen, heuristic.assignment, heuristic.cost, MQC,
                              "fallback", time.perf_counter() - start)
     chosen = [j for j in range(inst.size) if solver.Value(take[j])]
-    assignment = [_cheapest_server(inst, servers[i], set(chosen), i) for i in range(inst.size)]
+    assignment = [_chosen_server(inst, servers[i], set(chosen), i) for i in range(inst.size)]
     value, bound = solver.ObjectiveValue(), solver.BestObjectiveBound()
     gap = 0.0 if status == cp_model.OPTIMAL else max(0.0, (value - bound) / value)
     solution = _solution(inst, chosen, assignment, CPSAT,
@@ -205,8 +205,8 @@ def solve(inst: CoverInstance, solver: str = AUTO, time_limit: float = 10.0,
     raise ValueError(f"unknown covering solver {solver!r} ({', '.join(SOLVERS)})")
 
 
-def _cheapest_server(inst: CoverInstance, servers: list[int], chosen: set[int], i: int) -> int:
-    """The chosen selection serving i: itself when chosen, else the lowest-index server."""
+def _chosen_server(inst: CoverInstance, servers: list[int], chosen: set[int], i: int) -> int:
+    """The chosen selection serving i: itself when chosen, else its lowest-index server."""
     return i if i in chosen else min(j for j in servers if j in chosen)
 
 

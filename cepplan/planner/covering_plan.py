@@ -131,8 +131,8 @@ def _group(name: str, consumers: Consumers, queries: list[dict[str, Any]],
 
 def _pairs(mine: list[int], queries: list[dict[str, Any]], when: float) -> list[dict]:
     out = []
+    index = {q["id"]: m for m, q in enumerate(queries)}
     for n in mine:
-        index = {q["id"]: m for m, q in enumerate(queries)}
         for other in queries[n]["neighbors"]:
             m = index[other]
             p, r, d = expected_qor(region_at(queries[m], when), region_at(queries[n], when))

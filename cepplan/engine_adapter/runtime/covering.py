@@ -43,6 +43,7 @@ class Group:
     operator: str
     events: pd.DataFrame
     selections: tuple[Selection, ...]
+    start: float  # the batch's start: interests and time windows are placed from it
 
 
 def groups(events: pd.DataFrame, section: Mapping[str, Any]) -> list[Group]:
@@ -64,7 +65,7 @@ def groups(events: pd.DataFrame, section: Mapping[str, Any]) -> list[Group]:
             start = batch * batch_length if batch_length else float(part[EVENT_TS].iloc[0])
             chosen = [s for q in mine for s in _windows(part, operator, queries[q], q,
                                                        int(batch), start)]
-            out.append(Group(int(batch), name, part, tuple(chosen)))
+            out.append(Group(int(batch), name, part, tuple(chosen), float(start)))
     return out
 
 
@@ -75,7 +76,7 @@ def reuse_pairs(group: Group, section: Mapping[str, Any]) -> list[set[int]]:
     queries = section["queries"]
     operator = section["operators"][group.operator]
     selections = group.selections
-    start = group.batch * ((section.get("batch") or {}).get("time") or 0.0)
+    start = group.start
     sizes = np.array([s.rows.size for s in selections])
     rows = np.concatenate([s.rows for s in selections]) if selections else np.zeros(0, int)
     members = sparse.csr_matrix((np.ones(rows.size), (np.repeat(np.arange(len(selections)),
@@ -117,7 +118,7 @@ def cover_inputs(group: Group, section: Mapping[str, Any]) -> tuple[list[set[int
                                                                    list[int]]:
     """What a cover instance needs for one group: who may serve whom, each selection's query,
     and each query's number of processing neighbours in this batch (MNH's priority)."""
-    start = group.batch * ((section.get("batch") or {}).get("time") or 0.0)
+    start = group.start
     neighbours = batch_neighbours(section, start)
     priority = [len(neighbours[n]) for n in range(len(section["queries"]))]
     return reuse_pairs(group, section), [s.query for s in group.selections], priority
@@ -149,7 +150,7 @@ def deliver(group: Group, assignment: Sequence[int], section: Mapping[str, Any],
     ys = group.events[operator["y"]].to_numpy(dtype=float)
     ids = group.events[EVENT_ID].to_numpy()
     ts = group.events[EVENT_TS].to_numpy()
-    start = group.batch * ((section.get("batch") or {}).get("time") or 0.0)
+    start = group.start
     results: dict[int, float] = {}
     for server in sorted(set(assignment)):
         for _ in range(complexity):
