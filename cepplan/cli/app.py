@@ -14,7 +14,9 @@ import typer
 import cepplan
 from cepplan.cli import (
     compare_cmd,
+    cover_cmd,
     generate_cmd,
+    mobility_cmd,
     optimize_cmd,
     run_cmd,
     serve_cmd,
@@ -61,6 +63,8 @@ app.command("generate")(generate_cmd.generate_command)
 app.command("run")(run_cmd.run_command)
 app.command("compare")(compare_cmd.compare_command)
 app.command("serve")(serve_cmd.serve_command)
+app.command("cover")(cover_cmd.cover_command)
+app.command("synth-mobile")(mobility_cmd.synth_mobile)
 
 
 def main() -> None:

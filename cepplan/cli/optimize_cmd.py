@@ -9,6 +9,8 @@ import typer
 
 from cepplan.errors import InputError, Problem
 from cepplan.planner.compose import AUTO, Settings
+from cepplan.planner.covering import SOLVERS as COVERING_SOLVERS
+from cepplan.planner.covering_plan import CoveringSettings, covering_lines
 from cepplan.planner.front import DP, HEURISTIC
 from cepplan.planner.optimize import Optimized, optimize
 from cepplan.planner.plan import write_plan
@@ -37,18 +39,30 @@ def optimize_command(
     dp_limit: int = typer.Option(12, "--dp-limit", help="Largest pattern `auto` gives the DP."),
     no_share: bool = typer.Option(False, "--no-share", help="Skip the shared-subevent "
                                   "optimisation (Algorithm 2)."),
+    covering_solver: str = typer.Option(AUTO, "--covering-solver", help="Covering selections "
+                                        "of consumer queries: auto (exact CP-SAT when a batch "
+                                        "fits --covering-time-limit, else greedy), cpsat, mqc "
+                                        "or mnh."),
+    covering_time_limit: float = typer.Option(10.0, "--covering-time-limit",
+                                              help="Seconds per batch for the covering "
+                                              "solver."),
     quiet: bool = typer.Option(False, "--quiet", help="Print nothing but errors."),
 ) -> None:
     """Find each pattern's Pareto-optimal detection plans and pick the cheapest within its
     latency bound; write plan.json and print a summary table."""
     _check_choice("--solver", solver, SOLVERS)
     _check_choice("--strategy", strategy, STRATEGIES)
+    _check_choice("--covering-solver", covering_solver, COVERING_SOLVERS)
+    if not covering_time_limit > 0:
+        raise InputError([Problem("<command line>", "--covering-time-limit",
+                                  f"must be positive, got {covering_time_limit}")])
     loaded = load_workload(workload)
     statistics = read_stats(stats, loaded) if stats else loaded.statistics
     settings = Settings(solver=solver, k=k or None, strategy=strategy, seed=seed,
                         time_limit=time_limit, step=time_step, dp_limit=dp_limit)
     result = optimize(loaded, statistics, settings, str(stats) if stats else None,
-                      share=not no_share)
+                      share=not no_share,
+                      covering=CoveringSettings(covering_solver, covering_time_limit, seed))
     write_plan(result.plan, out)
     if not quiet:
         for line in summary(result, loaded.time_unit):
@@ -79,7 +93,7 @@ def summary(result: Optimized, time_unit: str) -> list[str]:
                  f"planned in {result.seconds:.2f} s")
     if outcome.shared:
         lines.append(f"shared subevents (Algorithm 2): {', '.join(outcome.shared)}")
-    return lines
+    return lines + covering_lines(result.plan.covering)
 
 
 def _check_choice(flag: str, value: str, allowed: tuple[str, ...]) -> None:

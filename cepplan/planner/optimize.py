@@ -9,6 +9,7 @@ from types import MappingProxyType
 
 from cepplan.planner.candidates import Candidate
 from cepplan.planner.compose import NodeResult, Settings, own_cost
+from cepplan.planner.covering_plan import CoveringSettings, covering_section
 from cepplan.planner.inputs import check_rates
 from cepplan.planner.plan import DetectionPlan, PatternPlan, Plan
 from cepplan.planner.shared import SharedOutcome, plan_workload
@@ -25,7 +26,8 @@ class Optimized:
 
 
 def optimize(workload: Workload, statistics: Statistics, settings: Settings,
-             stats_file: str | None = None, share: bool = True) -> Optimized:
+             stats_file: str | None = None, share: bool = True,
+             covering: CoveringSettings | None = None) -> Optimized:
     """Plan every pattern of the workload; InputError for missing rates or unmeetable
     latency bounds."""
     start = time.perf_counter()
@@ -40,6 +42,7 @@ def optimize(workload: Workload, statistics: Statistics, settings: Settings,
             evaluation_order(result, chosen),
             tuple(_detection(c, own_cost(result, c)) for c in result.front),
             result.naive_cost, result.solver)
+    covered = covering_section(workload, statistics, covering or CoveringSettings())
     seconds = time.perf_counter() - start
     provenance = {"solver": settings.solver, "seed": settings.seed, "seconds": round(seconds, 4),
                   "settings": asdict(settings), "statistics": stats_file or "inline",
@@ -48,7 +51,7 @@ def optimize(workload: Workload, statistics: Statistics, settings: Settings,
                   "independent_total_expected_cost": outcome.independent_total,
                   "shared_subevents": list(outcome.shared)}
     plan = Plan(MappingProxyType(patterns), workload.path, workload.digest,
-                MappingProxyType(provenance))
+                MappingProxyType(provenance), covering=MappingProxyType(covered))
     return Optimized(plan, outcome, seconds)
 
 

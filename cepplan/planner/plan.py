@@ -74,14 +74,18 @@ class Plan:
     workload_path: str = ""
     workload_digest: str = ""
     provenance: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    covering: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out = {
             "format": FORMAT,
             "workload": {"path": self.workload_path, "sha256": self.workload_digest},
             "patterns": {name: p.to_json() for name, p in self.patterns.items()},
             "provenance": {"cepplan": cepplan.__version__, **self.provenance},
         }
+        if self.covering:  # covering selections for consumer queries (seed 000)
+            out["covering"] = dict(self.covering)
+        return out
 
 
 def trivial_pattern_plan(pattern: Pattern) -> PatternPlan:
@@ -122,7 +126,8 @@ def read_plan(path: str | Path, workload: Workload | None = None) -> Plan:
     meta = raw.get("workload") or {}
     return Plan(MappingProxyType(patterns), meta.get("path", ""), meta.get("sha256", ""),
                 MappingProxyType({k: v for k, v in (raw.get("provenance") or {}).items()
-                                  if k != "cepplan"}))
+                                  if k != "cepplan"}),
+                covering=MappingProxyType(raw.get("covering") or {}))
 
 
 def plan_mismatches(patterns: Mapping[str, PatternPlan], workload: Workload) -> list[tuple]:

@@ -13,6 +13,7 @@ import json
 from collections.abc import Mapping
 from functools import lru_cache
 from importlib import resources
+from itertools import pairwise
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -460,8 +461,11 @@ class _Builder:
                 if attr_type not in ("double", "long"):
                     problem = "is not an attribute" if attr_type is None else "is not numeric"
                     self.error((*where, key), f"{attr!r} {problem} of {event_type.name}")
+            if op.get("cost", 1) <= 0:
+                self.error((*where, "cost"), f"cost must be positive, got {op['cost']}")
             operators[name] = ConsumerOperator(name, op["event_type"], op["aggregate"],
-                                               op.get("attribute"), op["x"], op["y"])
+                                               op.get("attribute"), op["x"], op["y"],
+                                               op.get("cost", 1.0))
         queries, ids = [], set()
         for index, q in enumerate(spec["queries"]):
             where = (*path, "queries", index)
@@ -485,9 +489,12 @@ class _Builder:
             for key, value in q["qor"].items():
                 if not 0 <= value <= 1:
                     self.error((*where, "qor", key), f"{key} must be in [0, 1], got {value}")
+            track = tuple(tuple(point) for point in q.get("track", ()))
+            if any(b[0] < a[0] for a, b in pairwise(track)):
+                self.error((*where, "track"), "track times must not decrease")
             queries.append(ConsumerQuery(q["id"], q["operator"], (x1, y1, x2, y2), count,
                                          window_time, q["qor"]["precision"], q["qor"]["recall"],
-                                         q["qor"].get("disparity")))
+                                         q["qor"].get("disparity"), track))
         neighbors = spec.get("neighbors", {})
         if neighbors.get("k", 1) < 1:
             self.error((*path, "neighbors", "k"), "k must be at least 1")

@@ -159,6 +159,7 @@ class ConsumerOperator:
     attribute: str | None
     x: str
     y: str
+    cost: float = 1.0  # relative cost of one execution (covering weighs executions by it)
 
 
 @dataclass(frozen=True)
@@ -173,6 +174,7 @@ class ConsumerQuery:
     precision: float
     recall: float
     disparity: float | None
+    track: tuple[tuple[float, float, float], ...] = ()  # (t, x, y) focal points, t ascending
 
 
 @dataclass(frozen=True)

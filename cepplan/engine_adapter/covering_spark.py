@@ -1,0 +1,43 @@
+"""The covering stage for the Spark engine: the executors keep only the rows the consumer
+operators read (their types and columns, inside the area any interest covers), the driver
+collects them and runs the same in-process stage, so the cover is solved where OR-Tools is."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import pandas as pd
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from cepplan.costmodels.interests import region_at
+from cepplan.engine_adapter.covering_run import CoveringRun, run_covering
+from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_TYPE
+
+
+def covering_rows(events: DataFrame, section: Mapping[str, Any]) -> pd.DataFrame:
+    """The canonical rows the covering stage needs, collected to the driver."""
+    parts = []
+    for name, operator in section["operators"].items():
+        queries = [q for q in section["queries"] if q["operator"] == name]
+        if not queries:
+            continue
+        times = sorted({p[0] for q in queries for p in q.get("track", ())}) or [0.0]
+        regions = [region_at(q, t) for q in queries for t in times]
+        x, y = F.col(operator["x"]), F.col(operator["y"])
+        inside = (x.between(min(r[0] for r in regions), max(r[2] for r in regions))
+                  & y.between(min(r[1] for r in regions), max(r[3] for r in regions)))
+        columns = {EVENT_TYPE, EVENT_TS, EVENT_ID, operator["x"], operator["y"]}
+        if operator.get("attribute"):
+            columns.add(operator["attribute"])
+        parts.append(events.filter((F.col(EVENT_TYPE) == operator["event_type"]) & inside)
+                     .select(*sorted(columns)).toPandas())
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(
+        columns=[EVENT_TYPE, EVENT_TS, EVENT_ID])
+
+
+def run_covering_spark(events: DataFrame, section: Mapping[str, Any], *,
+                       solver: str | None = None) -> CoveringRun:
+    """`run_covering` over a Spark frame of canonical, valid rows."""
+    return run_covering(covering_rows(events, section), section, solver=solver)
