@@ -19,7 +19,15 @@ from cepplan.search.baselines import (
     unshared_cost,
 )
 from cepplan.search.graph import build_graph
-from cepplan.search.local import BUSHY, LEFT_DEEP, Compiled, IndexTree, Interner, nodes_of
+from cepplan.search.local import (
+    BUSHY,
+    LEFT_DEEP,
+    Compiled,
+    IndexTree,
+    Interner,
+    mask_of,
+    nodes_of,
+)
 from cepplan.search.metaheuristics import SA, TABU, Progress, anneal, tabu
 from cepplan.search.multitree import Multitree, multi_cost
 from cepplan.search.neighbourhood import Neighbourhood, parse_neighbourhood
@@ -46,6 +54,7 @@ class SearchResult:
     """The chosen multitree and how it compares (Cost_tree^multi, seed 004 App. C)."""
 
     trees: Mapping[str, VarTree]
+    orders: Mapping[str, tuple[str, ...]]  # join order per pattern, consistent with its tree
     shared: tuple[SharedNode, ...]
     cost: float
     trivial_cost: float
@@ -105,6 +114,7 @@ def search(problem: Problem, *, algorithm: str = SA, neighbourhood: str = "edge"
     final = Multitree(compiled, trees)
     return SearchResult(
         trees={c.pattern.name: _names(c, t) for c, t in zip(compiled, trees, strict=True)},
+        orders={c.pattern.name: _join_order(c, t) for c, t in zip(compiled, trees, strict=True)},
         shared=_shared(final), cost=final.cost, trivial_cost=trivial, sh_cost=sh_cost,
         re_cost=re_cost, algorithm=algorithm, neighbourhood=neighbourhood, shape=shape,
         seed=seed, time_limit=time_limit, steps=progress.steps,
@@ -123,6 +133,15 @@ def _shared(state: Multitree) -> tuple[SharedNode, ...]:
             users[c.pattern.name] = _names(c, sub)
         out.append(SharedNode(users, max(state.users[node].values()), state.info[node][0]))
     return tuple(sorted(out, key=lambda s: (-s.size, -len(s.users), sorted(s.users))))
+
+
+def _join_order(compiled: Compiled, tree: IndexTree) -> tuple[str, ...]:
+    """The tree's leaves, the child with fewer expected partial matches first at every node:
+    a left-to-right join that builds the cheaper side of each node before the other."""
+    if not isinstance(tree, tuple):
+        return (compiled.pattern.variables[tree],)
+    left, right = sorted(tree, key=lambda t: compiled.cost[mask_of(t)])
+    return _join_order(compiled, left) + _join_order(compiled, right)
 
 
 def _names(compiled: Compiled, tree: IndexTree) -> VarTree:
