@@ -104,8 +104,8 @@ def sharing_summary(sharing: dict) -> list[str]:
     users = {name for s in sharing["shared"] for name in s["users"]}
     chosen = cost["chosen"]
     lines = [f"evaluation plan: {len(sharing['shared'])} subtree(s) computed once for "
-             f"{len(users)} pattern(s); expected partial matches {chosen:.4g} vs {cost['trivial']:.4g}"
-             f" evaluating each pattern alone in its own order"
+             f"{len(users)} pattern(s); expected partial matches {chosen:.4g} vs "
+             f"{cost['trivial']:.4g} evaluating each pattern alone in its own order"
              f" ({cost['trivial'] / chosen if chosen else 1:.1f}x fewer), {cost['sh']:.4g} "
              f"sharing only, {cost['re']:.4g} reordering only"]
     if "note" in sharing:

@@ -15,6 +15,8 @@ from cepplan.planner.plan import DetectionPlan, PatternPlan, Plan
 from cepplan.planner.shared import SharedOutcome, plan_workload
 from cepplan.workload.model import Statistics, Workload
 
+NO_SEARCH = EvaluationSettings(search=NONE)
+
 
 @dataclass(frozen=True)
 class Optimized:
@@ -27,7 +29,7 @@ class Optimized:
 
 def optimize(workload: Workload, statistics: Statistics, settings: Settings,
              stats_file: str | None = None, share: bool = True,
-             evaluation_settings: EvaluationSettings = EvaluationSettings(search=NONE),
+             evaluation_settings: EvaluationSettings = NO_SEARCH,
              ) -> Optimized:
     """Plan every pattern of the workload; InputError for missing rates or unmeetable
     latency bounds. Then the evaluation pass: trees and shared subtrees (docs/sharing.md)."""
