@@ -16,7 +16,7 @@ from cepplan.workload.model import Statistics, Workload
 
 NONE = "none"
 SEARCHES = (*ALGORITHMS, NONE)
-PATIENCE = 2000  # steps without improvement before a search stops early
+PATIENCE = 3000  # neighbours evaluated without improvement before a search stops early
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """Simulated annealing and tabu search over multitrees (seed 004 §4.2, App. B), anytime:
-both stop at a deadline (or after `patience` steps without improvement) and hand back the
-best multitree seen.
+both stop at a deadline (or after `patience` neighbours evaluated without improvement) and
+hand back the best multitree seen.
 
 - SA: a worse neighbour is accepted with probability exp(−Δ/c_k), c_k = α·c_{k−1}; c_0 is
   the largest |Δ| over up to 10³ neighbours of the start (App. B: α = 0.99, I = 10³).
@@ -70,8 +70,9 @@ def tabu(state: Multitree, moves: Neighbourhood, rng: random.Random, deadline: f
     forbidden = {state.signature}
     quiet = 0
     while time.perf_counter() < deadline and (patience is None or quiet < patience):
-        best_move, best_cost = None, math.inf
-        for _ in range(neighbours):
+        best_move, best_cost, tried = None, math.inf, 0
+        while tried < neighbours:
+            tried += 1
             move = moves.move(state, rng)
             undo = state.apply(move)
             if state.signature not in forbidden and state.cost < best_cost:
@@ -81,14 +82,14 @@ def tabu(state: Multitree, moves: Neighbourhood, rng: random.Random, deadline: f
                 break
         progress.steps += 1
         if best_move is None:
-            quiet += 1
+            quiet += tried
             continue
         state.apply(best_move)
         if len(visited) == visited.maxlen:
             forbidden.discard(visited[0])
         visited.append(state.signature)
         forbidden.add(state.signature)
-        quiet = 0 if progress.offer(state) else quiet + 1
+        quiet = 0 if progress.offer(state) else quiet + tried
 
 
 def _initial_threshold(state: Multitree, moves: Neighbourhood, rng: random.Random,

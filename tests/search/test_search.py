@@ -74,7 +74,7 @@ def test_search_finds_the_brute_force_optimum_on_small_workloads(algorithm):
         patterns = random_problem(random.Random(seed), 3, (3, 4), "ABCDE")
         result = search(Problem(tuple(patterns)), algorithm=algorithm, seed=seed,
                         time_limit=1.0,
-                        patience=3000 if algorithm == "sa" else 30)
+                        patience=3000)
         optimum = brute_force_optimum(patterns)
         assert result.cost >= optimum * (1 - 1e-9)
         found += result.cost <= optimum * (1 + 1e-9)
