@@ -94,3 +94,18 @@ def no_event_probability(rate: float, window: float, operator: str, positives: i
         return math.exp(-rate * window)
     gap = (2.0 if edge else 1.0) * window / (positives + 1)
     return math.exp(-rate * gap)
+
+
+def instances(orders: Iterable[tuple[Sequence[str], float, Mapping[str, float],
+                                     Mapping[frozenset[str], float], bool]]) -> float:
+    """#inst of a multi-pattern tree (seed 004 §3.3): the orders' common prefixes merged, each
+    distinct prefix P_N costing Cost_ord^{|P_N|}, with the largest window of the patterns
+    sharing it (§3.1). An order is (labels, window, rates, selectivities, seq) over labels."""
+    prefixes: dict[tuple[str, ...], tuple[float, Mapping, Mapping, bool]] = {}
+    for order, window, rates, selectivities, seq in orders:
+        for k in range(1, len(order) + 1):
+            key = tuple(order[:k])
+            if key not in prefixes or prefixes[key][0] < window:
+                prefixes[key] = (window, rates, selectivities, seq)
+    return sum(node_cost(key, window, rates, selectivities, seq)
+               for key, (window, rates, selectivities, seq) in prefixes.items())

@@ -13,6 +13,7 @@ from cepplan.costmodels.trees import (
     cost_ord,
     cost_tree,
     cost_tree_multi,
+    instances,
     kleene_rate,
     no_event_probability,
     node_cost,
@@ -100,3 +101,17 @@ def test_cost_ord_tree_and_multi_are_the_seed_sums():
                             ("y", 1, 2.0, [1.0])]) == pytest.approx(9.0 + 2.0)
     assert node_cost("abc", w, rates, sel, seq=True) == pytest.approx(
         node_cost("abc", w, rates, sel, seq=False) / math.factorial(3))
+
+
+def test_instances_merge_common_prefixes_with_the_larger_window():
+    """Seed 004 Fig. 5(a): SEQ(A,B,C) and SEQ(A,B,D), windows 10 and 20, share A and AB."""
+    rates = {"A": 0.1, "B": 0.2, "C": 0.05, "D": 0.3}
+    first = (("A", "B", "C"), 10.0, rates, {}, True)
+    second = (("A", "B", "D"), 20.0, rates, {}, True)
+    merged = instances([first, second])
+    by_hand = (node_cost("A", 20.0, rates, {}, True) + node_cost("AB", 20.0, rates, {}, True)
+               + node_cost("ABC", 10.0, rates, {}, True) + node_cost("ABD", 20.0, rates, {}, True))
+    assert merged == pytest.approx(by_hand)
+    apart = instances([(("B", "A", "C"), 10.0, rates, {}, True), second])
+    assert apart == pytest.approx(cost_ord("BAC", 10.0, rates, {}, True)
+                                  + cost_ord("ABD", 20.0, rates, {}, True))
