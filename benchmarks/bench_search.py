@@ -40,7 +40,7 @@ COMBOS = (("sa", "edge"), ("sa", "vertex:4"), ("tabu", "edge"), ("tabu", "vertex
 def main(quick: bool = False) -> None:
     print(f"load: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} (1, 5 min)")
     limit = 2.0 if quick else 10.0
-    for window in ("100ms", "200ms", "900s"):
+    for window in ("50ms", "100ms", "200ms", "900s"):
         _quality(window, limit, seeds=(1,) if quick else (1, 2))
     _exactness(20 if quick else 100)
     _planning_time(300 if quick else 1000)
@@ -68,7 +68,7 @@ def _quality(window: str, limit: float, seeds: tuple[int, ...]) -> None:
             print(f"{seed:>4} {algorithm + '-' + neighbourhood:>14} {r.cost:>10.4g} "
                   f"{r.trivial_cost / r.cost:>11.1f}x {100 * (1 - r.cost / best):>15.1f}% "
                   f"{r.steps:>7} {r.seconds:>7.2f} {len(r.shared):>6}")
-            if (algorithm, neighbourhood) == COMBOS[0]:
+            if neighbourhood == "edge":
                 curve = [f"{_at(r.trace, t):.4g}@{t:g}s" for t in
                          (0.1, 0.5, 1, 2, 5, 10) if t <= limit]
                 print(f"{'':>4} {'':>14} trivial {r.trivial_cost:.4g}, SH {r.sh_cost:.4g}, "
@@ -138,7 +138,7 @@ def _realised(limit: float, seconds: float) -> None:
                            "price": csv["price"], "diff": csv["diff"]})
     base = trivial_plan(wl)
     plans = {name: evaluation(wl, wl.statistics, base, EvaluationSettings(name, "edge", limit))
-             for name in ("sa", "re", "sh")}
+             for name in ("tabu", "sa", "re", "sh")}
     plans["trivial"] = base
     timings, found = {}, {}
     for name, plan in plans.items():
@@ -150,7 +150,7 @@ def _realised(limit: float, seconds: float) -> None:
     same = all(found[n] == found["trivial"] for n in found)
     total = sum(len(m) for m in found["trivial"].values())
     print(f"{len(events)} events, {total} matches; matches identical across plans: {same}")
-    for name in ("trivial", "sh", "re", "sa"):
+    for name in ("trivial", "sh", "re", "sa", "tabu"):
         cost = plans[name].sharing["modelled_cost"]["chosen"] if plans[name].sharing else None
         print(f"{name:>8}: {timings[name]:.2f} s wall ({timings['trivial'] / timings[name]:.2f}x "
               f"vs trivial)" + (f", modelled {cost:.4g}" if cost is not None else ""))

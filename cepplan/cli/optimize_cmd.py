@@ -41,10 +41,10 @@ def optimize_command(
     dp_limit: int = typer.Option(12, "--dp-limit", help="Largest pattern `auto` gives the DP."),
     no_share: bool = typer.Option(False, "--no-share", help="Skip the shared-subevent "
                                   "optimisation (Algorithm 2)."),
-    search: str = typer.Option("sa", "--search", help="How patterns' evaluation trees are "
-                               "chosen and shared: sa (simulated annealing), tabu, sh (share "
-                               "the largest common parts), re (each pattern's cheapest tree) "
-                               "or none."),
+    search: str = typer.Option("tabu", "--search", help="How patterns' evaluation trees are "
+                               "chosen and shared: tabu (tabu search), sa (simulated "
+                               "annealing), sh (share the largest common parts), re (each "
+                               "pattern's cheapest tree) or none."),
     neighborhood: str = typer.Option("edge", "--neighborhood", help="Moves of the search: "
                                      "edge (two patterns at a time) or vertex:K (up to K)."),
     quiet: bool = typer.Option(False, "--quiet", help="Print nothing but errors."),

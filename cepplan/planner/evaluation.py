@@ -23,7 +23,7 @@ PATIENCE = 3000  # neighbours evaluated without improvement before a search stop
 class EvaluationSettings:
     """`cepplan optimize --search/--neighborhood/--time-limit/--seed`."""
 
-    search: str = "sa"
+    search: str = "tabu"
     neighborhood: str = "edge"
     time_limit: float = 10.0
     seed: int = 0

@@ -48,7 +48,7 @@ def test_plan_has_trees_orders_and_a_sharing_section(sharing_plan):
     sharing = raw["sharing"]
     cost = sharing["modelled_cost"]
     assert cost["chosen"] <= cost["re"] * (1 + 1e-9) and cost["chosen"] < cost["trivial"]
-    assert sharing["shared"] and sharing["search"]["algorithm"] == "sa"
+    assert sharing["shared"] and sharing["search"]["algorithm"] == "tabu"
     assert sharing["search"]["seconds"] <= 3 * 1.1
     for node in sharing["shared"]:
         assert len(node["users"]) >= 2
