@@ -134,3 +134,15 @@ def test_nothing_to_share_keeps_each_pattern_cheapest():
     result = search(Problem(tuple(patterns[:1])), time_limit=0.5)
     assert result.edges == 0 and not result.shared and result.cost == pytest.approx(
         result.re_cost)
+
+
+def test_prefix_sharing_mode_keeps_every_tree_left_deep():
+    """MPT (seed 004 §3): shared subtrees are prefixes of left-deep orders."""
+    problem = synthetic_problem(30, seed=2)
+    result = search(problem, algorithm="tabu", shape="left-deep", time_limit=1.0,
+                    patience=2000)
+    assert result.cost <= result.re_cost * (1 + 1e-9)
+    for tree in result.trees.values():
+        while isinstance(tree, tuple):
+            assert not isinstance(tree[1], tuple)
+            tree = tree[0]
