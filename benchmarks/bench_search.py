@@ -72,7 +72,8 @@ def _quality(window: str, limit: float, seeds: tuple[int, ...]) -> None:
                 curve = [f"{_at(r.trace, t):.4g}@{t:g}s" for t in
                          (0.1, 0.5, 1, 2, 5, 10) if t <= limit]
                 print(f"{'':>4} {'':>14} trivial {r.trivial_cost:.4g}, SH {r.sh_cost:.4g}, "
-                      f"RE {r.re_cost:.4g}; cost vs time: {', '.join(curve)}")
+                      f"RE {r.re_cost:.4g}, start (RE trees, leaves counted once) "
+                      f"{r.trace[0][1]:.4g}; cost vs time: {', '.join(curve)}")
 
 
 def _at(trace, seconds: float) -> float:
