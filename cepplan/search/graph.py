@@ -85,8 +85,7 @@ def subpattern_key(p: Compiled, labels: frozenset[str]) -> Subpattern:
     structure = tuple(p.labels[i] for i in range(p.m) if mask >> i & 1)
     if not p.pattern.seq:
         structure = tuple(sorted(structure))
-    conditions = frozenset(c.key for c in p.pattern.conditions
-                           if {p.pattern.labels[v] for v in c.variables} <= labels)
+    conditions = frozenset(key for key, scope in p.condition_scopes if scope <= labels)
     return p.pattern.operator, structure, conditions
 
 
@@ -96,14 +95,8 @@ def mask_of_labels(p: Compiled, labels: frozenset[str] | tuple[str, ...]) -> int
 
 def _condition_conflicts(a: Compiled, b: Compiled, common: frozenset[str]
                          ) -> list[frozenset[str]]:
-    def projected(p: Compiled) -> dict[str, frozenset[str]]:
-        out = {}
-        for c in p.pattern.conditions:
-            scope = frozenset(p.pattern.labels[v] for v in c.variables)
-            if scope <= common:
-                out[c.key] = scope
-        return out
-    ca, cb = projected(a), projected(b)
+    ca = {key: scope for key, scope in a.condition_scopes if scope <= common}
+    cb = {key: scope for key, scope in b.condition_scopes if scope <= common}
     return [scope for key, scope in {**ca, **cb}.items() if (key in ca) != (key in cb)]
 
 

@@ -50,6 +50,12 @@ class Compiled:
         self._node_ids: dict[IndexTree, int] = {}
 
     @cached_property
+    def condition_scopes(self) -> tuple[tuple[str, frozenset[str]], ...]:
+        """Each join condition's label-rewritten key and the labels it reads."""
+        return tuple((c.key, frozenset(self.pattern.labels[v] for v in c.variables))
+                     for c in self.pattern.conditions)
+
+    @cached_property
     def base(self) -> list[float]:
         """C(mask)/W^|mask| for every subset (seed 004 App. C; docs/sharing.md)."""
         rates = [self.pattern.rates[v] for v in self.pattern.variables]
