@@ -1,19 +1,45 @@
-"""`optimize`: a whole workload's plan — hierarchical Pareto planning (seed 002 §3.2), shared
-subevents (§5.1) — as the `Plan` written to `plan.json`."""
+"""`optimize`: a whole workload's plan, made by one pipeline of passes (DESIGN.md, "The
+optimizer: one pipeline of passes"), as the `Plan` written to `plan.json`.
+
+    acquisition  per pattern, the multi-step detection plan (seed 002 §3.2, §5.1)
+    evaluation   per pattern, the evaluation tree; subtrees patterns share (seed 004)
+    covering     covering selections for consumer queries (seed 000)
+
+Each pass is a function `(request, plan) -> plan` that fills its own section of the plan and
+reads the sections before it; acquisition starts from nothing and also returns the outcome the
+terminal summary reports.
+"""
 
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field, replace
 from types import MappingProxyType
 
 from cepplan.planner.candidates import Candidate
 from cepplan.planner.compose import NodeResult, Settings, own_cost
 from cepplan.planner.covering_plan import CoveringSettings, covering_section
+from cepplan.planner.evaluation import NONE, EvaluationSettings, evaluation
 from cepplan.planner.inputs import check_rates
 from cepplan.planner.plan import DetectionPlan, PatternPlan, Plan
 from cepplan.planner.shared import SharedOutcome, plan_workload
 from cepplan.workload.model import Statistics, Workload
+
+NO_SEARCH = EvaluationSettings(search=NONE)
+
+
+@dataclass(frozen=True)
+class PlanRequest:
+    """What every pass reads: the workload, its statistics and each pass's settings."""
+
+    workload: Workload
+    statistics: Statistics
+    settings: Settings
+    stats_file: str | None = None
+    share: bool = True
+    evaluation: EvaluationSettings = NO_SEARCH
+    covering: CoveringSettings = field(default_factory=CoveringSettings)
 
 
 @dataclass(frozen=True)
@@ -25,14 +51,42 @@ class Optimized:
     seconds: float
 
 
+def evaluation_pass(request: PlanRequest, plan: Plan) -> Plan:
+    """Evaluation trees and shared subtrees (`cepplan.planner.evaluation`)."""
+    return evaluation(request.workload, request.statistics, plan, request.evaluation)
+
+
+def covering_pass(request: PlanRequest, plan: Plan) -> Plan:
+    """Covering selections of consumer queries (`cepplan.planner.covering_plan`)."""
+    section = covering_section(request.workload, request.statistics, request.covering)
+    return replace(plan, covering=MappingProxyType(section))
+
+
+PASSES: tuple[Callable[[PlanRequest, Plan], Plan], ...] = (evaluation_pass, covering_pass)
+
+
 def optimize(workload: Workload, statistics: Statistics, settings: Settings,
              stats_file: str | None = None, share: bool = True,
+             evaluation_settings: EvaluationSettings = NO_SEARCH,
              covering: CoveringSettings | None = None) -> Optimized:
-    """Plan every pattern of the workload; InputError for missing rates or unmeetable
-    latency bounds."""
+    """Plan the workload: acquisition, then every pass of `PASSES` in order; InputError for
+    missing rates or unmeetable latency bounds."""
     start = time.perf_counter()
-    check_rates(workload, statistics, stats_file)
-    outcome = plan_workload(workload, statistics, settings, share)
+    request = PlanRequest(workload, statistics, settings, stats_file, share,
+                          evaluation_settings, covering or CoveringSettings())
+    plan, outcome = acquisition(request)
+    for run_pass in PASSES:
+        plan = run_pass(request, plan)
+    return Optimized(plan, outcome, time.perf_counter() - start)
+
+
+def acquisition(request: PlanRequest) -> tuple[Plan, SharedOutcome]:
+    """Every pattern's Pareto-optimal detection plans and the chosen one (seed 002 §3.2),
+    with shared subevents (§5.1) unless `share` is off."""
+    start = time.perf_counter()
+    workload, settings = request.workload, request.settings
+    check_rates(workload, request.statistics, request.stats_file)
+    outcome = plan_workload(workload, request.statistics, settings, request.share)
     patterns = {}
     for pattern in workload.patterns:
         result = outcome.results[pattern.name]
@@ -42,17 +96,16 @@ def optimize(workload: Workload, statistics: Statistics, settings: Settings,
             evaluation_order(result, chosen),
             tuple(_detection(c, own_cost(result, c)) for c in result.front),
             result.naive_cost, result.solver)
-    covered = covering_section(workload, statistics, covering or CoveringSettings())
-    seconds = time.perf_counter() - start
-    provenance = {"solver": settings.solver, "seed": settings.seed, "seconds": round(seconds, 4),
-                  "settings": asdict(settings), "statistics": stats_file or "inline",
+    provenance = {"solver": settings.solver, "seed": settings.seed,
+                  "seconds": round(time.perf_counter() - start, 4),
+                  "settings": asdict(settings), "statistics": request.stats_file or "inline",
                   "total_expected_cost": outcome.total,
                   "naive_total_cost": outcome.naive_total,
                   "independent_total_expected_cost": outcome.independent_total,
                   "shared_subevents": list(outcome.shared)}
     plan = Plan(MappingProxyType(patterns), workload.path, workload.digest,
-                MappingProxyType(provenance), covering=MappingProxyType(covered))
-    return Optimized(plan, outcome, seconds)
+                MappingProxyType(provenance))
+    return plan, outcome
 
 
 def evaluation_order(result: NodeResult, chosen: Candidate) -> tuple[str, ...]:
