@@ -1,0 +1,210 @@
+"""The engine's context stage (DESIGN.md "The engine", step 2; seed 003 §5.2, §6).
+
+Deriving patterns (and the patterns they are built from) run first over every event; their
+matches become context windows per partition (`context_windows.derive_windows`). Every other
+pattern then sees only the events inside the windows of its contexts (push-down: a suspended
+pattern receives nothing), runs once over all its grouped windows so partial matches carry
+across the grouped windows of one holding (context history), and keeps the matches that lie
+inside one holding. `grouped=False` runs each holding on its own instead (the non-shared
+baseline of seed 003 §7.3.2); both give the same matches.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from cepplan.engine_adapter.runtime.context_windows import (
+    ContextSpec,
+    Windows,
+    covered_time,
+    derive_windows,
+    keep_match,
+    window_mask,
+)
+from cepplan.engine_adapter.runtime.job import Job, evaluate_partition, partitions
+from cepplan.engine_adapter.runtime.matcher import CHUNK_EVENTS
+from cepplan.engine_adapter.runtime.records import MATCH_COLUMN
+from cepplan.engine_adapter.runtime.spec import NEGATED, PatternSpec
+from cepplan.workload.columns import EVENT_TS, EVENT_TYPE
+
+
+@dataclass
+class ContextResult:
+    """Matches and cap hits per pattern (as `LocalResult`), the windows, and per-pattern
+    context metrics (share of events seen, share of time suspended)."""
+
+    matches: dict[str, list[dict]] = field(default_factory=dict)
+    cap_hits: dict[str, int] = field(default_factory=dict)
+    windows: Windows | None = None
+    metrics: dict[str, Any] = field(default_factory=dict)
+
+
+def has_contexts(job: Job) -> bool:
+    return bool(job.data.get("contexts"))
+
+
+def run_with_contexts(events: pd.DataFrame, job: Job, *, chunk_events: int = CHUNK_EVENTS,
+                      grouped: bool = True) -> ContextResult:
+    """All context-aware matches of every pattern in `job` over `events` (canonical columns)."""
+    spec = ContextSpec.from_json(job.data["contexts"])
+    first = _built_from(spec.deriving, job)
+    used = {o.type for p in job.patterns for o in p.operands}
+    result = ContextResult()
+    complex_frames: list[pd.DataFrame] = []
+    raw: dict[str, tuple[list[dict], pd.DataFrame | None]] = {}
+    for pattern in (p for p in job.patterns if p.name in first):
+        frame = _pool(events, complex_frames, pattern)
+        found, hits, made = _evaluate(frame, job, pattern, pattern.name in used, chunk_events)
+        raw[pattern.name] = (found, made)
+        result.cap_hits[pattern.name] = hits
+        if made is not None:
+            complex_frames.append(made)
+    windows, counted = derive_windows({p: raw[p][0] for p in spec.deriving if p in raw}, spec)
+    result.windows = windows
+    complex_frames = []
+    for name, (found, made) in raw.items():
+        contexts = spec.contexts_of(name)
+        result.matches[name] = counted[name] if name in counted else [
+            m for m in found if keep_match(m, contexts, windows, spec.partition_by)]
+        if made is not None:
+            complex_frames.append(_kept_rows(made, contexts, windows, spec))
+    keys = _keys(events, spec)
+    span = _stream_span(events)
+    for pattern in (p for p in job.patterns if p.name not in first):
+        contexts = spec.contexts_of(pattern.name)
+        frame = _pool(events, complex_frames, pattern)
+        negation = any(o.kind == NEGATED for o in pattern.operands)
+        margin = (pattern.window or 0.0) if negation else 0.0
+        if contexts and grouped:
+            seen = frame[window_mask(frame, EVENT_TS, windows, contexts, spec.partition_by,
+                                     margin)]
+            found, hits, made = _evaluate(seen, job, pattern, pattern.name in used, chunk_events)
+            rows_seen = len(seen)
+        elif contexts:
+            found, hits, made, rows_seen = _per_window(frame, job, pattern, windows, contexts,
+                                                       spec, margin, pattern.name in used,
+                                                       chunk_events)
+        else:
+            found, hits, made = _evaluate(frame, job, pattern, pattern.name in used, chunk_events)
+            rows_seen = len(frame)
+        result.matches[pattern.name] = [
+            m for m in found if keep_match(m, contexts, windows, spec.partition_by)]
+        result.cap_hits[pattern.name] = hits
+        if made is not None:
+            complex_frames.append(_kept_rows(made, contexts, windows, spec))
+        result.metrics[pattern.name] = _pattern_metrics(
+            len(frame), rows_seen, contexts, windows, keys, span)
+    for name in first:  # deriving patterns and their parts see every event of their types
+        frame = _pool(events, [], job.pattern(name))
+        result.metrics[name] = _pattern_metrics(len(frame), len(frame), spec.contexts_of(name),
+                                                windows, keys, span)
+    return result
+
+
+def _built_from(roots: tuple[str, ...], job: Job) -> set[str]:
+    """The patterns in `roots` and every pattern they bind, directly or not."""
+    names, todo = set(), list(roots)
+    while todo:
+        name = todo.pop()
+        if name in names or not job.is_complex(name):
+            continue
+        names.add(name)
+        todo += [o.type for o in job.pattern(name).operands]
+    return names
+
+
+def _pool(events: pd.DataFrame, complex_frames: list[pd.DataFrame],
+          pattern: PatternSpec) -> pd.DataFrame:
+    types = {o.type for o in pattern.operands}
+    parts = [events] + [f for f in complex_frames if len(f)]
+    pool = pd.concat(parts, ignore_index=True) if len(parts) > 1 else events
+    return pool[pool[EVENT_TYPE].isin(types)]
+
+
+def _evaluate(frame: pd.DataFrame, job: Job, pattern: PatternSpec, with_complex: bool,
+              chunk_events: int) -> tuple[list[dict], int, pd.DataFrame | None]:
+    found, hits, made = [], 0, []
+    for group in partitions(frame, pattern.partition_by):
+        out = evaluate_partition(group, job, pattern, with_complex=with_complex,
+                                 chunk_events=chunk_events)
+        found += out.matches
+        hits += out.cap_hits
+        if out.complex is not None:
+            made.append(out.complex)
+    return found, hits, (pd.concat(made, ignore_index=True) if made else None)
+
+
+def _per_window(frame: pd.DataFrame, job: Job, pattern: PatternSpec, windows: Windows,
+                contexts: tuple[str, ...], spec: ContextSpec, margin: float,
+                with_complex: bool, chunk_events: int):
+    """Each window of each context evaluated on its own; duplicates (a match inside windows of
+    two contexts) reported once."""
+    found: dict[str, dict] = {}
+    made: dict[str, pd.DataFrame] = {}
+    hits = rows = 0
+    stamps = frame[EVENT_TS].to_numpy(dtype=np.float64)
+    groups = ([((), np.arange(len(frame)))] if not spec.partition_by else
+              [(k if isinstance(k, tuple) else (k,), i) for k, i in
+               frame.groupby(list(spec.partition_by), sort=False).indices.items()])
+    for key, index in groups:
+        key = tuple(v.item() if isinstance(v, np.generic) else v for v in key)
+        for context in contexts:
+            for start, end in windows.pairs(key, context):
+                inside = index[(stamps[index] > start - margin) & (stamps[index] <= end + margin)]
+                part = frame.iloc[inside]
+                rows += len(part)
+                objects, cut, complex_part = _evaluate(part, job, pattern, with_complex,
+                                                       chunk_events)
+                hits += cut
+                for obj in objects:
+                    found.setdefault(json.dumps(obj, sort_keys=True), obj)
+                if complex_part is not None:
+                    for _, row in complex_part.iterrows():
+                        made.setdefault(row[MATCH_COLUMN], row.to_frame().T)
+    complex_frame = pd.concat(made.values(), ignore_index=True) if made else None
+    return list(found.values()), hits, complex_frame, rows
+
+
+def _kept_rows(frame: pd.DataFrame, contexts: tuple[str, ...], windows: Windows,
+               spec: ContextSpec) -> pd.DataFrame:
+    """The complex events whose match counts: only those feed the patterns above."""
+    if not contexts:
+        return frame
+    keep = [keep_match(json.loads(text), contexts, windows, spec.partition_by)
+            for text in frame[MATCH_COLUMN]]
+    return frame[np.asarray(keep, dtype=bool)]
+
+
+def _keys(events: pd.DataFrame, spec: ContextSpec) -> list[tuple]:
+    if not spec.partition_by:
+        return [()]
+    keys = events[list(spec.partition_by)].dropna().drop_duplicates()
+    return [tuple(v.item() if isinstance(v, np.generic) else v for v in row)
+            for row in keys.itertuples(index=False)]
+
+
+def _stream_span(events: pd.DataFrame) -> tuple[float, float]:
+    if not len(events):
+        return 0.0, 0.0
+    stamps = events[EVENT_TS]
+    return float(stamps.min()), float(stamps.max())
+
+
+def _pattern_metrics(rows_of_types: int, rows_seen: int, contexts: tuple[str, ...],
+                     windows: Windows, keys: list[tuple], span: tuple[float, float]) -> dict:
+    """Share of its types' events a pattern saw, and share of partition-time it was
+    suspended (0 for a pattern active in every context)."""
+    low, high = span
+    total = len(keys) * (high - low)
+    active = (covered_time(windows, keys, contexts, low, high) if contexts else total)
+    return {"rows_of_its_types": rows_of_types, "rows_seen": rows_seen,
+            "events_seen_share": rows_seen / rows_of_types if rows_of_types else 1.0,
+            "suspended_time_share": float(1.0 - active / total) if total > 0 and contexts
+            else 0.0,
+            "contexts": list(contexts)}
+
