@@ -9,6 +9,7 @@ from types import MappingProxyType
 
 from cepplan.planner.candidates import Candidate
 from cepplan.planner.compose import NodeResult, Settings, own_cost
+from cepplan.planner.contexts import plan_contexts
 from cepplan.planner.inputs import check_rates
 from cepplan.planner.plan import DetectionPlan, PatternPlan, Plan
 from cepplan.planner.shared import SharedOutcome, plan_workload
@@ -49,6 +50,7 @@ def optimize(workload: Workload, statistics: Statistics, settings: Settings,
                   "shared_subevents": list(outcome.shared)}
     plan = Plan(MappingProxyType(patterns), workload.path, workload.digest,
                 MappingProxyType(provenance))
+    plan = plan_contexts(workload, statistics, plan, settings, stats_file, share)
     return Optimized(plan, outcome, seconds)
 
 

@@ -74,14 +74,18 @@ class Plan:
     workload_path: str = ""
     workload_digest: str = ""
     provenance: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    contexts: Mapping[str, Any] | None = None  # the contexts pass's section (docs/contexts.md)
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        data = {
             "format": FORMAT,
             "workload": {"path": self.workload_path, "sha256": self.workload_digest},
             "patterns": {name: p.to_json() for name, p in self.patterns.items()},
             "provenance": {"cepplan": cepplan.__version__, **self.provenance},
         }
+        if self.contexts is not None:
+            data["contexts"] = dict(self.contexts)
+        return data
 
 
 def trivial_pattern_plan(pattern: Pattern) -> PatternPlan:
@@ -122,7 +126,7 @@ def read_plan(path: str | Path, workload: Workload | None = None) -> Plan:
     meta = raw.get("workload") or {}
     return Plan(MappingProxyType(patterns), meta.get("path", ""), meta.get("sha256", ""),
                 MappingProxyType({k: v for k, v in (raw.get("provenance") or {}).items()
-                                  if k != "cepplan"}))
+                                  if k != "cepplan"}), raw.get("contexts"))
 
 
 def plan_mismatches(patterns: Mapping[str, PatternPlan], workload: Workload) -> list[tuple]:

@@ -65,24 +65,44 @@ def step(state: frozenset[str], action: str, context: str | None, source: str | 
     return frozenset(holding)
 
 
-def reachable_states(workload: Workload) -> list[frozenset[str]]:
-    """Every set of contexts that can hold together in one partition, from the initial one,
-    firing one transition at a time whose deriving pattern is active (compile-time grouping)."""
+def fire(state: frozenset[str], pattern: str, contexts: Contexts) -> frozenset[str]:
+    """The context set after one match of a deriving pattern: its transitions in listed order."""
+    for t in contexts.transitions:
+        if t.on == pattern:
+            state = step(state, t.action, t.context, t.source, t.target, contexts.initial)
+    return state
+
+
+def moves(workload: Workload) -> list[tuple[frozenset[str], frozenset[str]]]:
+    """Every (before, after) pair of one deriving match firing in a reachable context set
+    (one match at a time; the initial set counts as reached)."""
     contexts = workload.contexts
     if contexts is None:
         return []
     where = pattern_contexts(workload)
+    deriving = list(dict.fromkeys(t.on for t in contexts.transitions))
     start = frozenset({contexts.initial})
-    seen, todo = {start}, [start]
+    seen, todo, found = {start}, [start], []
     while todo and len(seen) < MAX_STATES:
         state = todo.pop()
-        for t in contexts.transitions:
-            if _active(t.on, state, where):
-                new = step(state, t.action, t.context, t.source, t.target, contexts.initial)
+        for pattern in deriving:
+            if _active(pattern, state, where):
+                new = fire(state, pattern, contexts)
+                found.append((state, new))
                 if new not in seen:
                     seen.add(new)
                     todo.append(new)
-    return sorted(seen, key=lambda s: (len(s), sorted(s)))
+    return found
+
+
+def reachable_states(workload: Workload) -> list[frozenset[str]]:
+    """Every set of contexts that can hold together in one partition (compile-time grouped
+    windows), from the initial one."""
+    if workload.contexts is None:
+        return []
+    states = {frozenset({workload.contexts.initial})}
+    states.update(s for move in moves(workload) for s in move)
+    return sorted(states, key=lambda s: (len(s), sorted(s)))
 
 
 @dataclass(frozen=True)

@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import math
 
+import pytest
+
 from cepplan.engine_adapter.job_spec import job_data
 from cepplan.engine_adapter.runtime.contexts import run_with_contexts
 from cepplan.engine_adapter.runtime.job import job_from_json
+from cepplan.errors import InputError
 from cepplan.planner.plan import trivial_plan
 from tests.contexts.context_workloads import CONTEXTS, context_workload, frame
 
@@ -65,17 +68,19 @@ def test_several_contexts_hold_at_once():
 
 
 def test_transitions_at_one_instant_apply_in_listed_order():
-    contexts = dict(CONTEXTS, transitions=[
-        {"on": "alert", "action": "initiate", "context": "alarm"},
-        {"on": "alert", "action": "switch", "from": "idle", "to": "busy"},
-        {"on": "fall", "action": "switch", "from": "busy", "to": "idle"},
-        {"on": "calm", "action": "terminate", "context": "alarm"}])
-    windows, _ = _run([("B", 1, 5, "x")], context_workload(contexts))
-    # initiate first closes idle, so the switch from idle finds nothing to switch
-    assert windows == {("idle", -INF, 1.0), ("alarm", 1.0, INF)}
-    contexts["transitions"] = contexts["transitions"][1::-1] + contexts["transitions"][2:]
-    windows, _ = _run([("B", 1, 5, "x")], context_workload(contexts))
+    listed = [{"on": "alert", "action": "switch", "from": "idle", "to": "busy"},
+              {"on": "alert", "action": "initiate", "context": "alarm"},
+              {"on": "fall", "action": "switch", "from": "busy", "to": "idle"},
+              {"on": "calm", "action": "terminate", "context": "alarm"}]
+    windows, _ = _run([("B", 1, 5, "x")], context_workload(dict(CONTEXTS, transitions=listed)))
+    # the switch runs first: busy opens from idle, then alarm opens beside it
     assert windows == {("idle", -INF, 1.0), ("busy", 1.0, INF), ("alarm", 1.0, INF)}
+    swapped = [listed[1], listed[0], *listed[2:]]
+    # initiating alarm first ends idle, so the switch from idle never applies and busy could
+    # never hold: the loader refuses that model
+    with pytest.raises(InputError, match=r"transitions\[2\]\.from: switch from 'busy', which "
+                       "can never hold"):
+        context_workload(dict(CONTEXTS, transitions=swapped))
 
 
 def test_partitions_hold_their_own_contexts():
