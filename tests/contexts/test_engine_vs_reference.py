@@ -16,7 +16,7 @@ from cepplan.engine_adapter.runtime.local import run_local
 from cepplan.planner.plan import trivial_plan
 from cepplan.stats.synth import synthesize
 from cepplan.workload import load_workload
-from tests.contexts.context_workloads import TYPES, context_workload, frame
+from tests.contexts.context_workloads import CONTEXTS, PATTERNS, TYPES, context_workload, frame
 from tests.contexts.reference_contexts import reference_context_matches
 from tests.engine.reference_matcher import canonical
 
@@ -24,6 +24,13 @@ EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "traffic" / "worklo
 EVENT = st.tuples(st.sampled_from(TYPES), st.integers(0, 12), st.integers(0, 5),
                   st.sampled_from(["x", "y"]))
 WORKLOAD = context_workload()
+# a deriving pattern bound by a processing pattern: deriving patterns then run over every event
+EAGER = context_workload(
+    {**CONTEXTS, "types": {**CONTEXTS["types"], "busy": {
+        "patterns": [*CONTEXTS["types"]["busy"]["patterns"], "after_rise"]}}},
+    [dict(PATTERNS[0], emit={"k": "a.k", "v": "b.v"}), *PATTERNS[1:],
+     {"name": "after_rise", "structure": ["SEQ", "r:rise", "b:B"], "where": ["b.v < r.v"],
+      "partition_by": ["k"], "within": 3}])
 
 
 def _same(found: dict, expected: dict) -> None:
@@ -32,12 +39,12 @@ def _same(found: dict, expected: dict) -> None:
             name
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(EVENT, min_size=1, max_size=26))
-def test_random_streams_match_filtered_reference(rows):
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(EVENT, min_size=1, max_size=26), st.sampled_from([WORKLOAD, EAGER]))
+def test_random_streams_match_filtered_reference(rows, workload):
     events = frame(rows)
-    job = job_from_json(job_data(WORKLOAD, trivial_plan(WORKLOAD)))
-    expected = reference_context_matches(WORKLOAD, events)
+    job = job_from_json(job_data(workload, trivial_plan(workload)))
+    expected = reference_context_matches(workload, events)
     _same(run_local(events, job, chunk_events=5).matches, expected)
     _same(run_with_contexts(events, job, grouped=False).matches, expected)
 

@@ -30,7 +30,7 @@ def _run(rows, workload=None):
 
 def test_initial_context_holds_until_a_transition():
     windows, ids = _run([("A", 1, 3, "x"), ("C", 2, 3, "x")])
-    assert windows == set()  # no deriving match: idle holds throughout, no window recorded
+    assert windows == {("idle", -INF, INF)}  # no deriving match: idle holds throughout
     assert ids["idle_only"] == [(0, 1)]
     assert ids["pair"] == []
 
@@ -86,5 +86,6 @@ def test_transitions_at_one_instant_apply_in_listed_order():
 def test_partitions_hold_their_own_contexts():
     windows, ids = _run([("A", 1, 0, "x"), ("A", 2, 1, "x"), ("A", 3, 0, "y"),
                          ("C", 4, 3, "y")])
-    assert windows == {("idle", -INF, 2.0), ("busy", 2.0, INF)}  # only partition x switched
+    # only partition x switched; y stays idle
+    assert windows == {("idle", -INF, 2.0), ("busy", 2.0, INF), ("idle", -INF, INF)}
     assert ids["idle_only"] == [(2, 3)]

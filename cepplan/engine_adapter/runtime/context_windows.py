@@ -115,81 +115,109 @@ def match_span(obj: Mapping[str, Any]) -> tuple[float, float]:
     return min(stamps), max(stamps)
 
 
+Item = tuple  # (end, first, pattern, serial, match object): one deriving match
+
+
+def deriving_item(obj: Mapping[str, Any], pattern: str, serial: int) -> Item:
+    first, last = match_span(obj)
+    return (last, first, pattern, serial, obj)
+
+
+class PartitionState:
+    """One partition's context state, driven by deriving matches in end-time order."""
+
+    def __init__(self, spec: ContextSpec):
+        self.spec = spec
+        self.holding: dict[str, float] = {spec.initial: -math.inf}
+        self.spans: dict[str, list[tuple[float, float]]] = {}
+
+    def start_of(self, pattern: str) -> float | None:
+        """The earliest start of a holding context of `pattern` (None: suspended)."""
+        contexts = self.spec.contexts_of(pattern)
+        if not contexts:
+            return -math.inf
+        starts = [self.holding[c] for c in contexts if c in self.holding]
+        return min(starts) if starts else None
+
+    def counts(self, pattern: str, first: float) -> bool:
+        contexts = self.spec.contexts_of(pattern)
+        return not contexts or any(c in self.holding and self.holding[c] < first
+                                   for c in contexts)
+
+    def act(self, at: float, batch: Sequence[Item]) -> list[Item]:
+        """Apply every match ending at `at`: those that count, in the listed transition order
+        (validity judged before any of them acts). Returns the ones that counted."""
+        valid = [item for item in batch if self.counts(item[2], item[1])]
+        for transition in self.spec.transitions:
+            for item in valid:
+                if item[2] == transition["on"]:
+                    self._apply(transition, at)
+        return valid
+
+    def _close(self, context: str, at: float) -> None:
+        start = self.holding.pop(context)
+        if start < at:  # a window (t, t] holds no event: dropped
+            self.spans.setdefault(context, []).append((start, at))
+
+    def _apply(self, transition: Mapping[str, Any], at: float) -> None:
+        action, initial, holding = transition["action"], self.spec.initial, self.holding
+        if action == INITIATE:
+            context = transition["context"]
+            if context not in holding:
+                holding[context] = at
+                if initial in holding and context != initial:
+                    self._close(initial, at)
+        elif action == TERMINATE:
+            context = transition["context"]
+            if context in holding:
+                self._close(context, at)
+                if not holding:
+                    holding[initial] = at
+        elif transition["from"] in holding:
+            self._close(transition["from"], at)
+            holding.setdefault(transition["to"], at)
+
+    def finish(self) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        """The windows, those still holding ending at +inf."""
+        spans = {c: list(v) for c, v in self.spans.items()}
+        for context, start in self.holding.items():
+            spans.setdefault(context, []).append((start, math.inf))
+        return {c: (np.array([s for s, _ in sorted(v)]), np.array([e for _, e in sorted(v)]))
+                for c, v in spans.items()}
+
+
+def instants(items: Sequence[Item]):
+    """Sorted items grouped by end time: (end, items ending then)."""
+    index = 0
+    while index < len(items):
+        at = items[index][0]
+        stop = index
+        while stop < len(items) and items[stop][0] == at:
+            stop += 1
+        yield at, items[index:stop]
+        index = stop
+
+
 def derive_windows(deriving: Mapping[str, Sequence[Mapping[str, Any]]],
                    spec: ContextSpec) -> tuple[Windows, dict[str, list[dict]]]:
     """Windows per partition from the deriving patterns' context-independent matches, and the
     deriving matches that counted (those inside a holding of their pattern's contexts)."""
-    by_key: dict[tuple, list[tuple[float, float, str, int, Mapping]]] = {}
+    by_key: dict[tuple, list[Item]] = {}
     for pattern, objects in deriving.items():
         for serial, obj in enumerate(objects):
             key = match_key(obj, spec.partition_by)
             if key is not None:
-                first, last = match_span(obj)
-                by_key.setdefault(key, []).append((last, first, pattern, serial, obj))
+                by_key.setdefault(key, []).append(deriving_item(obj, pattern, serial))
     windows = Windows(spec.initial)
     counted: dict[str, list[dict]] = {p: [] for p in deriving}
     for key, items in by_key.items():
         items.sort(key=lambda item: (item[0], item[1], item[3]))
-        spans = _simulate(items, spec, counted)
-        windows.spans[key] = {c: (np.array([s for s, _ in v]), np.array([e for _, e in v]))
-                              for c, v in spans.items()}
+        state = PartitionState(spec)
+        for at, batch in instants(items):
+            for item in state.act(at, batch):
+                counted[item[2]].append(item[4])
+        windows.spans[key] = state.finish()
     return windows, counted
-
-
-def _simulate(items: list, spec: ContextSpec, counted: dict[str, list[dict]]) -> dict:
-    """Run one partition's context state through its deriving matches, in end-time order."""
-    holding: dict[str, float] = {spec.initial: -math.inf}
-    spans: dict[str, list[tuple[float, float]]] = {}
-
-    def close(context: str, at: float) -> None:
-        start = holding.pop(context)
-        if start < at:  # a window (t, t] holds no event: dropped
-            spans.setdefault(context, []).append((start, at))
-
-    def open_(context: str, at: float) -> None:
-        holding.setdefault(context, at)
-
-    index = 0
-    while index < len(items):
-        at = items[index][0]
-        batch = []
-        while index < len(items) and items[index][0] == at:
-            batch.append(items[index])
-            index += 1
-        valid = [item for item in batch if _active(spec.contexts_of(item[2]), holding, item[1])]
-        for item in valid:
-            counted[item[2]].append(item[4])
-        for transition in spec.transitions:
-            for item in valid:
-                if item[2] == transition["on"]:
-                    _apply(transition, at, holding, spec.initial, open_, close)
-    for context, start in holding.items():
-        spans.setdefault(context, []).append((start, math.inf))
-    return spans
-
-
-def _active(contexts: Sequence[str], holding: Mapping[str, float], first: float) -> bool:
-    return not contexts or any(c in holding and holding[c] < first for c in contexts)
-
-
-def _apply(transition: Mapping[str, Any], at: float, holding: dict, initial: str,
-           open_, close) -> None:
-    action = transition["action"]
-    if action == INITIATE:
-        context = transition["context"]
-        if context not in holding:
-            open_(context, at)
-            if initial in holding and context != initial:
-                close(initial, at)
-    elif action == TERMINATE:
-        context = transition["context"]
-        if context in holding:
-            close(context, at)
-            if not holding:
-                open_(initial, at)
-    elif transition["from"] in holding:
-        close(transition["from"], at)
-        open_(transition["to"], at)
 
 
 def keep_match(obj: Mapping[str, Any], contexts: Sequence[str], windows: Windows,

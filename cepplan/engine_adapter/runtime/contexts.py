@@ -20,9 +20,12 @@ import pandas as pd
 
 from cepplan.engine_adapter.runtime.context_windows import (
     ContextSpec,
+    PartitionState,
     Windows,
     covered_time,
     derive_windows,
+    deriving_item,
+    instants,
     keep_match,
     window_mask,
 )
@@ -57,20 +60,29 @@ def run_with_contexts(events: pd.DataFrame, job: Job, *, chunk_events: int = CHU
     result = ContextResult()
     complex_frames: list[pd.DataFrame] = []
     raw: dict[str, tuple[list[dict], pd.DataFrame | None]] = {}
-    for pattern in (p for p in job.patterns if p.name in first):
-        frame = _pool(events, complex_frames, pattern)
-        found, hits, made = _evaluate(frame, job, pattern, pattern.name in used, chunk_events)
-        raw[pattern.name] = (found, made)
-        result.cap_hits[pattern.name] = hits
-        if made is not None:
-            complex_frames.append(made)
-    windows, counted = derive_windows({p: raw[p][0] for p in spec.deriving if p in raw}, spec)
+    seen: dict[str, int] = {}
+    if first == set(spec.deriving) and not first & used:
+        windows, counted, seen = derive_lazily(events, job, spec, chunk_events)
+        raw = {name: (found, None) for name, found in counted.items()}
+    else:  # deriving patterns built from, or part of, other patterns: over every event
+        for pattern in (p for p in job.patterns if p.name in first):
+            frame = _pool(events, complex_frames, pattern)
+            found, hits, made = _evaluate(frame, job, pattern, pattern.name in used,
+                                          chunk_events)
+            raw[pattern.name] = (found, made)
+            result.cap_hits[pattern.name] = hits
+            seen[pattern.name] = len(frame)
+            if made is not None:
+                complex_frames.append(made)
+        windows, counted = derive_windows({p: raw[p][0] for p in spec.deriving if p in raw},
+                                          spec)
     result.windows = windows
     complex_frames = []
     for name, (found, made) in raw.items():
         contexts = spec.contexts_of(name)
         result.matches[name] = counted[name] if name in counted else [
             m for m in found if keep_match(m, contexts, windows, spec.partition_by)]
+        result.cap_hits.setdefault(name, 0)
         if made is not None:
             complex_frames.append(_kept_rows(made, contexts, windows, spec))
     keys = _keys(events, spec)
@@ -99,11 +111,69 @@ def run_with_contexts(events: pd.DataFrame, job: Job, *, chunk_events: int = CHU
             complex_frames.append(_kept_rows(made, contexts, windows, spec))
         result.metrics[pattern.name] = _pattern_metrics(
             len(frame), rows_seen, contexts, windows, keys, span)
-    for name in first:  # deriving patterns and their parts see every event of their types
+    for name in first:
         frame = _pool(events, [], job.pattern(name))
-        result.metrics[name] = _pattern_metrics(len(frame), len(frame), spec.contexts_of(name),
-                                                windows, keys, span)
+        result.metrics[name] = _pattern_metrics(len(frame), seen.get(name, len(frame)),
+                                                spec.contexts_of(name), windows, keys, span)
     return result
+
+
+def derive_lazily(events: pd.DataFrame, job: Job, spec: ContextSpec, chunk_events: int
+                  ) -> tuple[Windows, dict[str, list[dict]], dict[str, int]]:
+    """Deriving patterns evaluated per context partition only while one of their contexts
+    holds: the state advances from one deriving match to the next, each active pattern
+    evaluated over a horizon that doubles while nothing fires; a pattern that becomes active
+    is evaluated again from that instant. Negated operands look up to a window either side.
+    Gives the windows `derive_windows` gives from matches over every event."""
+    names = spec.deriving
+    types = {o.type for n in names for o in job.pattern(n).operands}
+    frame = events[events[EVENT_TYPE].isin(types)]
+    windows = Windows(spec.initial)
+    counted: dict[str, list[dict]] = {n: [] for n in names}
+    seen = dict.fromkeys(names, 0)
+    reach = max((job.pattern(n).window or 0.0) for n in names)
+    base = max(8 * reach, 1.0)
+    for key, part in _by_key(frame, spec.partition_by):
+        part = part.sort_values(EVENT_TS, kind="stable")
+        stamps = part[EVENT_TS].to_numpy(dtype=np.float64)
+        state = PartitionState(spec)
+        cursor, step, end = stamps[0] - 1.0, base, stamps[-1]
+        while cursor < end:
+            horizon = cursor + step
+            items = []
+            for name in names:
+                low = state.start_of(name)
+                if low is None:
+                    continue
+                width = job.pattern(name).window or 0.0
+                lo, hi = max(low, cursor - width) - width, horizon + width
+                rows = part.iloc[np.searchsorted(stamps, lo, "right"):
+                                 np.searchsorted(stamps, hi, "right")]
+                seen[name] += len(rows)
+                found, _, _ = _evaluate(rows, job, job.pattern(name), False, chunk_events)
+                items += [i for serial, obj in enumerate(found)
+                          if cursor < (i := deriving_item(obj, name, serial))[0] <= horizon]
+            items.sort(key=lambda item: (item[0], item[1], item[2], item[3]))
+            cursor, step = horizon, step * 2
+            for at, batch in instants(items):
+                before = {n for n in names if state.start_of(n) is not None}
+                for item in state.act(at, batch):
+                    counted[item[2]].append(item[4])
+                if {n for n in names if state.start_of(n) is not None} - before:
+                    cursor, step = at, base  # a pattern woke up: evaluate it from here
+                    break
+        windows.spans[key] = state.finish()
+    return windows, counted, seen
+
+
+def _by_key(frame: pd.DataFrame, keys: tuple[str, ...]):
+    if not keys:
+        if len(frame):
+            yield (), frame
+        return
+    for key, group in frame.dropna(subset=list(keys)).groupby(list(keys), sort=False):
+        key = key if isinstance(key, tuple) else (key,)
+        yield tuple(v.item() if isinstance(v, np.generic) else v for v in key), group
 
 
 def _built_from(roots: tuple[str, ...], job: Job) -> set[str]:
