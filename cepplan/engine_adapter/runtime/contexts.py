@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -24,15 +25,20 @@ from cepplan.engine_adapter.runtime.context_windows import (
     Windows,
     covered_time,
     derive_windows,
-    deriving_item,
     instants,
     keep_match,
     window_mask,
 )
-from cepplan.engine_adapter.runtime.job import Job, evaluate_partition, partitions
-from cepplan.engine_adapter.runtime.matcher import CHUNK_EVENTS
-from cepplan.engine_adapter.runtime.records import MATCH_COLUMN
+from cepplan.engine_adapter.runtime.job import (
+    Job,
+    evaluate_partition,
+    needed_attributes,
+    partitions,
+)
+from cepplan.engine_adapter.runtime.matcher import CHUNK_EVENTS, match_partition
+from cepplan.engine_adapter.runtime.records import MATCH_COLUMN, Renderer
 from cepplan.engine_adapter.runtime.spec import NEGATED, PatternSpec
+from cepplan.engine_adapter.runtime.table import make_table
 from cepplan.workload.columns import EVENT_TS, EVENT_TYPE
 
 
@@ -60,7 +66,7 @@ def run_with_contexts(events: pd.DataFrame, job: Job, *, chunk_events: int = CHU
     result = ContextResult()
     complex_frames: list[pd.DataFrame] = []
     raw: dict[str, tuple[list[dict], pd.DataFrame | None]] = {}
-    seen: dict[str, int] = {}
+    seen: dict[str, int] = {}  # rows each deriving pattern was evaluated over
     if first == set(spec.deriving) and not first & used:
         windows, counted, seen = derive_lazily(events, job, spec, chunk_events)
         raw = {name: (found, None) for name, found in counted.items()}
@@ -93,10 +99,11 @@ def run_with_contexts(events: pd.DataFrame, job: Job, *, chunk_events: int = CHU
         negation = any(o.kind == NEGATED for o in pattern.operands)
         margin = (pattern.window or 0.0) if negation else 0.0
         if contexts and grouped:
-            seen = frame[window_mask(frame, EVENT_TS, windows, contexts, spec.partition_by,
-                                     margin)]
-            found, hits, made = _evaluate(seen, job, pattern, pattern.name in used, chunk_events)
-            rows_seen = len(seen)
+            inside = frame[window_mask(frame, EVENT_TS, windows, contexts, spec.partition_by,
+                                       margin)]
+            found, hits, made = _evaluate(inside, job, pattern, pattern.name in used,
+                                          chunk_events)
+            rows_seen = len(inside)
         elif contexts:
             found, hits, made, rows_seen = _per_window(frame, job, pattern, windows, contexts,
                                                        spec, margin, pattern.name in used,
@@ -122,17 +129,18 @@ def derive_lazily(events: pd.DataFrame, job: Job, spec: ContextSpec, chunk_event
                   ) -> tuple[Windows, dict[str, list[dict]], dict[str, int]]:
     """Deriving patterns evaluated per context partition only while one of their contexts
     holds: the state advances from one deriving match to the next, each active pattern
-    evaluated over a horizon that doubles while nothing fires; a pattern that becomes active
-    is evaluated again from that instant. Negated operands look up to a window either side.
-    Gives the windows `derive_windows` gives from matches over every event."""
+    evaluated up to a horizon whose step doubles while nothing fires (up to twice the largest
+    deriving window) and starts again from the smallest when something does; a pattern that
+    becomes active is evaluated again from that instant. Negated operands look up to a window
+    either side. Gives the windows `derive_windows` gives from matches over every event."""
     names = spec.deriving
     types = {o.type for n in names for o in job.pattern(n).operands}
     frame = events[events[EVENT_TYPE].isin(types)]
     windows = Windows(spec.initial)
     counted: dict[str, list[dict]] = {n: [] for n in names}
     seen = dict.fromkeys(names, 0)
-    reach = max((job.pattern(n).window or 0.0) for n in names)
-    base = max(8 * reach, 1.0)
+    widths = [job.pattern(n).window or 0.0 for n in names]
+    base, cap = max(min(widths), 1.0), max(2 * max(widths), 1.0)
     for key, part in _by_key(frame, spec.partition_by):
         part = part.sort_values(EVENT_TS, kind="stable")
         stamps = part[EVENT_TS].to_numpy(dtype=np.float64)
@@ -150,20 +158,44 @@ def derive_lazily(events: pd.DataFrame, job: Job, spec: ContextSpec, chunk_event
                 rows = part.iloc[np.searchsorted(stamps, lo, "right"):
                                  np.searchsorted(stamps, hi, "right")]
                 seen[name] += len(rows)
-                found, _, _ = _evaluate(rows, job, job.pattern(name), False, chunk_events)
-                items += [i for serial, obj in enumerate(found)
-                          if cursor < (i := deriving_item(obj, name, serial))[0] <= horizon]
+                items += [item for item in _deriving_spans(rows, job, job.pattern(name),
+                                                           chunk_events)
+                          if cursor < item[0] <= horizon]
             items.sort(key=lambda item: (item[0], item[1], item[2], item[3]))
-            cursor, step = horizon, step * 2
+            cursor, step = horizon, (min(2 * step, cap) if not items else base)
             for at, batch in instants(items):
                 before = {n for n in names if state.start_of(n) is not None}
                 for item in state.act(at, batch):
-                    counted[item[2]].append(item[4])
+                    counted[item[2]].append(item[4]())
                 if {n for n in names if state.start_of(n) is not None} - before:
                     cursor, step = at, base  # a pattern woke up: evaluate it from here
                     break
         windows.spans[key] = state.finish()
     return windows, counted, seen
+
+
+def _deriving_spans(rows: pd.DataFrame, job: Job, pattern: PatternSpec,
+                    chunk_events: int) -> list[tuple]:
+    """Each match of a deriving pattern as (end, first, pattern, serial, render): the times
+    from the matcher's ranks; the match object is rendered only if it counts."""
+    items: list[tuple] = []
+    for group in partitions(rows, pattern.partition_by):
+        table = make_table(group, needed_attributes(job, pattern))
+        renderer = Renderer(table, job.types)
+        for found in match_partition(table, pattern, job.stages[pattern.name],
+                                     chunk_events=chunk_events):
+            if not found.count:
+                continue
+            firsts = [table.ts[r] for r in found.single.values()]
+            lasts = list(firsts)
+            for sets in found.kleene.values():
+                firsts.append(table.ts[np.fromiter((t[0] for t in sets), np.int64)])
+                lasts.append(table.ts[np.fromiter((t[-1] for t in sets), np.int64)])
+            first, last = np.min(firsts, axis=0), np.max(lasts, axis=0)
+            items += [(float(last[row]), float(first[row]), pattern.name, len(items) + row,
+                       partial(renderer.match, pattern, found, row))
+                      for row in range(found.count)]
+    return items
 
 
 def _by_key(frame: pd.DataFrame, keys: tuple[str, ...]):
