@@ -33,7 +33,7 @@ def job_data(workload: Workload, plan: Plan, *, plan_kind: str = "plan") -> dict
         "types": types,
         "reader": None if workload.source is None else reader_arguments(workload),
         "patterns": patterns,
-        "contexts": job_contexts(workload),
+        "contexts": job_contexts(workload, plan.contexts),
         "plan": {"kind": plan_kind, "provenance": dict(plan.provenance),
                  "predicted": {name: {"expected_cost": p.detection.expected_cost,
                                       "naive_cost": p.naive_cost, "solver": p.solver}

@@ -25,13 +25,13 @@ from cepplan.fileio import read_json
 from cepplan.planner.compose import Settings
 from cepplan.planner.plan import Plan
 from cepplan.planner.shared import plan_workload
-from cepplan.workload.context_model import moves, pattern_contexts, reachable_states
+from cepplan.workload.context_model import (
+    moves,
+    pattern_contexts,
+    reachable_states,
+    state_name,
+)
 from cepplan.workload.model import Statistics, Workload
-
-
-def state_name(state: frozenset[str]) -> str:
-    """A context set as one label: its names sorted, joined by '+'."""
-    return "+".join(sorted(state))
 
 
 def group_windows(windows: Sequence[tuple[float, float, frozenset[str]]]

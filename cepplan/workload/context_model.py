@@ -31,15 +31,23 @@ def pattern_contexts(workload: Workload) -> dict[str, tuple[str, ...]]:
     return {name: tuple(sorted(set(v))) for name, v in found.items() if v}
 
 
-def job_contexts(workload: Workload) -> dict[str, Any] | None:
-    """The job's `contexts` section: the model as plain JSON (None without contexts)."""
+def state_name(state: frozenset[str]) -> str:
+    """A set of contexts holding together as one label: names sorted, joined by '+'."""
+    return "+".join(sorted(state))
+
+
+def job_contexts(workload: Workload, planned: Mapping[str, Any] | None = None
+                 ) -> dict[str, Any] | None:
+    """The job's `contexts` section: the model as plain JSON, with the plan's expected active
+    share per pattern when it has one (None without contexts)."""
     contexts = workload.contexts
     if contexts is None:
         return None
     return {"initial": contexts.initial, "partition_by": list(contexts.partition_by),
             "transitions": [{"on": t.on, "action": t.action, "context": t.context,
                              "from": t.source, "to": t.target} for t in contexts.transitions],
-            "pattern_contexts": {k: list(v) for k, v in pattern_contexts(workload).items()}}
+            "pattern_contexts": {k: list(v) for k, v in pattern_contexts(workload).items()},
+            "expected_active_share": dict((planned or {}).get("expected_active_share") or {})}
 
 
 def _active(pattern: str, state: frozenset[str], where: Mapping[str, tuple[str, ...]]) -> bool:

@@ -91,7 +91,7 @@ def run_with_contexts(events: pd.DataFrame, job: Job, *, chunk_events: int = CHU
         result.cap_hits.setdefault(name, 0)
         if made is not None:
             complex_frames.append(_kept_rows(made, contexts, windows, spec))
-    keys = _keys(events, spec)
+    keys = partition_keys(events, spec.partition_by)
     span = _stream_span(events)
     for pattern in (p for p in job.patterns if p.name not in first):
         contexts = spec.contexts_of(pattern.name)
@@ -125,6 +125,19 @@ def run_with_contexts(events: pd.DataFrame, job: Job, *, chunk_events: int = CHU
     return result
 
 
+def metrics_section(result: ContextResult, job: Job) -> dict[str, Any]:
+    """`metrics.json`'s `contexts`: per pattern the share of events it saw, the share of time
+    it was suspended and its matches, beside the plan's expected active share; the number of
+    windows per context."""
+    expected = job.data["contexts"].get("expected_active_share") or {}
+    windows = result.windows.frame() if result.windows is not None else None
+    counts = {} if windows is None else windows.groupby("context").size().to_dict()
+    return {"patterns": {name: {**values, "matches": len(result.matches.get(name, ())),
+                                "expected_active_share": expected.get(name)}
+                         for name, values in result.metrics.items()},
+            "windows": {str(k): int(v) for k, v in counts.items()}}
+
+
 def derive_lazily(events: pd.DataFrame, job: Job, spec: ContextSpec, chunk_events: int
                   ) -> tuple[Windows, dict[str, list[dict]], dict[str, int]]:
     """Deriving patterns evaluated per context partition only while one of their contexts
@@ -134,7 +147,8 @@ def derive_lazily(events: pd.DataFrame, job: Job, spec: ContextSpec, chunk_event
     becomes active is evaluated again from that instant. Negated operands look up to a window
     either side. Gives the windows `derive_windows` gives from matches over every event."""
     names = spec.deriving
-    types = {o.type for n in names for o in job.pattern(n).operands}
+    own_types = {n: {o.type for o in job.pattern(n).operands} for n in names}
+    types = set().union(*own_types.values())
     frame = events[events[EVENT_TYPE].isin(types)]
     windows = Windows(spec.initial)
     counted: dict[str, list[dict]] = {n: [] for n in names}
@@ -157,7 +171,10 @@ def derive_lazily(events: pd.DataFrame, job: Job, spec: ContextSpec, chunk_event
                 lo, hi = max(low, cursor - width) - width, horizon + width
                 rows = part.iloc[np.searchsorted(stamps, lo, "right"):
                                  np.searchsorted(stamps, hi, "right")]
+                rows = rows[rows[EVENT_TYPE].isin(own_types[name])]
                 seen[name] += len(rows)
+                if not len(rows):
+                    continue
                 items += [item for item in _deriving_spans(rows, job, job.pattern(name),
                                                            chunk_events)
                           if cursor < item[0] <= horizon]
@@ -282,10 +299,11 @@ def _kept_rows(frame: pd.DataFrame, contexts: tuple[str, ...], windows: Windows,
     return frame[np.asarray(keep, dtype=bool)]
 
 
-def _keys(events: pd.DataFrame, spec: ContextSpec) -> list[tuple]:
-    if not spec.partition_by:
+def partition_keys(events: pd.DataFrame, attributes: tuple[str, ...]) -> list[tuple]:
+    """The context partitions present in `events` (one, (), without partition attributes)."""
+    if not attributes:
         return [()]
-    keys = events[list(spec.partition_by)].dropna().drop_duplicates()
+    keys = events[list(attributes)].dropna().drop_duplicates()
     return [tuple(v.item() if isinstance(v, np.generic) else v for v in row)
             for row in keys.itertuples(index=False)]
 
