@@ -110,12 +110,13 @@ def plan_contexts(workload: Workload, statistics: Statistics, plan: Plan, settin
         names = [p.name for p in workload.patterns
                  if not where.get(p.name) or state & set(where[p.name])]
         start = time.perf_counter()
-        outcome = plan_workload(_sub_workload(workload, names), statistics, settings, share)
+        outcome = plan_workload(group_workload(workload, names), statistics, settings, share)
         seconds = time.perf_counter() - start
         grouped_seconds += seconds
         groups.append({"contexts": sorted(state), "patterns": names,
                        "deriving": [n for n in names if n in deriving],
-                       "expected_time_share": shares.get(state_name(state)),
+                       "expected_time_share": (shares.get(state_name(state), 0.0)
+                                               if shares else None),
                        "expected_cost": outcome.total, "planning_seconds": round(seconds, 4)})
     start = time.perf_counter()
     plan_workload(workload, statistics, settings, share)
@@ -137,7 +138,7 @@ def plan_contexts(workload: Workload, statistics: Statistics, plan: Plan, settin
     return replace(plan, contexts=MappingProxyType(section))
 
 
-def _sub_workload(workload: Workload, names: Sequence[str]) -> Workload:
+def group_workload(workload: Workload, names: Sequence[str]) -> Workload:
     """The workload restricted to `names` and the patterns they bind (no contexts)."""
     keep, todo = set(), list(names)
     while todo:

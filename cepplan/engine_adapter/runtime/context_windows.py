@@ -77,13 +77,22 @@ class Windows:
         return merge_spans([span for c in contexts for span in self.pairs(key, c)])
 
     def inside_one(self, key: tuple, contexts: Sequence[str], first: float, last: float) -> bool:
-        """Whether [first, last] lies inside one window (start, end] of one of `contexts`."""
-        for context in contexts:
-            starts, ends = self.of(key).get(context, ((), ()))
-            index = int(np.searchsorted(starts, first, side="left")) - 1
-            if index >= 0 and last <= ends[index]:
-                return True
-        return False
+        """Whether [first, last] lies inside one window (start, end] of one of `contexts`:
+        among the windows starting before `first`, the latest end reaches `last`."""
+        starts, reach = self._reach(key, tuple(contexts))
+        index = int(np.searchsorted(starts, first, side="left")) - 1
+        return index >= 0 and last <= reach[index]
+
+    def _reach(self, key: tuple, contexts: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
+        """Starts of the windows of `contexts` in order, and the largest end up to each."""
+        cache = self.__dict__.setdefault("_reach_cache", {})
+        if (key, contexts) not in cache:
+            spans = sorted(span for c in contexts for span in self.pairs(key, c))
+            starts = np.array([s for s, _ in spans], dtype=np.float64)
+            ends = np.array([e for _, e in spans], dtype=np.float64)
+            cache[(key, contexts)] = (starts, np.maximum.accumulate(ends) if len(ends)
+                                      else ends)
+        return cache[(key, contexts)]
 
 
 def merge_spans(spans: Sequence[tuple[float, float]]) -> list[tuple[float, float]]:

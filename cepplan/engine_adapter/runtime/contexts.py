@@ -12,6 +12,7 @@ baseline of seed 003 §7.3.2); both give the same matches.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -67,10 +68,11 @@ def run_with_contexts(events: pd.DataFrame, job: Job, *, chunk_events: int = CHU
     complex_frames: list[pd.DataFrame] = []
     raw: dict[str, tuple[list[dict], pd.DataFrame | None]] = {}
     seen: dict[str, int] = {}  # rows each deriving pattern was evaluated over
-    if first == set(spec.deriving) and not first & used:
+    single = all(len(job.pattern(n).operands) == 1 for n in first)  # cheap over every event
+    if first == set(spec.deriving) and not first & used and not single:
         windows, counted, seen = derive_lazily(events, job, spec, chunk_events)
         raw = {name: (found, None) for name, found in counted.items()}
-    else:  # deriving patterns built from, or part of, other patterns: over every event
+    else:  # deriving patterns of one event each, or built from / part of other patterns
         for pattern in (p for p in job.patterns if p.name in first):
             frame = _pool(events, complex_frames, pattern)
             found, hits, made = _evaluate(frame, job, pattern, pattern.name in used,
@@ -142,10 +144,11 @@ def derive_lazily(events: pd.DataFrame, job: Job, spec: ContextSpec, chunk_event
                   ) -> tuple[Windows, dict[str, list[dict]], dict[str, int]]:
     """Deriving patterns evaluated per context partition only while one of their contexts
     holds: the state advances from one deriving match to the next, each active pattern
-    evaluated up to a horizon whose step doubles while nothing fires (up to twice the largest
-    deriving window) and starts again from the smallest when something does; a pattern that
-    becomes active is evaluated again from that instant. Negated operands look up to a window
-    either side. Gives the windows `derive_windows` gives from matches over every event."""
+    evaluated up to a horizon whose step doubles while nothing fires (from the largest deriving
+    window, or 1/256 of the stream, up to 8 windows or 1/16 of the stream) and starts again
+    when something does; a pattern that becomes active is evaluated again from that instant.
+    Negated operands look up to a window either side. Gives the windows `derive_windows`
+    gives from matches over every event."""
     names = spec.deriving
     own_types = {n: {o.type for o in job.pattern(n).operands} for n in names}
     types = set().union(*own_types.values())
@@ -153,31 +156,41 @@ def derive_lazily(events: pd.DataFrame, job: Job, spec: ContextSpec, chunk_event
     windows = Windows(spec.initial)
     counted: dict[str, list[dict]] = {n: [] for n in names}
     seen = dict.fromkeys(names, 0)
-    widths = [job.pattern(n).window or 0.0 for n in names]
-    base, cap = max(min(widths), 1.0), max(2 * max(widths), 1.0)
+    widest = max(job.pattern(n).window or 0.0 for n in names)
+    span = float(frame[EVENT_TS].max() - frame[EVENT_TS].min()) if len(frame) else 0.0
+    base = max(widest, span / 256, 1e-9)
+    cap = max(8 * widest, span / 16, base)
     for key, part in _by_key(frame, spec.partition_by):
         part = part.sort_values(EVENT_TS, kind="stable")
-        stamps = part[EVENT_TS].to_numpy(dtype=np.float64)
+        own = {n: part[part[EVENT_TYPE].isin(own_types[n])] for n in names}
+        stamps = {n: rows[EVENT_TS].to_numpy(dtype=np.float64) for n, rows in own.items()}
         state = PartitionState(spec)
-        cursor, step, end = stamps[0] - 1.0, base, stamps[-1]
+        first = part[EVENT_TS].iloc[0]
+        cursor, step, end = first - 1.0, base, part[EVENT_TS].iloc[-1]
         while cursor < end:
             horizon = cursor + step
-            items = []
+            items, evaluated, upcoming = [], False, math.inf
             for name in names:
                 low = state.start_of(name)
                 if low is None:
                     continue
                 width = job.pattern(name).window or 0.0
                 lo, hi = max(low, cursor - width) - width, horizon + width
-                rows = part.iloc[np.searchsorted(stamps, lo, "right"):
-                                 np.searchsorted(stamps, hi, "right")]
-                rows = rows[rows[EVENT_TYPE].isin(own_types[name])]
-                seen[name] += len(rows)
-                if not len(rows):
+                times = stamps[name]
+                start, stop = np.searchsorted(times, [lo, hi], "right")
+                later = int(np.searchsorted(times, horizon, "right"))
+                upcoming = min(upcoming, times[later]) if later < len(times) else upcoming
+                if start == stop:
                     continue
-                items += [item for item in _deriving_spans(rows, job, job.pattern(name),
-                                                           chunk_events)
+                evaluated = True
+                seen[name] += int(stop - start)
+                items += [item for item in _deriving_spans(own[name].iloc[start:stop], job,
+                                                           job.pattern(name), chunk_events,
+                                                           spec.partition_by)
                           if cursor < item[0] <= horizon]
+            if not evaluated and not items:  # nothing of an active pattern until `upcoming`
+                cursor, step = max(horizon, np.nextafter(upcoming, -math.inf)), base
+                continue
             items.sort(key=lambda item: (item[0], item[1], item[2], item[3]))
             cursor, step = horizon, (min(2 * step, cap) if not items else base)
             for at, batch in instants(items):
@@ -191,12 +204,13 @@ def derive_lazily(events: pd.DataFrame, job: Job, spec: ContextSpec, chunk_event
     return windows, counted, seen
 
 
-def _deriving_spans(rows: pd.DataFrame, job: Job, pattern: PatternSpec,
-                    chunk_events: int) -> list[tuple]:
+def _deriving_spans(rows: pd.DataFrame, job: Job, pattern: PatternSpec, chunk_events: int,
+                    within: tuple[str, ...]) -> list[tuple]:
     """Each match of a deriving pattern as (end, first, pattern, serial, render): the times
     from the matcher's ranks; the match object is rendered only if it counts."""
     items: list[tuple] = []
-    for group in partitions(rows, pattern.partition_by):
+    one_key = set(pattern.partition_by) <= set(within)  # rows hold one key value already
+    for group in [rows] if one_key else partitions(rows, pattern.partition_by):
         table = make_table(group, needed_attributes(job, pattern))
         renderer = Renderer(table, job.types)
         for found in match_partition(table, pattern, job.stages[pattern.name],
