@@ -65,3 +65,32 @@ def test_synth_linear_road_command(tmp_path):
     truth = json.loads((tmp_path / "lr.truth.json").read_text())
     assert {e["segment"] for e in truth["episodes"]} == {0, 1}
     assert len(pd.read_csv(out)) == truth["counts"]["PositionReport"]
+
+
+def test_measured_context_time_recovers_the_generated_coverage():
+    from cepplan.stats.context_time import context_time
+
+    result = linear_road(segments=3, duration=1800, seed=5, congestion_share=0.35)
+    measured = context_time(result.events, WORKLOAD)
+    truth = result.truth["coverage"]
+    for context in ("clear", "congestion", "accident"):  # detection lags by a few seconds
+        assert measured["context_shares"][context] == pytest.approx(truth[context], abs=0.02)
+    assert sum(measured["state_shares"].values()) == pytest.approx(1.0)
+    assert measured["windows"]["congestion"] == 3 * 2
+
+
+def test_metrics_section_puts_measured_beside_planned():
+    from cepplan.engine_adapter.runtime.contexts import metrics_section
+    from cepplan.planner.compose import Settings
+    from cepplan.planner.optimize import optimize
+
+    result = linear_road(segments=2, duration=1200, seed=3, congestion_share=0.3)
+    plan = optimize(WORKLOAD, WORKLOAD.statistics, Settings()).plan
+    job = job_from_json(job_data(WORKLOAD, plan))
+    run = run_local(result.events, job)
+    section = metrics_section(run, job)
+    toll = section["patterns"]["toll"]
+    assert toll["matches"] == len(run.matches["toll"]) > 0
+    assert 0.5 < toll["suspended_time_share"] < 0.8  # congested ~30 % of the time
+    assert toll["rows_seen"] < toll["rows_of_its_types"]
+    assert section["windows"]["congestion"] == 2 * 2
