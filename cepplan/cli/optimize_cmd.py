@@ -9,6 +9,7 @@ import typer
 
 from cepplan.errors import InputError, Problem
 from cepplan.planner.compose import AUTO, Settings
+from cepplan.planner.contexts import contexts_summary
 from cepplan.planner.front import DP, HEURISTIC
 from cepplan.planner.optimize import Optimized, optimize
 from cepplan.planner.plan import write_plan
@@ -79,7 +80,7 @@ def summary(result: Optimized, time_unit: str) -> list[str]:
                  f"planned in {result.seconds:.2f} s")
     if outcome.shared:
         lines.append(f"shared subevents (Algorithm 2): {', '.join(outcome.shared)}")
-    return lines
+    return lines + contexts_summary(result.plan)
 
 
 def _check_choice(flag: str, value: str, allowed: tuple[str, ...]) -> None:

@@ -163,3 +163,23 @@ def _active_shares(workload: Workload, groups: list[dict],
 def _json_int(value: int) -> int | float:
     return value if value < 2 ** 63 else float(value)
 
+
+
+def contexts_summary(plan: Plan) -> list[str]:
+    """Lines for the terminal: the groups of patterns that run together, how long each is
+    expected to hold, and what grouping saved in search space and planning time."""
+    section = plan.contexts
+    if not section:
+        return []
+    lines = [f"contexts: {len(section['groups'])} sets of contexts can hold together; "
+             f"deriving patterns run first: {', '.join(section['deriving'])}"]
+    for group in section["groups"]:
+        share = group["expected_time_share"]
+        held = f"{share:.0%} of the time" if share is not None else "time share not measured"
+        lines.append(f"  {' + '.join(group['contexts'])} ({held}): "
+                     f"{', '.join(group['patterns'])}")
+    space, seconds = section["search_space"], section["planning_seconds"]
+    lines.append(f"planned per group: {space['grouped']:.4g} ways to group patterns for sharing "
+                 f"instead of {space['whole']:.4g}; {seconds['grouped']:.3f} s for all groups "
+                 f"vs {seconds['whole']:.3f} s for the whole workload")
+    return lines

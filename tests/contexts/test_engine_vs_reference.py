@@ -51,7 +51,7 @@ def test_random_streams_match_filtered_reference(rows, workload):
 
 def test_traffic_example_matches_filtered_reference():
     workload = load_workload(EXAMPLE)
-    events = synthesize(workload, duration=200, seed=4, total_rate=1.0, n_keys=2,
+    events = synthesize(workload, duration=120, seed=4, total_rate=1.0, n_keys=2,
                         truth_draws=1000).events
     result = run_local(events, job_from_json(job_data(workload, trivial_plan(workload))))
     expected = reference_context_matches(workload, events)

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import copy
 import json
-import subprocess
-import sys
 
 import pytest
+from typer.testing import CliRunner
 
-from tests.conftest import ROOT
+from cepplan.cli.app import app
 from tests.contexts.context_workloads import CONTEXTS, PATTERNS
 
 BASE = {"format": "cepplan.workload/1", "time_unit": "s",
@@ -18,13 +17,12 @@ BASE = {"format": "cepplan.workload/1", "time_unit": "s",
         "patterns": PATTERNS, "contexts": CONTEXTS}
 
 
-def _validate(tmp_path, change) -> subprocess.CompletedProcess:
+def _validate(tmp_path, change):
     raw = copy.deepcopy(BASE)
     change(raw)
     path = tmp_path / "w.json"
     path.write_text(json.dumps(raw))
-    return subprocess.run([sys.executable, "-m", "cepplan", "validate", str(path)],
-                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+    return CliRunner().invoke(app, ["validate", str(path)])
 
 
 def _transition(index, **fields):
@@ -59,9 +57,9 @@ ERRORS = {
 def test_bad_context_models_exit_2_with_the_json_path(tmp_path, case):
     change, message = ERRORS[case]
     result = _validate(tmp_path, change)
-    assert result.returncode == 2, result.stdout
-    assert message in result.stderr
-    assert "Traceback" not in result.stderr
+    assert result.exit_code == 2, result.output
+    assert message in result.output
+    assert "Traceback" not in result.output
 
 
 def test_warnings_say_what_happens(tmp_path):
@@ -72,7 +70,7 @@ def test_warnings_say_what_happens(tmp_path):
         raw["contexts"]["transitions"].append({"on": "calm", "action": "initiate",
                                                "context": "stuck"})
     result = _validate(tmp_path, change)
-    assert result.returncode == 0, result.stderr
+    assert result.exit_code == 0, result.output
     assert "patterns[8]: pattern 'free' is in no context: it runs all the time" \
-        in result.stderr
-    assert "contexts.types.stuck: context 'stuck' never ends once it holds" in result.stderr
+        in result.output
+    assert "contexts.types.stuck: context 'stuck' never ends once it holds" in result.output
