@@ -199,8 +199,9 @@ def cycle_workload(processing: int, per_context: int = 3):
 def planning(quick: bool) -> None:
     settings = Settings()
     stats = Statistics(rates={"A": 1.0, "B": 2.0, "C": 0.5, "D": 0.1})
-    print(f"{'patterns':>8} {'groups':>6} {'whole s':>8} {'grouped s':>9} {'ratio':>6} "
-          f"{'B(whole)':>22} {'sum B(group)':>12} {'space ratio':>12}")
+    print("processing patterns in contexts of 3, plus one deriving pattern per context")
+    print(f"{'processing':>10} {'all':>4} {'groups':>6} {'whole s':>8} {'grouped s':>9} "
+          f"{'ratio':>6} {'B(all)':>20} {'sum B(group)':>12} {'space ratio':>12}")
     for processing in (6, 12) if quick else (6, 12, 18, 24):
         workload = cycle_workload(processing)
         start = time.perf_counter()
@@ -215,8 +216,9 @@ def planning(quick: bool) -> None:
         grouped = time.perf_counter() - start
         space = bell(len(workload.patterns))
         small = grouped_search_space(len(g) for g in groups)
-        print(f"{len(workload.patterns):>8} {len(groups):>6} {whole:>8.3f} {grouped:>9.3f} "
-              f"{whole / grouped:>5.1f}x {space:>22} {small:>12} {space / small:>12.3g}")
+        print(f"{processing:>10} {len(workload.patterns):>4} {len(groups):>6} {whole:>8.3f} "
+              f"{grouped:>9.3f} {whole / grouped:>5.1f}x {space:>20.4g} {small:>12} "
+              f"{space / small:>12.3g}")
 
 
 def grouping_check(quick: bool) -> None:

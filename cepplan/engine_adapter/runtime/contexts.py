@@ -184,10 +184,8 @@ def derive_lazily(events: pd.DataFrame, job: Job, spec: ContextSpec, chunk_event
                     continue
                 evaluated = True
                 seen[name] += int(stop - start)
-                items += [item for item in _deriving_spans(own[name].iloc[start:stop], job,
-                                                           job.pattern(name), chunk_events,
-                                                           spec.partition_by)
-                          if cursor < item[0] <= horizon]
+                items += _deriving_spans(own[name].iloc[start:stop], job, job.pattern(name),
+                                         chunk_events, spec.partition_by, cursor, horizon, low)
             if not evaluated and not items:  # nothing of an active pattern until `upcoming`
                 cursor, step = max(horizon, np.nextafter(upcoming, -math.inf)), base
                 continue
@@ -205,9 +203,11 @@ def derive_lazily(events: pd.DataFrame, job: Job, spec: ContextSpec, chunk_event
 
 
 def _deriving_spans(rows: pd.DataFrame, job: Job, pattern: PatternSpec, chunk_events: int,
-                    within: tuple[str, ...]) -> list[tuple]:
-    """Each match of a deriving pattern as (end, first, pattern, serial, render): the times
-    from the matcher's ranks; the match object is rendered only if it counts."""
+                    within: tuple[str, ...], after: float, until: float,
+                    low: float) -> list[tuple]:
+    """The matches of a deriving pattern ending in (after, until] and starting after `low`
+    (none earlier can count), as (end, first, pattern, serial, render): times from the
+    matcher's ranks; the match object is rendered only if it counts."""
     items: list[tuple] = []
     one_key = set(pattern.partition_by) <= set(within)  # rows hold one key value already
     for group in [rows] if one_key else partitions(rows, pattern.partition_by):
@@ -223,9 +223,10 @@ def _deriving_spans(rows: pd.DataFrame, job: Job, pattern: PatternSpec, chunk_ev
                 firsts.append(table.ts[np.fromiter((t[0] for t in sets), np.int64)])
                 lasts.append(table.ts[np.fromiter((t[-1] for t in sets), np.int64)])
             first, last = np.min(firsts, axis=0), np.max(lasts, axis=0)
-            items += [(float(last[row]), float(first[row]), pattern.name, len(items) + row,
-                       partial(renderer.match, pattern, found, row))
-                      for row in range(found.count)]
+            wanted = np.flatnonzero((last > after) & (last <= until) & (first > low))
+            items += [(float(last[row]), float(first[row]), pattern.name, len(items) + i,
+                       partial(renderer.match, pattern, found, int(row)))
+                      for i, row in enumerate(wanted)]
     return items
 
 
