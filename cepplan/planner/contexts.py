@@ -26,6 +26,7 @@ from cepplan.planner.compose import Settings
 from cepplan.planner.plan import Plan
 from cepplan.planner.shared import plan_workload
 from cepplan.workload.context_model import (
+    MAX_STATES,
     moves,
     pattern_contexts,
     reachable_states,
@@ -122,12 +123,14 @@ def plan_contexts(workload: Workload, statistics: Statistics, plan: Plan, settin
     plan_workload(workload, statistics, settings, share)
     whole_seconds = time.perf_counter() - start
     sizes = [len(g["patterns"]) for g in groups]
+    complete = len(groups) < MAX_STATES  # more sets may hold together than were explored
     section = {
         "partition_by": list(contexts.partition_by), "initial": contexts.initial,
         "deriving": deriving,
         "pattern_contexts": {p.name: list(where.get(p.name, ())) for p in workload.patterns},
         "relationships": relationships(workload),
         "groups": groups,
+        "groups_complete": complete,
         "expected_active_share": _active_shares(workload, groups, shares),
         "search_space": {"patterns": len(workload.patterns),
                          "whole": _json_int(bell(len(workload.patterns))),

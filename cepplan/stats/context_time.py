@@ -30,7 +30,7 @@ def context_time(events: pd.DataFrame, workload: Workload) -> dict[str, Any]:
     (`state_shares`) and per context, window counts and mean durations (time_unit)."""
     job = job_from_json(job_data(workload, trivial_plan(workload)))
     spec = ContextSpec.from_json(job.data["contexts"])
-    windows, _, _ = derive_lazily(events, job, spec, CHUNK_EVENTS)
+    windows, _, _, _ = derive_lazily(events, job, spec, CHUNK_EVENTS)
     if not len(events):
         return {"state_shares": {}, "context_shares": {}, "windows": {}, "mean_duration": {}}
     low, high = float(events[EVENT_TS].min()), float(events[EVENT_TS].max())

@@ -13,7 +13,7 @@ from typing import Any
 
 from cepplan.workload.model import Contexts, Workload
 
-MAX_STATES = 4096  # reachable context sets explored; a model with more is summarised as such
+MAX_STATES = 512  # reachable context sets explored; beyond, the model is only partly known
 
 
 def pattern_contexts(workload: Workload) -> dict[str, tuple[str, ...]]:
@@ -83,7 +83,7 @@ def fire(state: frozenset[str], pattern: str, contexts: Contexts) -> frozenset[s
 
 def moves(workload: Workload) -> list[tuple[frozenset[str], frozenset[str]]]:
     """Every (before, after) pair of one deriving match firing in a reachable context set
-    (one match at a time; the initial set counts as reached)."""
+    (one match at a time; the initial set counts as reached), up to MAX_STATES sets."""
     contexts = workload.contexts
     if contexts is None:
         return []
@@ -130,7 +130,8 @@ def context_issues(workload: Workload) -> list[ContextIssue]:
     if contexts is None:
         return []
     where = pattern_contexts(workload)
-    holdable = set().union(*reachable_states(workload))
+    states = reachable_states(workload)
+    holdable = set().union(*states) if len(states) < MAX_STATES else set(contexts.types)
     issues = []
     for index, t in enumerate(contexts.transitions):
         path = f"contexts.transitions[{index}]"

@@ -70,8 +70,9 @@ def run_with_contexts(events: pd.DataFrame, job: Job, *, chunk_events: int = CHU
     seen: dict[str, int] = {}  # rows each deriving pattern was evaluated over
     single = all(len(job.pattern(n).operands) == 1 for n in first)  # cheap over every event
     if first == set(spec.deriving) and not first & used and not single:
-        windows, counted, seen = derive_lazily(events, job, spec, chunk_events)
+        windows, counted, seen, hits = derive_lazily(events, job, spec, chunk_events)
         raw = {name: (found, None) for name, found in counted.items()}
+        result.cap_hits.update(hits)
     else:  # deriving patterns of one event each, or built from / part of other patterns
         for pattern in (p for p in job.patterns if p.name in first):
             frame = _pool(events, complex_frames, pattern)
@@ -141,14 +142,15 @@ def metrics_section(result: ContextResult, job: Job) -> dict[str, Any]:
 
 
 def derive_lazily(events: pd.DataFrame, job: Job, spec: ContextSpec, chunk_events: int
-                  ) -> tuple[Windows, dict[str, list[dict]], dict[str, int]]:
+                  ) -> tuple[Windows, dict[str, list[dict]], dict[str, int], dict[str, int]]:
     """Deriving patterns evaluated per context partition only while one of their contexts
     holds: the state advances from one deriving match to the next, each active pattern
     evaluated up to a horizon whose step doubles while nothing fires (from the largest deriving
     window, or 1/256 of the stream, up to 8 windows or 1/16 of the stream) and starts again
     when something does; a pattern that becomes active is evaluated again from that instant.
     Negated operands look up to a window either side. Gives the windows `derive_windows`
-    gives from matches over every event."""
+    gives from matches over every event. Also returns the rows each pattern was evaluated
+    over and its Kleene cap hits (an event in two overlapping evaluations counts twice)."""
     names = spec.deriving
     own_types = {n: {o.type for o in job.pattern(n).operands} for n in names}
     types = set().union(*own_types.values())
@@ -156,6 +158,7 @@ def derive_lazily(events: pd.DataFrame, job: Job, spec: ContextSpec, chunk_event
     windows = Windows(spec.initial)
     counted: dict[str, list[dict]] = {n: [] for n in names}
     seen = dict.fromkeys(names, 0)
+    hits = dict.fromkeys(names, 0)
     widest = max(job.pattern(n).window or 0.0 for n in names)
     span = float(frame[EVENT_TS].max() - frame[EVENT_TS].min()) if len(frame) else 0.0
     base = max(widest, span / 256, 1e-9)
@@ -184,8 +187,11 @@ def derive_lazily(events: pd.DataFrame, job: Job, spec: ContextSpec, chunk_event
                     continue
                 evaluated = True
                 seen[name] += int(stop - start)
-                items += _deriving_spans(own[name].iloc[start:stop], job, job.pattern(name),
-                                         chunk_events, spec.partition_by, cursor, horizon, low)
+                found, cut = _deriving_spans(own[name].iloc[start:stop], job, job.pattern(name),
+                                             chunk_events, spec.partition_by, cursor, horizon,
+                                             low)
+                items += found
+                hits[name] += cut
             if not evaluated and not items:  # nothing of an active pattern until `upcoming`
                 cursor, step = max(horizon, np.nextafter(upcoming, -math.inf)), base
                 continue
@@ -199,22 +205,24 @@ def derive_lazily(events: pd.DataFrame, job: Job, spec: ContextSpec, chunk_event
                     cursor, step = at, base  # a pattern woke up: evaluate it from here
                     break
         windows.spans[key] = state.finish()
-    return windows, counted, seen
+    return windows, counted, seen, hits
 
 
 def _deriving_spans(rows: pd.DataFrame, job: Job, pattern: PatternSpec, chunk_events: int,
                     within: tuple[str, ...], after: float, until: float,
-                    low: float) -> list[tuple]:
+                    low: float) -> tuple[list[tuple], int]:
     """The matches of a deriving pattern ending in (after, until] and starting after `low`
     (none earlier can count), as (end, first, pattern, serial, render): times from the
     matcher's ranks; the match object is rendered only if it counts."""
     items: list[tuple] = []
+    hits = 0
     one_key = set(pattern.partition_by) <= set(within)  # rows hold one key value already
     for group in [rows] if one_key else partitions(rows, pattern.partition_by):
         table = make_table(group, needed_attributes(job, pattern))
         renderer = Renderer(table, job.types)
         for found in match_partition(table, pattern, job.stages[pattern.name],
                                      chunk_events=chunk_events):
+            hits += found.cap_hits
             if not found.count:
                 continue
             firsts = [table.ts[r] for r in found.single.values()]
@@ -227,7 +235,7 @@ def _deriving_spans(rows: pd.DataFrame, job: Job, pattern: PatternSpec, chunk_ev
             items += [(float(last[row]), float(first[row]), pattern.name, len(items) + i,
                        partial(renderer.match, pattern, found, int(row)))
                       for i, row in enumerate(wanted)]
-    return items
+    return items, hits
 
 
 def _by_key(frame: pd.DataFrame, keys: tuple[str, ...]):
