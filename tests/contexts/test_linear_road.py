@@ -94,3 +94,16 @@ def test_metrics_section_puts_measured_beside_planned():
     assert 0.5 < toll["suspended_time_share"] < 0.8  # congested ~30 % of the time
     assert toll["rows_seen"] < toll["rows_of_its_types"]
     assert section["windows"]["congestion"] == 2 * 2
+
+
+def test_stats_measures_contexts_through_spark(spark):
+    from cepplan.stats.context_time import context_time, measure_contexts
+
+    measured = measure_contexts(spark, [str(EXAMPLE / "events.csv")], WORKLOAD)
+    raw = pd.read_csv(EXAMPLE / "events.csv")
+    events = raw.rename(columns={"sec": EVENT_TS, "report_id": EVENT_ID})
+    events.insert(0, EVENT_TYPE, "PositionReport")
+    assert measured == context_time(events, WORKLOAD)
+    truth = json.loads((EXAMPLE / "events.truth.json").read_text())["coverage"]
+    assert measured["context_shares"]["congestion"] == pytest.approx(truth["congestion"],
+                                                                     abs=0.02)

@@ -12,8 +12,9 @@ it binds lies inside one continuous holding of one of its pattern's contexts.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import groupby
 from typing import Any
 
 import numpy as np
@@ -195,16 +196,10 @@ class PartitionState:
                 for c, v in spans.items()}
 
 
-def instants(items: Sequence[Item]):
-    """Sorted items grouped by end time: (end, items ending then)."""
-    index = 0
-    while index < len(items):
-        at = items[index][0]
-        stop = index
-        while stop < len(items) and items[stop][0] == at:
-            stop += 1
-        yield at, items[index:stop]
-        index = stop
+def instants(items: Iterable[Item]):
+    """Items in end-time order grouped by end time: (end, items ending then); lazy."""
+    for at, batch in groupby(items, key=lambda item: item[0]):
+        yield at, list(batch)
 
 
 def derive_windows(deriving: Mapping[str, Sequence[Mapping[str, Any]]],

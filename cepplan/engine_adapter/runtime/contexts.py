@@ -172,7 +172,7 @@ def derive_lazily(events: pd.DataFrame, job: Job, spec: ContextSpec, chunk_event
         cursor, step, end = first - 1.0, base, part[EVENT_TS].iloc[-1]
         while cursor < end:
             horizon = cursor + step
-            items, evaluated, upcoming = [], False, math.inf
+            blocks, evaluated, upcoming = [], False, math.inf
             for name in names:
                 low = state.start_of(name)
                 if low is None:
@@ -190,14 +190,13 @@ def derive_lazily(events: pd.DataFrame, job: Job, spec: ContextSpec, chunk_event
                 found, cut = _deriving_spans(own[name].iloc[start:stop], job, job.pattern(name),
                                              chunk_events, spec.partition_by, cursor, horizon,
                                              low)
-                items += found
+                blocks += found
                 hits[name] += cut
-            if not evaluated and not items:  # nothing of an active pattern until `upcoming`
+            if not evaluated:  # nothing of an active pattern until `upcoming`
                 cursor, step = max(horizon, np.nextafter(upcoming, -math.inf)), base
                 continue
-            items.sort(key=lambda item: (item[0], item[1], item[2], item[3]))
-            cursor, step = horizon, (min(2 * step, cap) if not items else base)
-            for at, batch in instants(items):
+            cursor, step = horizon, (min(2 * step, cap) if not blocks else base)
+            for at, batch in instants(_in_order(blocks, names)):
                 before = {n for n in names if state.start_of(n) is not None}
                 for item in state.act(at, batch):
                     counted[item[2]].append(item[4]())
@@ -208,13 +207,24 @@ def derive_lazily(events: pd.DataFrame, job: Job, spec: ContextSpec, chunk_event
     return windows, counted, seen, hits
 
 
+@dataclass(frozen=True)
+class _Block:
+    """Matches of one deriving pattern from one matcher call, as arrays; objects on demand."""
+
+    last: np.ndarray
+    first: np.ndarray
+    pattern: PatternSpec
+    renderer: Renderer
+    found: Any  # the matcher's Matches
+    rows: np.ndarray  # the rows of `found` these times belong to
+
+
 def _deriving_spans(rows: pd.DataFrame, job: Job, pattern: PatternSpec, chunk_events: int,
                     within: tuple[str, ...], after: float, until: float,
-                    low: float) -> tuple[list[tuple], int]:
+                    low: float) -> tuple[list[_Block], int]:
     """The matches of a deriving pattern ending in (after, until] and starting after `low`
-    (none earlier can count), as (end, first, pattern, serial, render): times from the
-    matcher's ranks; the match object is rendered only if it counts."""
-    items: list[tuple] = []
+    (none earlier can count): their times from the matcher's ranks, and the Kleene cap hits."""
+    blocks: list[_Block] = []
     hits = 0
     one_key = set(pattern.partition_by) <= set(within)  # rows hold one key value already
     for group in [rows] if one_key else partitions(rows, pattern.partition_by):
@@ -232,10 +242,28 @@ def _deriving_spans(rows: pd.DataFrame, job: Job, pattern: PatternSpec, chunk_ev
                 lasts.append(table.ts[np.fromiter((t[-1] for t in sets), np.int64)])
             first, last = np.min(firsts, axis=0), np.max(lasts, axis=0)
             wanted = np.flatnonzero((last > after) & (last <= until) & (first > low))
-            items += [(float(last[row]), float(first[row]), pattern.name, len(items) + i,
-                       partial(renderer.match, pattern, found, int(row)))
-                      for i, row in enumerate(wanted)]
-    return items, hits
+            if len(wanted):
+                blocks.append(_Block(last[wanted], first[wanted], pattern, renderer, found,
+                                     wanted))
+    return blocks, hits
+
+
+def _in_order(blocks: list[_Block], names: tuple[str, ...]):
+    """The blocks' matches as deriving items (end, first, pattern, serial, render), by end
+    time, made one at a time: consumption usually stops at the first change of context."""
+    if not blocks:
+        return
+    rank = {n: i for i, n in enumerate(names)}
+    last = np.concatenate([b.last for b in blocks])
+    first = np.concatenate([b.first for b in blocks])
+    which = np.concatenate([np.full(len(b.last), k) for k, b in enumerate(blocks)])
+    position = np.concatenate([np.arange(len(b.last)) for b in blocks])
+    ranks = np.array([rank[b.pattern.name] for b in blocks])[which]
+    for i in np.lexsort((position, ranks, first, last)):
+        block = blocks[which[i]]
+        yield (float(last[i]), float(first[i]), block.pattern.name, int(position[i]),
+               partial(block.renderer.match, block.pattern, block.found,
+                       int(block.rows[position[i]])))
 
 
 def _by_key(frame: pd.DataFrame, keys: tuple[str, ...]):
