@@ -9,6 +9,7 @@ import typer
 
 from cepplan.errors import InputError, Problem
 from cepplan.planner.compose import AUTO, Settings
+from cepplan.planner.contexts import contexts_summary
 from cepplan.planner.covering import SOLVERS as COVERING_SOLVERS
 from cepplan.planner.covering_plan import CoveringSettings, covering_lines
 from cepplan.planner.evaluation import SEARCHES, EvaluationSettings
@@ -109,7 +110,7 @@ def summary(result: Optimized, time_unit: str) -> list[str]:
     sharing = result.plan.sharing
     if sharing:
         lines += sharing_summary(sharing)
-    return lines + covering_lines(result.plan.covering)
+    return lines + contexts_summary(result.plan) + covering_lines(result.plan.covering)
 
 
 def sharing_summary(sharing: dict) -> list[str]:

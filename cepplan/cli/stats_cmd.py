@@ -66,6 +66,10 @@ def stats(
         document = collect_statistics(
             spark, events, loaded, time_step=step, markov_order=markov_order, sample=sample,
             seed=seed, max_groups=max_groups, strict=strict, on_stage=on_stage)
+        if loaded.contexts is not None:  # how long each context holds: docs/contexts.md
+            from cepplan.stats.context_time import measure_contexts
+            on_stage("context windows")
+            document["contexts"] = measure_contexts(spark, events, loaded)
     write_stats(document, output)
     rows = document["rows"]
     if rows["rejected"]:

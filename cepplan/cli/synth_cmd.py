@@ -12,6 +12,8 @@ import typer
 
 from cepplan.errors import InputError
 from cepplan.fileio import write_json_atomic
+from cepplan.stats.linear_road import ATTRIBUTES, REPORT
+from cepplan.stats.linear_road import linear_road as generate_linear_road
 from cepplan.stats.synth import synthesize
 from cepplan.stats.synth_write import write_events
 from cepplan.workload import load_workload
@@ -39,9 +41,19 @@ def synth(
     truth_draws: int = typer.Option(1_000_000, "--truth-draws",
                                     help="Monte Carlo draws per predicate selectivity."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Print nothing."),
+    linear_road: bool = typer.Option(False, "--linear-road",
+                                     help="Position reports per road segment with congestion "
+                                     "and accident episodes at known times (docs/contexts.md)."),
+    segments: int = typer.Option(4, "--segments", help="Road segments (--linear-road)."),
+    congestion_share: float = typer.Option(0.3, "--congestion-share",
+                                           help="Share of each segment's time congested "
+                                           "(--linear-road)."),
 ) -> None:
     """Generate events with Zipf rates, optional Markov bursts and known selectivities."""
     loaded = load_workload(workload)
+    if linear_road:
+        _linear_road(loaded, output, duration, seed, segments, congestion_share, quiet)
+        return
     if not duration > 0:
         raise InputError.single("--duration", "", f"must be positive, got {duration}")
     if not time_step > 0:
@@ -67,6 +79,28 @@ def synth(
         counts = ", ".join(f"{k}: {v}" for k, v in result.truth["counts"].items())
         typer.echo(f"wrote {len(result.events)} events to {output} ({counts})")
         typer.echo(f"wrote ground truth to {truth_path}")
+
+
+def _linear_road(loaded: Workload, output: Path, duration: float, seed: int, segments: int,
+                 congestion_share: float, quiet: bool) -> None:
+    """Write a Linear-Road-like stream and its episodes (the true context windows)."""
+    declared = loaded.event_types.get(REPORT)
+    if declared is None or any(declared.attributes.get(a) != t for a, t in ATTRIBUTES.items()):
+        wanted = ", ".join(f"{a}: {t}" for a, t in ATTRIBUTES.items())
+        raise InputError.single(loaded.path, "event_types", f"--linear-road writes {REPORT} "
+                                f"events with {wanted}; declare that type")
+    try:
+        result = generate_linear_road(segments=segments, duration=duration, seed=seed,
+                                      congestion_share=congestion_share)
+    except ValueError as err:
+        raise InputError.single("--linear-road", "", str(err)) from None
+    write_events(result.events, loaded, output)
+    truth_path = output.with_name(output.name.split(".")[0] + ".truth.json")
+    write_json_atomic(truth_path, result.truth)
+    if not quiet:
+        typer.echo(f"wrote {len(result.events)} position reports on {segments} segments to "
+                   f"{output} (congested {congestion_share:.0%} of the time)")
+        typer.echo(f"wrote the true context episodes to {truth_path}")
 
 
 def _pairs(items: list[str], option: str, workload: Workload) -> list[tuple[str, str]]:

@@ -9,6 +9,7 @@ import typer
 
 from cepplan.errors import InputError
 from cepplan.workload import load_workload
+from cepplan.workload.context_model import context_issues
 
 
 def validate(
@@ -24,6 +25,8 @@ def validate(
             for problem in err.problems:
                 print(f"error: {problem.render()}", file=sys.stderr)
             continue
+        for issue in context_issues(workload):
+            print(f"warning: {path}: {issue.path}: {issue.message}", file=sys.stderr)
         typer.echo(f"ok: {path} ({len(workload.patterns)} patterns, "
                    f"{len(workload.event_types)} event types)")
     if failed:

@@ -11,6 +11,7 @@ from cepplan.engine_adapter.runtime.job import FORMAT, job_from_json
 from cepplan.engine_adapter.runtime.spec import SpecError
 from cepplan.errors import InputError
 from cepplan.planner.plan import Plan
+from cepplan.workload.context_model import job_contexts
 from cepplan.workload.detection_graph import bottom_up_order, detection_graph
 from cepplan.workload.expr.portable import to_portable
 from cepplan.workload.model import Pattern, Workload
@@ -32,6 +33,7 @@ def job_data(workload: Workload, plan: Plan, *, plan_kind: str = "plan") -> dict
         "types": types,
         "reader": None if workload.source is None else reader_arguments(workload),
         "patterns": patterns,
+        "contexts": job_contexts(workload, plan.contexts),
         "plan": {"kind": plan_kind, "provenance": dict(plan.provenance),
                  "predicted": {name: {"expected_cost": p.detection.expected_cost,
                                       "naive_cost": p.naive_cost, "solver": p.solver}

@@ -2,6 +2,8 @@
 optimizer: one pipeline of passes"), as the `Plan` written to `plan.json`.
 
     acquisition  per pattern, the multi-step detection plan (seed 002 §3.2, §5.1)
+    contexts     which patterns run in which grouped context windows, each group planned
+                 on its own (seed 003)
     evaluation   per pattern, the evaluation tree; subtrees patterns share (seed 004)
     covering     covering selections for consumer queries (seed 000)
 
@@ -19,6 +21,7 @@ from types import MappingProxyType
 
 from cepplan.planner.candidates import Candidate
 from cepplan.planner.compose import NodeResult, Settings, own_cost
+from cepplan.planner.contexts import plan_contexts
 from cepplan.planner.covering_plan import CoveringSettings, covering_section
 from cepplan.planner.evaluation import NONE, EvaluationSettings, evaluation
 from cepplan.planner.inputs import check_rates
@@ -51,6 +54,12 @@ class Optimized:
     seconds: float
 
 
+def contexts_pass(request: PlanRequest, plan: Plan) -> Plan:
+    """Grouped context windows and their workloads (`cepplan.planner.contexts`)."""
+    return plan_contexts(request.workload, request.statistics, plan, request.settings,
+                         request.stats_file, request.share)
+
+
 def evaluation_pass(request: PlanRequest, plan: Plan) -> Plan:
     """Evaluation trees and shared subtrees (`cepplan.planner.evaluation`)."""
     return evaluation(request.workload, request.statistics, plan, request.evaluation)
@@ -62,7 +71,8 @@ def covering_pass(request: PlanRequest, plan: Plan) -> Plan:
     return replace(plan, covering=MappingProxyType(section))
 
 
-PASSES: tuple[Callable[[PlanRequest, Plan], Plan], ...] = (evaluation_pass, covering_pass)
+PASSES: tuple[Callable[[PlanRequest, Plan], Plan], ...] = (
+    contexts_pass, evaluation_pass, covering_pass)
 
 
 def optimize(workload: Workload, statistics: Statistics, settings: Settings,

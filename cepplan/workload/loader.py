@@ -24,6 +24,7 @@ import orjson
 
 from cepplan.errors import InputError, Problem
 from cepplan.fileio import parse_json, read_input
+from cepplan.workload.context_model import context_issues
 from cepplan.workload.durations import DurationError, parse_duration
 from cepplan.workload.expr.ast import Attr, KleeneRef, walk
 from cepplan.workload.expr.errors import ExprError
@@ -83,6 +84,9 @@ def build_workload(raw: Any, *, file: str = "<workload>", digest: str = "") -> W
     workload = builder.build(digest)
     if builder.problems:
         raise InputError(builder.problems)
+    errors = [Problem(file, i.path, i.message) for i in context_issues(workload) if i.error]
+    if errors:
+        raise InputError(errors)
     return workload
 
 

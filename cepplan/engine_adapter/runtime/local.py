@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from cepplan.engine_adapter.runtime.contexts import has_contexts, run_with_contexts
 from cepplan.engine_adapter.runtime.job import Job, evaluate_partition, partitions
 from cepplan.engine_adapter.runtime.matcher import CHUNK_EVENTS
 from cepplan.workload.columns import EVENT_TYPE
@@ -25,6 +26,8 @@ class LocalResult:
 
 def run_local(events: pd.DataFrame, job: Job, *, chunk_events: int = CHUNK_EVENTS) -> LocalResult:
     """All matches of every pattern in `job` over `events` (canonical columns)."""
+    if has_contexts(job):  # the context stage: docs/contexts.md
+        return run_with_contexts(events, job, chunk_events=chunk_events)
     result = LocalResult()
     complex_frames: list[pd.DataFrame] = []
     used = {o.type for p in job.patterns for o in p.operands}
