@@ -18,7 +18,10 @@ def generate_command(
                                          "trivial: the unoptimised baseline of its workload."),
     quiet: bool = options.quiet(),
 ) -> None:
-    """Write DIR/job.py, DIR/runtime.zip (for --py-files), DIR/job.json and DIR/plan.json."""
+    """Write the plan's PySpark job, to run with spark-submit anywhere, without cepplan.
+
+    DIR holds job.py, runtime.zip (for --py-files), job.json and plan.json.
+    """
     from cepplan.engine_adapter.generate import generate
     from cepplan.engine_adapter.inputs import plan_and_workload
 

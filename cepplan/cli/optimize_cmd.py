@@ -38,8 +38,11 @@ def optimize_command(
                                   "subevent independently."),
     quiet: bool = options.quiet(),
 ) -> None:
-    """Choose each pattern's cheapest detection plan within its latency bound; write plan.json
-    and print what it saves."""
+    """Choose each pattern's cheapest detection plan within its latency bound; write plan.json.
+
+    Prints, per pattern, the chosen plan, its latency and expected cost against pushing every
+    event, then the whole workload's saving.
+    """
     from cepplan.planner.compose import Settings
     from cepplan.planner.optimize import optimize
     from cepplan.planner.plan import write_plan

@@ -27,8 +27,7 @@ def run_command(
     quiet: bool = options.quiet(),
     verbose: bool = options.verbose(),
 ) -> None:
-    """Evaluate the plan on the events with Spark; write the matches and metrics.json into
-    the output directory and print the metrics."""
+    """Evaluate the plan on the events with Spark; write matches and metrics.json."""
     from cepplan.engine_adapter.generate import generate
     from cepplan.engine_adapter.inputs import event_paths, plan_and_workload
     from cepplan.engine_adapter.metrics_table import metrics_lines

@@ -44,8 +44,11 @@ def synth(
                                     help="Monte Carlo draws per predicate selectivity."),
     quiet: bool = options.quiet(),
 ) -> None:
-    """Generate events with Zipf rates, optional Markov bursts and known selectivities, and
-    their ground truth in NAME.truth.json beside them."""
+    """Generate events with known rates and selectivities, and their ground truth beside them.
+
+    Rates are Zipf-distributed unless --rate fixes them; --markov makes a type bursty. The
+    ground truth (NAME.truth.json) has the stats.json format.
+    """
     from cepplan.fileio import write_json_atomic
     from cepplan.stats.synth import synthesize
     from cepplan.stats.synth_write import write_events
