@@ -227,7 +227,7 @@ def update(workdir: Path) -> None:
         lines = actual if matched is None else [
             "..." if index < 0 else actual[index] for index in matched]
         start, end = command.span
-        text = text[:start] + "".join(f"{line}\n" for line in lines) + text[end:]
+        text = text[:start] + "".join(f"{line.rstrip()}\n" for line in lines) + text[end:]
     for claim in CLAIMS:
         match = re.search(claim.readme, text)
         if match is None:
