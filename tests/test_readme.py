@@ -44,6 +44,7 @@ class Command:
     expected: list[str] | None = None
     span: tuple[int, int] = (0, 0)  # where the expected lines are in README.md
     stdout: str = field(default="", repr=False)
+    stderr: str = field(default="", repr=False)
 
 
 def readme_commands(text: str) -> list[Command]:
@@ -87,7 +88,7 @@ def walk(workdir: Path) -> list[Command]:
                               capture_output=True, text=True, timeout=900)
         assert done.returncode == 0, (f"README command failed (exit {done.returncode}): "
                                       f"{command.text}\n{done.stderr[-3000:]}")
-        command.stdout = done.stdout
+        command.stdout, command.stderr = done.stdout, done.stderr
     return commands
 
 
@@ -212,6 +213,10 @@ def test_readme_walk_through(tmp_path):
     assert any(c.text.startswith("cepplan run") for c in commands)
     problems = [p for c in commands if c.expected is not None for p in output_problems(c)]
     problems += claim_problems(text, commands)
+    spark_log = re.compile(r"^(\d\d/){2}\d\d \d\d:\d\d:\d\d (INFO|WARN)|^\[Stage", re.M)
+    problems += [f"`{c.text}` showed Spark's log off a terminal:\n{c.stderr[-2000:]}"
+                 for c in commands if c.text.startswith("cepplan run") and
+                 spark_log.search(c.stderr)]
     assert not problems, ("\n\n".join(problems) + "\n\n(refresh with: python -m "
                           "tests.test_readme --update)")
 
