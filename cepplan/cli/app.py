@@ -25,11 +25,14 @@ from cepplan.cli import (
     synth_cmd,
     validate_cmd,
 )
+from cepplan.cli.options import command_with_aliases
 from cepplan.errors import CepplanError, InputError
 
 app = typer.Typer(
     name="cepplan",
-    help="Optimize complex event processing workloads: measure, plan, explain, generate.",
+    help="Plan complex event processing workloads cheaply: measure your events, search the "
+    "cheapest detection plans, explain them, and run them.",
+    epilog="Run `cepplan COMMAND --help` for a command's options; conventions: docs/cli.md.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -54,16 +57,21 @@ def _root(
     _state["debug"] = debug
 
 
+# Old option spellings still accepted, with a note on stderr (docs/cli.md, "Deprecated").
+_OUTPUT = {"--out": "--output"}
+
 app.command("validate")(validate_cmd.validate)
 app.command("show")(show_cmd.show)
-app.command("optimize")(optimize_cmd.optimize_command)
+app.command("optimize", cls=command_with_aliases({**_OUTPUT, "--k": "-k"}))(
+    optimize_cmd.optimize_command)
 app.command("synth")(synth_cmd.synth)
 app.command("stats")(stats_cmd.stats)
-app.command("generate")(generate_cmd.generate_command)
-app.command("run")(run_cmd.run_command)
+app.command("generate", cls=command_with_aliases(_OUTPUT))(generate_cmd.generate_command)
+app.command("run", cls=command_with_aliases({**_OUTPUT, "--events": ""}))(run_cmd.run_command)
 app.command("compare")(compare_cmd.compare_command)
 app.command("serve")(serve_cmd.serve_command)
-app.command("cover")(cover_cmd.cover_command)
+app.command("cover", cls=command_with_aliases({**_OUTPUT, "--events": ""}))(
+    cover_cmd.cover_command)
 app.command("synth-mobile")(mobility_cmd.synth_mobile)
 
 

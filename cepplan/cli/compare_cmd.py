@@ -8,27 +8,31 @@ from pathlib import Path
 
 import typer
 
-from cepplan.planner.compose import Settings
-from cepplan.report.compare import compare
-from cepplan.report.write import report_paths, write_report
-from cepplan.stats.stats_file import read_stats
-from cepplan.workload import load_workload
+from cepplan.cli import options
 
 
 def compare_command(
     workload: Path = typer.Argument(..., help="The workload.json to plan."),
     stats: Path | None = typer.Option(None, "--stats", help="A stats.json measured by "
                                       "`cepplan stats`; overrides inline statistics."),
-    output: Path = typer.Option(Path("report.html"), "-o", "--output",
-                                help="The report page; report.md and report.json are "
-                                "written beside it."),
+    output: Path = options.output("The report page; report.md and report.json are written "
+                                  "beside it.", Path("report.html")),
     time_limit: float = typer.Option(60.0, "--time-limit", min=0.001,
                                      help="Seconds each planner may search."),
-    seed: int = typer.Option(0, "--seed", help="Seed of the randomised planners."),
-    quiet: bool = typer.Option(False, "-q", "--quiet", help="Print nothing but errors."),
+    seed: int = options.seed("Seed of the randomised planners."),
+    quiet: bool = options.quiet(),
 ) -> None:
-    """Plan the workload with every planner that applies and write a report that puts them
-    side by side: costs, latencies, Pareto fronts and what each pass shares."""
+    """Plan the workload with every planner that applies and compare them in a report.
+
+    The report puts the planners side by side: modelled costs, latencies, Pareto fronts and
+    what the sharing, context and covering passes decide.
+    """
+    from cepplan.planner.compose import Settings
+    from cepplan.report.compare import compare
+    from cepplan.report.write import report_paths, write_report
+    from cepplan.stats.stats_file import read_stats
+    from cepplan.workload import load_workload
+
     report_paths(output)  # refuse a bad output before planning
     loaded = load_workload(workload)
     statistics = read_stats(stats, loaded) if stats else loaded.statistics

@@ -1,4 +1,4 @@
-"""`cepplan cover plan.json --events PATH --out DIR`: evaluate the plan's consumer queries with
+"""`cepplan cover PLAN EVENTS... -o DIR`: evaluate the plan's consumer queries with
 reuse of covering selections, in-process; one result per query and window plus metrics."""
 
 from __future__ import annotations
@@ -7,34 +7,37 @@ from pathlib import Path
 
 import typer
 
-from cepplan.engine_adapter.covering_io import read_event_frame, write_covering_output
-from cepplan.engine_adapter.covering_run import run_covering
-from cepplan.engine_adapter.inputs import event_paths, plan_and_workload
-from cepplan.errors import InputError
-from cepplan.planner.covering import SOLVERS
+from cepplan.cli import options
+from cepplan.cli.options import CoverRun
 
 
 def cover_command(
-    plan: Path = typer.Argument(..., help="The plan.json whose consumer queries to evaluate."),
-    events: list[Path] = typer.Option(..., "--events", help="Event file(s) (repeatable)."),
-    out: Path = typer.Option(..., "--out", help="Output directory, replaced on success."),
-    workload: Path | None = typer.Option(None, "--workload", help="The workload.json "
-                                         "(default: the one the plan names)."),
-    solver: str | None = typer.Option(None, "--solver", help="Override the plan's covering "
-                                      "solver: auto, cpsat, mqc, mnh, or none (no reuse)."),
-    quiet: bool = typer.Option(False, "--quiet", help="Print nothing but errors."),
+    plan: Path = typer.Argument(..., metavar="PLAN",
+                                help="The plan.json whose consumer queries to evaluate."),
+    events: list[Path] = typer.Argument(..., metavar="EVENTS...", help="Event files."),
+    out: Path = options.output("Output directory, replaced on success."),
+    workload: Path | None = options.workload_option(),
+    solver: CoverRun | None = typer.Option(
+        None, "--solver", metavar="NAME", help="Override the plan's covering solver. One of: "
+        "auto, cpsat, mqc, mnh, or none (no reuse)."),
+    quiet: bool = options.quiet(),
 ) -> None:
-    """Compute each consumer operator once per covering selection and deliver it to every
-    query it serves; write OUT/results/*.jsonl and OUT/metrics.json and print the savings."""
-    if solver is not None and solver not in (*SOLVERS, "none"):
-        raise InputError.single("--solver", "", f"{solver!r} is not one of "
-                                f"{', '.join(SOLVERS)}, none")
+    """Evaluate the plan's consumer queries, reusing covering selections.
+
+    Computes each consumer operator once per covering selection and delivers it to every
+    query it serves; writes OUT/results/*.jsonl and OUT/metrics.json and prints the savings.
+    """
+    from cepplan.engine_adapter.covering_io import read_event_frame, write_covering_output
+    from cepplan.engine_adapter.covering_run import run_covering
+    from cepplan.engine_adapter.inputs import event_paths, plan_and_workload
+    from cepplan.errors import InputError
+
     chosen, loaded = plan_and_workload(plan, workload)
     if not chosen.covering:
         raise InputError.single(str(plan), "covering", "the plan has no consumer queries "
                                 "(the workload declares no `consumers`)")
     frame = read_event_frame(event_paths(events), loaded)
-    run = run_covering(frame, chosen.covering, solver=solver)
+    run = run_covering(frame, chosen.covering, solver=solver.value if solver else None)
     metrics = {"engine": "local", "covering": run.metrics}
     write_covering_output(out, run.results, metrics)
     if quiet:

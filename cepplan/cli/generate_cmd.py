@@ -1,4 +1,4 @@
-"""`cepplan generate plan.json -o DIR`: the plan's self-contained PySpark evaluation job."""
+"""`cepplan generate PLAN -o DIR`: the plan's self-contained PySpark evaluation job."""
 
 from __future__ import annotations
 
@@ -6,29 +6,28 @@ from pathlib import Path
 
 import typer
 
-from cepplan.engine_adapter.generate import generate
-from cepplan.engine_adapter.inputs import plan_and_workload
-from cepplan.errors import InputError
+from cepplan.cli import options
+from cepplan.cli.options import PlanKind
 
 
 def generate_command(
-    plan: Path = typer.Argument(..., help="The plan.json to deploy."),
-    out: Path = typer.Option(..., "-o", "--out", help="The job directory to write."),
-    workload: Path | None = typer.Option(None, "--workload", help="The workload.json "
-                                         "(default: the one the plan names)."),
-    plan_kind: str = typer.Option("plan", "--plan-kind", help="plan (as given) or trivial "
-                                  "(the unoptimised baseline for the same workload)."),
-    quiet: bool = typer.Option(False, "--quiet", help="Print nothing but errors."),
+    plan: Path = typer.Argument(..., metavar="PLAN", help="The plan.json to deploy."),
+    output: Path = options.output("The job directory to write."),
+    workload: Path | None = options.workload_option(),
+    plan_kind: PlanKind = options.choice(PlanKind.plan, "--plan-kind", "plan: as given; "
+                                         "trivial: the unoptimised baseline of its workload."),
+    quiet: bool = options.quiet(),
 ) -> None:
-    """Write DIR/job.py, DIR/runtime.zip (for --py-files), DIR/job.json and DIR/plan.json."""
-    _check_kind(plan_kind)
-    chosen, loaded = plan_and_workload(plan, workload, trivial=plan_kind == "trivial")
-    generate(loaded, chosen, out, plan_kind=plan_kind)
+    """Write the plan's PySpark job, to run with spark-submit anywhere, without cepplan.
+
+    DIR holds job.py, runtime.zip (for --py-files), job.json and plan.json.
+    """
+    from cepplan.engine_adapter.generate import generate
+    from cepplan.engine_adapter.inputs import plan_and_workload
+
+    trivial = plan_kind is PlanKind.trivial
+    chosen, loaded = plan_and_workload(plan, workload, trivial=trivial)
+    generate(loaded, chosen, output, plan_kind=plan_kind.value)
     if not quiet:
-        typer.echo(f"job written to {out}; run it with:\n  spark-submit --py-files "
-                   f"{out / 'runtime.zip'} {out / 'job.py'} --events EVENTS --out RESULTS")
-
-
-def _check_kind(kind: str) -> None:
-    if kind not in ("plan", "trivial"):
-        raise InputError.single("--plan-kind", "", f"must be plan or trivial, not {kind!r}")
+        typer.echo(f"job written to {output}; run it with:\n  spark-submit --py-files "
+                   f"{output / 'runtime.zip'} {output / 'job.py'} --events EVENTS --out RESULTS")

@@ -1,4 +1,4 @@
-"""`cepplan synth-mobile DIR`: cars on a road grid emitting speed events, a share of them
+"""`cepplan synth-mobile -o DIR`: cars on a road grid emitting speed events, a share of them
 consumers whose square interest follows the car; writes events.jsonl and workload.json (whose
 queries carry the consumers' known trajectories as their `track`) into DIR."""
 
@@ -8,13 +8,11 @@ from pathlib import Path
 
 import typer
 
-from cepplan.errors import InputError
-from cepplan.fileio import write_bytes_atomic, write_json_atomic
-from cepplan.stats.mobility import MobilitySpec, mobility_workload, simulate_cars
+from cepplan.cli import options
 
 
 def synth_mobile(
-    out: Path = typer.Argument(..., help="Directory to write events.jsonl and workload.json."),
+    out: Path = options.output("Directory to write events.jsonl and workload.json into."),
     cars: int = typer.Option(100, "--cars", help="Cars on the road grid."),
     consumers: int = typer.Option(25, "--consumers", help="Cars registered as consumers."),
     interest: float = typer.Option(800.0, "--interest", help="Side of a consumer's square "
@@ -25,18 +23,21 @@ def synth_mobile(
                                     "consumer requires."),
     window: float = typer.Option(2.0, "--window", help="Time window of the queries (s)."),
     batch: float = typer.Option(10.0, "--batch", help="Batch length (s)."),
-    seed: int = typer.Option(0, "--seed", help="Random seed (same seed, same files)."),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="Print nothing."),
+    seed: int = options.seed("Random seed (same seed, same files)."),
+    quiet: bool = options.quiet(),
 ) -> None:
     """Simulate mobile consumers whose interests overlap, for `cepplan optimize` and `cover`."""
+    from cepplan.fileio import write_bytes_atomic, write_json_atomic
+    from cepplan.stats.mobility import MobilitySpec, mobility_workload, simulate_cars
+
     for flag, value in (("--cars", cars), ("--interest", interest), ("--duration", duration),
                         ("--side", side), ("--window", window), ("--batch", batch)):
         if not value > 0:
-            raise InputError.single(flag, "", f"must be positive, got {value}")
+            raise options.option_error(flag, f"must be positive, got {value}")
     if not 0 <= threshold <= 1:
-        raise InputError.single("--threshold", "", f"must be in [0, 1], got {threshold}")
+        raise options.option_error("--threshold", f"must be in [0, 1], got {threshold}")
     if not 0 <= consumers <= cars:
-        raise InputError.single("--consumers", "", f"must be between 0 and --cars ({cars})")
+        raise options.option_error("--consumers", f"must be between 0 and --cars ({cars})")
     spec = MobilitySpec(side=side, cars=cars, duration=duration, consumers=consumers,
                         interest=interest, window_time=window, precision=threshold,
                         recall=threshold, batch=batch, track_step=batch)

@@ -4,90 +4,96 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
-from cepplan.errors import InputError, Problem
-from cepplan.planner.compose import AUTO, Settings
-from cepplan.planner.contexts import contexts_summary
-from cepplan.planner.covering import SOLVERS as COVERING_SOLVERS
-from cepplan.planner.covering_plan import CoveringSettings, covering_lines
-from cepplan.planner.evaluation import SEARCHES, EvaluationSettings
-from cepplan.planner.front import DP, HEURISTIC
-from cepplan.planner.optimize import Optimized, optimize
-from cepplan.planner.plan import write_plan
-from cepplan.planner.strategies import STRATEGIES
-from cepplan.search.neighbourhood import parse_neighbourhood
-from cepplan.stats.stats_file import read_stats
-from cepplan.workload import load_workload
+from cepplan.cli import options
+from cepplan.cli.options import CoveringSolver, Search, Solver, Strategy
 
-SOLVERS = (AUTO, DP, HEURISTIC)
+if TYPE_CHECKING:
+    from cepplan.planner.optimize import Optimized
+    from cepplan.workload import Workload
 
 
 def optimize_command(
-    workload: Path = typer.Argument(..., help="The workload.json to plan."),
+    workload: Path = typer.Argument(..., metavar="WORKLOAD", help="The workload.json to plan."),
     stats: Path | None = typer.Option(None, "--stats", help="A stats.json measured by "
-                                      "`cepplan stats`; overrides inline statistics."),
-    out: Path = typer.Option(Path("plan.json"), "-o", "--out", help="Where to write the plan."),
-    solver: str = typer.Option(AUTO, "--solver", help="auto (DP up to --dp-limit subevents, "
-                               "heuristics above), dp or heuristic."),
-    k: int = typer.Option(8, "--k", help="Plans each pattern offers its parents (0 = all)."),
-    strategy: str = typer.Option("mixture", "--strategy", help=f"How the k plans are picked: "
-                                 f"{', '.join(STRATEGIES)}."),
-    seed: int = typer.Option(0, "--seed", help="Seed of the random strategy."),
-    time_limit: float = typer.Option(60.0, "--time-limit", help="Seconds before a DP falls "
-                                     "back to the heuristics, and the longest the evaluation "
-                                     "search may run (it stops earlier when it stops "
+                                      "`cepplan stats`; replaces the inline statistics."),
+    output: Path = options.output("Where to write the plan.", Path("plan.json")),
+    solver: Solver = options.choice(Solver.auto, "--solver", "auto: exact search up to "
+                                    "--dp-limit events per pattern, heuristics above."),
+    k: int = typer.Option(8, "-k", help="Plans each pattern offers the patterns built on it "
+                          "(0: all)."),
+    strategy: Strategy = options.choice(Strategy.mixture, "--strategy",
+                                        "How those k plans are picked."),
+    seed: int = options.seed("Seed of the random strategy."),
+    time_limit: float = typer.Option(60.0, "--time-limit", help="Seconds before an exact "
+                                     "search falls back to the heuristics, and the longest the "
+                                     "evaluation search may run (it stops sooner once it stops "
                                      "improving)."),
-    time_step: float | None = typer.Option(None, "--time-step", help="Poisson time step in "
-                                           "time units (default: the fine-grained limit)."),
-    dp_limit: int = typer.Option(12, "--dp-limit", help="Largest pattern `auto` gives the DP."),
-    no_share: bool = typer.Option(False, "--no-share", help="Skip the shared-subevent "
-                                  "optimisation (Algorithm 2)."),
-    search: str = typer.Option("tabu", "--search", help="How patterns' evaluation trees are "
-                               "chosen and shared: tabu (tabu search), sa (simulated "
-                               "annealing), sh (share the largest common parts), re (each "
-                               "pattern's cheapest tree) or none."),
-    neighborhood: str = typer.Option("edge", "--neighborhood", help="Moves of the search: "
-                                     "edge (two patterns at a time) or vertex:K (up to K)."),
-    covering_solver: str = typer.Option(AUTO, "--covering-solver", help="Covering selections "
-                                        "of consumer queries: auto (exact CP-SAT when a batch "
-                                        "fits --covering-time-limit, else greedy), cpsat, mqc "
-                                        "or mnh."),
+    time_step: str | None = options.time_step("Time step of the Poisson model (default: the "
+                                              "fine-grained limit)."),
+    dp_limit: int = typer.Option(12, "--dp-limit", help="Largest pattern (in events) that "
+                                 "auto searches exactly."),
+    no_share: bool = typer.Option(False, "--no-share", help="Plan patterns that share a "
+                                  "subevent independently."),
+    search: Search = options.choice(Search.tabu, "--search", "How patterns' evaluation trees "
+                                    "are chosen and shared: tabu search, simulated annealing "
+                                    "(sa), sharing the largest common parts (sh), each "
+                                    "pattern's cheapest tree (re), or none."),
+    neighborhood: str = typer.Option("edge", "--neighborhood", metavar="edge|vertex:K",
+                                     help="Moves of the search: edge (two patterns at a "
+                                     "time) or vertex:K (up to K)."),
+    covering_solver: CoveringSolver = options.choice(
+        CoveringSolver.auto, "--covering-solver", "Covering selections of consumer queries: "
+        "auto (exact CP-SAT when a batch fits --covering-time-limit, else greedy)."),
     covering_time_limit: float = typer.Option(10.0, "--covering-time-limit",
                                               help="Seconds per batch for the covering "
                                               "solver."),
-    quiet: bool = typer.Option(False, "--quiet", help="Print nothing but errors."),
+    quiet: bool = options.quiet(),
 ) -> None:
-    """Find each pattern's Pareto-optimal detection plans and pick the cheapest within its
-    latency bound; write plan.json and print a summary table."""
-    _check_choice("--solver", solver, SOLVERS)
-    _check_choice("--strategy", strategy, STRATEGIES)
-    _check_choice("--search", search, SEARCHES)
-    _check_evaluation(neighborhood, time_limit)
-    _check_choice("--covering-solver", covering_solver, COVERING_SOLVERS)
-    if not covering_time_limit > 0:
-        raise InputError([Problem("<command line>", "--covering-time-limit",
-                                  f"must be positive, got {covering_time_limit}")])
+    """Choose each pattern's cheapest detection plan within its latency bound; write plan.json.
+
+    Prints, per pattern, the chosen plan, its latency and expected cost against pushing every
+    event, then the whole workload's saving.
+    """
+    from cepplan.planner.compose import Settings
+    from cepplan.planner.covering_plan import CoveringSettings
+    from cepplan.planner.evaluation import EvaluationSettings
+    from cepplan.planner.optimize import optimize
+    from cepplan.planner.plan import write_plan
+    from cepplan.stats.stats_file import read_stats
+    from cepplan.workload import load_workload
+
+    _check_search(neighborhood, time_limit, covering_time_limit)
     loaded = load_workload(workload)
     statistics = read_stats(stats, loaded) if stats else loaded.statistics
-    settings = Settings(solver=solver, k=k or None, strategy=strategy, seed=seed,
-                        time_limit=time_limit, step=time_step, dp_limit=dp_limit)
+    step = options.duration_value("--time-step", time_step, loaded.time_unit) \
+        if time_step is not None else None
+    settings = Settings(solver=solver.value, k=k or None, strategy=strategy.value, seed=seed,
+                        time_limit=time_limit, step=step, dp_limit=dp_limit)
     result = optimize(loaded, statistics, settings, str(stats) if stats else None,
-                      share=not no_share, evaluation_settings=EvaluationSettings(
-                          search, neighborhood, time_limit, seed),
-                      covering=CoveringSettings(covering_solver, covering_time_limit, seed))
-    write_plan(result.plan, out)
+                      share=not no_share,
+                      evaluation_settings=EvaluationSettings(search.value, neighborhood,
+                                                             time_limit, seed),
+                      covering=CoveringSettings(covering_solver.value, covering_time_limit,
+                                                seed))
+    write_plan(result.plan, output)
     if not quiet:
-        for line in summary(result, loaded.time_unit):
+        for line in summary(result, loaded):
             typer.echo(line)
-        typer.echo(f"plan written to {out}")
+        typer.echo(f"plan written to {output}")
 
 
-def summary(result: Optimized, time_unit: str) -> list[str]:
+def summary(result: Optimized, workload: Workload) -> list[str]:
     """The table `cepplan optimize` prints: pattern, chosen plan, latency, costs, saving."""
-    header = ("pattern", "chosen plan", "latency", f"cost/{time_unit}", f"naive/{time_unit}",
-              "saving", "solver")
+    from cepplan.planner.contexts import contexts_summary
+    from cepplan.planner.covering_plan import covering_lines
+
+    unit = workload.time_unit
+    header = ("pattern", "chosen plan", "latency", f"cost/{unit}", f"naive/{unit}", "saving",
+              "solver")
     rows = []
     for name, plan in result.plan.patterns.items():
         chosen = " -> ".join(",".join(sorted(step)) for step in plan.detection.steps)
@@ -100,16 +106,15 @@ def summary(result: Optimized, time_unit: str) -> list[str]:
              for row in [header, *rows]]
     outcome = result.outcome
     saving = 1 - outcome.total / outcome.naive_total if outcome.naive_total else 0.0
-    lines.append(f"workload: {outcome.total:.4g} events/{time_unit} expected, each event sent "
+    lines.append(f"workload: {outcome.total:.4g} events/{unit} expected, each event sent "
                  f"once across patterns; pushing everything: {outcome.naive_total:.4g} "
                  f"(saving {max(0.0, 100 * saving):.0f}%)")
     lines.append(f"independent plans, before sharing: {outcome.independent_total:.4g}; "
                  f"planned in {result.seconds:.2f} s")
-    if outcome.shared:
-        lines.append(f"shared subevents (Algorithm 2): {', '.join(outcome.shared)}")
-    sharing = result.plan.sharing
-    if sharing:
-        lines += sharing_summary(sharing)
+    lines += [f"shared subevent {name}: sent once for {users}" for name, users
+              in _shared_users(workload, outcome.shared)]
+    if result.plan.sharing:
+        lines += sharing_summary(result.plan.sharing)
     return lines + contexts_summary(result.plan) + covering_lines(result.plan.covering)
 
 
@@ -130,17 +135,27 @@ def sharing_summary(sharing: dict) -> list[str]:
     return lines
 
 
-def _check_evaluation(neighborhood: str, time_limit: float) -> None:
+def _check_search(neighborhood: str, time_limit: float, covering_time_limit: float) -> None:
+    """Options Click cannot check: the neighbourhood's spelling and positive time limits."""
+    from cepplan.search.neighbourhood import parse_neighbourhood
+
     try:
         parse_neighbourhood(neighborhood)
     except ValueError as exc:
-        raise InputError([Problem("<command line>", "--neighborhood", str(exc))]) from exc
-    if not time_limit > 0:
-        raise InputError([Problem("<command line>", "--time-limit",
-                                  f"must be more than 0 seconds, got {time_limit}")])
+        raise options.option_error("--neighborhood", str(exc)) from exc
+    for flag, value in (("--time-limit", time_limit),
+                        ("--covering-time-limit", covering_time_limit)):
+        if not value > 0:
+            raise options.option_error(flag, f"must be more than 0 seconds, got {value}")
 
 
-def _check_choice(flag: str, value: str, allowed: tuple[str, ...]) -> None:
-    if value not in allowed:
-        raise InputError([Problem("<command line>", flag,
-                                  f"{value!r} is not one of {', '.join(allowed)}")])
+def _shared_users(workload: Workload, shared: tuple[str, ...]) -> list[tuple[str, str]]:
+    """Each shared subevent and the patterns its one evaluation serves."""
+    from cepplan.workload.detection_graph import detection_graph
+
+    graph = detection_graph(workload)
+    users = []
+    for name in shared:
+        parents = sorted(graph.predecessors(name))
+        users.append((name, f"{len(parents)} patterns ({', '.join(parents)})"))
+    return users

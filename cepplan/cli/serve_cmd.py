@@ -24,7 +24,9 @@ def serve_command(
                                    "requests kept (0: no cache)."),
     quiet: bool = typer.Option(False, "-q", "--quiet", help="Log nothing but errors."),
 ) -> None:
-    """Serve POST /v1/validate, /v1/optimize and /v1/compare and GET /v1/health, with the
+    """Serve the optimizer over HTTP: validate, optimize and compare as a JSON API.
+
+    Endpoints: POST /v1/validate, /v1/optimize and /v1/compare, GET /v1/health, and the
     OpenAPI document at /openapi.json. Errors are RFC 9457 problem details carrying the
     same file, JSON path and problem as the command line. When the environment variable
     CEPPLAN_TOKEN is set, every endpoint but health asks for 'Authorization: Bearer

@@ -3,27 +3,33 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
-from cepplan.workload import Workload, load_workload
-from cepplan.workload.detection_graph import (
-    bottom_up_order,
-    detection_graph,
-    render_tree,
-    shared_subevents,
-)
-from cepplan.workload.expr.printer import to_text
+if TYPE_CHECKING:
+    from cepplan.workload import Workload
 
 
-def show(workload: Path = typer.Argument(..., help="The workload.json to show.")) -> None:
-    """Print types, patterns (variables, windows, predicate classes) and the detection graph."""
+def show(workload: Path = typer.Argument(..., metavar="WORKLOAD",
+                                         help="The workload.json to show.")) -> None:
+    """Print event types, patterns (variables, windows, predicates) and the detection graph."""
+    from cepplan.workload import load_workload
+
     for line in describe(load_workload(workload)):
         typer.echo(line)
 
 
 def describe(workload: Workload) -> list[str]:
     """The lines `cepplan show` prints."""
+    from cepplan.workload.detection_graph import (
+        bottom_up_order,
+        detection_graph,
+        render_tree,
+        shared_subevents,
+    )
+    from cepplan.workload.expr.printer import to_text
+
     lines = [f"workload {workload.name or '(unnamed)'}  time unit: {workload.time_unit}  "
              f"SEQ ties: {workload.options.seq_ties}", "", "event types:"]
     for event_type in workload.event_types.values():
@@ -55,10 +61,13 @@ def describe(workload: Workload) -> list[str]:
         for attr, expr in pattern.emit.items():
             lines.append(f"    emit {attr}: {pattern.emit_types[attr]} = {to_text(expr)}")
     graph = detection_graph(workload)
-    lines += ["", "detection graph (seed 002 §2.3):"]
+    # The event detection graph of seed 002 §2.3.
+    lines += ["", "detection graph (each pattern above the events and patterns it is built "
+              "from):"]
     lines += [f"  {line}" for line in render_tree(graph)]
     shared = shared_subevents(graph)
-    lines += ["", f"shared subevents: {', '.join(shared) or 'none'}",
+    used_by_several = " (each used by several patterns)" if shared else ""
+    lines += ["", f"shared subevents: {', '.join(shared) or 'none'}{used_by_several}",
               f"planning order (bottom-up): {', '.join(bottom_up_order(graph))}"]
     return lines
 

@@ -15,44 +15,45 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from cepplan.cli import options
 from cepplan.errors import InputError
-from cepplan.workload import load_workload
-from cepplan.workload.durations import DurationError, parse_duration
-from cepplan.workload.source_spec import reader_arguments
 
 
 def stats(
-    events: list[str] = typer.Argument(..., help="Event files or directories (or globs)."),
-    workload: Path = typer.Option(..., "--workload", "-w", help="The workload.json."),
-    output: Path = typer.Option(..., "--output", "-o", help="Where to write stats.json."),
-    master: str = typer.Option("local[*]", "--master", help="Spark master URL."),
-    time_step: str = typer.Option("1", "--time-step",
-                                  help="Step of the occurrence models: a number in the "
-                                  "workload's time unit or e.g. '30s'."),
+    events: list[str] = typer.Argument(..., metavar="EVENTS...",
+                                       help="Event files or directories (or globs)."),
+    workload: Path = options.workload_option("The workload.json.", required=True),
+    output: Path = options.output("Where to write stats.json."),
+    master: str = options.master(),
+    time_step: str = options.time_step("Step of the occurrence models.", "1"),
     markov_order: int = typer.Option(1, "--markov-order", help="Order m of the Markov chain."),
     sample: int = typer.Option(100_000, "--sample",
                                help="Events per pattern (and tuples per predicate) sampled for "
                                "selectivities."),
-    seed: int = typer.Option(0, "--seed", help="Seed of the sample."),
+    seed: int = options.seed("Seed of the sample."),
     max_groups: int = typer.Option(1000, "--max-groups",
                                    help="Most keys / regions reported per type."),
     strict: bool = typer.Option(False, "--strict", help="Any rejected row is an error."),
     driver_memory: str = typer.Option("4g", "--driver-memory", help="Spark driver memory."),
     shuffle_partitions: int = typer.Option(0, "--shuffle-partitions",
                                            help="Spark shuffle partitions (0: 4 per core)."),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress, no summary."),
+    quiet: bool = options.quiet(),
+    verbose: bool = options.verbose(),
 ) -> None:
     """Measure rates, occurrence models and predicate selectivities of event files."""
+    from cepplan.workload import load_workload
+    from cepplan.workload.source_spec import reader_arguments
+
     loaded = load_workload(workload)
     reader_arguments(loaded)  # a workload without a source fails here, before Spark starts
-    step = _time_step(time_step, loaded.time_unit)
+    step = options.duration_value("--time-step", time_step, loaded.time_unit)
     for path in events:
         local = "://" not in path and not any(c in path for c in "*?[")
         if local and not os.path.exists(path):
             raise InputError.single(path, "", "no such file or directory")
     if sample < 1 or max_groups < 1:
-        raise InputError.single(str(workload), "--sample" if sample < 1 else "--max-groups",
-                                "must be at least 1")
+        raise options.option_error("--sample" if sample < 1 else "--max-groups",
+                                   "must be at least 1")
 
     from cepplan.stats.collect import collect_statistics
     from cepplan.stats.progress import stage_progress
@@ -61,6 +62,8 @@ def stats(
 
     spark = stats_session(master, driver_memory=driver_memory,
                           shuffle_partitions=shuffle_partitions)
+    if verbose:
+        spark.sparkContext.setLogLevel("INFO")
     show = sys.stderr.isatty() and not quiet
     with stage_progress(spark, show) as on_stage:
         document = collect_statistics(
@@ -79,17 +82,6 @@ def stats(
     if not quiet:
         print_summary(document, Console(width=None if sys.stdout.isatty() else 110))
         typer.echo(f"wrote {output}")
-
-
-def _time_step(text: str, time_unit: str) -> float:
-    try:
-        value: Any = float(text)
-    except ValueError:
-        value = text
-    try:
-        return parse_duration(value, time_unit)
-    except DurationError as err:
-        raise InputError.single("--time-step", "", str(err)) from None
 
 
 def print_summary(document: dict[str, Any], console: Console) -> None:

@@ -7,24 +7,26 @@ ground truth (rates, models, selectivities) in the `stats.json` format.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
-from cepplan.errors import InputError
-from cepplan.fileio import write_json_atomic
-from cepplan.stats.linear_road import ATTRIBUTES, REPORT
-from cepplan.stats.linear_road import linear_road as generate_linear_road
-from cepplan.stats.synth import synthesize
-from cepplan.stats.synth_write import write_events
-from cepplan.workload import load_workload
-from cepplan.workload.model import OccurrenceModel, Workload
+from cepplan.cli import options
+from cepplan.cli.options import option_error
+
+if TYPE_CHECKING:
+    from cepplan.workload.model import OccurrenceModel, Workload
 
 
 def synth(
-    workload: Path = typer.Argument(..., help="The workload.json whose types to generate."),
-    output: Path = typer.Option(..., "--output", "-o", help="The event file to write."),
-    duration: float = typer.Option(1000.0, "--duration", help="Length, in the time unit."),
-    seed: int = typer.Option(0, "--seed", help="Random seed (same seed, same file)."),
+    workload: Path = typer.Argument(..., metavar="WORKLOAD",
+                                    help="The workload.json whose event types to generate."),
+    output: Path = options.output("The event file to write (in the workload's source "
+                                  "format)."),
+    duration: str = typer.Option("1000", "--duration", metavar="DURATION",
+                                 help="Length of the stream: e.g. 2h, or a bare number in the "
+                                 "workload's time unit."),
+    seed: int = options.seed("Random seed (same seed, same file)."),
     skew: float = typer.Option(0.255, "--skew", help="Zipf skew of the per-type rates."),
     total_rate: float = typer.Option(10.0, "--total-rate",
                                      help="Events per time unit over all Poisson types."),
@@ -32,7 +34,7 @@ def synth(
     markov: list[str] = typer.Option([], "--markov",
                                      help="TYPE=P1,P2,...: a bursty type whose chain gives "
                                      "P(event | state) per state (2^m values for order m)."),
-    time_step: float = typer.Option(1.0, "--time-step", help="Step of --markov chains."),
+    time_step: str = options.time_step("Step of the --markov chains.", "1"),
     value_range: list[str] = typer.Option([], "--range",
                                           help="ATTR=LOW:HIGH: uniform range of an attribute "
                                           "(default 0:100)."),
@@ -40,7 +42,7 @@ def synth(
     regions: int = typer.Option(4, "--regions", help="Distinct values of region attributes."),
     truth_draws: int = typer.Option(1_000_000, "--truth-draws",
                                     help="Monte Carlo draws per predicate selectivity."),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="Print nothing."),
+    quiet: bool = options.quiet(),
     linear_road: bool = typer.Option(False, "--linear-road",
                                      help="Position reports per road segment with congestion "
                                      "and accident episodes at known times (docs/contexts.md)."),
@@ -49,27 +51,34 @@ def synth(
                                            help="Share of each segment's time congested "
                                            "(--linear-road)."),
 ) -> None:
-    """Generate events with Zipf rates, optional Markov bursts and known selectivities."""
+    """Generate events with known rates and selectivities, and their ground truth beside them.
+
+    Rates are Zipf-distributed unless --rate fixes them; --markov makes a type bursty. The
+    ground truth (NAME.truth.json) has the stats.json format.
+    """
+    from cepplan.fileio import write_json_atomic
+    from cepplan.stats.synth import synthesize
+    from cepplan.stats.synth_write import write_events
+    from cepplan.workload import load_workload
+
     loaded = load_workload(workload)
+    length = options.duration_value("--duration", duration, loaded.time_unit)
     if linear_road:
-        _linear_road(loaded, output, duration, seed, segments, congestion_share, quiet)
+        _linear_road(loaded, output, length, seed, segments, congestion_share, quiet)
         return
-    if not duration > 0:
-        raise InputError.single("--duration", "", f"must be positive, got {duration}")
-    if not time_step > 0:
-        raise InputError.single("--time-step", "", f"must be positive, got {time_step}")
+    step = options.duration_value("--time-step", time_step, loaded.time_unit)
     rates = {name: _number(value, "--rate") for name, value in _pairs(rate, "--rate", loaded)}
     models = dict(loaded.statistics.models)
     for name, value in _pairs(markov, "--markov", loaded):
-        models[name] = _chain(value, time_step)
+        models[name] = _chain(value, step)
     ranges = {}
     for item in value_range:
         attr, _, bounds = item.partition("=")
         low, _, high = bounds.partition(":")
         ranges[attr] = (_number(low, "--range"), _number(high, "--range"))
         if not ranges[attr][0] < ranges[attr][1]:
-            raise InputError.single("--range", "", f"{item!r}: LOW must be below HIGH")
-    result = synthesize(loaded, duration=duration, seed=seed, zipf_skew=skew,
+            raise option_error("--range", f"{item!r}: LOW must be below HIGH")
+    result = synthesize(loaded, duration=length, seed=seed, zipf_skew=skew,
                         total_rate=total_rate, rates=rates, models=models, ranges=ranges,
                         n_keys=keys, n_regions=regions, truth_draws=truth_draws)
     write_events(result.events, loaded, output)
@@ -84,6 +93,12 @@ def synth(
 def _linear_road(loaded: Workload, output: Path, duration: float, seed: int, segments: int,
                  congestion_share: float, quiet: bool) -> None:
     """Write a Linear-Road-like stream and its episodes (the true context windows)."""
+    from cepplan.errors import InputError
+    from cepplan.fileio import write_json_atomic
+    from cepplan.stats.linear_road import ATTRIBUTES, REPORT
+    from cepplan.stats.linear_road import linear_road as generate_linear_road
+    from cepplan.stats.synth_write import write_events
+
     declared = loaded.event_types.get(REPORT)
     if declared is None or any(declared.attributes.get(a) != t for a, t in ATTRIBUTES.items()):
         wanted = ", ".join(f"{a}: {t}" for a, t in ATTRIBUTES.items())
@@ -93,7 +108,7 @@ def _linear_road(loaded: Workload, output: Path, duration: float, seed: int, seg
         result = generate_linear_road(segments=segments, duration=duration, seed=seed,
                                       congestion_share=congestion_share)
     except ValueError as err:
-        raise InputError.single("--linear-road", "", str(err)) from None
+        raise option_error("--linear-road", str(err)) from None
     write_events(result.events, loaded, output)
     truth_path = output.with_name(output.name.split(".")[0] + ".truth.json")
     write_json_atomic(truth_path, result.truth)
@@ -108,10 +123,10 @@ def _pairs(items: list[str], option: str, workload: Workload) -> list[tuple[str,
     for item in items:
         name, sep, value = item.partition("=")
         if not sep:
-            raise InputError.single(option, "", f"{item!r}: write TYPE=VALUE")
+            raise option_error(option, f"{item!r}: write TYPE=VALUE")
         if name not in workload.event_types:
             known = ", ".join(workload.event_types)
-            raise InputError.single(option, "", f"unknown event type {name!r} ({known})")
+            raise option_error(option, f"unknown event type {name!r} ({known})")
         pairs.append((name, value))
     return pairs
 
@@ -120,15 +135,17 @@ def _number(text: str, option: str) -> float:
     try:
         return float(text)
     except ValueError:
-        raise InputError.single(option, "", f"{text!r} is not a number") from None
+        raise option_error(option, f"{text!r} is not a number") from None
 
 
 def _chain(text: str, step: float) -> OccurrenceModel:
     """`P1,P2,...` = P(event next | state) for each of the 2^m states."""
+    from cepplan.workload.model import OccurrenceModel
+
     probs = [_number(p, "--markov") for p in text.split(",")]
     order = len(probs).bit_length() - 1
     if len(probs) < 2 or 2 ** order != len(probs) or not all(0 <= p <= 1 for p in probs):
-        raise InputError.single("--markov", "", f"{text!r}: give 2, 4, 8, ... probabilities "
+        raise option_error("--markov", f"{text!r}: give 2, 4, 8, ... probabilities "
                                 "in [0, 1], one per state of the last m steps")
     return OccurrenceModel("markov", order=order, time_step=step,
                            transition=tuple((1 - p, p) for p in probs))

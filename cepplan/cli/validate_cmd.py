@@ -7,15 +7,19 @@ from pathlib import Path
 
 import typer
 
+from cepplan.cli import options
 from cepplan.errors import InputError
-from cepplan.workload import load_workload
-from cepplan.workload.context_model import context_issues
 
 
 def validate(
-    workloads: list[Path] = typer.Argument(..., help="workload.json files to check."),
+    workloads: list[Path] = typer.Argument(..., metavar="WORKLOAD...",
+                                           help="The workload.json files to check."),
+    quiet: bool = options.quiet(),
 ) -> None:
-    """Check each workload's shape and meaning; exit 2 if any has a problem."""
+    """Check each workload's shape and meaning, reporting every problem; exit 2 if any."""
+    from cepplan.workload import load_workload
+    from cepplan.workload.context_model import context_issues
+
     failed = 0
     for path in workloads:
         try:
@@ -27,8 +31,9 @@ def validate(
             continue
         for issue in context_issues(workload):
             print(f"warning: {path}: {issue.path}: {issue.message}", file=sys.stderr)
-        typer.echo(f"ok: {path} ({len(workload.patterns)} patterns, "
-                   f"{len(workload.event_types)} event types)")
+        if not quiet:
+            typer.echo(f"ok: {path} ({len(workload.patterns)} patterns, "
+                       f"{len(workload.event_types)} event types)")
     if failed:
         print(f"{failed} of {len(workloads)} workload(s) invalid", file=sys.stderr)
         raise typer.Exit(2)

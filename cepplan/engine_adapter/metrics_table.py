@@ -21,18 +21,20 @@ def metrics_lines(metrics: dict[str, Any], time_unit: str = "") -> list[str]:
               "(with the copies time ranges share)", ""]
     predicted = metrics.get("plan", {}).get("predicted", {})
     unit = f"/{time_unit}" if time_unit else ""
-    lines.append(f"{'pattern':<24} {'matches':>10} {'rows in':>10} {'cap cuts':>9} "
+    width = max([24, *map(len, metrics["matches"])])
+    lines.append(f"{'pattern':<{width}} {'matches':>10} {'rows in':>10} {'cap cuts':>9} "
                  f"{'model cost' + unit:>16} {'naive' + unit:>12}")
     for name, count in metrics["matches"].items():
         model = predicted.get(name, {})
-        lines.append(f"{name:<24} {count:>10,} "
+        lines.append(f"{name:<{width}} {count:>10,} "
                      f"{metrics['rows_to_matchers_by_pattern'].get(name, 0):>10,} "
                      f"{metrics.get('kleene_cap_hits', {}).get(name, 0):>9,} "
                      f"{_number(model.get('expected_cost')):>16} "
                      f"{_number(model.get('naive_cost')):>12}")
-    lines += ["", "stage                              seconds"]
+    stage_width = max([32, *map(len, metrics["seconds"])])
+    lines += ["", f"{'stage':<{stage_width}} {'seconds':>9}"]
     for stage, seconds in metrics["seconds"].items():
-        lines.append(f"{stage:<32} {seconds:>9.2f}")
+        lines.append(f"{stage:<{stage_width}} {seconds:>9.2f}")
     return lines
 
 

@@ -28,8 +28,9 @@ def spark_submit() -> str:
 
 
 def submit(job_dir: Path, events: list[str], out: Path, *, master: str = "local[*]",
-           output_format: str = "jsonl", quiet: bool = False) -> None:
-    """Run `job_dir/job.py` on `events`, writing into `out`; raise `JobFailed` on failure."""
+           output_format: str = "jsonl", quiet: bool = False, verbose: bool = False) -> None:
+    """Run `job_dir/job.py` on `events`, writing into `out`; raise `JobFailed` on failure.
+    `quiet` shows nothing while it runs; `verbose` shows Spark's own log lines too."""
     command = [spark_submit(), "--master", master,
                "--conf", "spark.sql.session.timeZone=UTC",
                "--conf", f"spark.ui.showConsoleProgress={'false' if quiet else 'true'}",
@@ -41,7 +42,7 @@ def submit(job_dir: Path, events: list[str], out: Path, *, master: str = "local[
                           text=True, bufsize=1) as process:
         for line in process.stdout:
             tail.append(line.rstrip("\n"))
-            if not quiet and _worth_showing(line):
+            if verbose or (not quiet and _worth_showing(line)):
                 print(line, end="", file=sys.stderr, flush=True)
         code = process.wait()
     if code != 0:

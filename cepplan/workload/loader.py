@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
+from dataclasses import replace
 from functools import lru_cache
 from importlib import resources
 from itertools import pairwise
@@ -69,8 +70,12 @@ def load_workload(path: str | Path) -> Workload:
     """Read, validate and build a workload; raise `InputError` listing every problem."""
     path = Path(path)
     data = read_input(path)
-    return build_workload(parse_json(data, path), file=str(path),
-                          digest=hashlib.sha256(data).hexdigest())
+    try:
+        raw = parse_json(data, path)
+    except InputError as err:
+        raise InputError([replace(p, message=f"expected a workload.json, but this is "
+                                  f"{p.message}") for p in err.problems]) from None
+    return build_workload(raw, file=str(path), digest=hashlib.sha256(data).hexdigest())
 
 
 def build_workload(raw: Any, *, file: str = "<workload>", digest: str = "") -> Workload:
@@ -95,8 +100,11 @@ def schema_problems(raw: Any, file: str) -> list[Problem]:
     if not isinstance(raw, dict):
         return [Problem(file, "", "a workload must be a JSON object")]
     if raw.get("format") != FORMAT:
-        return [Problem(file, "format", f"expected \"format\": \"{FORMAT}\", "
-                        f"found {raw.get('format')!r:.60}")]
+        found = raw.get("format")
+        kind = (f"this is a {found.split('/')[0].removeprefix('cepplan.')} file, not a "
+                "workload: " if isinstance(found, str) and found.startswith("cepplan.") else "")
+        return [Problem(file, "format", f"{kind}expected \"format\": \"{FORMAT}\", "
+                        f"found {found!r:.60}")]
     validator = jsonschema.Draft202012Validator(workload_schema())
     problems = []
     for error in sorted(validator.iter_errors(raw), key=lambda e: list(map(str, e.absolute_path))):
@@ -513,16 +521,18 @@ class _Builder:
     def statistics(self, event_types: Mapping[str, EventType],
                    patterns: list[Pattern]) -> Statistics:
         spec = self.raw.get("statistics", {})
+        reported = {p["name"] for p in self.raw["patterns"]} - {p.name for p in patterns}
         return read_statistics(spec, event_types, {p.name: p for p in patterns},
-                               self.time_unit, self.error, ("statistics",))
+                               self.time_unit, self.error, ("statistics",), reported=reported)
 
 
 def read_statistics(spec: Mapping[str, Any], event_types: Mapping[str, EventType],
                     patterns: Mapping[str, Pattern], time_unit: str, error,
-                    path: tuple = ()) -> Statistics:
+                    path: tuple = (), reported: Collection[str] = ()) -> Statistics:
     """Check and build statistics (inline, or from `stats.json`, which has the same shape).
 
-    `error(path, message)` receives each problem; values out of range are problems.
+    `error(path, message)` receives each problem; values out of range are problems. Entries of
+    the `reported` patterns (invalid, their problems already reported) are skipped unchecked.
     """
     rates = {}
     for name, rate in spec.get("rates", {}).items():
@@ -535,6 +545,8 @@ def read_statistics(spec: Mapping[str, Any], event_types: Mapping[str, EventType
     selectivities = {}
     for name, entries in spec.get("selectivities", {}).items():
         pattern = patterns.get(name)
+        if pattern is None and name in reported:
+            continue
         if pattern is None:
             error((*path, "selectivities", name), f"unknown pattern {name!r}")
             continue

@@ -38,7 +38,7 @@ def test_cars_stay_on_the_roads_and_move_no_faster_than_their_speed():
 
 def test_walk_through_saves_executions_and_keeps_every_threshold(tmp_path):
     data = tmp_path / "mobile"
-    done = run("synth-mobile", str(data), "--cars", "60", "--consumers", "15", "--duration",
+    done = run("synth-mobile", "-o", str(data), "--cars", "60", "--consumers", "15", "--duration",
                "40", "--seed", "2")
     assert done.returncode == 0, done.output
     plan = tmp_path / "plan.json"
@@ -48,7 +48,7 @@ def test_walk_through_saves_executions_and_keeps_every_threshold(tmp_path):
     outputs = {}
     for solver in ("auto", "none"):
         out = tmp_path / solver
-        done = run("cover", str(plan), "--events", str(data / "events.jsonl"), "--out", str(out),
+        done = run("cover", str(plan), str(data / "events.jsonl"), "-o", str(out),
                    "--solver", solver)
         assert done.returncode == 0, done.output
         metrics = json.loads((out / "metrics.json").read_text())["covering"]
@@ -68,7 +68,7 @@ def test_walk_through_saves_executions_and_keeps_every_threshold(tmp_path):
 def test_cover_refuses_a_plan_without_consumers(tmp_path):
     plan = tmp_path / "plan.json"
     run("optimize", "examples/stocks/workload.json", "-o", str(plan))
-    done = run("cover", str(plan), "--events", "examples/stocks/workload.json", "--out",
+    done = run("cover", str(plan), "examples/stocks/workload.json", "-o",
                str(tmp_path / "out"))
     assert isinstance(done.exception, InputError) and "no consumer queries" in str(
         done.exception)

@@ -77,7 +77,7 @@ def tokenize(text: str) -> list[Token]:
             tokens.append(Token("op", ch, i))
             i += 1
         elif ch == "=":
-            raise ExprError("'=' is not an operator; use '==' to compare", i)
+            raise ExprError(_lone_equals(text, i), i)
         elif ch == '"':
             raise ExprError("strings use single quotes: 'text'", i)
         else:
@@ -301,3 +301,13 @@ def parse(text: str) -> Expr:
     if not text.strip():
         raise ExprError("empty predicate", 0)
     return _Parser(text).parse()
+
+
+def _lone_equals(text: str, i: int) -> str:
+    """What a lone '=' most likely meant: `=<` and `=>` are `<=` and `>=` written backwards."""
+    after = text[i + 1 : i + 2]
+    if after in ("<", ">"):
+        return f"'={after}' is not an operator; use '{after}='"
+    if after == "!":
+        return "'=!' is not an operator; use '!='"
+    return "'=' is not an operator; use '==' to compare"

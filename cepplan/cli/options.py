@@ -1,0 +1,183 @@
+"""The options every `cepplan` command shares, defined once so all commands spell them alike.
+
+The convention (docs/cli.md): the files a command acts on are positional arguments; every file
+or directory it writes is `-o/--output`; a second input is a named option (`-w/--workload`,
+`--stats`); `-q/--quiet` and `-v/--verbose` wherever progress is printed; durations such as
+`--time-step` are text with a unit ("30s", "5min"; a bare number is in the workload's time unit);
+choices are Enums, so the help lists their values. New options should follow these helpers.
+This module imports nothing heavy: `cepplan --help` must stay fast.
+"""
+
+from __future__ import annotations
+
+import sys
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+import typer
+from typer.core import TyperCommand
+
+from cepplan.errors import InputError
+
+
+class Solver(str, Enum):
+    """How each pattern's detection plans are searched."""
+
+    auto = "auto"
+    dp = "dp"
+    heuristic = "heuristic"
+
+
+class Strategy(str, Enum):
+    """How the k plans a pattern offers its parents are picked (planner/strategies.py)."""
+
+    mixture = "mixture"
+    random = "random"
+    min_latency = "min-latency"
+    min_cost = "min-cost"
+    balanced = "balanced"
+
+
+class Search(str, Enum):
+    """How the evaluation pass chooses and shares patterns' evaluation trees."""
+
+    tabu = "tabu"
+    sa = "sa"
+    sh = "sh"
+    re = "re"
+    none = "none"
+
+
+class CoveringSolver(str, Enum):
+    """How covering selections of consumer queries are chosen (planner/covering.py)."""
+
+    auto = "auto"
+    cpsat = "cpsat"
+    mqc = "mqc"
+    mnh = "mnh"
+
+
+class CoverRun(str, Enum):
+    """`cepplan cover --solver`: a covering solver, or none to evaluate without reuse."""
+
+    auto = "auto"
+    cpsat = "cpsat"
+    mqc = "mqc"
+    mnh = "mnh"
+    none = "none"
+
+
+class PlanKind(str, Enum):
+    """The plan a job evaluates: the given one, or the unoptimised baseline."""
+
+    plan = "plan"
+    trivial = "trivial"
+
+
+class MatchFormat(str, Enum):
+    """How `cepplan run` writes the matches."""
+
+    jsonl = "jsonl"
+    parquet = "parquet"
+
+
+def choice(default: Enum, flag: str, help_text: str) -> Any:
+    """An Enum option; long lists of values go into the help text, so the column stays narrow."""
+    values = [member.value for member in type(default)]
+    if len("|".join(values)) <= 24:
+        return typer.Option(default, flag, help=help_text)
+    return typer.Option(default, flag, metavar="NAME",
+                        help=f"{help_text} One of: {', '.join(values)}.")
+
+
+def output(help_text: str, default: Path | None = None) -> Any:
+    """`-o/--output PATH`: every file or directory a command writes (required without default)."""
+    return typer.Option(default if default is not None else ..., "-o", "--output",
+                        help=help_text, show_default=default is not None)
+
+
+def workload_option(help_text: str = "The workload.json (default: the one the plan names).",
+                    required: bool = False) -> Any:
+    """`-w/--workload PATH`: the workload, when it is not the command's main input."""
+    return typer.Option(... if required else None, "-w", "--workload", help=help_text)
+
+
+def quiet() -> Any:
+    """`-q/--quiet`: print nothing but errors and warnings."""
+    return typer.Option(False, "-q", "--quiet", help="Print nothing but errors and warnings.")
+
+
+def verbose() -> Any:
+    """`-v/--verbose`: show the log of the engine underneath (Spark's own messages)."""
+    return typer.Option(False, "-v", "--verbose", help="Also show Spark's own log lines.")
+
+
+def master() -> Any:
+    """`--master URL`: the Spark master, as spark-submit spells it."""
+    return typer.Option("local[*]", "--master", help="Spark master URL, as for spark-submit.")
+
+
+def time_step(help_text: str, default: str | None = None) -> Any:
+    """`--time-step DURATION`: text with a unit, or a bare number in the workload's unit."""
+    return typer.Option(default, "--time-step", metavar="DURATION",
+                        help=f"{help_text} A duration such as 30s or 5min; a bare number is "
+                        "in the workload's time unit.")
+
+
+def seed(help_text: str) -> Any:
+    """`--seed N`: the random seed of a randomised step."""
+    return typer.Option(0, "--seed", help=help_text)
+
+
+def duration_value(option: str, text: str, time_unit: str) -> float:
+    """A duration option's value in the workload's time unit; a bad one is an option error."""
+    from cepplan.workload.durations import DurationError, parse_duration
+
+    try:
+        value: Any = float(text)
+    except ValueError:
+        value = text
+    try:
+        return parse_duration(value, time_unit)
+    except DurationError as err:
+        raise option_error(option, str(err)) from None
+
+
+def option_error(option: str, message: str) -> InputError:
+    """An error about a command-line option: rendered `error: --option: message`, exit 2."""
+    return InputError.single(option, "", message)
+
+
+def command_with_aliases(renames: dict[str, str]) -> type[TyperCommand]:
+    """A command class accepting old option spellings: `renames` maps each old spelling to the
+    new one ("" when the option became a positional argument) and prints a note on stderr."""
+
+    class AliasedCommand(TyperCommand):
+        def parse_args(self, ctx, args: list[str]) -> list[str]:
+            return super().parse_args(ctx, rename_options(args, renames))
+
+    return AliasedCommand
+
+
+def rename_options(args: list[str], renames: dict[str, str]) -> list[str]:
+    """`args` with each old spelling in `renames` replaced (and a deprecation note printed)."""
+    renamed: list[str] = []
+    noted: set[str] = set()
+    for index, arg in enumerate(args):
+        if arg == "--":
+            return renamed + args[index:]
+        flag, equals, value = arg.partition("=")
+        if flag not in renames:
+            renamed.append(arg)
+            continue
+        new = renames[flag]
+        if flag not in noted:
+            noted.add(flag)
+            instead = f"use {new}" if new else "give it as an argument, without the option"
+            print(f"note: {flag} is deprecated: {instead}", file=sys.stderr)
+        if new:
+            renamed.append(f"{new}={value}" if equals else new)
+        elif equals:
+            renamed.append(value)
+    return renamed

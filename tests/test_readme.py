@@ -1,0 +1,255 @@
+"""README.md holds on its own data: every command in its code blocks runs, in order, on a fresh
+copy of the examples, and every figure it quotes is what the commands print.
+
+The README is the only copy of the commands. Blocks:
+- ```bash: commands to run (a trailing `\\` continues a line);
+- ```console: `$ command` lines, each followed by the output it must print (stdout); a line
+  `...` stands for any number of lines; numbers are compared exactly, spaces loosely;
+- ```text and others: illustrations, not run.
+Figures quoted in the prose are the CLAIMS below: a pattern over the README, and where in the
+commands' output each figure comes from.
+
+After a change that moves the figures, refresh them and read the diff:
+
+    python -m tests.test_readme --update
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+ROOT = README.parent
+
+_FENCE = re.compile(r"^```(\w*)\n(.*?)^```$", re.M | re.S)
+_SETUP_PREFIX = re.compile(r"^python -m pip install [^&]*&& ")
+# Commands of the README that are not part of the walk-through: the test suite itself, linting
+# and the benchmarks (minutes long); everything else must be runnable here.
+NOT_RUN = ("python -m pytest", "ruff ", "python -m benchmarks")
+_NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")
+
+
+@dataclass
+class Command:
+    """One command of the README and, for console blocks, the output lines it must print."""
+
+    text: str
+    expected: list[str] | None = None
+    span: tuple[int, int] = (0, 0)  # where the expected lines are in README.md
+    stdout: str = field(default="", repr=False)
+    stderr: str = field(default="", repr=False)
+
+
+def readme_commands(text: str) -> list[Command]:
+    """The README's commands in order, with the output the console blocks expect."""
+    commands: list[Command] = []
+    for fence in _FENCE.finditer(text):
+        language, body = fence.group(1), fence.group(2)
+        if language == "bash":
+            for line in body.replace("\\\n", " ").splitlines():
+                line = _SETUP_PREFIX.sub("", line.split(" #")[0].strip())
+                if line and not line.startswith(NOT_RUN):
+                    commands.append(Command(re.sub(r"\s+", " ", line)))
+        elif language == "console":
+            offset = fence.start(2)
+            for line in body.splitlines(keepends=True):
+                if line.startswith("$ "):
+                    commands.append(Command(line[2:].strip(), [], (offset + len(line),) * 2))
+                elif commands and commands[-1].expected is not None:
+                    commands[-1].expected.append(line.rstrip("\n"))
+                    commands[-1].span = (commands[-1].span[0], offset + len(line))
+                offset += len(line)
+    return commands
+
+
+def walk(workdir: Path) -> list[Command]:
+    """Run every README command in `workdir` (a copy of the examples) and keep its stdout."""
+    shutil.copytree(ROOT / "examples", workdir / "examples")
+    bin_dir = workdir / ".bin"
+    bin_dir.mkdir()
+    shim = bin_dir / "cepplan"
+    shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m cepplan "$@"\n')
+    shim.chmod(0o755)
+    env = dict(os.environ, PATH=f"{bin_dir}{os.pathsep}{Path(sys.executable).parent}"
+               f"{os.pathsep}{os.environ.get('PATH', '')}",
+               PYTHONPATH=f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
+               PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable,
+               COLUMNS="100")
+    commands = readme_commands(README.read_text())
+    for command in commands:
+        done = subprocess.run(["bash", "-c", command.text], cwd=workdir, env=env,
+                              capture_output=True, text=True, timeout=900)
+        assert done.returncode == 0, (f"README command failed (exit {done.returncode}): "
+                                      f"{command.text}\n{done.stderr[-3000:]}")
+        command.stdout, command.stderr = done.stdout, done.stderr
+    return commands
+
+
+def _skeleton(line: str) -> str:
+    """A line without its figures and with runs of spaces or rule characters collapsed."""
+    return re.sub(r"(.)\1+", r"\1", re.sub(r"\s+", " ", _NUMBER.sub("#", line)).strip())
+
+
+def _loose(line: str) -> str:
+    return re.sub(r"\s+", " ", line).strip()
+
+
+def align(expected: list[str], actual: list[str]) -> list[int] | None:
+    """For each expected line, the index of the actual line it shows (-1 for `...`), matching
+    lines by their skeleton in order; None when the shapes do not match."""
+    result: list[int] = []
+    position, gap = 0, False
+    for line in expected:
+        if line.strip() == "...":
+            result.append(-1)
+            gap = True
+            continue
+        wanted = _skeleton(line)
+        candidates = range(position, len(actual)) if gap else range(position, position + 1)
+        found = next((i for i in candidates if i < len(actual)
+                      and _skeleton(actual[i]) == wanted), None)
+        if found is None:
+            return None
+        result.append(found)
+        position, gap = found + 1, False
+    if not gap and position != len(actual):
+        return None
+    return result
+
+
+def output_problems(command: Command) -> list[str]:
+    """How the command's output differs from what the README shows."""
+    actual = command.stdout.splitlines()
+    matched = align(command.expected or [], actual)
+    if matched is None:
+        return [f"`{command.text}` printed output of another shape than the README shows; "
+                f"it printed:\n{command.stdout}"]
+    return [f"`{command.text}`: README shows\n  {line}\nbut the command printed\n  "
+            f"{actual[index]}" for line, index in zip(command.expected, matched, strict=True)
+            if index >= 0 and _loose(line) != _loose(actual[index])]
+
+
+def _output(commands: list[Command], needle: str) -> str:
+    found = [c.stdout for c in commands if needle in c.text]
+    assert found, f"no README command contains {needle!r}"
+    return found[0]
+
+
+def _field(text: str, pattern: str) -> str:
+    match = re.search(pattern, text, re.M)
+    assert match, f"{pattern!r} not found in:\n{text}"
+    return match.group(1)
+
+
+def _matches(text: str) -> dict[str, int]:
+    """Pattern -> match count from `cepplan run`'s table."""
+    table = text.split("pattern", 1)[1].split("\n\n", 1)[0].splitlines()[1:]
+    return {row.split()[0]: int(row.split()[1].replace(",", "")) for row in table}
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A figure quoted in the README's prose and where the commands print it."""
+
+    readme: str  # a regex over the README with one group per figure
+    figures: Callable[[list[Command]], tuple[str, ...]]
+
+
+def _first_plan(commands: list[Command]) -> tuple[str, ...]:
+    out = _output(commands, "optimize examples/fraud/workload.json -o plan.json")
+    return (_field(out, r"^account_takeover .* (\d+)%"),)
+
+
+def _measured(commands: list[Command]) -> tuple[str, ...]:
+    out = _output(commands, "cepplan stats")
+    return (_field(out, r"PasswordReset\s*│\s*(\d+)"),
+            _field(out, r"withdrawal_abroad_after_login\s*│\s*w\.amount > 500\s*│\s*filter\s*│"
+                        r"\s*([\d.]+)"))
+
+
+def _baseline(commands: list[Command]) -> tuple[str, ...]:
+    base = _output(commands, "--plan-kind trivial")
+    plan = _output(commands, "-o optimised/")
+    assert _matches(base) == _matches(plan), "the plans found different matches"
+    return (_field(base, r"rows to matchers\s+([\d,]+)"),
+            _field(base, r"transmission factor ([\d.]+)"),
+            f"{sum(_matches(base).values()):,}")
+
+
+CLAIMS = (
+    Claim(r"It sends (\d+) % fewer events than\s+pushing everything", _first_plan),
+    Claim(r"(\d+) password resets in 1000 minutes[^`]*`w\.amount > 500` holds for ([\d.]+) of",
+          _measured),
+    Claim(r"trivial plan \(`--plan-kind trivial`\) sends ([\d,]+) rows to the\s+matchers on the "
+          r"same data \(transmission factor ([\d.]+)\) and finds the same ([\d,]+) matches",
+          _baseline),
+)
+
+
+def claim_problems(text: str, commands: list[Command]) -> list[str]:
+    problems = []
+    for claim in CLAIMS:
+        match = re.search(claim.readme, text)
+        if match is None:
+            problems.append(f"the README no longer says {claim.readme!r}: update CLAIMS")
+            continue
+        for quoted, printed in zip(match.groups(), claim.figures(commands), strict=True):
+            if quoted != printed:
+                problems.append(f"README quotes {quoted} in {match.group(0)!r}; the commands "
+                                f"print {printed}")
+    return problems
+
+
+def test_readme_walk_through(tmp_path):
+    text = README.read_text()
+    commands = walk(tmp_path)
+    assert any(c.text.startswith("cepplan run") for c in commands)
+    problems = [p for c in commands if c.expected is not None for p in output_problems(c)]
+    problems += claim_problems(text, commands)
+    spark_log = re.compile(r"^(\d\d/){2}\d\d \d\d:\d\d:\d\d (INFO|WARN)|^\[Stage", re.M)
+    problems += [f"`{c.text}` showed Spark's log off a terminal:\n{c.stderr[-2000:]}"
+                 for c in commands if c.text.startswith("cepplan run") and
+                 spark_log.search(c.stderr)]
+    assert not problems, ("\n\n".join(problems) + "\n\n(refresh with: python -m "
+                          "tests.test_readme --update)")
+
+
+def update(workdir: Path) -> None:
+    """Rewrite the README's console outputs and quoted figures from a fresh walk."""
+    text = README.read_text()
+    commands = walk(workdir)
+    for command in sorted((c for c in commands if c.expected is not None),
+                          key=lambda c: c.span[0], reverse=True):
+        actual = command.stdout.splitlines()
+        matched = align(command.expected, actual)
+        lines = actual if matched is None else [
+            "..." if index < 0 else actual[index] for index in matched]
+        start, end = command.span
+        text = text[:start] + "".join(f"{line.rstrip()}\n" for line in lines) + text[end:]
+    for claim in CLAIMS:
+        match = re.search(claim.readme, text)
+        if match is None:
+            print(f"not found in README: {claim.readme!r}", file=sys.stderr)
+            continue
+        pieces, last = [], match.start()
+        for index, figure in enumerate(claim.figures(commands), start=1):
+            pieces += [text[last:match.start(index)], figure]
+            last = match.end(index)
+        text = text[:match.start()] + "".join(pieces) + text[last:]
+    README.write_text(text)
+
+
+if __name__ == "__main__":
+    import tempfile
+
+    if sys.argv[1:] != ["--update"]:
+        sys.exit("usage: python -m tests.test_readme --update")
+    with tempfile.TemporaryDirectory() as scratch:
+        update(Path(scratch))
