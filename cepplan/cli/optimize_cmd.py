@@ -3,11 +3,13 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import typer
 
 from cepplan.errors import InputError, Problem
+from cepplan.limits import at_least, bounded, check_output_file
 from cepplan.planner.compose import AUTO, Settings
 from cepplan.planner.front import DP, HEURISTIC
 from cepplan.planner.optimize import Optimized, optimize
@@ -15,8 +17,11 @@ from cepplan.planner.plan import write_plan
 from cepplan.planner.strategies import STRATEGIES
 from cepplan.stats.stats_file import read_stats
 from cepplan.workload import load_workload
+from cepplan.workload.durations import MAX_DURATION
 
 SOLVERS = (AUTO, DP, HEURISTIC)
+MAX_TIME_LIMIT = 86_400.0  # seconds
+MAX_DP = 30  # subevents; the DP itself also falls back when its tables would not fit
 
 
 def optimize_command(
@@ -43,8 +48,17 @@ def optimize_command(
     latency bound; write plan.json and print a summary table."""
     _check_choice("--solver", solver, SOLVERS)
     _check_choice("--strategy", strategy, STRATEGIES)
+    bounded("--time-limit", time_limit, low=0, high=MAX_TIME_LIMIT)
+    if time_step is not None:
+        bounded("--time-step", time_step, low=0, high=MAX_DURATION)
+    at_least("--k", k, 0)
+    at_least("--dp-limit", dp_limit, 1, MAX_DP)
+    check_output_file(out, "--out")
     loaded = load_workload(workload)
-    statistics = read_stats(stats, loaded) if stats else loaded.statistics
+    notes: list[str] = []
+    statistics = read_stats(stats, loaded, notes) if stats else loaded.statistics
+    for note in notes:
+        print(f"note: {note}", file=sys.stderr)
     settings = Settings(solver=solver, k=k or None, strategy=strategy, seed=seed,
                         time_limit=time_limit, step=time_step, dp_limit=dp_limit)
     result = optimize(loaded, statistics, settings, str(stats) if stats else None,

@@ -66,7 +66,7 @@ def stats(
         document = collect_statistics(
             spark, events, loaded, time_step=step, markov_order=markov_order, sample=sample,
             seed=seed, max_groups=max_groups, strict=strict, on_stage=on_stage)
-    write_stats(document, output)
+    write_stats(document, output, loaded)
     rows = document["rows"]
     if rows["rejected"]:
         reasons = ", ".join(f"{k}: {v}" for k, v in rows["reasons"].items())
