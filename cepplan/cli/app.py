@@ -22,6 +22,7 @@ from cepplan.cli import (
     validate_cmd,
 )
 from cepplan.errors import CepplanError, InputError
+from cepplan.interrupt import Interrupted, signals_interrupt
 
 app = typer.Typer(
     name="cepplan",
@@ -60,9 +61,14 @@ app.command("run")(run_cmd.run_command)
 
 
 def main() -> None:
-    """Console entry point: run the app, turning cepplan's errors into exit code 2."""
+    """Console entry point: run the app, turning cepplan's errors into exit code 2 and an
+    interruption (Ctrl-C, SIGTERM) into one line and exit code 130 / 143."""
     try:
-        app()
+        with signals_interrupt():
+            app()
+    except Interrupted as stop:
+        print(f"cepplan: {stop.describe()}", file=sys.stderr)
+        sys.exit(stop.exit_code)
     except CepplanError as err:
         if _state["debug"]:
             traceback.print_exc()

@@ -9,6 +9,7 @@ import typer
 from cepplan.engine_adapter.generate import generate
 from cepplan.engine_adapter.inputs import plan_and_workload
 from cepplan.errors import InputError
+from cepplan.limits import check_output_dir
 
 
 def generate_command(
@@ -22,6 +23,7 @@ def generate_command(
 ) -> None:
     """Write DIR/job.py, DIR/runtime.zip (for --py-files), DIR/job.json and DIR/plan.json."""
     _check_kind(plan_kind)
+    check_output_dir(out, "--out")
     chosen, loaded = plan_and_workload(plan, workload, trivial=plan_kind == "trivial")
     generate(loaded, chosen, out, plan_kind=plan_kind)
     if not quiet:

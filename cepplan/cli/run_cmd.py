@@ -14,6 +14,8 @@ from cepplan.engine_adapter.inputs import event_paths, plan_and_workload
 from cepplan.engine_adapter.metrics_table import metrics_lines
 from cepplan.engine_adapter.submit import submit
 from cepplan.errors import InputError
+from cepplan.interrupt import staged_directory
+from cepplan.limits import check_output_dir
 
 
 def run_command(
@@ -31,14 +33,16 @@ def run_command(
     """Evaluate the plan on the events with Spark; write matches and metrics.json into --out
     and print the metrics table."""
     _check_kind(plan_kind)
+    check_output_dir(out, "--out")
     if output_format not in ("jsonl", "parquet"):
         raise InputError.single("--format", "", f"must be jsonl or parquet, not "
                                 f"{output_format!r}")
     chosen, loaded = plan_and_workload(plan, workload, trivial=plan_kind == "trivial")
     files = event_paths(events)
-    with tempfile.TemporaryDirectory(prefix="cepplan-job-") as scratch:
+    with (tempfile.TemporaryDirectory(prefix="cepplan-job-") as scratch,
+          staged_directory(out) as staged):  # renamed over --out only if the job succeeds
         job_dir = generate(loaded, chosen, Path(scratch) / "job", plan_kind=plan_kind)
-        submit(job_dir, files, out, master=master, output_format=output_format, quiet=quiet)
+        submit(job_dir, files, staged, master=master, output_format=output_format, quiet=quiet)
     if not quiet:
         metrics = json.loads((out / "metrics.json").read_text())
         for line in metrics_lines(metrics, loaded.time_unit):

@@ -6,7 +6,6 @@ docs/stats.md), which `cepplan optimize` reads; a summary table is printed at th
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -16,6 +15,7 @@ from rich.console import Console
 from rich.table import Table
 
 from cepplan.errors import InputError
+from cepplan.limits import at_least, check_output_file, check_readable
 from cepplan.workload import load_workload
 from cepplan.workload.durations import DurationError, parse_duration
 from cepplan.workload.source_spec import reader_arguments
@@ -43,13 +43,16 @@ def stats(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress, no summary."),
 ) -> None:
     """Measure rates, occurrence models and predicate selectivities of event files."""
+    check_output_file(output, "--output")
+    at_least("--markov-order", markov_order, 1, 8)
+    at_least("--shuffle-partitions", shuffle_partitions, 0)
     loaded = load_workload(workload)
     reader_arguments(loaded)  # a workload without a source fails here, before Spark starts
     step = _time_step(time_step, loaded.time_unit)
     for path in events:
         local = "://" not in path and not any(c in path for c in "*?[")
-        if local and not os.path.exists(path):
-            raise InputError.single(path, "", "no such file or directory")
+        if local:
+            check_readable(path, "event file")
     if sample < 1 or max_groups < 1:
         raise InputError.single(str(workload), "--sample" if sample < 1 else "--max-groups",
                                 "must be at least 1")

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from cepplan.errors import InputError
 from cepplan.fileio import read_json
+from cepplan.limits import check_readable
 from cepplan.planner.plan import Plan, read_plan, trivial_plan
 from cepplan.workload import Workload, load_workload
 
@@ -45,9 +46,13 @@ def _workload_of(plan_path: Path) -> Path:
 
 
 def event_paths(paths: list[Path]) -> list[str]:
-    """The event files, each checked to exist."""
-    missing = [p for p in paths if not p.exists()]
-    if missing:
-        raise InputError([InputError.single(str(p), "", "event file not found").problems[0]
-                          for p in missing])
+    """The event files, each checked to exist and be readable."""
+    problems = []
+    for path in paths:
+        try:
+            check_readable(path, "event file")
+        except InputError as err:
+            problems += err.problems
+    if problems:
+        raise InputError(problems)
     return [str(p) for p in paths]
