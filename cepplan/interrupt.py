@@ -34,6 +34,7 @@ from pathlib import Path
 
 STAGING_PREFIX = ".cepplan-run-"
 OLD_PREFIX = ".cepplan-old-"
+SCRATCH_PREFIX = "cepplan-job-"
 GRACE_SECONDS = 5.0
 _PR_SET_PDEATHSIG = 1
 
@@ -169,13 +170,23 @@ def replace_directory(source: Path, target: Path) -> None:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, held)
 
 
-def clean_stale_staging(folder: str | Path) -> list[Path]:
+@contextlib.contextmanager
+def scratch_directory(prefix: str = SCRATCH_PREFIX) -> Iterator[Path]:
+    """A temporary directory `<tmp>/<prefix><pid>-*`, removed when the block ends; those of
+    killed cepplan processes are removed first."""
+    clean_stale_staging(tempfile.gettempdir(), (prefix,))
+    with tempfile.TemporaryDirectory(prefix=f"{prefix}{os.getpid()}-") as scratch:
+        yield Path(scratch)
+
+
+def clean_stale_staging(folder: str | Path,
+                        prefixes: Sequence[str] = (STAGING_PREFIX, OLD_PREFIX)) -> list[Path]:
     """Tidy `folder` after runs killed with SIGKILL: remove their `.cepplan-run-<pid>-*`
     directories and put back an earlier output caught mid-swap (`.cepplan-old-<pid>-<name>`
     when `<name>` is missing). Only entries of processes that no longer run are touched."""
     touched = []
     for entry in Path(folder).iterdir():
-        for prefix in (STAGING_PREFIX, OLD_PREFIX):
+        for prefix in prefixes:
             if not entry.name.startswith(prefix):
                 continue
             pid, _, rest = entry.name[len(prefix):].partition("-")

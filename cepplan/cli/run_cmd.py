@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import tempfile
 from pathlib import Path
 
 import typer
@@ -14,7 +13,7 @@ from cepplan.engine_adapter.inputs import event_paths, plan_and_workload
 from cepplan.engine_adapter.metrics_table import metrics_lines
 from cepplan.engine_adapter.submit import submit
 from cepplan.errors import InputError
-from cepplan.interrupt import staged_directory
+from cepplan.interrupt import scratch_directory, staged_directory
 from cepplan.limits import check_output_dir
 
 
@@ -39,9 +38,9 @@ def run_command(
                                 f"{output_format!r}")
     chosen, loaded = plan_and_workload(plan, workload, trivial=plan_kind == "trivial")
     files = event_paths(events)
-    with (tempfile.TemporaryDirectory(prefix="cepplan-job-") as scratch,
+    with (scratch_directory() as scratch,
           staged_directory(out) as staged):  # renamed over --out only if the job succeeds
-        job_dir = generate(loaded, chosen, Path(scratch) / "job", plan_kind=plan_kind)
+        job_dir = generate(loaded, chosen, scratch / "job", plan_kind=plan_kind)
         submit(job_dir, files, staged, master=master, output_format=output_format, quiet=quiet)
     if not quiet:
         metrics = json.loads((out / "metrics.json").read_text())

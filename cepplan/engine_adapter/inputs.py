@@ -33,8 +33,9 @@ def plan_and_workload(plan_path: Path, workload_path: Path | None = None, *,
 
 def _workload_of(plan_path: Path) -> Path:
     raw = read_json(plan_path)
-    named = (raw.get("workload") or {}).get("path") if isinstance(raw, dict) else None
-    if not named:
+    meta = raw.get("workload") if isinstance(raw, dict) else None
+    named = meta.get("path") if isinstance(meta, dict) else None
+    if not named or not isinstance(named, str):
         raise InputError.single(str(plan_path), "workload.path",
                                 "the plan does not name its workload: pass --workload")
     for candidate in (Path(named), plan_path.parent / named):
