@@ -36,6 +36,7 @@ REJECT_TYPE_MISSING = "missing type"
 REJECT_TYPE_UNKNOWN = "unknown type"
 REJECT_TIME = "missing or unparsable time"
 REJECT_ID = "missing or unparsable id"
+MAX_TIME = 1e17  # largest |timestamp| in time units (epoch microseconds fit); larger is rejected
 
 SPARK_TYPES = {"double": T.DoubleType(), "long": T.LongType(), "string": T.StringType(),
                "bool": T.BooleanType()}
@@ -223,8 +224,9 @@ def _time_column(raw: DataFrame, source: Mapping[str, Any], time_unit: str) -> C
     else:
         value = _try_cast(F.col(name), T.DoubleType())
     value = value.cast(T.DoubleType())
-    finite = value.isNotNull() & ~F.isnan(value) & (F.abs(value) < float("inf"))
-    return F.when(finite, value)
+    # beyond MAX_TIME (1e300, say) later casts to whole steps overflow: such a row is unusable
+    usable = value.isNotNull() & ~F.isnan(value) & (F.abs(value) <= MAX_TIME)
+    return F.when(usable, value)
 
 
 def _position_column(spark: SparkSession, raw: DataFrame, positions: str) -> Column:
