@@ -167,15 +167,17 @@ def _start(args: list[str], tmp: Path) -> subprocess.Popen:
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
-def _wait_for(process: subprocess.Popen, ready, seconds: float = 120.0) -> set[int]:
-    """Poll until `ready(descendant command lines)`; return the descendants seen so far."""
+def _wait_for(process: subprocess.Popen, ready, scratch: Path,
+              seconds: float = 120.0) -> set[int]:
+    """Poll until `ready(descendant command lines, scratch folder)`; return the descendants
+    seen so far."""
     deadline = time.monotonic() + seconds
     seen: set[int] = set()
     while time.monotonic() < deadline:
         assert process.poll() is None, process.communicate()
         current = _descendants(process.pid)
         seen |= current
-        if ready([_cmdline(p) for p in current]):
+        if ready([_cmdline(p) for p in current], scratch):
             return seen
         time.sleep(0.1)
     raise AssertionError("the point to interrupt at was never reached")
@@ -195,10 +197,10 @@ def _snapshot(folder: Path) -> dict[str, bytes]:
     return {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
 
 
-POINTS = {
-    "before-spark": lambda cmds: True,
-    "jvm-started": lambda cmds: any("java" in c for c in cmds),
-    "job-running": lambda cmds: any("job.py" in c for c in cmds),
+POINTS = {  # (command lines of the descendants, the run's TMPDIR) -> reached
+    "job-generated": lambda cmds, tmp: any(tmp.iterdir()),  # cepplan-job-*: before Spark
+    "jvm-started": lambda cmds, tmp: any("java" in c for c in cmds),
+    "job-running": lambda cmds, tmp: any("job.py" in c for c in cmds),
 }
 CODES = {signal.SIGINT: 130, signal.SIGTERM: 143}
 
@@ -214,8 +216,8 @@ def plan(tmp_path_factory) -> Path:
 @pytest.mark.parametrize("engine", ["spark"])
 @pytest.mark.parametrize(("signum", "point"), [
     (signal.SIGINT, "jvm-started"), (signal.SIGTERM, "job-running"),
-    (signal.SIGTERM, "before-spark"), (signal.SIGINT, "job-running")],
-    ids=["SIGINT-jvm-started", "SIGTERM-job-running", "SIGTERM-before-spark",
+    (signal.SIGTERM, "job-generated"), (signal.SIGINT, "job-running")],
+    ids=["SIGINT-jvm-started", "SIGTERM-job-running", "SIGTERM-job-generated",
          "SIGINT-job-running"])
 def test_run_interrupted(tmp_path, plan, engine, signum, point):
     out = tmp_path / "results" / "out"
@@ -224,7 +226,7 @@ def test_run_interrupted(tmp_path, plan, engine, signum, point):
     scratch.mkdir()
     process = _start(["run", str(plan), "--events", str(FRAUD / "events.csv"), "--out",
                       str(out), "--quiet"], scratch)
-    seen = _wait_for(process, POINTS[point])
+    seen = _wait_for(process, POINTS[point], scratch)
     process.send_signal(signum)
     _, err = process.communicate(timeout=60)
     assert process.returncode == CODES[signum], err
@@ -245,7 +247,7 @@ def test_run_killed_leaves_no_process_and_next_run_cleans(tmp_path, plan, engine
     scratch.mkdir()
     process = _start(["run", str(plan), "--events", str(FRAUD / "events.csv"), "--out",
                       str(out), "--quiet"], scratch)
-    seen = _wait_for(process, POINTS["job-running"])
+    seen = _wait_for(process, POINTS["job-running"], scratch)
     process.send_signal(signal.SIGKILL)
     process.communicate(timeout=60)
     assert not _gone(seen, 30), [_cmdline(p) for p in seen if _alive(p)]
@@ -267,7 +269,7 @@ def test_stats_interrupted(tmp_path, engine, signum, point):
     scratch.mkdir()
     process = _start(["stats", str(FRAUD / "events.csv"), "-w", str(FRAUD / "workload.json"),
                       "-o", str(out), "--quiet"], scratch)
-    seen = _wait_for(process, POINTS[point])
+    seen = _wait_for(process, POINTS[point], scratch)
     time.sleep(3)  # inside the statistics job's calls into the JVM
     process.send_signal(signum)
     _, err = process.communicate(timeout=60)
