@@ -15,7 +15,7 @@ Shared by every command that runs long or writes a directory (both engines, the 
   killed by SIGKILL.
 
 The CLI turns `Interrupted` into one line and exit code 128 + signal (130 for SIGINT, 143 for
-SIGTERM).
+SIGTERM), after `stop_children()` has stopped any child a library started (pyspark's JVM).
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ import signal
 import subprocess
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
@@ -118,6 +119,46 @@ def stop_group(process: subprocess.Popen, grace: float = GRACE_SECONDS) -> None:
             return
         except subprocess.TimeoutExpired:
             continue
+
+
+def stop_children(grace: float = GRACE_SECONDS) -> list[int]:
+    """SIGTERM every running child of this process, SIGKILL those left after `grace` seconds;
+    return their pids. For children a library started for us (pyspark's JVM, which outlives
+    cepplan when interrupted while it starts). Linux (/proc); elsewhere it finds none."""
+    children = _children()
+    for pid in children:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline and any(_running(p) for p in children):
+        time.sleep(0.05)
+    for pid in children:
+        if _running(pid):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+    return children
+
+
+def _children() -> list[int]:
+    me, found = os.getpid(), []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError, IndexError, ValueError):
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            if int(fields[1]) == me and fields[0] != "Z":
+                found.append(int(stat.parent.name))
+    return found
+
+
+def _running(pid: int) -> bool:
+    """Still running and not yet reaped (a zombie has stopped running)."""
+    try:
+        with contextlib.suppress(ChildProcessError):
+            if os.waitpid(pid, os.WNOHANG)[0] == pid:
+                return False
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
 
 
 def _kill_stragglers(pgid: int) -> None:

@@ -22,7 +22,7 @@ from cepplan.cli import (
     validate_cmd,
 )
 from cepplan.errors import CepplanError, InputError
-from cepplan.interrupt import Interrupted, signals_interrupt
+from cepplan.interrupt import Interrupted, signals_interrupt, stop_children
 
 app = typer.Typer(
     name="cepplan",
@@ -67,6 +67,7 @@ def main() -> None:
         with signals_interrupt():
             app()
     except Interrupted as stop:
+        stop_children()  # e.g. the JVM of `cepplan stats`, which would outlive us
         print(f"cepplan: {stop.describe()}", file=sys.stderr)
         sys.exit(stop.exit_code)
     except CepplanError as err:

@@ -173,6 +173,23 @@ def _check_columns(raw: DataFrame, source: Mapping[str, Any],
         shown = ", ".join(c for c in raw.columns if c != _CORRUPT)
         raise SourceError(f"column(s) {', '.join(map(repr, missing))} not in the input "
                           f"(its columns: {shown})", ", ".join(paths))
+    for name, kind in _merged_attribute_types(attributes).items():
+        stored = raw.schema[name].dataType
+        if _clashes(stored, SPARK_TYPES[kind]):
+            raise SourceError(f"column {name!r} holds {stored.simpleString()} values, but the "
+                              f"workload says {kind}", ", ".join(paths))
+
+
+def _clashes(stored: T.DataType, target: T.DataType) -> bool:
+    """A typed column (Parquet, inferred JSON) whose values cannot mean the workload's type:
+    true/false read as numbers (1.0/0.0) or numbers as true/false would be silently wrong.
+    Text columns are cast row by row instead, unparsable rows rejected and counted."""
+    numeric = isinstance(target, T.NumericType)
+    if isinstance(stored, T.BooleanType):
+        return numeric
+    if isinstance(target, T.BooleanType):
+        return not isinstance(stored, (T.BooleanType, T.StringType))
+    return numeric and not isinstance(stored, (T.NumericType, T.StringType))
 
 
 def _merged_attribute_types(attributes: Mapping[str, Mapping[str, str]]) -> dict[str, str]:

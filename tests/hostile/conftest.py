@@ -23,14 +23,22 @@ class CaseTimeout(Exception):
     """A hostile case ran past its time bound."""
 
 
+def pytest_configure(config):
+    config.addinivalue_line("markers", "case_seconds(n): time bound of a case that starts "
+                            "Spark (its JVM start-up alone takes tens of seconds under load)")
+
+
 @pytest.fixture(autouse=True)
-def time_bound():
-    """Fail any case that runs longer than CASE_SECONDS."""
+def time_bound(request):
+    """Fail any case that runs longer than CASE_SECONDS (or its `case_seconds` mark)."""
+    marker = request.node.get_closest_marker("case_seconds")
+    seconds = marker.args[0] if marker else CASE_SECONDS
+
     def expire(_signum, _frame):
-        raise CaseTimeout(f"case still running after {CASE_SECONDS} s")
+        raise CaseTimeout(f"case still running after {seconds} s")
 
     previous = signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, CASE_SECONDS)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
     yield
     signal.setitimer(signal.ITIMER_REAL, 0)
     signal.signal(signal.SIGALRM, previous)

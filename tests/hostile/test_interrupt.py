@@ -213,6 +213,7 @@ def plan(tmp_path_factory) -> Path:
     return folder / "plan.json"
 
 
+@pytest.mark.case_seconds(300)
 @pytest.mark.parametrize("engine", ["spark"])
 @pytest.mark.parametrize(("signum", "point"), [
     (signal.SIGINT, "jvm-started"), (signal.SIGTERM, "job-running"),
@@ -239,6 +240,7 @@ def test_run_interrupted(tmp_path, plan, engine, signum, point):
     assert list(scratch.iterdir()) == []  # no cepplan-job-* left
 
 
+@pytest.mark.case_seconds(300)
 @pytest.mark.parametrize("engine", ["spark"])
 def test_run_killed_leaves_no_process_and_next_run_cleans(tmp_path, plan, engine):
     out = tmp_path / "results" / "out"
@@ -258,6 +260,7 @@ def test_run_killed_leaves_no_process_and_next_run_cleans(tmp_path, plan, engine
     assert sorted(p.name for p in out.parent.iterdir()) == ["out"]
 
 
+@pytest.mark.case_seconds(300)
 @pytest.mark.parametrize("engine", ["spark"])
 @pytest.mark.parametrize(("signum", "point"), [(signal.SIGINT, "jvm-started"),
                                                (signal.SIGTERM, "jvm-started")],
