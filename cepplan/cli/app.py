@@ -6,6 +6,7 @@ Bad input (`CepplanError`) is printed as one clear message per problem on stderr
 
 from __future__ import annotations
 
+import signal
 import sys
 import traceback
 
@@ -67,6 +68,8 @@ def main() -> None:
         with signals_interrupt():
             app()
     except Interrupted as stop:
+        for signum in (signal.SIGINT, signal.SIGTERM):  # a second Ctrl-C: finish tidying up
+            signal.signal(signum, signal.SIG_IGN)
         stop_children()  # e.g. the JVM of `cepplan stats`, which would outlive us
         print(f"cepplan: {stop.describe()}", file=sys.stderr)
         sys.exit(stop.exit_code)
