@@ -39,7 +39,8 @@ def check_readable(path: str | Path, what: str = "file") -> None:
     try:
         path.stat()
     except FileNotFoundError:
-        raise InputError.single(str(path), "", f"{what} not found") from None
+        raise InputError.single(str(path), "", f"{what} not found (no such file or "
+                                "directory)") from None
     except OSError as exc:
         raise InputError.single(str(path), "", f"cannot read: {exc.strerror.lower()}") from None
     if not os.access(path, os.R_OK):
