@@ -6,6 +6,7 @@ Bad input (`CepplanError`) is printed as one clear message per problem on stderr
 
 from __future__ import annotations
 
+import signal
 import sys
 import traceback
 
@@ -27,6 +28,7 @@ from cepplan.cli import (
 )
 from cepplan.cli.options import command_with_aliases
 from cepplan.errors import CepplanError, InputError
+from cepplan.interrupt import Interrupted, signals_interrupt, stop_children
 
 app = typer.Typer(
     name="cepplan",
@@ -39,6 +41,7 @@ app = typer.Typer(
 )
 
 _state = {"debug": False}
+USAGE_ERROR = typer.BadParameter.__mro__[1]  # Click's UsageError, wherever Typer's Click lives
 
 
 def _version(value: bool) -> None:
@@ -76,9 +79,23 @@ app.command("synth-mobile")(mobility_cmd.synth_mobile)
 
 
 def main() -> None:
-    """Console entry point: run the app, turning cepplan's errors into exit code 2."""
+    """Console entry point: run the app, turning cepplan's errors into exit code 2 and an
+    interruption (Ctrl-C, SIGTERM) into one line and exit code 130 / 143."""
     try:
-        app()
+        with signals_interrupt():
+            code = app(standalone_mode=False)
+        if isinstance(code, int) and code:
+            sys.exit(code)
+    except USAGE_ERROR as err:  # Click's own checks (choices, types, unknown options)
+        if type(err).__name__ != "NoArgsIsHelpError":  # that one has printed the help
+            print(f"error: {_usage_message(err)}", file=sys.stderr)
+        sys.exit(err.exit_code)
+    except Interrupted as stop:
+        for signum in (signal.SIGINT, signal.SIGTERM):  # a second Ctrl-C: finish tidying up
+            signal.signal(signum, signal.SIG_IGN)
+        stop_children()  # e.g. the JVM of `cepplan stats`, which would outlive us
+        print(f"cepplan: {stop.describe()}", file=sys.stderr)
+        sys.exit(stop.exit_code)
     except CepplanError as err:
         if _state["debug"]:
             traceback.print_exc()
@@ -88,3 +105,17 @@ def main() -> None:
         if not problems:
             print(f"error: {err}", file=sys.stderr)
         sys.exit(2)
+
+
+def _usage_message(err: Exception) -> str:
+    """A Click usage error in cepplan's one-line shape: `--option: problem`."""
+    param = getattr(err, "param", None)
+    if isinstance(err, typer.BadParameter) and param is not None and err.message:
+        name = "/".join(param.opts) if param.opts else (param.human_readable_name or "")
+        return f"{name}: {err.message}"
+    names, ctx = [], getattr(err, "ctx", None)
+    while ctx is not None and ctx.parent is not None:
+        names.append(ctx.info_name)
+        ctx = ctx.parent
+    command = " ".join(["cepplan", *reversed(names)])
+    return f"{err.format_message()} (see '{command} --help')"

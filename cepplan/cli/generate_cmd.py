@@ -24,7 +24,9 @@ def generate_command(
     """
     from cepplan.engine_adapter.generate import generate
     from cepplan.engine_adapter.inputs import plan_and_workload
+    from cepplan.limits import check_output_dir
 
+    check_output_dir(output, "--output")
     trivial = plan_kind is PlanKind.trivial
     chosen, loaded = plan_and_workload(plan, workload, trivial=trivial)
     generate(loaded, chosen, output, plan_kind=plan_kind.value)

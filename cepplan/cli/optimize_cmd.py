@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -10,6 +11,9 @@ import typer
 
 from cepplan.cli import options
 from cepplan.cli.options import CoveringSolver, Search, Solver, Strategy
+
+MAX_TIME_LIMIT = 86_400.0  # seconds
+MAX_DP = 30  # subevents; the DP itself also falls back when its tables would not fit
 
 if TYPE_CHECKING:
     from cepplan.planner.optimize import Optimized
@@ -58,6 +62,7 @@ def optimize_command(
     Prints, per pattern, the chosen plan, its latency and expected cost against pushing every
     event, then the whole workload's saving.
     """
+    from cepplan.limits import at_least, bounded, check_output_file
     from cepplan.planner.compose import Settings
     from cepplan.planner.covering_plan import CoveringSettings
     from cepplan.planner.evaluation import EvaluationSettings
@@ -65,12 +70,21 @@ def optimize_command(
     from cepplan.planner.plan import write_plan
     from cepplan.stats.stats_file import read_stats
     from cepplan.workload import load_workload
+    from cepplan.workload.durations import MAX_DURATION
 
+    bounded("--time-limit", time_limit, low=0, high=MAX_TIME_LIMIT)
+    at_least("-k", k, 0)
+    at_least("--dp-limit", dp_limit, 1, MAX_DP)
     _check_search(neighborhood, time_limit, covering_time_limit)
+    check_output_file(output, "--output")
     loaded = load_workload(workload)
-    statistics = read_stats(stats, loaded) if stats else loaded.statistics
-    step = options.duration_value("--time-step", time_step, loaded.time_unit) \
-        if time_step is not None else None
+    notes: list[str] = []
+    statistics = read_stats(stats, loaded, notes) if stats else loaded.statistics
+    for note in notes:
+        print(f"note: {note}", file=sys.stderr)
+    step = None if time_step is None else bounded(
+        "--time-step", options.duration_value("--time-step", time_step, loaded.time_unit),
+        low=0, high=MAX_DURATION)
     settings = Settings(solver=solver.value, k=k or None, strategy=strategy.value, seed=seed,
                         time_limit=time_limit, step=step, dp_limit=dp_limit)
     result = optimize(loaded, statistics, settings, str(stats) if stats else None,

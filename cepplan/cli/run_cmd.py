@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import sys
-import tempfile
 from pathlib import Path
 
 import typer
@@ -32,16 +31,20 @@ def run_command(
     from cepplan.engine_adapter.inputs import event_paths, plan_and_workload
     from cepplan.engine_adapter.metrics_table import metrics_lines
     from cepplan.engine_adapter.submit import submit
+    from cepplan.interrupt import scratch_directory, staged_directory
+    from cepplan.limits import check_output_dir
 
+    check_output_dir(output, "--output")
     trivial = plan_kind is PlanKind.trivial
     chosen, loaded = plan_and_workload(plan, workload, trivial=trivial)
     files = event_paths(events)
     progress = verbose or (sys.stderr.isatty() and not quiet)
-    with tempfile.TemporaryDirectory(prefix="cepplan-job-") as scratch:
-        job_dir = generate(loaded, chosen, Path(scratch) / "job", plan_kind=plan_kind.value)
+    with (scratch_directory() as scratch,
+          staged_directory(output) as staged):  # renamed over --output only on success
+        job_dir = generate(loaded, chosen, scratch / "job", plan_kind=plan_kind.value)
         if progress:
             print(f"cepplan: running the job on Spark ({master})", file=sys.stderr, flush=True)
-        submit(job_dir, files, output, master=master, output_format=output_format.value,
+        submit(job_dir, files, staged, master=master, output_format=output_format.value,
                quiet=not progress, verbose=verbose)
     if not quiet:
         metrics = json.loads((output / "metrics.json").read_text())

@@ -6,7 +6,6 @@ docs/stats.md), which `cepplan optimize` reads; a summary table is printed at th
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -16,7 +15,6 @@ from rich.console import Console
 from rich.table import Table
 
 from cepplan.cli import options
-from cepplan.errors import InputError
 
 
 def stats(
@@ -41,16 +39,20 @@ def stats(
     verbose: bool = options.verbose(),
 ) -> None:
     """Measure rates, occurrence models and predicate selectivities of event files."""
+    from cepplan.limits import at_least, check_output_file, check_readable
     from cepplan.workload import load_workload
     from cepplan.workload.source_spec import reader_arguments
 
+    check_output_file(output, "--output")
+    at_least("--markov-order", markov_order, 1, 8)
+    at_least("--shuffle-partitions", shuffle_partitions, 0)
     loaded = load_workload(workload)
     reader_arguments(loaded)  # a workload without a source fails here, before Spark starts
     step = options.duration_value("--time-step", time_step, loaded.time_unit)
     for path in events:
         local = "://" not in path and not any(c in path for c in "*?[")
-        if local and not os.path.exists(path):
-            raise InputError.single(path, "", "no such file or directory")
+        if local:
+            check_readable(path, "event file")
     if sample < 1 or max_groups < 1:
         raise options.option_error("--sample" if sample < 1 else "--max-groups",
                                    "must be at least 1")
@@ -73,7 +75,7 @@ def stats(
             from cepplan.stats.context_time import measure_contexts
             on_stage("context windows")
             document["contexts"] = measure_contexts(spark, events, loaded)
-    write_stats(document, output)
+    write_stats(document, output, loaded)
     rows = document["rows"]
     if rows["rejected"]:
         reasons = ", ".join(f"{k}: {v}" for k, v in rows["reasons"].items())

@@ -6,6 +6,7 @@ ground truth (rates, models, selectivities) in the `stats.json` format.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -13,6 +14,10 @@ import typer
 
 from cepplan.cli import options
 from cepplan.cli.options import option_error
+
+MAX_EVENTS = 50_000_000  # what one machine generates and writes comfortably in memory
+MAX_GROUPS = 1_000_000
+MAX_DRAWS = 10_000_000
 
 if TYPE_CHECKING:
     from cepplan.workload.model import OccurrenceModel, Workload
@@ -56,21 +61,44 @@ def synth(
     Rates are Zipf-distributed unless --rate fixes them; --markov makes a type bursty. The
     ground truth (NAME.truth.json) has the stats.json format.
     """
-    from cepplan.fileio import write_json_atomic
+    from cepplan.limits import bounded, check_output_file
+    from cepplan.stats.stats_file import write_stats
     from cepplan.stats.synth import synthesize
     from cepplan.stats.synth_write import write_events
     from cepplan.workload import load_workload
+    from cepplan.workload.durations import MAX_DURATION
+    from cepplan.workload.loader import MAX_RATE
 
+    truth_path = output.with_name(output.name.split(".")[0] + ".truth.json")
+    check_output_file(output, "--output")
+    if truth_path.resolve() == output.resolve():
+        raise option_error("--output", f"{output} is where the ground truth goes "
+                           "(NAME.truth.json beside NAME.EXT): give the events another name")
+    check_output_file(truth_path, "--output")
     loaded = load_workload(workload)
-    length = options.duration_value("--duration", duration, loaded.time_unit)
+    length = bounded("--duration", options.duration_value("--duration", duration,
+                                                          loaded.time_unit),
+                     low=0, high=MAX_DURATION)
     if linear_road:
         _linear_road(loaded, output, length, seed, segments, congestion_share, quiet)
         return
-    step = options.duration_value("--time-step", time_step, loaded.time_unit)
-    rates = {name: _number(value, "--rate") for name, value in _pairs(rate, "--rate", loaded)}
+    step = bounded("--time-step", options.duration_value("--time-step", time_step,
+                                                        loaded.time_unit),
+                   low=0, high=MAX_DURATION)
+    total_rate = bounded("--total-rate", total_rate, low=0, high=MAX_RATE, inclusive=True)
+    skew = bounded("--skew", skew, low=0, high=100, inclusive=True)
+    rates = {name: bounded("--rate", _number(value, "--rate"), low=0, high=MAX_RATE,
+                           inclusive=True)
+             for name, value in _pairs(rate, "--rate", loaded)}
     models = dict(loaded.statistics.models)
     for name, value in _pairs(markov, "--markov", loaded):
         models[name] = _chain(value, step)
+    for option, value in (("--keys", keys), ("--regions", regions)):
+        if not 1 <= value <= MAX_GROUPS:
+            raise option_error(option, f"must be from 1 to {MAX_GROUPS}, got {value}")
+    if not 1 <= truth_draws <= MAX_DRAWS:
+        raise option_error("--truth-draws", f"must be from 1 to {MAX_DRAWS:g}, got "
+                           f"{truth_draws}")
     ranges = {}
     for item in value_range:
         attr, _, bounds = item.partition("=")
@@ -78,16 +106,31 @@ def synth(
         ranges[attr] = (_number(low, "--range"), _number(high, "--range"))
         if not ranges[attr][0] < ranges[attr][1]:
             raise option_error("--range", f"{item!r}: LOW must be below HIGH")
+    _check_size(loaded, length, total_rate, rates, models)
     result = synthesize(loaded, duration=length, seed=seed, zipf_skew=skew,
                         total_rate=total_rate, rates=rates, models=models, ranges=ranges,
                         n_keys=keys, n_regions=regions, truth_draws=truth_draws)
     write_events(result.events, loaded, output)
-    truth_path = output.with_name(output.name.split(".")[0] + ".truth.json")
-    write_json_atomic(truth_path, result.truth)
+    write_stats(result.truth, truth_path, loaded)
     if not quiet:
         counts = ", ".join(f"{k}: {v}" for k, v in result.truth["counts"].items())
         typer.echo(f"wrote {len(result.events)} events to {output} ({counts})")
         typer.echo(f"wrote ground truth to {truth_path}")
+
+
+def _check_size(workload: Workload, duration: float, total_rate: float,
+                rates: dict[str, float], models: dict[str, OccurrenceModel]) -> None:
+    """Refuse, before any allocation, a file of more than `MAX_EVENTS` expected events (a
+    stepped type holds one slot per time step)."""
+    expected = (total_rate + sum(rates.values())) * duration
+    for name in workload.event_types:
+        model = models.get(name)
+        if model is not None and model.kind != "poisson":
+            expected += duration / (model.time_step or 1.0)
+    if expected > MAX_EVENTS:
+        raise option_error("--duration", f"about {expected:.3g} events (or time steps) would "
+                           f"be generated; the most synth writes is {MAX_EVENTS:,}: shorten "
+                           "--duration or lower the rates")
 
 
 def _linear_road(loaded: Workload, output: Path, duration: float, seed: int, segments: int,
@@ -133,9 +176,12 @@ def _pairs(items: list[str], option: str, workload: Workload) -> list[tuple[str,
 
 def _number(text: str, option: str) -> float:
     try:
-        return float(text)
+        value = float(text)
     except ValueError:
         raise option_error(option, f"{text!r} is not a number") from None
+    if not math.isfinite(value):
+        raise option_error(option, f"{text!r} is not a finite number")
+    return value
 
 
 def _chain(text: str, step: float) -> OccurrenceModel:

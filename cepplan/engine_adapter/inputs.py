@@ -10,6 +10,7 @@ from pathlib import Path
 
 from cepplan.errors import InputError
 from cepplan.fileio import read_json
+from cepplan.limits import check_readable
 from cepplan.planner.plan import Plan, read_plan, trivial_plan
 from cepplan.workload import Workload, load_workload
 
@@ -32,8 +33,9 @@ def plan_and_workload(plan_path: Path, workload_path: Path | None = None, *,
 
 def _workload_of(plan_path: Path) -> Path:
     raw = read_json(plan_path)
-    named = (raw.get("workload") or {}).get("path") if isinstance(raw, dict) else None
-    if not named:
+    meta = raw.get("workload") if isinstance(raw, dict) else None
+    named = meta.get("path") if isinstance(meta, dict) else None
+    if not named or not isinstance(named, str):
         raise InputError.single(str(plan_path), "workload.path",
                                 "the plan does not name its workload: pass --workload")
     for candidate in (Path(named), plan_path.parent / named):
@@ -45,9 +47,13 @@ def _workload_of(plan_path: Path) -> Path:
 
 
 def event_paths(paths: list[Path]) -> list[str]:
-    """The event files, each checked to exist."""
-    missing = [p for p in paths if not p.exists()]
-    if missing:
-        raise InputError([InputError.single(str(p), "", "event file not found").problems[0]
-                          for p in missing])
+    """The event files, each checked to exist and be readable."""
+    problems = []
+    for path in paths:
+        try:
+            check_readable(path, "event file")
+        except InputError as err:
+            problems += err.problems
+    if problems:
+        raise InputError(problems)
     return [str(p) for p in paths]

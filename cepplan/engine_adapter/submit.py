@@ -8,7 +8,6 @@ quiet.
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from collections import deque
 from pathlib import Path
@@ -16,6 +15,7 @@ from pathlib import Path
 import pyspark
 
 from cepplan.errors import CepplanError
+from cepplan.interrupt import run_child_group
 
 
 class JobFailed(CepplanError):
@@ -38,13 +38,13 @@ def submit(job_dir: Path, events: list[str], out: Path, *, master: str = "local[
                "--events", *events, "--out", str(out), "--format", output_format]
     env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable)
     tail: deque[str] = deque(maxlen=40)
-    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env,
-                          text=True, bufsize=1) as process:
-        for line in process.stdout:
-            tail.append(line.rstrip("\n"))
-            if verbose or (not quiet and _worth_showing(line)):
-                print(line, end="", file=sys.stderr, flush=True)
-        code = process.wait()
+
+    def on_line(line: str) -> None:
+        tail.append(line.rstrip("\n"))
+        if verbose or (not quiet and _worth_showing(line)):
+            print(line, end="", file=sys.stderr, flush=True)
+
+    code = run_child_group(command, env=env, on_line=on_line)  # stopped whole if interrupted
     if code != 0:
         errors = [line for line in tail if line.startswith("error:")]
         raise JobFailed("\n".join(errors) if errors else

@@ -57,11 +57,14 @@ class NodeResult:
 
 
 def compose(workload: Workload, statistics: Statistics, settings: Settings,
-            discounts: Mapping[tuple[str, str], float] | None = None) -> dict[str, NodeResult]:
+            discounts: Mapping[tuple[str, str], float] | None = None,
+            deadline: float | None = None) -> dict[str, NodeResult]:
     """Plan every pattern bottom-up; `discounts[(pattern, var)]` scales the cost of a shared
-    complex subevent as its parent sees it (Algorithm 2 of seed 002 §5.1)."""
+    complex subevent as its parent sees it (Algorithm 2 of seed 002 §5.1). `deadline`
+    (`time.perf_counter()` time; default: the time limit from now) bounds the solvers."""
     discounts = discounts or {}
-    deadline = time.perf_counter() + settings.time_limit
+    if deadline is None:
+        deadline = time.perf_counter() + settings.time_limit
     results: dict[str, NodeResult] = {}
     for name in bottom_up_order(detection_graph(workload)):
         pattern = workload.pattern(name)

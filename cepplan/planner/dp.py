@@ -34,15 +34,30 @@ from cepplan.costmodels.operators import (
 from cepplan.planner.candidates import Candidate, Option, pareto_front
 
 _BIG = 1e200
+MEMORY_BUDGET = 1 << 30  # bytes of DP tables; a larger DP falls back to the heuristics
 
 
 class DeadlineExceeded(RuntimeError):
-    """The DP did not finish within its time limit."""
+    """The DP did not finish within its time limit (or would not fit its memory budget)."""
+
+
+def table_bytes(model: PatternModel, options: Mapping[str, Sequence[Option]]) -> float:
+    """Bytes the DP's tables take for this pattern: per subset, the bit and interval rows, the
+    (latency x 4) plan tables and the per-threshold step rows (a float, to avoid overflow)."""
+    names = [o.var for o in model.positives]
+    n = len(names)
+    thresholds = len({opt.latency for v in names for opt in options[v]})
+    max_lat = sum(max(opt.latency for opt in options[v]) for v in names)
+    return 8.0 * 2.0 ** n * (2 * n + 4 * (max_lat + 1) + thresholds * (n + 2) + 1)
 
 
 def solve(model: PatternModel, options: Mapping[str, Sequence[Option]],
           deadline: float | None = None) -> list[Candidate]:
-    """The Pareto front of plans over the pattern's positive subevents (Algorithm 1)."""
+    """The Pareto front of plans over the pattern's positive subevents (Algorithm 1);
+    `DeadlineExceeded` past the deadline or when the tables exceed `MEMORY_BUDGET`."""
+    if table_bytes(model, options) > MEMORY_BUDGET:
+        raise DeadlineExceeded(f"DP over {len(model.positives)} subevents would need "
+                               f"{table_bytes(model, options) / 2**30:.3g} GiB")
     positives = sorted(model.positives, key=lambda o: o.position)
     names = [o.var for o in positives]
     n = len(names)
@@ -51,7 +66,7 @@ def solve(model: PatternModel, options: Mapping[str, Sequence[Option]],
     thresholds = sorted({opt.latency for v in names for opt in options[v]})
     cheapest, which, speed = _cheapest_options(names, options, thresholds)
     bits = ((np.arange(size)[:, None] >> np.arange(n)[None, :]) & 1).astype(float)
-    reach, intervals = _subset_terms(model, names)
+    reach, intervals = _subset_terms(model, names, deadline)
     max_lat = sum(max(opt.latency for opt in options[v]) for v in names)
     best = np.full((size, max_lat + 1), np.inf)
     prev = np.zeros((size, max_lat + 1), dtype=np.int64)
@@ -121,13 +136,16 @@ def _cheapest_options(names: list[str], options: Mapping[str, Sequence[Option]],
     return cost, index, speed
 
 
-def _subset_terms(model: PatternModel, names: list[str]) -> tuple[np.ndarray, np.ndarray]:
+def _subset_terms(model: PatternModel, names: list[str],
+                  deadline: float | None = None) -> tuple[np.ndarray, np.ndarray]:
     """P_j and L_e(j) for every subset j of the positive subevents (seed 002 §4.1)."""
     n = len(names)
     size = 1 << n
     reach = np.zeros(size)
     intervals = np.zeros((size, n))
     for mask in range(1, size):
+        if deadline is not None and mask % 256 == 0 and time.perf_counter() > deadline:
+            raise DeadlineExceeded(f"DP over {n} subevents exceeded its time limit")
         subset = frozenset(names[e] for e in range(n) if mask >> e & 1)
         reach[mask] = reachability(model, subset)
         for e in range(n):

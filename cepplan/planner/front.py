@@ -4,6 +4,7 @@ with everything in the naive one-step plan; OR has only the naive plan)."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sequence
 
 from cepplan.costmodels.operators import OR, PatternModel
@@ -27,12 +28,13 @@ def pattern_front(model: PatternModel, options: Mapping[str, Sequence[Option]], 
     used = solver
     if solver == DP:
         try:
-            positive = dp.solve(model, options, deadline)
-        except dp.DeadlineExceeded:
-            positive = heuristics.solve(model, options, max_latency)
-            used = "heuristic (dp timed out)"
+            positive = dp.solve(model, options, _reserve(deadline))
+        except dp.DeadlineExceeded as exc:
+            positive = heuristics.solve(model, options, max_latency, deadline)
+            used = ("heuristic (dp too large)" if "GiB" in str(exc)
+                    else "heuristic (dp timed out)")
     else:
-        positive = heuristics.solve(model, options, max_latency)
+        positive = heuristics.solve(model, options, max_latency, deadline)
     negated = [o.var for o in model.negatives]
     if not negated:
         if _shares_sources(model):
@@ -44,6 +46,14 @@ def pattern_front(model: PatternModel, options: Mapping[str, Sequence[Option]], 
             steps = (*plan.steps, frozenset(negated))
             complete.append(evaluate(model, steps, options, {**plan.choices, **neg_choice}))
     return pareto_front(complete), used
+
+
+def _reserve(deadline: float | None) -> float | None:
+    """The DP's deadline: 80 % of the time left, the rest kept for the heuristic fallback."""
+    if deadline is None:
+        return None
+    now = time.perf_counter()
+    return now + 0.8 * max(0.0, deadline - now)
 
 
 def _shares_sources(model: PatternModel) -> bool:

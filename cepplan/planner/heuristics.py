@@ -7,11 +7,14 @@ Backward: start from the minimum-cost plan (one subevent per step, in increasing
 occurrence frequency, cheapest options) and repeatedly apply the latency-lowering move that
 costs least per step saved — move a subevent to an earlier (possibly new) step, or switch to a
 faster option — until no move lowers latency. Every plan visited is kept; the merge keeps the
-Pareto-optimal ones. Each iteration tries O(n²) moves, each evaluated in O(n²).
+Pareto-optimal ones. Each iteration tries O(n²) moves, each evaluated in O(n²). With a
+deadline, each heuristic stops where it is when its share of the time is spent (forward gets
+the first half), keeping what it visited: the best plans found so far.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 
 from cepplan.costmodels.occurrence import trigger_intensity
@@ -22,36 +25,50 @@ Steps = tuple[frozenset[str], ...]
 
 
 def solve(model: PatternModel, options: Mapping[str, Sequence[Option]],
-          max_latency: int | None = None) -> list[Candidate]:
+          max_latency: int | None = None, deadline: float | None = None) -> list[Candidate]:
     """Pareto front of the plans both heuristics visit (positive subevents only, costed on
-    the positive part of the model as the DP does; negation is added by the caller)."""
+    the positive part of the model as the DP does; negation is added by the caller), by the
+    `time.perf_counter()` deadline when one is given."""
     model = positive_part(model)
     names = [o.var for o in sorted(model.positives, key=lambda o: o.position)]
     pos_options = {v: options[v] for v in names}
-    visited = _forward(model, names, pos_options, max_latency)
-    visited += _backward(model, names, pos_options)
+    halfway = None if deadline is None else (time.perf_counter() + deadline) / 2
+    visited = _forward(model, names, pos_options, max_latency, halfway)
+    visited += _backward(model, names, pos_options, deadline)
     return pareto_front(visited)
 
 
+def _until(moves: Iterator[Candidate], deadline: float | None) -> Iterator[Candidate]:
+    """The moves, cut off at the deadline (the caller then keeps what it has)."""
+    for move in moves:
+        if deadline is not None and time.perf_counter() > deadline:
+            raise TimeoutError
+        yield move
+
+
 def _forward(model: PatternModel, names: list[str], options: Mapping[str, Sequence[Option]],
-             max_latency: int | None) -> list[Candidate]:
+             max_latency: int | None, deadline: float | None = None) -> list[Candidate]:
     choices = {v: min(range(len(options[v])), key=lambda i: (options[v][i].latency,
                                                               options[v][i].cost))
                for v in names}
     current = evaluate(model, (frozenset(names),), options, choices)
     visited = [current]
     while True:
-        moves = [c for c in _neighbours(model, current, options, later=True)
-                 if c.cost < current.cost - 1e-15
-                 and (max_latency is None or c.latency <= max_latency)]
+        try:
+            moves = [c for c in _until(_neighbours(model, current, options, later=True),
+                                       deadline)
+                     if c.cost < current.cost - 1e-15
+                     and (max_latency is None or c.latency <= max_latency)]
+        except TimeoutError:
+            return visited
         if not moves:
             return visited
         current = min(moves, key=lambda c: (c.cost, c.latency))
         visited.append(current)
 
 
-def _backward(model: PatternModel, names: list[str],
-              options: Mapping[str, Sequence[Option]]) -> list[Candidate]:
+def _backward(model: PatternModel, names: list[str], options: Mapping[str, Sequence[Option]],
+              deadline: float | None = None) -> list[Candidate]:
     choices = {v: min(range(len(options[v])), key=lambda i: (options[v][i].cost,
                                                               options[v][i].latency))
                for v in names}
@@ -64,8 +81,12 @@ def _backward(model: PatternModel, names: list[str],
     current = evaluate(model, tuple(frozenset([v]) for v in order), options, choices)
     visited = [current]
     while True:
-        moves = [c for c in _neighbours(model, current, options, later=False)
-                 if c.latency < current.latency]
+        try:
+            moves = [c for c in _until(_neighbours(model, current, options, later=False),
+                                       deadline)
+                     if c.latency < current.latency]
+        except TimeoutError:
+            return visited
         if not moves:
             return visited
         current = min(moves, key=lambda c: (max(0.0, c.cost - current.cost)

@@ -18,6 +18,7 @@ from typing import Any
 import cepplan
 from cepplan.errors import InputError, Problem
 from cepplan.fileio import read_json, write_json_atomic
+from cepplan.schema_check import schema_problems, shipped_schema
 from cepplan.workload.model import Pattern, Workload
 
 FORMAT = "cepplan.plan/1"
@@ -122,6 +123,9 @@ def read_plan(path: str | Path, workload: Workload | None = None) -> Plan:
     problems: list[tuple[str, str]] = []
     if not isinstance(raw, dict) or raw.get("format") != FORMAT:
         raise InputError.single(file, "format", f"not a cepplan plan (expected \"{FORMAT}\")")
+    shape = schema_problems(raw, shipped_schema("cepplan.planner", "plan.schema.json"), file)
+    if shape:  # checked before use: a list or a string where an object belongs is one error
+        raise InputError(shape)
     patterns = {}
     for name, body in (raw.get("patterns") or {}).items():
         try:

@@ -16,6 +16,7 @@ plans: the total never rises.
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -51,7 +52,8 @@ def shared_complex(workload: Workload) -> list[str]:
 def plan_workload(workload: Workload, statistics: Statistics, settings: Settings,
                   share: bool = True) -> SharedOutcome:
     """Independent hierarchical plans, improved by Algorithm 2 when subevents are shared."""
-    results = compose(workload, statistics, settings)
+    deadline = time.perf_counter() + settings.time_limit  # one limit for every round
+    results = compose(workload, statistics, settings, deadline=deadline)
     chosen = select(workload, results)
     independent, usage = evaluate_total(workload, results, chosen)
     shared = tuple(shared_complex(workload)) if share else ()
@@ -66,8 +68,10 @@ def plan_workload(workload: Workload, statistics: Statistics, settings: Settings
         if start is usage:
             current_total = independent
         for _ in range(MAX_ITERATIONS):
+            if time.perf_counter() > deadline:  # out of time: keep the best plans so far
+                break
             iterations += 1
-            results = compose(workload, statistics, settings, discounts(monitoring))
+            results = compose(workload, statistics, settings, discounts(monitoring), deadline)
             chosen = select(workload, results)
             total, new_usage = evaluate_total(workload, results, chosen)
             if total >= current_total - 1e-12 or _same(chosen, previous):

@@ -69,7 +69,8 @@ def _planning_inputs(request: dict[str, Any]) -> tuple[Workload, Any, Settings, 
 
     workload = _workload(request)
     stats = request["stats"]
-    statistics = parse_stats(stats, "request.stats", workload) if stats else workload.statistics
+    statistics = (parse_stats(stats, "request.stats", workload, check_digest=False) if stats
+                  else workload.statistics)
     options = dict(request["settings"])
     share = options.pop("share", True)
     if "k" in options:

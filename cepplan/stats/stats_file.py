@@ -2,23 +2,22 @@
 and writing it (checked against the shipped JSON Schema, then written atomically).
 
 Its `rates`, `selectivities` and `models` have exactly the shape of the workload's inline
-`statistics` (format doc, "statistics (inline)") and win over them, entry by entry.
+`statistics` (format doc, "statistics (inline)") and win over them, entry by entry. The file
+records the digest of the workload it was measured for (`workload_digest`) and its `time_unit`:
+another workload's statistics are refused; another time unit is converted, and said so.
 """
 
 from __future__ import annotations
 
-import json
 import math
-from functools import lru_cache
-from importlib import resources
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-import jsonschema
-
+from cepplan import schema_check
 from cepplan.errors import InputError, Problem
 from cepplan.fileio import read_json, write_json_atomic
+from cepplan.workload.durations import SECONDS_PER_UNIT
 from cepplan.workload.loader import read_statistics
 from cepplan.workload.model import Statistics, Workload
 from cepplan.workload.paths import json_path
@@ -26,17 +25,37 @@ from cepplan.workload.paths import json_path
 FORMAT = "cepplan.stats/1"
 
 
-def read_stats(path: str | Path, workload: Workload) -> Statistics:
-    """Read a `stats.json` for `workload`; its entries override the workload's inline ones."""
-    return parse_stats(read_json(path), str(path), workload)
+def read_stats(path: str | Path, workload: Workload,
+               notes: list[str] | None = None) -> Statistics:
+    """Read a `stats.json` for `workload`; its entries override the workload's inline ones.
+
+    A file measured in another time unit is converted; the sentence saying so is appended to
+    `notes` for the caller to print."""
+    return parse_stats(read_json(path), str(path), workload, notes)
 
 
-def parse_stats(raw: Any, file: str, workload: Workload) -> Statistics:
-    """Statistics from an already-parsed `stats.json` document (`file` names it in errors)."""
+def parse_stats(raw: Any, file: str, workload: Workload, notes: list[str] | None = None, *,
+                check_digest: bool = True) -> Statistics:
+    """Statistics from an already-parsed `stats.json` document (`file` names it in errors);
+    `check_digest` off where the workload's file bytes are unknown (the HTTP service)."""
     if not isinstance(raw, dict) or raw.get("format") != FORMAT:
         raise InputError.single(file, "format", f"not a cepplan statistics file "
                                 f"(expected \"format\": \"{FORMAT}\")")
-    problems: list[Problem] = []
+    problems = schema_problems(raw, file)
+    if problems:
+        raise InputError(problems)
+    digest = measured_for(raw)
+    if check_digest and digest and workload.digest and digest != workload.digest:
+        raise InputError.single(file, "workload_digest", f"measured for another workload (or "
+                                f"another version of {workload.path}): run `cepplan stats` "
+                                "again for this one")
+    unit = raw.get("time_unit", workload.time_unit)
+    if unit != workload.time_unit:
+        raw = in_time_unit(raw, unit, workload.time_unit)
+        if notes is not None:
+            notes.append(f"{file} is measured per {unit}; its rates were converted to per "
+                         f"{workload.time_unit} (x {_factor(unit, workload.time_unit):g})")
+    problems = []
 
     def error(where: tuple, message: str) -> None:
         problems.append(Problem(file, json_path(where), message))
@@ -46,6 +65,32 @@ def parse_stats(raw: Any, file: str, workload: Workload) -> Statistics:
     if problems:
         raise InputError(problems)
     return merge_statistics(workload.statistics, measured)
+
+
+def measured_for(document: dict[str, Any]) -> str:
+    """The digest of the workload a statistics document was measured for ("" if unknown)."""
+    nested = document.get("workload")
+    return document.get("workload_digest") or (
+        nested.get("digest", "") if isinstance(nested, dict) else "")
+
+
+def in_time_unit(document: dict[str, Any], unit: str, target: str) -> dict[str, Any]:
+    """The planner's entries of `document` with rates per `target` instead of per `unit`, and
+    numeric Markov time steps in `target` (string durations carry their own unit)."""
+    factor = _factor(unit, target)
+    models = {}
+    for name, model in document.get("models", {}).items():
+        step = model.get("time_step")
+        if isinstance(step, (int, float)) and not isinstance(step, bool):
+            model = {**model, "time_step": step / factor}
+        models[name] = model
+    return {**document, "time_unit": target, "models": models,
+            "rates": {name: rate * factor for name, rate in document.get("rates", {}).items()}}
+
+
+def _factor(unit: str, target: str) -> float:
+    """Multiply a rate per `unit` by this to get it per `target`."""
+    return SECONDS_PER_UNIT[target] / SECONDS_PER_UNIT[unit]
 
 
 def merge_statistics(base: Statistics, override: Statistics) -> Statistics:
@@ -60,24 +105,25 @@ def merge_statistics(base: Statistics, override: Statistics) -> Statistics:
     )
 
 
-@lru_cache(maxsize=1)
 def stats_schema() -> dict[str, Any]:
     """The JSON Schema of `cepplan.stats/1`, as shipped in the package."""
-    text = resources.files("cepplan.stats").joinpath("stats.schema.json").read_text()
-    return json.loads(text)
+    return schema_check.shipped_schema("cepplan.stats", "stats.schema.json")
 
 
 def schema_problems(document: Any, file: str) -> list[Problem]:
-    """Every violation of the stats schema, with its JSON path."""
-    validator = jsonschema.Draft202012Validator(stats_schema())
-    return [Problem(file, json_path(e.absolute_path), e.message)
-            for e in sorted(validator.iter_errors(_plain(document)),
-                            key=lambda e: list(map(str, e.absolute_path)))]
+    """Every violation of the stats schema (the first few), with its JSON path."""
+    return schema_check.schema_problems(_plain(document), stats_schema(), file)
 
 
-def write_stats(document: dict[str, Any], path: str | Path) -> None:
-    """Check `document` against the schema and write it atomically; a document that does not
-    fit is a bug, reported as an error rather than written."""
+def write_stats(document: dict[str, Any], path: str | Path,
+                workload: Workload | None = None) -> None:
+    """Stamp the workload's digest and time unit, check `document` against the schema and
+    write it atomically; a document that does not fit is a bug, reported rather than written."""
+    if workload is not None:
+        document = {**document, "workload_digest": workload.digest,
+                    "time_unit": workload.time_unit}
+    elif measured_for(document):
+        document = {**document, "workload_digest": measured_for(document)}
     problems = schema_problems(document, str(path))
     if problems:
         raise ValueError("statistics document does not fit its schema:\n"

@@ -10,6 +10,7 @@ import math
 import re
 
 SECONDS_PER_UNIT = {"ms": 0.001, "s": 1.0, "min": 60.0, "h": 3600.0, "d": 86400.0}
+MAX_DURATION = 1e12  # time units: beyond it, rate x window overflows the cost models
 
 _DURATION = re.compile(
     r"^\s*([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\s*(ms|s|min|h|d)\s*$"
@@ -36,5 +37,8 @@ def parse_duration(value: object, time_unit: str) -> float:
     else:
         amount = float(value)
     if not math.isfinite(amount) or amount <= 0:
-        raise DurationError(f"must be positive, got {value!r:.40}")
+        raise DurationError(f"must be a positive finite number, got {value!r:.40}")
+    if amount > MAX_DURATION:
+        raise DurationError(f"{value!r:.40} is longer than the largest duration cepplan plans "
+                            f"for, {MAX_DURATION:g} {time_unit}")
     return amount

@@ -156,7 +156,7 @@ class _Builder:
             source=self.source(event_types),
             contexts=self.contexts(pattern_names),
             consumers=self.consumers(event_types),
-            statistics=self.statistics(event_types, patterns),
+            statistics=self.statistics(event_types, patterns, pattern_names),
             path=self.file,
             digest=digest,
         )
@@ -518,37 +518,39 @@ class _Builder:
         return Consumers(MappingProxyType(operators), tuple(queries), neighbors.get("k"),
                          neighbors.get("distance"), batch_time)
 
-    def statistics(self, event_types: Mapping[str, EventType],
-                   patterns: list[Pattern]) -> Statistics:
+    def statistics(self, event_types: Mapping[str, EventType], patterns: list[Pattern],
+                   declared: Collection[str]) -> Statistics:
         spec = self.raw.get("statistics", {})
-        reported = {p["name"] for p in self.raw["patterns"]} - {p.name for p in patterns}
         return read_statistics(spec, event_types, {p.name: p for p in patterns},
-                               self.time_unit, self.error, ("statistics",), reported=reported)
+                               self.time_unit, self.error, ("statistics",), declared)
+
+
+MAX_RATE = 1e12  # events per time unit; with MAX_DURATION windows the cost models stay finite
 
 
 def read_statistics(spec: Mapping[str, Any], event_types: Mapping[str, EventType],
                     patterns: Mapping[str, Pattern], time_unit: str, error,
-                    path: tuple = (), reported: Collection[str] = ()) -> Statistics:
+                    path: tuple = (), declared: Collection[str] = ()) -> Statistics:
     """Check and build statistics (inline, or from `stats.json`, which has the same shape).
 
     `error(path, message)` receives each problem; values out of range are problems. Entries of
-    the `reported` patterns (invalid, their problems already reported) are skipped unchecked.
+    `declared` patterns that failed to build are skipped: their own error already says why.
     """
     rates = {}
     for name, rate in spec.get("rates", {}).items():
         if name not in event_types:
             error((*path, "rates", name), f"unknown event type {name!r}")
-        elif not (rate >= 0 and rate != float("inf")):
-            error((*path, "rates", name), f"a rate must be a finite number >= 0, got {rate}")
+        elif not (isinstance(rate, (int, float)) and 0 <= rate <= MAX_RATE):
+            error((*path, "rates", name), f"a rate must be a finite number >= 0 and at most "
+                  f"{MAX_RATE:g} events per {time_unit}, got {rate!r:.40}")
         else:
             rates[name] = float(rate)
     selectivities = {}
     for name, entries in spec.get("selectivities", {}).items():
         pattern = patterns.get(name)
-        if pattern is None and name in reported:
-            continue
         if pattern is None:
-            error((*path, "selectivities", name), f"unknown pattern {name!r}")
+            if name not in declared:
+                error((*path, "selectivities", name), f"unknown pattern {name!r}")
             continue
         texts = {p.text for p in pattern.predicates}
         checked = {}

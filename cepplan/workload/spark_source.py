@@ -36,6 +36,7 @@ REJECT_TYPE_MISSING = "missing type"
 REJECT_TYPE_UNKNOWN = "unknown type"
 REJECT_TIME = "missing or unparsable time"
 REJECT_ID = "missing or unparsable id"
+MAX_TIME = 1e17  # largest |timestamp| in time units (epoch microseconds fit); larger is rejected
 
 SPARK_TYPES = {"double": T.DoubleType(), "long": T.LongType(), "string": T.StringType(),
                "bool": T.BooleanType()}
@@ -172,6 +173,23 @@ def _check_columns(raw: DataFrame, source: Mapping[str, Any],
         shown = ", ".join(c for c in raw.columns if c != _CORRUPT)
         raise SourceError(f"column(s) {', '.join(map(repr, missing))} not in the input "
                           f"(its columns: {shown})", ", ".join(paths))
+    for name, kind in _merged_attribute_types(attributes).items():
+        stored = raw.schema[name].dataType
+        if _clashes(stored, SPARK_TYPES[kind]):
+            raise SourceError(f"column {name!r} holds {stored.simpleString()} values, but the "
+                              f"workload says {kind}", ", ".join(paths))
+
+
+def _clashes(stored: T.DataType, target: T.DataType) -> bool:
+    """A typed column (Parquet, inferred JSON) whose values cannot mean the workload's type:
+    true/false read as numbers (1.0/0.0) or numbers as true/false would be silently wrong.
+    Text columns are cast row by row instead, unparsable rows rejected and counted."""
+    numeric = isinstance(target, T.NumericType)
+    if isinstance(stored, T.BooleanType):
+        return numeric
+    if isinstance(target, T.BooleanType):
+        return not isinstance(stored, (T.BooleanType, T.StringType))
+    return numeric and not isinstance(stored, (T.NumericType, T.StringType))
 
 
 def _merged_attribute_types(attributes: Mapping[str, Mapping[str, str]]) -> dict[str, str]:
@@ -223,8 +241,9 @@ def _time_column(raw: DataFrame, source: Mapping[str, Any], time_unit: str) -> C
     else:
         value = _try_cast(F.col(name), T.DoubleType())
     value = value.cast(T.DoubleType())
-    finite = value.isNotNull() & ~F.isnan(value) & (F.abs(value) < float("inf"))
-    return F.when(finite, value)
+    # beyond MAX_TIME (1e300, say) later casts to whole steps overflow: such a row is unusable
+    usable = value.isNotNull() & ~F.isnan(value) & (F.abs(value) <= MAX_TIME)
+    return F.when(usable, value)
 
 
 def _position_column(spark: SparkSession, raw: DataFrame, positions: str) -> Column:

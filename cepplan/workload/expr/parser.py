@@ -12,7 +12,9 @@ Grammar (lowest precedence first):
              | FUNC '(' args ')' | KFUNC '(' var '.' attr ')' | '(' or ')'
 
 Nothing here executes the text: it is tokenised by a small scanner and built into dataclasses.
-Input is bounded (length and nesting depth) so hostile text cannot exhaust the parser.
+Input is bounded (length, bracket nesting and tree depth) so hostile text cannot exhaust the
+parser, and no tree is deeper than the recursive printers and evaluators (and the JSON writers of
+plan and job files) can walk: a chain `a + b + c + ...` is one tree level per operator.
 """
 
 from __future__ import annotations
@@ -30,11 +32,13 @@ from cepplan.workload.expr.ast import (
     KleeneRef,
     Literal,
     Unary,
+    children,
 )
 from cepplan.workload.expr.errors import ExprError
 
 MAX_LENGTH = 4096
 MAX_DEPTH = 64
+MAX_TREE_DEPTH = 100
 
 _KEYWORDS = {"and", "or", "not", "true", "false"}
 _TWO_CHAR = {"<=", ">=", "==", "!="}
@@ -300,7 +304,22 @@ def parse(text: str) -> Expr:
         raise ExprError(f"predicate longer than {MAX_LENGTH} characters", MAX_LENGTH)
     if not text.strip():
         raise ExprError("empty predicate", 0)
-    return _Parser(text).parse()
+    tree = _Parser(text).parse()
+    check_depth(tree)
+    return tree
+
+
+def check_depth(tree: Expr) -> None:
+    """Raise `ExprError` at the first node deeper than `MAX_TREE_DEPTH` (walked iteratively)."""
+    stack = [(tree, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_TREE_DEPTH:
+            raise ExprError(f"expression nested more than {MAX_TREE_DEPTH} levels deep "
+                            "(each operator of a chain like a + b + c adds a level): split "
+                            "it into several predicates", node.pos)
+        stack.extend((child, depth + 1) for child in children(node))
+
 
 
 def _lone_equals(text: str, i: int) -> str:

@@ -1,0 +1,301 @@
+"""Cancel means cancel. SIGINT and SIGTERM at several points of `cepplan run` and `cepplan
+stats`: exit 130 / 143 with one line, the earlier output intact byte for byte, no process left
+running, no temporary directory left behind. The shared mechanics (process-group stop, staged
+output, stale clean-up) are tested directly first, without Spark.
+
+The Spark cases are parametrised by engine so the in-process engine joins by adding "local".
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from cepplan.interrupt import (
+    OLD_PREFIX,
+    STAGING_PREFIX,
+    Interrupted,
+    clean_stale_staging,
+    run_child_group,
+    scratch_directory,
+    staged_directory,
+)
+from tests.hostile.conftest import EXAMPLES, ROOT
+
+FRAUD = EXAMPLES / "fraud"
+
+
+def _alive(pid: int) -> bool:
+    """Running (a zombie waiting for its parent counts as gone)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return False
+    return state != "Z"
+
+
+def _descendants(pid: int) -> set[int]:
+    """Every process below `pid` (by parent links in /proc)."""
+    parents = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except (FileNotFoundError, ProcessLookupError, IndexError):
+                continue
+            parents[int(entry.name)] = int(fields[1])
+    found, frontier = set(), {pid}
+    while frontier:
+        frontier = {p for p, parent in parents.items() if parent in frontier} - found
+        found |= frontier
+    return found
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except (FileNotFoundError, ProcessLookupError):
+        return ""
+
+
+def _gone(pids: set[int], seconds: float = 20.0) -> set[int]:
+    """The pids still running after waiting up to `seconds`."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        left = {p for p in pids if _alive(p)}
+        if not left:
+            return set()
+        time.sleep(0.2)
+    return {p for p in pids if _alive(p)}
+
+
+def _dead_pid() -> int:
+    child = subprocess.Popen(["true"])
+    child.wait()
+    return child.pid
+
+
+# -- the shared mechanics, without Spark ------------------------------------------------------
+
+def test_child_group_stopped_whole_on_interruption():
+    """A child that started grandchildren: an interruption stops all of them."""
+    script = "sleep 300 & sleep 300 & echo ready; wait"
+    seen: dict[str, int] = {}
+
+    def on_line(line: str) -> None:
+        seen["members"] = len(_descendants(os.getpid()))
+        raise Interrupted(signal.SIGTERM)
+
+    before = _descendants(os.getpid())
+    with pytest.raises(Interrupted):
+        run_child_group(["sh", "-c", script], on_line=on_line)
+    assert seen["members"] >= 3
+    assert not _gone(_descendants(os.getpid()) - before, 5)
+
+
+def test_child_group_exit_code_and_lines():
+    lines = []
+    code = run_child_group(["sh", "-c", "echo one; echo two >&2; exit 3"], on_line=lines.append)
+    assert code == 3 and lines == ["one\n", "two\n"]
+
+
+def test_staged_directory_replaces_only_on_success(tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "metrics.json").write_bytes(b"earlier")
+    with pytest.raises(Interrupted), staged_directory(out) as staged:
+        staged.mkdir()
+        (staged / "metrics.json").write_bytes(b"half")
+        raise Interrupted(signal.SIGINT)
+    assert (out / "metrics.json").read_bytes() == b"earlier"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+    with staged_directory(out) as staged:
+        staged.mkdir()
+        (staged / "metrics.json").write_bytes(b"new")
+    assert (out / "metrics.json").read_bytes() == b"new"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+    assert oct((out.stat().st_mode) & 0o777) != oct(0o700) or os.umask(0o022) == 0o077
+
+
+def test_stale_staging_of_a_killed_run_is_cleaned_and_live_ones_kept(tmp_path):
+    dead = _dead_pid()
+    stale = tmp_path / f"{STAGING_PREFIX}{dead}-abc"
+    (stale / "out").mkdir(parents=True)
+    live = tmp_path / f"{STAGING_PREFIX}{os.getppid()}-xyz"
+    live.mkdir()
+    legacy = tmp_path / f"{STAGING_PREFIX}q1w2e3"  # the Spark job's own, no owner known
+    legacy.mkdir()
+    with staged_directory(tmp_path / "out") as staged:  # a new run tidies first
+        staged.mkdir()
+    assert not stale.exists() and live.exists() and legacy.exists()
+
+
+def test_output_caught_mid_swap_is_put_back(tmp_path):
+    """Killed between the two renames of a swap: the next run restores the earlier output."""
+    dead = _dead_pid()
+    parked = tmp_path / f"{OLD_PREFIX}{dead}-out"
+    parked.mkdir()
+    (parked / "metrics.json").write_bytes(b"earlier")
+    clean_stale_staging(tmp_path)
+    assert (tmp_path / "out" / "metrics.json").read_bytes() == b"earlier"
+    assert not parked.exists()
+
+
+def test_scratch_of_a_killed_run_is_removed(tmp_path, monkeypatch):
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    import tempfile
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    stale = tmp_path / f"cepplan-job-{_dead_pid()}-zz"
+    stale.mkdir()
+    with scratch_directory() as scratch:
+        assert scratch.parent == tmp_path and not stale.exists()
+    assert list(tmp_path.iterdir()) == []
+
+
+# -- the real command line, in a child process ------------------------------------------------
+
+def _start(args: list[str], tmp: Path) -> subprocess.Popen:
+    env = dict(os.environ, TMPDIR=str(tmp), PYTHONPATH=str(ROOT))
+    return subprocess.Popen([sys.executable, "-m", "cepplan", *args], cwd=ROOT, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _wait_for(process: subprocess.Popen, ready, scratch: Path,
+              seconds: float = 120.0) -> set[int]:
+    """Poll until `ready(descendant command lines, scratch folder)`; return the descendants
+    seen so far."""
+    deadline = time.monotonic() + seconds
+    seen: set[int] = set()
+    while time.monotonic() < deadline:
+        assert process.poll() is None, process.communicate()
+        current = _descendants(process.pid)
+        seen |= current
+        if ready([_cmdline(p) for p in current], scratch):
+            return seen
+        time.sleep(0.1)
+    raise AssertionError("the point to interrupt at was never reached")
+
+
+def _earlier_output(folder: Path) -> dict[str, bytes]:
+    """An earlier result directory with distinctive bytes."""
+    (folder / "matches").mkdir(parents=True)
+    files = {"metrics.json": json.dumps({"earlier": True}).encode(),
+             "matches/part-00000.jsonl": os.urandom(64).hex().encode() + b"\n"}
+    for name, data in files.items():
+        (folder / name).write_bytes(data)
+    return files
+
+
+def _snapshot(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+
+
+POINTS = {  # (command lines of the descendants, the run's TMPDIR) -> reached
+    "job-generated": lambda cmds, tmp: any(tmp.iterdir()),  # cepplan-job-*: before Spark
+    "jvm-started": lambda cmds, tmp: any("java" in c for c in cmds),
+    "job-running": lambda cmds, tmp: any("job.py" in c for c in cmds),
+}
+CODES = {signal.SIGINT: 130, signal.SIGTERM: 143}
+
+
+@pytest.fixture(scope="module")
+def plan(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("plan")
+    subprocess.run([sys.executable, "-m", "cepplan", "optimize", FRAUD / "workload.json", "-o",
+                    folder / "plan.json", "--quiet"], check=True, cwd=ROOT, timeout=120)
+    return folder / "plan.json"
+
+
+@pytest.mark.case_seconds(300)
+@pytest.mark.parametrize("engine", ["spark"])
+@pytest.mark.parametrize(("signum", "point"), [
+    (signal.SIGINT, "jvm-started"), (signal.SIGTERM, "job-running"),
+    (signal.SIGTERM, "job-generated"), (signal.SIGINT, "job-running")],
+    ids=["SIGINT-jvm-started", "SIGTERM-job-running", "SIGTERM-job-generated",
+         "SIGINT-job-running"])
+def test_run_interrupted(tmp_path, plan, engine, signum, point):
+    out = tmp_path / "results" / "out"
+    earlier = _earlier_output(out)
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    process = _start(["run", str(plan), "--events", str(FRAUD / "events.csv"), "--out",
+                      str(out), "--quiet"], scratch)
+    seen = _wait_for(process, POINTS[point], scratch)
+    process.send_signal(signum)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == CODES[signum], err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("cepplan: "), err
+    assert "Traceback" not in err
+    assert not _gone(seen), [_cmdline(p) for p in seen if _alive(p)]
+    assert _snapshot(out) == earlier  # byte for byte
+    assert sorted(p.name for p in out.parent.iterdir()) == ["out"]  # no staging left
+    assert list(scratch.iterdir()) == []  # no cepplan-job-* left
+
+
+@pytest.mark.case_seconds(300)
+@pytest.mark.parametrize("engine", ["spark"])
+def test_run_killed_leaves_no_process_and_next_run_cleans(tmp_path, plan, engine):
+    out = tmp_path / "results" / "out"
+    earlier = _earlier_output(out)
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    process = _start(["run", str(plan), "--events", str(FRAUD / "events.csv"), "--out",
+                      str(out), "--quiet"], scratch)
+    seen = _wait_for(process, POINTS["job-running"], scratch)
+    process.send_signal(signal.SIGKILL)
+    process.communicate(timeout=60)
+    assert not _gone(seen, 30), [_cmdline(p) for p in seen if _alive(p)]
+    assert _snapshot(out) == earlier
+    leftovers = [p for p in out.parent.iterdir() if p.name != "out"]
+    assert leftovers and all(p.name.startswith(STAGING_PREFIX) for p in leftovers)
+    assert clean_stale_staging(out.parent) == leftovers  # what the next run does first
+    assert sorted(p.name for p in out.parent.iterdir()) == ["out"]
+
+
+@pytest.mark.case_seconds(300)
+@pytest.mark.parametrize("engine", ["spark"])
+@pytest.mark.parametrize(("signum", "point"), [(signal.SIGINT, "jvm-started"),
+                                               (signal.SIGTERM, "jvm-started")],
+                         ids=["SIGINT", "SIGTERM"])
+def test_stats_interrupted(tmp_path, engine, signum, point):
+    out = tmp_path / "stats.json"
+    out.write_bytes(b'{"earlier": true}\n')
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    process = _start(["stats", str(FRAUD / "events.csv"), "-w", str(FRAUD / "workload.json"),
+                      "-o", str(out), "--quiet"], scratch)
+    seen = _wait_for(process, POINTS[point], scratch)
+    time.sleep(3)  # inside the statistics job's calls into the JVM
+    process.send_signal(signum)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == CODES[signum], err
+    assert "Traceback" not in err and "py4j" not in err.lower()
+    ours = [line for line in err.splitlines() if line.startswith(("cepplan:", "error:"))]
+    assert len(ours) == 1 and ("interrupted" in ours[0] or "stopped by" in ours[0])
+    assert not _gone(seen, 30), [_cmdline(p) for p in seen if _alive(p)]
+    assert out.read_bytes() == b'{"earlier": true}\n'
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["stats.json", "tmp"]
+
+
+def test_optimize_interrupted_keeps_earlier_plan(tmp_path):
+    """A long in-process command (no child): one line, exit code, plan untouched."""
+    from tests.hostile.test_solver_limits import wide_workload
+    workload = tmp_path / "w.json"
+    workload.write_text(json.dumps(wide_workload("SEQ")))
+    plan = tmp_path / "plan.json"
+    plan.write_bytes(b"earlier plan")
+    process = _start(["optimize", str(workload), "--time-limit", "120", "-o", str(plan)],
+                     tmp_path)
+    time.sleep(4)
+    process.send_signal(signal.SIGTERM)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 143 and err.strip().startswith("cepplan: stopped by SIGTERM")
+    assert plan.read_bytes() == b"earlier plan"
