@@ -1,4 +1,5 @@
-"""`cepplan stats EVENTS... --workload W -o stats.json`: measure event files with Spark.
+"""`cepplan stats EVENTS... --workload W -o stats.json`: measure event files in this process
+(`--engine local`) or with Spark (`--engine spark`); `auto` chooses (docs/stats.md).
 
 Rates, occurrence models and selectivities go to `stats.json` (format `cepplan.stats/1`, see
 docs/stats.md), which `cepplan optimize` reads; a summary table is printed at the end.
@@ -25,7 +26,12 @@ def stats(
     events: list[str] = typer.Argument(..., help="Event files or directories (or globs)."),
     workload: Path = typer.Option(..., "--workload", "-w", help="The workload.json."),
     output: Path = typer.Option(..., "--output", "-o", help="Where to write stats.json."),
-    master: str = typer.Option("local[*]", "--master", help="Spark master URL."),
+    engine: str = typer.Option("auto", "--engine",
+                               help="local (in-process), spark, or auto: local unless --master "
+                               "is given or the input is larger than 2 GiB."),
+    master: str | None = typer.Option(None, "--master",
+                                      help="Spark master URL (implies --engine spark under "
+                                      "auto; default local[*])."),
     time_step: str = typer.Option("1", "--time-step",
                                   help="Step of the occurrence models: a number in the "
                                   "workload's time unit or e.g. '30s'."),
@@ -54,18 +60,23 @@ def stats(
         raise InputError.single(str(workload), "--sample" if sample < 1 else "--max-groups",
                                 "must be at least 1")
 
-    from cepplan.stats.collect import collect_statistics
+    from cepplan.stats.engines import choose_engine, measure
     from cepplan.stats.progress import stage_progress
-    from cepplan.stats.spark_session import stats_session
     from cepplan.stats.stats_file import write_stats
 
-    spark = stats_session(master, driver_memory=driver_memory,
-                          shuffle_partitions=shuffle_partitions)
+    chosen = choose_engine(engine, events, master=master)
+    spark = None
+    if chosen == "spark":
+        from cepplan.stats.spark_session import stats_session
+
+        spark = stats_session(master or "local[*]", driver_memory=driver_memory,
+                              shuffle_partitions=shuffle_partitions)
     show = sys.stderr.isatty() and not quiet
     with stage_progress(spark, show) as on_stage:
-        document = collect_statistics(
-            spark, events, loaded, time_step=step, markov_order=markov_order, sample=sample,
-            seed=seed, max_groups=max_groups, strict=strict, on_stage=on_stage)
+        document = measure(
+            events, loaded, engine=chosen, spark=spark, time_step=step,
+            markov_order=markov_order, sample=sample, seed=seed, max_groups=max_groups,
+            strict=strict, on_stage=on_stage)
     write_stats(document, output)
     rows = document["rows"]
     if rows["rejected"]:
@@ -74,7 +85,10 @@ def stats(
               file=sys.stderr)
     if not quiet:
         print_summary(document, Console(width=None if sys.stdout.isatty() else 110))
-        typer.echo(f"wrote {output}")
+        engine_text = ("in-process engine" if chosen == "local"
+                       else f"Spark engine ({master or 'local[*]'})")
+        typer.echo(f"wrote {output} (measured by the {engine_text} in "
+                   f"{document['provenance']['seconds']:.1f} s)")
 
 
 def _time_step(text: str, time_unit: str) -> float:

@@ -174,7 +174,7 @@ def _csv_batches(files: list[str], source: Mapping[str, Any],
     for file in files:
         bad: list[int] = []
 
-        def invalid(row: Any) -> str:
+        def invalid(row: Any, bad: list[int] = bad) -> str:
             if row.text.strip():
                 bad.append(row.number)
             return "skip"
