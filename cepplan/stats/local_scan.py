@@ -30,11 +30,11 @@ class LocalScan:
     `group_columns` those rows are counted by, `sample_types` the types a sample may need."""
 
     engine = "local"
-    versions = {"pyarrow": pyarrow.__version__}
 
     def __init__(self, paths: Sequence[str], workload: Workload, columns: Sequence[str],
                  group_columns: Sequence[str], sample_types: Sequence[str], *,
                  keep_rows: int = KEEP_ROWS):
+        self.versions = {"pyarrow": pyarrow.__version__}
         self._paths = list(paths)
         self._arguments = reader_arguments(workload)
         self._columns = list(columns)

@@ -113,12 +113,9 @@ def read_batches(paths: str | Sequence[str], source: Mapping[str, Any],
     needed = list(dict.fromkeys(_row_columns(source) + list(attr_types)))
     raw_batches = _raw_batches(files, source, needed)
     time_parser = _time_parser(source.get("time_format"), time_unit)
-    position = 0
-    for raw, malformed in raw_batches:
-        frame = _canonical(raw, malformed, source, attributes, attr_types, keys, time_parser,
-                           time_unit, position, columns)
-        position += len(frame)
-        yield frame
+    for raw, malformed, positions in raw_batches:
+        yield _canonical(raw, malformed, source, attributes, attr_types, keys, time_parser,
+                         time_unit, positions, columns)
 
 
 def _row_columns(source: Mapping[str, Any]) -> list[str]:
@@ -127,10 +124,10 @@ def _row_columns(source: Mapping[str, Any]) -> list[str]:
     return [n for n in names if n] + list(source.get("key_columns", ()))
 
 
-# ---- raw batches per format: (table of the needed columns, malformed-row mask) ----
+# ---- raw batches per format: (needed columns, malformed-row mask, row positions) ----
 
 def _raw_batches(files: list[str], source: Mapping[str, Any],
-                 needed: list[str]) -> Iterator[tuple[pa.Table, np.ndarray]]:
+                 needed: list[str]) -> Iterator[tuple[pa.Table, np.ndarray, np.ndarray]]:
     fmt = source["format"]
     if fmt == "csv":
         return _csv_batches(files, source, needed)
@@ -162,42 +159,60 @@ def _csv_header(files: list[str], source: Mapping[str, Any]) -> list[str]:
 
 
 def _csv_batches(files: list[str], source: Mapping[str, Any],
-                 needed: list[str]) -> Iterator[tuple[pa.Table, np.ndarray]]:
+                 needed: list[str]) -> Iterator[tuple[pa.Table, np.ndarray, np.ndarray]]:
     """CSV as strings like Spark's PERMISSIVE reader: a row with too few or too many fields is
-    malformed, blank lines are skipped, empty fields are NULL, backslash escapes quotes."""
+    malformed (and keeps its position), blank lines are skipped, empty fields are NULL,
+    backslash escapes quotes."""
     names = _csv_header(files, source)
     if not names:
         raise SourceError("cannot find column names: the CSV input is empty or has no "
                           "header line")
     _missing(needed, names, files)
-    header = bool(source.get("header", True))
+    header = int(bool(source.get("header", True)))
+    offset = 0
     for file in files:
-        bad: list[int] = []
+        bad: list[int] = []  # positions in the file of malformed rows not yet emitted
 
         def invalid(row: Any, bad: list[int] = bad) -> str:
-            if row.text.strip():
-                bad.append(row.number)
+            if row.text.strip():  # row.number counts non-blank lines from 1, header included
+                bad.append(row.number - 1 - header)
             return "skip"
 
         reader = pa_csv.open_csv(
             file,
-            read_options=pa_csv.ReadOptions(column_names=names, skip_rows=int(header),
+            read_options=pa_csv.ReadOptions(column_names=names, skip_rows=header,
                                             use_threads=False, block_size=BATCH_BYTES),
             parse_options=pa_csv.ParseOptions(escape_char="\\", double_quote=False,
                                               invalid_row_handler=invalid),
             convert_options=pa_csv.ConvertOptions(
                 include_columns=needed, column_types={n: pa.string() for n in needed},
                 strings_can_be_null=True, null_values=[""], quoted_strings_can_be_null=True))
+        position = 0
         for batch in reader:
-            table = pa.Table.from_batches([batch])
-            yield table, np.zeros(len(table), dtype=bool)
-            if bad:  # counted as malformed rows (their fields are not used)
-                empty = pa.table({n: pa.nulls(len(bad), pa.string()) for n in needed})
-                yield empty, np.ones(len(bad), dtype=bool)
-                bad.clear()
+            end, taken = position + batch.num_rows, 0
+            while taken < len(bad) and bad[taken] < end:  # interleave the malformed rows
+                end, taken = end + 1, taken + 1
+            yield _with_malformed(pa.Table.from_batches([batch]), bad[:taken], position, end,
+                                  needed, offset)
+            del bad[:taken]
+            position = end
         if bad:
-            yield (pa.table({n: pa.nulls(len(bad), pa.string()) for n in needed}),
-                   np.ones(len(bad), dtype=bool))
+            yield _with_malformed(pa.table({n: pa.array([], pa.string()) for n in needed}), bad,
+                                  position, bad[-1] + 1, needed, offset)
+            position = bad[-1] + 1
+        offset += position
+
+
+def _with_malformed(good: pa.Table, malformed: list[int], start: int, end: int,
+                    needed: list[str], offset: int) -> tuple[pa.Table, np.ndarray, np.ndarray]:
+    """Good rows and NULL rows standing for the malformed ones, with their positions: the
+    malformed rows' own, the good rows' the others of [start, end) in order."""
+    span = np.arange(start, end, dtype=np.int64)
+    is_bad = np.isin(span, np.asarray(malformed, dtype=np.int64))
+    nulls = pa.table({n: pa.nulls(len(malformed), pa.string()) for n in needed})
+    table = pa.concat_tables([good.select(needed), nulls])
+    flags = np.concatenate([np.zeros(good.num_rows, bool), np.ones(len(malformed), bool)])
+    return table, flags, offset + np.concatenate([span[~is_bad], span[is_bad]])
 
 
 def _json_text(value: Any) -> str | None:
@@ -212,7 +227,7 @@ def _json_text(value: Any) -> str | None:
 
 
 def _json_batches(files: list[str], source: Mapping[str, Any],
-                  needed: list[str]) -> Iterator[tuple[pa.Table, np.ndarray]]:
+                  needed: list[str]) -> Iterator[tuple[pa.Table, np.ndarray, np.ndarray]]:
     """JSON lines: the columns are the fields of the first lines (each needed one must be
     there, as in Spark); a line that is not a JSON object is malformed; blank lines skipped."""
     seen = _json_fields(files)
@@ -221,6 +236,7 @@ def _json_batches(files: list[str], source: Mapping[str, Any],
             raise SourceError(f"column {column!r} is not in the input (not found in its first "
                               f"{_HEADER_SAMPLE} lines; present: {', '.join(list(seen)[:20])})")
     _missing(needed, list(seen), files)
+    offset = 0
     for file in files:
         with open(file, "rb") as handle:
             while True:
@@ -238,7 +254,9 @@ def _json_batches(files: list[str], source: Mapping[str, Any],
                         values[name].append(None if record is None
                                             else _json_text(record.get(name)))
                 yield (pa.table({n: pa.array(v, pa.string()) for n, v in values.items()}),
-                       np.array(malformed, dtype=bool))
+                       np.array(malformed, dtype=bool),
+                       np.arange(offset, offset + len(malformed), dtype=np.int64))
+                offset += len(malformed)
 
 
 def _json_record(line: bytes) -> dict | None:
@@ -271,13 +289,16 @@ def _json_fields(files: list[str]) -> dict[str, None]:
 
 
 def _parquet_batches(files: list[str],
-                     needed: list[str]) -> Iterator[tuple[pa.Table, np.ndarray]]:
+                     needed: list[str]) -> Iterator[tuple[pa.Table, np.ndarray, np.ndarray]]:
+    offset = 0
     for file in files:
         reader = pq.ParquetFile(file)
         _missing(needed, reader.schema_arrow.names, [file])
         for batch in reader.iter_batches(batch_size=BATCH_ROWS, columns=needed):
             table = pa.Table.from_batches([batch])
-            yield table, np.zeros(len(table), dtype=bool)
+            yield (table, np.zeros(len(table), dtype=bool),
+                   np.arange(offset, offset + len(table), dtype=np.int64))
+            offset += len(table)
 
 
 # ---- casts with Spark's try_cast semantics ----
@@ -406,31 +427,41 @@ def _as_string(array: pa.Array) -> np.ndarray:
 
 # ---- time ----
 
-_TIME_LETTERS = {"yyyy": ("year", 4), "yy": ("year2", 2), "MM": ("month", 2),
-                 "dd": ("day", 2), "HH": ("hour", 2), "mm": ("minute", 2), "ss": ("second", 2)}
+_TIME_LETTERS = {"yyyy": ("year", "4,10"), "yy": ("year2", "2"), "MM": ("month", "2"),
+                 "dd": ("day", "2"), "HH": ("hour", "2"), "mm": ("minute", "2"),
+                 "ss": ("second", "2")}
 _TOKEN = re.compile(r"'[^']*'|([A-Za-z])\1*|[^A-Za-z']+")
+_NEVER = r"\b\B"  # matches nothing
 
 
 def time_format_regex(pattern: str) -> str:
-    """A Spark datetime pattern as a strict regular expression with one named group per field
-    (fixed widths, as Spark's parser reads adjacent numeric fields). Supported letters:
-    yyyy yy MM dd HH mm ss and S.. (fraction), quoted literals; others raise `SourceError`."""
-    out = []
+    """A Spark datetime pattern as a regular expression with one named group per field, read
+    as Spark's parser reads it: fixed two-digit fields, `yyyy` taking 4 to 10 digits less those
+    of the numeric fields right after it (so a digit literal after such a run never parses;
+    years above 9999 are refused when the fields are checked), fractions `S..` 1 to n digits.
+    Supported letters: yyyy yy MM dd HH mm ss S and quoted or punctuation literals; others
+    raise `SourceError`."""
+    out: list[str] = []
+    open_year = False  # inside a numeric run that began with the variable-width year
     for match in _TOKEN.finditer(pattern):
         token = match.group(0)
-        if token.startswith("'"):
-            out.append(re.escape(token[1:-1] or "'"))
+        literal = token[1:-1] or "'" if token.startswith("'") else (
+            token if not token[0].isalpha() else None)
+        if literal is not None:
+            if open_year and literal[:1].isdigit():
+                return _NEVER
+            open_year = False
+            out.append(re.escape(literal))
         elif token[0] == "S":
             out.append(f"(?P<fraction>\\d{{1,{len(token)}}})")
-        elif token[0].isalpha():
-            if token not in _TIME_LETTERS:
-                raise SourceError(f"time_format {pattern!r}: the local engine reads the letters "
-                                  "yyyy yy MM dd HH mm ss S and quoted text; for "
-                                  f"{token!r} use --engine spark")
+        elif token in _TIME_LETTERS:
             name, width = _TIME_LETTERS[token]
+            open_year = open_year or name == "year"
             out.append(f"(?P<{name}>\\d{{{width}}})")
         else:
-            out.append(re.escape(token))
+            raise SourceError(f"time_format {pattern!r}: the local engine reads the letters "
+                              "yyyy yy MM dd HH mm ss S and quoted text; for "
+                              f"{token!r} use --engine spark")
     return "^" + "".join(out) + "$"
 
 
@@ -445,6 +476,8 @@ def _time_parser(pattern: str | None, time_unit: str):
         no real date (Spark's strict resolver)."""
         text = array if pa.types.is_string(array.type) else pa.array(_as_string(array),
                                                                        pa.string())
+        if regex == _NEVER:
+            return np.full(len(text), np.nan)
         fields = pc.extract_regex(text, regex)
         valid = ~pc.is_null(fields).to_numpy(zero_copy_only=False)
         n = len(text)
@@ -467,7 +500,8 @@ def _time_parser(pattern: str | None, time_unit: str):
             value = pc.cast(digits, pa.int64()).to_numpy(zero_copy_only=False)
             micros = np.where(width <= 6, value * 10 ** np.clip(6 - width, 0, 6),
                               value // 10 ** np.clip(width - 6, 0, 3))
-        valid &= (month >= 1) & (month <= 12) & (hour <= 23) & (minute <= 59) & (second <= 59)
+        valid &= (year <= 9999) & (month >= 1) & (month <= 12)
+        valid &= (hour <= 23) & (minute <= 59) & (second <= 59)
         valid &= (day >= 1) & (day <= _days_in_month(year, np.clip(month, 1, 12)))
         days = _days_from_civil(year, np.clip(month, 1, 12), np.clip(day, 1, 31))
         total = ((days * 86400 + hour * 3600 + minute * 60 + second) * 1_000_000 + micros)
@@ -514,7 +548,7 @@ def _time_values(column: pa.Array, parser, time_unit: str) -> np.ndarray:
 
 def _canonical(raw: pa.Table, malformed: np.ndarray, source: Mapping[str, Any],
                attributes: Mapping[str, Mapping[str, str]], attr_types: Mapping[str, str],
-               keys: list[str], parser, time_unit: str, position: int,
+               keys: list[str], parser, time_unit: str, positions: np.ndarray,
                columns: Sequence[str] | None) -> pd.DataFrame:
     n = len(raw)
     type_column = source.get("type_column")
@@ -527,7 +561,7 @@ def _canonical(raw: pa.Table, malformed: np.ndarray, source: Mapping[str, Any],
     if source.get("id_column"):
         ids = cast_column(raw.column(source["id_column"]), "long")[0]
     else:
-        ids = pd.Series(np.arange(position, position + n, dtype=np.int64))
+        ids = pd.Series(positions)
     out: dict[str, Any] = {EVENT_TYPE: types, EVENT_TS: ts, EVENT_ID: ids}
     key_values = {k: pd.Series(_as_string(raw.column(k).combine_chunks()), dtype=object)
                   for k in keys}
