@@ -113,20 +113,26 @@ def collect_statistics(scan: EventScan, paths: Sequence[str], workload: Workload
 
 
 def canonical_sample(collected: pd.DataFrame, workload: Workload) -> pd.DataFrame:
-    """The sampled events with each attribute in its workload type's dtype, sorted by time,
-    type and values: an order that does not depend on how an engine numbered or returned the
-    rows (ids differ between engines for several files), so both draw the same tuples."""
+    """The sampled events with each attribute in its workload type's dtype, in an order that
+    does not depend on how an engine numbered or returned the rows (ids differ between engines
+    for several files): by time, type, then a hash of the other values; ids are renumbered in
+    that order, so both engines draw the same tuples."""
     if collected.empty:
         return collected
     kinds = merged_attribute_types(attribute_types(workload))
     dtypes = {"double": "float64", "long": "Int64", "bool": "boolean", "string": object}
     frame = collected.astype({c: dtypes[kinds[c]] for c in collected.columns if c in kinds})
+    frame[EVENT_TYPE] = frame[EVENT_TYPE].astype(str).astype(object)
     frame[EVENT_TS] = frame[EVENT_TS].astype("float64")
-    frame[EVENT_ID] = frame[EVENT_ID].astype("int64")
     others = sorted(c for c in frame.columns if c not in (EVENT_TS, EVENT_TYPE, EVENT_ID))
-    order = [EVENT_TS, EVENT_TYPE, *others, EVENT_ID]
-    frame = frame[order].sort_values(order, kind="stable", na_position="last")
-    return frame.reset_index(drop=True)
+    content = (pd.util.hash_pandas_object(frame[others], index=False).to_numpy() if others
+               else np.zeros(len(frame), dtype=np.uint64))
+    type_rank = pd.factorize(frame[EVENT_TYPE], sort=True)[0]
+    order = np.lexsort((frame[EVENT_ID].to_numpy(dtype=np.int64), content, type_rank,
+                        frame[EVENT_TS].to_numpy()))
+    frame = frame[[EVENT_TS, EVENT_TYPE, EVENT_ID, *others]].iloc[order].reset_index(drop=True)
+    frame[EVENT_ID] = np.arange(len(frame), dtype=np.int64)
+    return frame
 
 
 def _row_summary(grouped: pd.DataFrame, where: str,

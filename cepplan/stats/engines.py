@@ -52,7 +52,7 @@ def measure(paths: Sequence[str], workload: Workload, *, engine: str,
 
         if spark is None:
             raise ValueError("the spark engine needs a SparkSession")
-        scan: Any = SparkScan(spark, paths, workload, columns)
+        scan: Any = SparkScan(spark, paths, workload, columns, groups)
     else:
         from cepplan.stats.local_scan import LocalScan
 

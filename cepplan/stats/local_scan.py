@@ -58,14 +58,11 @@ class LocalScan:
             good = batch[REJECT].isna().to_numpy()
             bad = batch[~good]
             if len(bad):
-                steps.append(bad.groupby([REJECT, EVENT_TYPE], dropna=False).size()
-                             .rename(COUNT).reset_index())
+                steps.append(_counts(bad, [REJECT, EVENT_TYPE]))
             valid = batch[good]
             step = np.floor(valid[EVENT_TS].to_numpy() / time_step).astype(np.int64)
-            steps.append(valid.assign(**{STEP: step}).groupby([EVENT_TYPE, STEP]).size()
-                         .rename(COUNT).reset_index())
-            groups.append(valid.groupby([EVENT_TYPE, *self._group_columns], dropna=False)
-                          .size().rename(COUNT).reset_index())
+            steps.append(_counts(valid.assign(**{STEP: step}), [EVENT_TYPE, STEP]))
+            groups.append(_counts(valid, [EVENT_TYPE, *self._group_columns]))
             if self._kept is not None:
                 rows = valid[valid[EVENT_TYPE].isin(self._sample_types)]
                 kept += len(rows)
@@ -105,6 +102,12 @@ def _in_blocks(rows: pd.DataFrame, blocks: list[SampleBlocks], t_first: float) -
             condition &= np.isin(index.astype(np.int64), np.asarray(block.chosen))
         wanted |= condition
     return wanted
+
+
+def _counts(rows: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """Rows per combination of `keys` present (NULL keys kept), categories as text."""
+    counted = rows.groupby(keys, dropna=False, observed=True).size().rename(COUNT).reset_index()
+    return counted.astype({k: object for k in keys if counted[k].dtype == "category"})
 
 
 def _sum(parts: list[pd.DataFrame], keys: list[str]) -> pd.DataFrame:

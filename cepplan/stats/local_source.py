@@ -6,7 +6,10 @@ one column per attribute name, `__reject`), same reject reasons in the same prio
 same casts as Spark's `try_cast` (checked side by side in tests/stats/test_local_vs_spark.py):
 
     for batch in read_batches(["events.csv"], source, {"GOOG": {"peak": "double"}}, "min"):
-        ...  # a pandas DataFrame per batch, rows in file order
+        ...  # a pandas DataFrame per batch
+
+`__type` and `__reject` are pandas Categoricals (cheap to group by), the attributes float64,
+Int64, boolean or object (str) by their declared type.
 
 Imports only pyarrow, pandas, numpy, orjson and stdlib modules of cepplan, so the local path
 starts fast. Known departures from Spark, on inputs a CEP file rarely holds: CSV fields quoted
@@ -553,9 +556,13 @@ def _canonical(raw: pa.Table, malformed: np.ndarray, source: Mapping[str, Any],
     n = len(raw)
     type_column = source.get("type_column")
     if type_column:
-        types = pd.Series(_as_string(raw.column(type_column).combine_chunks()), dtype=object)
+        column = raw.column(type_column).combine_chunks()
+        if not pa.types.is_string(column.type):
+            column = pa.array(_as_string(column), pa.string())
+        types = pd.Series(pc.dictionary_encode(column).to_pandas())
     else:
-        types = pd.Series(np.full(n, source["type"], dtype=object))
+        types = pd.Series(pd.Categorical.from_codes(np.zeros(n, dtype=np.int8),
+                                                    [source["type"]]))
     ts = _time_values(raw.column(source.get("time_column", "ts")).combine_chunks(), parser,
                       time_unit)
     if source.get("id_column"):
@@ -579,19 +586,24 @@ def _canonical(raw: pa.Table, malformed: np.ndarray, source: Mapping[str, Any],
 def _reasons(raw: pa.Table, malformed: np.ndarray, source: Mapping[str, Any],
              attributes: Mapping[str, Mapping[str, str]], types: pd.Series, ts: np.ndarray,
              ids: pd.Series, key_values: Mapping[str, pd.Series],
-             parsed: Mapping[str, np.ndarray]) -> np.ndarray:
-    """The first reason each row is unusable, in spark_source's priority, else None."""
+             parsed: Mapping[str, np.ndarray]) -> pd.Categorical:
+    """The first reason each row is unusable, in spark_source's priority, else NULL."""
     n = len(raw)
-    reason = np.full(n, None, dtype=object)
+    code = np.full(n, -1, dtype=np.int16)
+    texts: list[str] = []
 
     def mark(mask: np.ndarray, text: str) -> None:
-        free = mask & pd.isna(reason)
-        reason[free] = text
+        free = mask & (code < 0)
+        if free.any():
+            code[free] = len(texts)
+            texts.append(text)
 
     mark(malformed, REJECT_MALFORMED)
-    type_missing = types.isna().to_numpy()
+    type_codes = types.cat.codes.to_numpy()
+    type_missing = type_codes < 0
     mark(type_missing, REJECT_TYPE_MISSING)
-    mark(~types.isin(list(attributes)).to_numpy() & ~type_missing, REJECT_TYPE_UNKNOWN)
+    known = np.isin(types.cat.categories.to_numpy(dtype=object), list(attributes))
+    mark(~type_missing & ~known[type_codes], REJECT_TYPE_UNKNOWN)
     mark(np.isnan(ts), REJECT_TIME)
     if source.get("id_column"):
         mark(ids.isna().to_numpy(), REJECT_ID)
@@ -600,10 +612,11 @@ def _reasons(raw: pa.Table, malformed: np.ndarray, source: Mapping[str, Any],
     by_schema: dict[tuple, list[str]] = {}
     for type_name, attrs in attributes.items():
         by_schema.setdefault(tuple(sorted(attrs)), []).append(type_name)
+    categories = types.cat.categories.to_numpy(dtype=object)
     for names, type_names in by_schema.items():
-        rows = types.isin(type_names).to_numpy()
+        rows = ~type_missing & np.isin(categories, type_names)[type_codes]
         for name in names:
             absent = pc.is_null(raw.column(name)).to_numpy(zero_copy_only=False)
             mark(rows & absent, f"missing attribute {name!r}")
             mark(rows & ~parsed[name], f"unparsable attribute {name!r}")
-    return reason
+    return pd.Categorical.from_codes(code, texts)
