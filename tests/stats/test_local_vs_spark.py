@@ -209,3 +209,18 @@ def test_auto_engine_choice(tmp_path):
     assert choose_engine("auto", ["s3://bucket/events"], master=None) == "spark"
     assert choose_engine("spark", [str(path)], master=None) == "spark"
     json.dumps(reader_arguments(_workload(SOURCES["csv"])))
+
+
+def test_local_second_pass_gives_the_same_sample(tmp_path):
+    """When the sample's candidate rows exceed what the local engine keeps, it reads the files
+    again for them: the document is the same."""
+    from cepplan.stats.collect import collect_statistics, scan_columns
+    from cepplan.stats.local_scan import LocalScan
+
+    workload, paths = _write("parquet", tmp_path)
+    columns, groups, types = scan_columns(workload)
+    documents = [collect_statistics(LocalScan(paths, workload, columns, groups, types,
+                                              keep_rows=keep), paths, workload, sample=3000)
+                 for keep in (10, 10_000_000)]
+    _assert_same(*documents)
+    assert documents[0]["selectivity_details"]["pq"]["a.x < b.x"]["n"] > 100
