@@ -23,7 +23,7 @@ from scipy import special
 
 import cepplan
 from cepplan.errors import InputError
-from cepplan.stats.local_source import merged_attribute_types
+from cepplan.stats.local_source import REJECT, REJECT_TYPE_UNKNOWN, merged_attribute_types
 from cepplan.stats.model_choice import choose_model
 from cepplan.stats.scan import COUNT, STEP, EventScan, SampleBlocks
 from cepplan.stats.selectivity import estimate_pattern
@@ -35,8 +35,6 @@ from cepplan.workload.source_spec import attribute_types
 
 FORMAT = "cepplan.stats/1"
 RATE_BLOCKS = 30  # batch means over this many blocks of the observed span
-REJECT = "__reject"  # the reason column of both readers
-REJECT_TYPE_UNKNOWN = "unknown type"
 
 
 def check_options(where: str, time_step: float, markov_order: int) -> None:
