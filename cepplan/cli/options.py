@@ -68,6 +68,14 @@ class CoverRun(str, Enum):
     none = "none"
 
 
+class Engine(str, Enum):
+    """Where a command evaluates: in this process, on Spark, or chosen by the input's size."""
+
+    auto = "auto"
+    local = "local"
+    spark = "spark"
+
+
 class PlanKind(str, Enum):
     """The plan a job evaluates: the given one, or the unoptimised baseline."""
 
@@ -114,8 +122,9 @@ def verbose() -> Any:
 
 
 def master() -> Any:
-    """`--master URL`: the Spark master, as spark-submit spells it."""
-    return typer.Option("local[*]", "--master", help="Spark master URL, as for spark-submit.")
+    """`--master URL`: the Spark master, as spark-submit spells it; giving one means Spark."""
+    return typer.Option(None, "--master", help="Spark master URL, as for spark-submit "
+                        "(implies --engine spark under auto; default local[*]).")
 
 
 def time_step(help_text: str, default: str | None = None) -> Any:

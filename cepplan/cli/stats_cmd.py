@@ -1,4 +1,5 @@
-"""`cepplan stats EVENTS... --workload W -o stats.json`: measure event files with Spark.
+"""`cepplan stats EVENTS... --workload W -o stats.json`: measure event files in this process
+(`--engine local`) or with Spark (`--engine spark`); `auto` chooses (docs/stats.md).
 
 Rates, occurrence models and selectivities go to `stats.json` (format `cepplan.stats/1`, see
 docs/stats.md), which `cepplan optimize` reads; a summary table is printed at the end.
@@ -15,6 +16,7 @@ from rich.console import Console
 from rich.table import Table
 
 from cepplan.cli import options
+from cepplan.cli.options import Engine
 
 
 def stats(
@@ -22,7 +24,10 @@ def stats(
                                        help="Event files or directories (or globs)."),
     workload: Path = options.workload_option("The workload.json.", required=True),
     output: Path = options.output("Where to write stats.json."),
-    master: str = options.master(),
+    engine: Engine = options.choice(Engine.auto, "--engine", "local (in-process), spark, or "
+                                    "auto: local unless --master is given or the input is "
+                                    "larger than 2 GiB."),
+    master: str | None = options.master(),
     time_step: str = options.time_step("Step of the occurrence models.", "1"),
     markov_order: int = typer.Option(1, "--markov-order", help="Order m of the Markov chain."),
     sample: int = typer.Option(100_000, "--sample",
@@ -57,20 +62,25 @@ def stats(
         raise options.option_error("--sample" if sample < 1 else "--max-groups",
                                    "must be at least 1")
 
-    from cepplan.stats.collect import collect_statistics
+    from cepplan.stats.engines import choose_engine, measure
     from cepplan.stats.progress import stage_progress
-    from cepplan.stats.spark_session import stats_session
     from cepplan.stats.stats_file import write_stats
 
-    spark = stats_session(master, driver_memory=driver_memory,
-                          shuffle_partitions=shuffle_partitions)
-    if verbose:
-        spark.sparkContext.setLogLevel("INFO")
+    chosen = choose_engine(engine.value, events, master=master)
+    spark = None
+    if chosen == "spark":
+        from cepplan.stats.spark_session import stats_session
+
+        spark = stats_session(master or "local[*]", driver_memory=driver_memory,
+                              shuffle_partitions=shuffle_partitions)
+        if verbose:
+            spark.sparkContext.setLogLevel("INFO")
     show = sys.stderr.isatty() and not quiet
     with stage_progress(spark, show) as on_stage:
-        document = collect_statistics(
-            spark, events, loaded, time_step=step, markov_order=markov_order, sample=sample,
-            seed=seed, max_groups=max_groups, strict=strict, on_stage=on_stage)
+        document = measure(
+            events, loaded, engine=chosen, spark=spark, time_step=step,
+            markov_order=markov_order, sample=sample, seed=seed, max_groups=max_groups,
+            strict=strict, on_stage=on_stage)
         if loaded.contexts is not None:  # how long each context holds: docs/contexts.md
             from cepplan.stats.context_time import measure_contexts
             on_stage("context windows")
@@ -83,7 +93,10 @@ def stats(
               file=sys.stderr)
     if not quiet:
         print_summary(document, Console(width=None if sys.stdout.isatty() else 110))
-        typer.echo(f"wrote {output}")
+        engine_text = ("in-process engine" if chosen == "local"
+                       else f"Spark engine ({master or 'local[*]'})")
+        typer.echo(f"wrote {output} (measured by the {engine_text} in "
+                   f"{document['provenance']['seconds']:.1f} s)")
 
 
 def print_summary(document: dict[str, Any], console: Console) -> None:

@@ -1,15 +1,13 @@
-"""The statistics job: read event files through the workload's `source`, measure, and return the
-`stats.json` document (format `cepplan.stats/1`, see docs/stats.md).
+"""The statistics of `stats.json` (format `cepplan.stats/1`, see docs/stats.md) from what an
+engine's pass over the events gives (`scan.EventScan`: Spark or in-process); every figure is
+derived here, in NumPy, the same way for both engines:
 
-Spark does two scans (caching the parsed rows measured slower than reading them again, for
-Parquet and CSV alike); the driver fits models and evaluates predicates on collected tables:
-
-1. rows per (reject reason, type, time step), brought to the driver: rows read and rejected
-   by reason; the count histogram (Poisson dispersion, Bernoulli p), order-m occupancy
-   transitions (Markov chain, seed 002 §4.2) and counts per block of time (batch-means rate
-   interval);
-2. one aggregation giving counts per key and per region (seed 002 §5.2) and, as groups of one
-   row each, a sample of whole time blocks for the predicates (seed 004 §2 selectivities).
+1. rows per (reject reason, type, time step): rows read and rejected by reason; the count
+   histogram (Poisson dispersion, Bernoulli p), order-m occupancy transitions (Markov chain,
+   seed 002 §4.2) and counts per block of time (batch-means rate interval);
+2. counts per key and per region (seed 002 §5.2), and a sample of whole time blocks for the
+   predicates (seed 004 §2 selectivities), put in one canonical order so that both engines
+   draw the same candidate tuples.
 """
 
 from __future__ import annotations
@@ -21,51 +19,54 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
-from scipy import stats as sps
+from scipy import special
 
 import cepplan
 from cepplan.errors import InputError
+from cepplan.stats.local_source import REJECT, REJECT_TYPE_UNKNOWN, merged_attribute_types
 from cepplan.stats.model_choice import choose_model
+from cepplan.stats.scan import COUNT, STEP, EventScan, SampleBlocks
 from cepplan.stats.selectivity import estimate_pattern
 from cepplan.stats.step_counts import block_counts, count_histogram, transition_counts
 from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_TYPE
 from cepplan.workload.expr.ast import Attr, KleeneRef, walk
 from cepplan.workload.model import Pattern, Workload
-from cepplan.workload.source_spec import reader_arguments
-from cepplan.workload.spark_source import REJECT, REJECT_TYPE_UNKNOWN, SourceError, read_events
+from cepplan.workload.source_spec import attribute_types
 
 FORMAT = "cepplan.stats/1"
 RATE_BLOCKS = 30  # batch means over this many blocks of the observed span
-_N = "__n"  # counts (attribute names cannot begin with "__")
-_STEP = "__step"
-_SAMPLED = "__sampled"  # the id of a sampled row, NULL for the others
 
 
-def collect_statistics(spark: SparkSession, paths: Sequence[str], workload: Workload, *,
-                       time_step: float = 1.0, markov_order: int = 1, sample: int = 100_000,
-                       seed: int = 0, max_groups: int = 1000, strict: bool = False,
-                       on_stage: Callable[[str], None] | None = None) -> dict[str, Any]:
-    """Measure `paths` for `workload` and return the stats document; bad input (missing files
-    or columns, no usable rows, any rejected row with `strict`) raises `InputError`."""
-    started = time.perf_counter()
-    stage = on_stage or (lambda _name: None)
-    where = ", ".join(paths)
+def check_options(where: str, time_step: float, markov_order: int) -> None:
+    """Reject options no engine can use, before any engine starts."""
     if not time_step > 0:
         raise InputError.single(where, "--time-step", f"must be positive, got {time_step}")
     if not 1 <= markov_order <= 8:
         raise InputError.single(where, "--markov-order", f"must be 1..8, got {markov_order}")
-    stage("read and parse")
-    try:
-        events = read_events(spark, list(paths), **reader_arguments(workload),
-                             positions="monotonic")
-    except SourceError as err:
-        raise InputError.single(err.path or where, "", err.message) from None
-    events = events.select(EVENT_TYPE, EVENT_TS, EVENT_ID, REJECT,
-                           *_needed_columns(workload, events.columns))
+
+
+def scan_columns(workload: Workload) -> tuple[list[str], list[str], list[str]]:
+    """What an engine must keep: (all key / attribute columns the statistics read, the
+    columns rows are counted by, the types a selectivity sample may need)."""
+    group = group_columns(workload)
+    columns = list(dict.fromkeys([*group, *_pattern_columns(workload.patterns, workload)]))
+    types = sorted({o.event_type for p in workload.patterns if p.predicates
+                    for o in p.operands if not o.is_complex})
+    return columns, group, types
+
+
+def collect_statistics(scan: EventScan, paths: Sequence[str], workload: Workload, *,
+                       time_step: float = 1.0, markov_order: int = 1, sample: int = 100_000,
+                       seed: int = 0, max_groups: int = 1000, strict: bool = False,
+                       on_stage: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Measure `paths` through `scan` for `workload` and return the stats document; bad input
+    (no usable rows, any rejected row with `strict`) raises `InputError`."""
+    started = time.perf_counter()
+    stage = on_stage or (lambda _name: None)
+    where = ", ".join(paths)
+    check_options(where, time_step, markov_order)
     stage("rows, rejects and counts per time step")
-    rows, per_type = _row_summary(_to_pandas(_per_step(events, time_step)), where, strict)
+    rows, per_type = _row_summary(scan.step_counts(time_step), where, strict)
     first, last = rows.pop("_first_step"), rows.pop("_last_step")
     t_first, t_last = first * time_step, (last + 1) * time_step
     span = t_last - t_first  # the observed steps: rate = mean count per step / step
@@ -74,13 +75,18 @@ def collect_statistics(spark: SparkSession, paths: Sequence[str], workload: Work
     occurrence = _occurrence(per_type, first, last, time_step, markov_order)
     stage("keys, regions and selectivity sample")
     plans = _sample_plans(workload, rows["types"], span, sample, seed)
-    group_columns = _group_columns(workload)
-    counted, collected = _second_scan(events.filter(F.col(REJECT).isNull()), workload, plans,
-                                      group_columns, t_first)
+    groups = group_columns(workload)
+    counted, collected = pd.DataFrame(columns=[EVENT_TYPE, COUNT]), pd.DataFrame()
+    if plans or groups:
+        counted, collected = scan.groups_and_sample(
+            [blocks for _, blocks in plans], groups,
+            _pattern_columns([p for p, _ in plans], workload), t_first)
     keys, regions = _groups(counted, workload, span, max_groups)
     stage("selectivities")
-    details = _selectivities(collected, workload, plans, t_first, span, sample, seed)
+    details = _selectivities(canonical_sample(collected, workload), workload, plans, span,
+                             sample, seed, t_first)
     rates = {name: info["rate"] for name, info in types.items()}
+    provenance = {"cepplan": cepplan.__version__, "engine": scan.engine, **scan.versions}
     return {
         "format": FORMAT,
         "workload": {"name": workload.name, "path": workload.path, "digest": workload.digest},
@@ -100,39 +106,47 @@ def collect_statistics(spark: SparkSession, paths: Sequence[str], workload: Work
         "regions": regions,
         "parameters": {"time_step": time_step, "markov_order": markov_order, "sample": sample,
                        "seed": seed, "max_groups": max_groups, "rate_blocks": RATE_BLOCKS},
-        "provenance": {"cepplan": cepplan.__version__, "spark": spark.version,
-                       "seconds": round(time.perf_counter() - started, 3)},
+        "provenance": {**provenance, "seconds": round(time.perf_counter() - started, 3)},
     }
 
 
-def _needed_columns(workload: Workload, available: Sequence[str]) -> list[str]:
-    """Key, region, partition and predicate attribute columns (nothing else is cached)."""
-    names = list(workload.source.key_columns)
-    names += [t.region for t in workload.event_types.values() if t.region]
-    return [n for n in dict.fromkeys(names) if n in available] + [
-        n for n in _pattern_columns(workload.patterns, available) if n not in names]
-
-
-def _per_step(events: DataFrame, time_step: float) -> DataFrame:
-    """Rows per (reject reason, type, time step); the step is NULL for rejected rows."""
-    step = F.when(F.col(REJECT).isNull(), F.floor(F.col(EVENT_TS) / F.lit(time_step)))
-    return (events.groupBy(REJECT, EVENT_TYPE, step.cast("long").alias(_STEP))
-            .agg(F.count(F.lit(1)).alias(_N)))
+def canonical_sample(collected: pd.DataFrame, workload: Workload) -> pd.DataFrame:
+    """The sampled events with each attribute in its workload type's dtype, in an order that
+    does not depend on how an engine numbered or returned the rows (ids differ between engines
+    for several files): by time, type, then a hash of the other values; ids are renumbered in
+    that order, so both engines draw the same tuples."""
+    if collected.empty:
+        return collected
+    kinds = merged_attribute_types(attribute_types(workload))
+    dtypes = {"double": "float64", "long": "Int64", "bool": "boolean", "string": object}
+    frame = collected.astype({c: dtypes[kinds[c]] for c in collected.columns if c in kinds})
+    frame[EVENT_TYPE] = frame[EVENT_TYPE].astype(str).astype(object)
+    frame[EVENT_TS] = frame[EVENT_TS].astype("float64")
+    others = sorted(c for c in frame.columns if c not in (EVENT_TS, EVENT_TYPE, EVENT_ID))
+    content = (pd.util.hash_pandas_object(frame[others], index=False).to_numpy() if others
+               else np.zeros(len(frame), dtype=np.uint64))
+    type_rank = pd.factorize(frame[EVENT_TYPE], sort=True)[0]
+    order = np.lexsort((frame[EVENT_ID].to_numpy(dtype=np.int64), content, type_rank,
+                        frame[EVENT_TS].to_numpy()))
+    frame = frame[[EVENT_TS, EVENT_TYPE, EVENT_ID, *others]].iloc[order].reset_index(drop=True)
+    frame[EVENT_ID] = np.arange(len(frame), dtype=np.int64)
+    return frame
 
 
 def _row_summary(grouped: pd.DataFrame, where: str,
                  strict: bool) -> tuple[dict[str, Any], dict[str, pd.DataFrame]]:
     """Rows read, rejected by reason (unknown type names listed), and per valid type its
     event count per occupied time step."""
-    read = int(grouped[_N].sum())
+    read = int(grouped[COUNT].sum())
     if read == 0:
         raise InputError.single(where, "", "the input has no rows")
     bad = grouped[grouped[REJECT].notna()]
-    reasons = {str(k): int(v) for k, v in bad.groupby(REJECT)[_N].sum().items()}
+    reasons = {str(k): int(v) for k, v in bad.groupby(REJECT)[COUNT].sum().items()}
     unknown_rows = bad[bad[REJECT] == REJECT_TYPE_UNKNOWN]
-    unknown = {str(k): int(v) for k, v in unknown_rows.groupby(EVENT_TYPE)[_N].sum()
+    unknown = {str(k): int(v) for k, v in unknown_rows.groupby(EVENT_TYPE)[COUNT].sum()
                .sort_values(ascending=False).items()}
-    good = grouped[grouped[REJECT].isna()].sort_values([EVENT_TYPE, _STEP])
+    good = grouped[grouped[REJECT].isna()]
+    good = good.astype({STEP: "int64", COUNT: "int64"}).sort_values([EVENT_TYPE, STEP])
     per_type = {str(name): frame for name, frame in good.groupby(EVENT_TYPE)}
     rejected = sum(reasons.values())
     summary = ", ".join(f"{k}: {v}" for k, v in sorted(reasons.items(), key=lambda kv: -kv[1]))
@@ -146,16 +160,9 @@ def _row_summary(grouped: pd.DataFrame, where: str,
                                 "run without --strict to count and skip them")
     rows = {"read": read, "valid": read - rejected, "rejected": rejected,
             "reasons": reasons, "unknown_types": dict(list(unknown.items())[:20]),
-            "types": {name: int(f[_N].sum()) for name, f in per_type.items()},
-            "_first_step": int(good[_STEP].min()), "_last_step": int(good[_STEP].max())}
+            "types": {name: int(f[COUNT].sum()) for name, f in per_type.items()},
+            "_first_step": int(good[STEP].min()), "_last_step": int(good[STEP].max())}
     return rows, per_type
-
-
-def _to_pandas(frame: DataFrame) -> pd.DataFrame:
-    """Bring a small result to the driver through Arrow (whatever the session's setting)."""
-    if hasattr(frame, "toArrow"):
-        return frame.toArrow().to_pandas()
-    return frame.toPandas()
 
 
 def _types(per_type: dict[str, pd.DataFrame], t_first: float, span: float,
@@ -165,14 +172,14 @@ def _types(per_type: dict[str, pd.DataFrame], t_first: float, span: float,
     `RATE_BLOCKS` blocks and the t interval of the mean block count is scaled (robust to
     overdispersion and short-range dependence, unlike a Poisson interval)."""
     block_length = span / RATE_BLOCKS
-    quantile = float(sps.t.ppf(0.975, RATE_BLOCKS - 1))
+    quantile = float(special.stdtrit(RATE_BLOCKS - 1, 0.975))  # t quantile
     out = {}
     for name, frame in per_type.items():
-        blocks = block_counts(frame[_STEP].to_numpy(), frame[_N].to_numpy(), time_step,
+        blocks = block_counts(frame[STEP].to_numpy(), frame[COUNT].to_numpy(), time_step,
                               t_first, block_length, RATE_BLOCKS)
         per_block = blocks / block_length
         half = quantile * per_block.std(ddof=1) / math.sqrt(RATE_BLOCKS)
-        n = int(frame[_N].sum())
+        n = int(frame[COUNT].sum())
         rate = n / span
         out[name] = {"count": n, "rate": rate,
                      "rate_ci95": [max(0.0, float(rate - half)), float(rate + half)],
@@ -185,13 +192,13 @@ def _occurrence(per_type: dict[str, pd.DataFrame], first: int, last: int, time_s
     """Per type: count histogram and order-m transition counts, then the model choice."""
     out = {}
     for name, frame in per_type.items():
-        transitions = transition_counts(frame[_STEP].to_numpy(), first, last, order)
-        out[name] = choose_model(last - first + 1, count_histogram(frame[_N].to_numpy()),
+        transitions = transition_counts(frame[STEP].to_numpy(), first, last, order)
+        out[name] = choose_model(last - first + 1, count_histogram(frame[COUNT].to_numpy()),
                                  transitions, time_step)
     return out
 
 
-def _group_columns(workload: Workload) -> list[str]:
+def group_columns(workload: Workload) -> list[str]:
     """Key columns and region attributes: the columns counts are reported by."""
     names = list(workload.source.key_columns)
     names += [t.region for t in workload.event_types.values() if t.region]
@@ -222,11 +229,11 @@ def _group_rates(counted: pd.DataFrame, columns: tuple[str, ...], span: float,
                  max_groups: int) -> dict[str, Any]:
     rates: dict[str, list] = {}
     groups: dict[str, int] = {}
-    counted = counted.groupby([EVENT_TYPE, *columns], as_index=False)[_N].sum()
+    counted = counted.groupby([EVENT_TYPE, *columns], as_index=False)[COUNT].sum()
     for name, part in counted.groupby(EVENT_TYPE):
-        top = part.sort_values(_N, ascending=False, kind="stable").head(max_groups)
-        rates[str(name)] = [{"key": {c: _plain(r[c]) for c in columns}, "count": int(r[_N]),
-                             "rate": int(r[_N]) / span} for _, r in top.iterrows()]
+        top = part.sort_values(COUNT, ascending=False, kind="stable").head(max_groups)
+        rates[str(name)] = [{"key": {c: _plain(r[c]) for c in columns}, "count": int(r[COUNT]),
+                             "rate": int(r[COUNT]) / span} for _, r in top.iterrows()]
         groups[str(name)] = len(part)
     return {"rates": rates, "groups": groups}
 
@@ -237,7 +244,7 @@ def _plain(value: Any) -> Any:
 
 
 def _sample_plans(workload: Workload, counts: dict[str, int], span: float, sample: int,
-                  seed: int) -> list[tuple[Pattern, list[str], float, list[int] | None]]:
+                  seed: int) -> list[tuple[Pattern, SampleBlocks]]:
     """Per pattern with predicates: its primitive types, block length max(20 W, span/2000) and
     the blocks to collect — all (None) when its types have at most `sample` events, else a
     seeded random subset holding about `sample` events."""
@@ -254,42 +261,19 @@ def _sample_plans(workload: Workload, counts: dict[str, int], span: float, sampl
         if available > sample:
             k = max(1, round(n_blocks * sample / available))
             chosen = sorted(rng.choice(n_blocks, size=min(k, n_blocks), replace=False).tolist())
-        plans.append((pattern, types, length, chosen))
+        plans.append((pattern, SampleBlocks(tuple(types), length,
+                                            None if chosen is None else tuple(chosen))))
     return plans
 
 
-def _second_scan(valid: DataFrame, workload: Workload, plans: list, group_columns: list[str],
-                 t_first: float) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """One aggregation over the valid rows giving both the counts per (type, key and region
-    columns) and the sampled events: a sampled row is a group of its own (keyed by its id), so
-    its attribute values pass through `first`; the other rows are counted by group."""
-    wanted = F.lit(False)
-    for _, types, length, chosen in plans:
-        condition = F.col(EVENT_TYPE).isin(types)
-        if chosen is not None:
-            block = F.floor((F.col(EVENT_TS) - F.lit(t_first)) / F.lit(length)).cast("long")
-            condition = condition & block.isin(chosen)
-        wanted = wanted | condition
-    if not plans and not group_columns:
-        return pd.DataFrame(columns=[EVENT_TYPE, _N]), pd.DataFrame()
-    attributes = [c for c in _pattern_columns([p for p, *_ in plans], valid.columns)
-                  if c not in group_columns]
-    sampled = F.when(wanted, F.col(EVENT_ID)).alias(_SAMPLED)
-    frame = _to_pandas(valid.groupBy(EVENT_TYPE, *group_columns, sampled).agg(
-        F.count(F.lit(1)).alias(_N), F.first(EVENT_TS).alias(EVENT_TS),
-        *(F.first(c).alias(c) for c in attributes)))
-    is_sample = frame[_SAMPLED].notna()
-    collected = frame[is_sample].drop(columns=[_N]).rename(columns={_SAMPLED: EVENT_ID})
-    collected[EVENT_ID] = collected[EVENT_ID].astype(np.int64)
-    return frame[[EVENT_TYPE, *group_columns, _N]], collected.reset_index(drop=True)
-
-
-def _selectivities(collected: pd.DataFrame, workload: Workload, plans: list, t_first: float,
-                   span: float, sample: int, seed: int) -> dict[str, dict[str, Any]]:
+def _selectivities(collected: pd.DataFrame, workload: Workload,
+                   plans: list[tuple[Pattern, SampleBlocks]], span: float, sample: int,
+                   seed: int, t_first: float) -> dict[str, dict[str, Any]]:
     """Estimate each pattern's predicates on its own part of the collected sample."""
     out = {}
-    for index, (pattern, types, length, chosen) in enumerate(plans):
-        mask = collected[EVENT_TYPE].isin(types)
+    for index, (pattern, blocks) in enumerate(plans):
+        length, chosen = blocks.length, blocks.chosen
+        mask = collected[EVENT_TYPE].isin(blocks.types)
         if chosen is not None:
             block = np.floor((collected[EVENT_TS] - t_first) / length).astype(np.int64)
             mask &= block.isin(chosen)
@@ -306,8 +290,11 @@ def _selectivities(collected: pd.DataFrame, workload: Workload, plans: list, t_f
     return out
 
 
-def _pattern_columns(patterns: Sequence[Pattern], available: Sequence[str]) -> list[str]:
-    """Partition and predicate attribute columns of `patterns` (`ts` is `__ts`)."""
+def _pattern_columns(patterns: Sequence[Pattern], workload: Workload) -> list[str]:
+    """Partition and predicate attribute columns of `patterns` (`ts` is `__ts`; attributes of
+    complex subevents are no columns)."""
+    available = {*workload.source.key_columns,
+                 *merged_attribute_types(attribute_types(workload))}
     names: list[str] = []
     for pattern in patterns:
         names += list(pattern.partition_by)

@@ -72,8 +72,10 @@ def sweep(windows: Windows, key: tuple, low: float, high: float):
 
 
 def measure_contexts(spark: Any, paths: list[str], workload: Workload) -> dict[str, Any]:
-    """`context_time` of event files read with Spark: only the deriving patterns' event types
-    and the attributes they need are brought to the driver, where the context stage runs."""
+    """`context_time` of event files, read with Spark when `spark` is given (only the deriving
+    patterns' event types and attributes reach the driver), else in-process."""
+    if spark is None:
+        return _measure_contexts_local(paths, workload)
     from pyspark.sql import functions as F
 
     from cepplan.workload.columns import EVENT_ID, EVENT_TYPE
@@ -90,3 +92,20 @@ def measure_contexts(spark: Any, paths: list[str], workload: Workload) -> dict[s
     chosen = events.filter(F.col(EVENT_TYPE).isin(sorted(types)))
     return context_time(chosen.select(*[c for c in columns if c in events.columns]).toPandas(),
                         workload)
+
+
+def _measure_contexts_local(paths: list[str], workload: Workload) -> dict[str, Any]:
+    """`context_time` of event files read in-process, batch by batch, keeping only the valid
+    rows of the deriving patterns' event types."""
+    import pandas as pd
+
+    from cepplan.stats.local_source import REJECT, read_batches
+    from cepplan.workload.columns import EVENT_TYPE
+    from cepplan.workload.source_spec import reader_arguments
+
+    deriving = {t.on for t in workload.contexts.transitions}
+    types = {o.event_type for name in deriving for o in workload.pattern(name).operands}
+    kept = [batch[batch[REJECT].isna() & batch[EVENT_TYPE].isin(sorted(types))]
+            for batch in read_batches(paths, **reader_arguments(workload))]
+    frame = pd.concat(kept, ignore_index=True) if kept else pd.DataFrame()
+    return context_time(frame.drop(columns=[REJECT]), workload)

@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
-from scipy import special, stats
+from scipy import special
 
 from cepplan.costmodels.markov import stationary
 from cepplan.stats.markov_chain import burstiness, fit_transition, log_likelihood
@@ -68,7 +68,7 @@ def choose_model(steps: int, histogram: Mapping[int, int], transitions: np.ndarr
         "poisson": poisson, "bernoulli": bernoulli, "markov": markov,
         "choice": {"model": model, "reason": reason, "bic": bic,
                    "lrt": {"statistic": lrt, "df": df,
-                           "p_value": float(stats.chi2.sf(max(lrt, 0.0), df)) if df else 1.0},
+                           "p_value": float(special.chdtrc(df, max(lrt, 0.0))) if df else 1.0},
                    "entry": _entry(model, bernoulli["p"], markov, time_step)},
     }
 
@@ -78,7 +78,7 @@ def _poisson(counts: Mapping[int, int], steps: int, events: int) -> dict[str, An
     square = sum(c * c * k for c, k in counts.items())
     variance = (square - steps * mean * mean) / (steps - 1) if steps > 1 else 0.0
     dispersion = variance / mean if mean > 0 else float("nan")
-    p_over = (float(stats.chi2.sf((steps - 1) * dispersion, steps - 1))
+    p_over = (float(special.chdtrc(steps - 1, (steps - 1) * dispersion))
               if mean > 0 and steps > 1 else float("nan"))
     loglik = 0.0
     if mean > 0:

@@ -1,4 +1,5 @@
-"""Progress of the statistics job on a terminal: our stage and the running Spark stage's tasks.
+"""Progress of the statistics job on a terminal: our stage and, on Spark, the running Spark
+stage's tasks.
 
 A rich progress bar over the job's stages, its description refreshed from Spark's status tracker
 (completed / total tasks of the active Spark stages) by a background thread. Disabled (a no-op)
@@ -10,17 +11,20 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
-from pyspark.sql import SparkSession
 from rich.console import Console
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-STAGES = ("read and parse", "rows, rejects and counts per time step",
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+STAGES = ("rows, rejects and counts per time step",
           "rates and occurrence models", "keys, regions and selectivity sample", "selectivities")
 
 
 @contextmanager
-def stage_progress(spark: SparkSession, enabled: bool) -> Iterator[Callable[[str], None]]:
+def stage_progress(spark: SparkSession | None, enabled: bool) -> Iterator[Callable[[str], None]]:
     """Yield an `on_stage(name)` callback that advances the bar (or does nothing)."""
     if not enabled:
         yield lambda _name: None
@@ -39,6 +43,10 @@ def stage_progress(spark: SparkSession, enabled: bool) -> Iterator[Callable[[str
             current["name"] = name
 
         def poll() -> None:
+            if spark is None:
+                while not stop.wait(0.3):
+                    progress.update(task, description=current["name"])
+                return
             tracker = spark.sparkContext.statusTracker()
             while not stop.wait(0.3):
                 done = total = 0

@@ -107,8 +107,9 @@ def _prepare(pattern: Pattern, sample: pd.DataFrame) -> dict[str, _Sorted]:
         if operand.is_complex or operand.event_type in prepared:
             continue
         rows = keyed[keyed[EVENT_TYPE] == operand.event_type]
-        rows = rows.sort_values(["__part", EVENT_TS, EVENT_ID], kind="stable")
-        rows = rows.reset_index(drop=True)
+        order = np.lexsort((rows[EVENT_ID].to_numpy(), rows[EVENT_TS].to_numpy(),
+                            rows["__part"].to_numpy()))
+        rows = rows.iloc[order].reset_index(drop=True)
         key = rows["__part"].to_numpy() * stride + (rows[EVENT_TS].to_numpy() - t0)
         prepared[operand.event_type] = _Sorted(rows, key)
     return prepared

@@ -40,6 +40,28 @@ def test_synth_then_stats(tmp_path):
         assert abs(statistics.rates[name] - rate) / rate < 0.1
 
 
+def test_local_engine_on_the_fraud_example(tmp_path):
+    fraud = EXAMPLES / "fraud"
+    out = tmp_path / "stats.json"
+    done = _cepplan("stats", str(fraud / "events.csv"), "-w", str(fraud / "workload.json"),
+                    "-o", str(out))  # auto: a small local file runs in-process
+    assert done.returncode == 0, done.stderr
+    assert "in-process engine" in done.stdout and "7851 rows read" in done.stdout
+    document = orjson.loads(out.read_bytes())
+    assert document["provenance"]["engine"] == "local"
+    assert document["types"]["Swipe"]["count"] + document["types"]["Login"]["count"] > 7000
+    assert schema_problems(document, str(out)) == []
+    bad = tmp_path / "bad.csv"
+    bad.write_text("event,ts,user\nLogin,1,u1\n")
+    done = _cepplan("stats", str(bad), "-w", str(fraud / "workload.json"), "-o", str(out),
+                    "--engine", "local")
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "'device'" in done.stderr and str(bad) in done.stderr
+    done = _cepplan("stats", str(bad), "-w", str(fraud / "workload.json"), "-o", str(out),
+                    "--engine", "fast")
+    assert done.returncode == 2 and "--engine" in done.stderr
+
+
 def test_errors_exit_2_without_traceback(tmp_path):
     missing = _cepplan("stats", str(tmp_path / "nope.csv"), "-w", str(STOCKS),
                        "-o", str(tmp_path / "s.json"))

@@ -1,7 +1,7 @@
-"""The statistics job on a real local SparkSession recovers the parameters of synthetic data:
-rates within 3 % (>= 100k events per type), Markov transitions and selectivities within 0.03,
-the right model for a Poisson and for a bursty type; bad rows are counted, bad input is an
-error."""
+"""The statistics recover the parameters of synthetic data: rates within 3 % (>= 100k events
+per type), Markov transitions and selectivities within 0.03, the right model for a Poisson and
+for a bursty type (measured in-process; test_local_vs_spark.py holds the Spark engine's
+document equal); bad rows are counted and bad input is an error, on both engines alike."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from cepplan.errors import InputError
-from cepplan.stats.collect import collect_statistics
+from cepplan.stats.engines import measure
 from cepplan.stats.stats_file import read_stats, schema_problems, write_stats
 from cepplan.stats.synth import synthesize
 from cepplan.stats.synth_write import write_events
@@ -36,14 +36,14 @@ WORKLOAD = {
 
 
 @pytest.fixture(scope="module")
-def measured(spark, tmp_path_factory):
+def measured(tmp_path_factory):
     workload = build_workload(WORKLOAD)
     model = OccurrenceModel("markov", order=1, time_step=1.0, transition=CHAIN)
     result = synthesize(workload, duration=420_000, seed=11, rates={"P": 0.5, "Q": 0.3},
                         models={"B": model}, truth_draws=400_000)
     path = tmp_path_factory.mktemp("collect") / "events.parquet"
     write_events(result.events, workload, path)
-    document = collect_statistics(spark, [str(path)], workload, time_step=1.0,
+    document = measure([str(path)], workload, engine="local", time_step=1.0,
                                   markov_order=1, sample=100_000, seed=3)
     return workload, result, document
 
@@ -112,13 +112,22 @@ def _csv_workload() -> object:
                       "where": ["a.x < b.x"], "within": 100}]})
 
 
-def test_bad_rows_are_counted_and_strict_refuses_them(spark, tmp_path):
+ENGINES = ["local", "spark"]
+
+
+def _measure(engine: str, request, path, workload, **options):
+    spark = request.getfixturevalue("spark") if engine == "spark" else None
+    return measure([str(path)], workload, engine=engine, spark=spark, **options)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_bad_rows_are_counted_and_strict_refuses_them(engine, request, tmp_path):
     lines = ["kind,t,x"] + [f"A,{i},{i % 7}" for i in range(200)]
     lines += ["A,notatime,1", "Z,5,1", "Z,6,1", "A,7,"]
     path = tmp_path / "events.csv"
     path.write_text("\n".join(lines) + "\n")
     workload = _csv_workload()
-    document = collect_statistics(spark, [str(path)], workload)
+    document = _measure(engine, request, path, workload)
     rows = document["rows"]
     assert (rows["read"], rows["valid"], rows["rejected"]) == (204, 200, 4)
     assert rows["reasons"] == {"missing or unparsable time": 1, "unknown type": 2,
@@ -126,26 +135,28 @@ def test_bad_rows_are_counted_and_strict_refuses_them(spark, tmp_path):
     assert rows["unknown_types"] == {"Z": 2}
     assert document["types"]["A"]["count"] == 200
     with pytest.raises(InputError, match="4 of 204 rows rejected"):
-        collect_statistics(spark, [str(path)], workload, strict=True)
+        _measure(engine, request, path, workload, strict=True)
 
 
+@pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("content, message", [
     ("kind,t,x\n", "no rows"),
     ("kind,t\nA,1\n", "'x' not in the input"),
     ("kind,t,x\nZ,1,2\nY,2,2\n", "no usable rows.*unknown types: Z, Y|unknown types: Y, Z"),
 ])
-def test_bad_input_is_an_input_error(spark, tmp_path, content, message):
+def test_bad_input_is_an_input_error(engine, request, tmp_path, content, message):
     path = tmp_path / "events.csv"
     path.write_text(content)
     with pytest.raises(InputError, match=message):
-        collect_statistics(spark, [str(path)], _csv_workload())
+        _measure(engine, request, path, _csv_workload())
 
 
-def test_missing_column_error_names_the_file_once(spark, tmp_path):
+@pytest.mark.parametrize("engine", ENGINES)
+def test_missing_column_error_names_the_file_once(engine, request, tmp_path):
     path = tmp_path / "events.csv"
     path.write_text("kind,t\nA,1\n")
     with pytest.raises(InputError) as info:
-        collect_statistics(spark, [str(path)], _csv_workload())
+        _measure(engine, request, path, _csv_workload())
     (problem,) = info.value.problems
     assert problem.file == str(path)
     assert str(path) not in problem.message
