@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from cepplan.engine_adapter.runtime.matcher import CHUNK_EVENTS, match_partition
@@ -76,9 +77,10 @@ def needed_attributes(job: Job, spec: PatternSpec) -> list[str]:
 
 @dataclass
 class PartitionOutput:
-    """What one partition of one pattern produced."""
+    """What one partition of one pattern produced: each match as its JSON text (rendered
+    once, column by column), the matches as complex events when asked, Kleene cap cuts."""
 
-    matches: list[dict]
+    matches: np.ndarray
     complex: pd.DataFrame | None
     cap_hits: int
 
@@ -92,11 +94,13 @@ def evaluate_partition(frame: pd.DataFrame, job: Job, spec: PatternSpec, *,
     results = match_partition(table, spec, job.stages[spec.name], own=own,
                               chunk_events=chunk_events)
     renderer = Renderer(table, job.types)
-    objects = [renderer.match(spec, m, row) for m in results for row in range(m.count)]
+    texts = [renderer.match_texts(spec, m) for m in results if m.count]
+    objects = np.concatenate(texts) if texts else np.empty(0, dtype=object)
     complex_frame = None
-    if with_complex:
-        parts = [complex_events(table, spec, m, renderer) for m in results if m.count]
-        complex_frame = pd.concat(parts, ignore_index=True) if parts else None
+    if with_complex and texts:
+        parts = [complex_events(table, spec, m, t)
+                 for m, t in zip((m for m in results if m.count), texts, strict=True)]
+        complex_frame = pd.concat(parts, ignore_index=True)
     return PartitionOutput(objects, complex_frame, sum(m.cap_hits for m in results))
 
 

@@ -1,0 +1,314 @@
+"""Read event files through a workload's `source` in batches, as the Spark reader does.
+
+pyarrow's streaming readers give batches of raw rows; each batch becomes canonical columns
+(`__type`, `__ts`, `__id`, keys, typed attributes) and a reason per unusable row, with the
+reasons, their priority and the casts of `cepplan.workload.spark_source` (CSV and JSON lines
+read as strings and cast like Spark's `try_cast`: blanks trimmed, "1.5" is not a long).
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+from collections import Counter
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import orjson
+import pandas as pd
+import pyarrow as pa
+import pyarrow.csv as pa_csv
+import pyarrow.parquet as pq
+
+from cepplan.errors import InputError
+from cepplan.stats.synth_write import strftime_pattern
+from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_TYPE
+from cepplan.workload.durations import SECONDS_PER_UNIT
+
+# The reasons of cepplan.workload.spark_source (kept equal by tests/engine/test_local_engine.py).
+REJECT_MALFORMED = "malformed row"
+REJECT_TYPE_MISSING = "missing type"
+REJECT_TYPE_UNKNOWN = "unknown type"
+REJECT_TIME = "missing or unparsable time"
+REJECT_ID = "missing or unparsable id"
+BATCH_BYTES = 16 << 20
+_JSON_SAMPLE = 1000
+_TRUE = frozenset({"t", "true", "y", "yes", "1"})
+_FALSE = frozenset({"f", "false", "n", "no", "0"})
+
+
+@dataclass
+class Batch:
+    """Good rows of one batch in canonical columns, and the rejected rows' reasons."""
+
+    events: pd.DataFrame
+    rejected: Counter
+
+
+def read_batches(paths: Sequence[str], source: Mapping[str, Any],
+                 attributes: Mapping[str, Mapping[str, str]], time_unit: str, *,
+                 batch_bytes: int = BATCH_BYTES) -> Iterator[Batch]:
+    """The files as canonical batches; `InputError` (naming the file) when a file cannot be
+    read as the source says. Row ids without an `id_column`: positions over all files."""
+    attr_types = merged_attribute_types(attributes)
+    position = 0
+    for path in paths:
+        if not os.path.exists(path):
+            raise InputError.single(path, "", "no such file or directory")
+        for raw, malformed in _raw_batches(path, source, attr_types, batch_bytes):
+            batch = _canonical(raw, source, attributes, attr_types, time_unit, position, path)
+            if malformed:
+                batch.rejected[REJECT_MALFORMED] += malformed
+            position += len(raw) + malformed
+            yield batch
+
+
+def merged_attribute_types(attributes: Mapping[str, Mapping[str, str]]) -> dict[str, str]:
+    """One type per attribute name, as `spark_source` merges them (double/string on conflict)."""
+    merged: dict[str, str] = {}
+    for attrs in attributes.values():
+        for name, kind in attrs.items():
+            old = merged.get(name, kind)
+            if old != kind:
+                kind = "double" if {old, kind} <= {"double", "long"} else "string"
+            merged[name] = kind
+    return merged
+
+
+def _row_columns(source: Mapping[str, Any]) -> list[str]:
+    names = [source.get("type_column"), source.get("time_column", "ts"), source.get("id_column")]
+    return [n for n in names if n] + list(source.get("key_columns", ()))
+
+
+def _needed(source: Mapping[str, Any], attr_types: Mapping[str, str]) -> list[str]:
+    return list(dict.fromkeys(_row_columns(source) + list(attr_types)))
+
+
+def _check_columns(present: Sequence[str], source: Mapping[str, Any],
+                   attr_types: Mapping[str, str], path: str) -> None:
+    missing = [c for c in _needed(source, attr_types) if c not in present]
+    if missing:
+        raise InputError.single(path, "", f"column(s) {', '.join(map(repr, missing))} not in "
+                                f"the input (its columns: {', '.join(present)})")
+
+
+def _raw_batches(path: str, source: Mapping[str, Any], attr_types: Mapping[str, str],
+                 batch_bytes: int) -> Iterator[tuple[pd.DataFrame, int]]:
+    """(raw rows with the needed columns, malformed rows skipped before them) per batch."""
+    fmt = source["format"]
+    if fmt == "csv":
+        yield from _csv_batches(path, source, attr_types, batch_bytes)
+    elif fmt == "jsonl":
+        yield from _json_batches(path, source, attr_types, batch_bytes)
+    elif fmt == "parquet":
+        try:
+            handle = pq.ParquetFile(path)
+        except (pa.ArrowInvalid, OSError) as err:
+            raise InputError.single(path, "", f"cannot read as Parquet: {err}") from None
+        _check_columns(handle.schema_arrow.names, source, attr_types, path)
+        for batch in handle.iter_batches(batch_size=1 << 17,
+                                         columns=_needed(source, attr_types)):
+            yield batch.to_pandas(), 0
+    else:
+        raise InputError.single(path, "", f"unknown source format {fmt!r} "
+                                "(csv, parquet or jsonl)")
+
+
+def _csv_batches(path: str, source: Mapping[str, Any], attr_types: Mapping[str, str],
+                 batch_bytes: int) -> Iterator[tuple[pd.DataFrame, int]]:
+    header = bool(source.get("header", True))
+    if header:
+        with open(path, newline="", encoding="utf-8") as handle:
+            names = next(csv.reader(handle), [])
+    else:
+        names = list(source.get("columns") or ())
+    if not names:
+        raise InputError.single(path, "", "cannot find column names: the CSV input is empty "
+                                "or has no header line")
+    _check_columns(names, source, attr_types, path)
+    bad = [0]
+
+    def skip(_row) -> str:
+        bad[0] += 1
+        return "skip"
+
+    reader = pa_csv.open_csv(
+        path,
+        read_options=pa_csv.ReadOptions(block_size=batch_bytes, use_threads=False,
+                                        column_names=names, skip_rows=1 if header else 0),
+        parse_options=pa_csv.ParseOptions(invalid_row_handler=skip),
+        convert_options=pa_csv.ConvertOptions(
+            column_types={n: pa.string() for n in names}, strings_can_be_null=True,
+            include_columns=_needed(source, attr_types)))
+    for batch in reader:
+        yield batch.to_pandas(), bad[0]
+        bad[0] = 0
+
+
+def _json_batches(path: str, source: Mapping[str, Any], attr_types: Mapping[str, str],
+                  batch_bytes: int) -> Iterator[tuple[pd.DataFrame, int]]:
+    needed = _needed(source, attr_types)
+    checked = False
+    with open(path, "rb") as handle:
+        while True:
+            lines = handle.readlines(batch_bytes)
+            if not lines:
+                break
+            records, bad = [], 0
+            for line in lines:
+                if not line.strip():
+                    continue
+                try:
+                    record = orjson.loads(line)
+                except orjson.JSONDecodeError:
+                    record = None
+                if isinstance(record, dict):
+                    records.append({k: _json_text(record.get(k)) for k in needed})
+                else:
+                    bad += 1
+            if not checked:
+                _check_json_fields(lines, source, attr_types, path)
+                checked = True
+            yield pd.DataFrame(records, columns=needed, dtype=object), bad
+
+
+def _check_json_fields(lines: list[bytes], source: Mapping[str, Any],
+                       attr_types: Mapping[str, str], path: str) -> None:
+    """The needed fields must appear in the first lines, as the Spark reader checks."""
+    seen: dict[str, None] = {}
+    for line in lines[:_JSON_SAMPLE]:
+        try:
+            record = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            continue
+        if isinstance(record, dict):
+            seen.update(dict.fromkeys(record))
+    if not seen:
+        raise InputError.single(path, "", "no JSON object in the first lines (empty input or "
+                                "not JSON lines)")
+    _check_columns(list(seen), source, attr_types, path)
+
+
+def _json_text(value: Any) -> str | None:
+    """A JSON value as Spark's string schema reads it: strings as they are, others as JSON."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return orjson.dumps(value).decode()
+
+
+def _canonical(raw: pd.DataFrame, source: Mapping[str, Any],
+               attributes: Mapping[str, Mapping[str, str]], attr_types: Mapping[str, str],
+               time_unit: str, position: int, path: str) -> Batch:
+    """Canonical columns and the first reason (spark_source's priority) each row is unusable."""
+    n = len(raw)
+    type_col = source.get("type_column")
+    types = (_as_string(raw[type_col]) if type_col
+             else pd.Series([source["type"]] * n, dtype=object, index=raw.index))
+    out = {EVENT_TYPE: types, EVENT_TS: _time(raw[source.get("time_column", "ts")], source,
+                                              time_unit, path)}
+    if source.get("id_column"):
+        out[EVENT_ID] = _cast(raw[source["id_column"]], "long")
+    else:
+        out[EVENT_ID] = pd.Series(np.arange(position, position + n, dtype=np.int64),
+                                  index=raw.index)
+    keys = [k for k in source.get("key_columns", ()) if k not in attr_types]
+    for key in keys:
+        out[key] = _as_string(raw[key])
+    for attr, kind in attr_types.items():
+        out[attr] = _cast(raw[attr], kind)
+    frame = pd.DataFrame(out)
+    reasons = _reasons(raw, frame, source, attributes, keys)
+    rejected = Counter(reasons[reasons.notna()].tolist())
+    good = frame[reasons.isna().to_numpy()].reset_index(drop=True)
+    good[EVENT_ID] = good[EVENT_ID].astype(np.int64)
+    return Batch(good, rejected)
+
+
+def _reasons(raw: pd.DataFrame, frame: pd.DataFrame, source: Mapping[str, Any],
+             attributes: Mapping[str, Mapping[str, str]], keys: list[str]) -> pd.Series:
+    """Per row the first reason found, in the order of `spark_source._reject_column`."""
+    checks: list[tuple[np.ndarray, Any]] = []
+    types = frame[EVENT_TYPE]
+    checks.append((types.isna().to_numpy(), REJECT_TYPE_MISSING))
+    checks.append((~types.isin(list(attributes)).to_numpy(), REJECT_TYPE_UNKNOWN))
+    checks.append((frame[EVENT_TS].isna().to_numpy(), REJECT_TIME))
+    if source.get("id_column"):
+        checks.append((frame[EVENT_ID].isna().to_numpy(), REJECT_ID))
+    for key in keys:
+        checks.append((frame[key].isna().to_numpy(), f"missing key {key!r}"))
+    attr_reason = np.full(len(frame), None, dtype=object)
+    for type_name, attrs in attributes.items():
+        rows = (types == type_name).to_numpy()
+        for name in sorted(attrs, reverse=True):
+            missing = raw[name].isna().to_numpy()
+            unparsable = frame[name].isna().to_numpy() & ~missing
+            attr_reason[rows & unparsable] = f"unparsable attribute {name!r}"
+            attr_reason[rows & missing] = f"missing attribute {name!r}"
+    reasons = attr_reason
+    for mask, reason in reversed(checks):
+        reasons = np.where(mask, reason, reasons)
+    return pd.Series(reasons, dtype=object)
+
+
+def _as_string(values: pd.Series) -> pd.Series:
+    """Strings, missing values as None (numbers from Parquet as their text)."""
+    if values.dtype == object:
+        return values.where(values.notna(), None)
+    text = values.astype(str).astype(object)
+    return text.where(values.notna(), None)
+
+
+def _cast(values: pd.Series, kind: str) -> pd.Series:
+    """Spark's `try_cast` to a workload type: unparsable values become missing."""
+    if kind == "string":
+        return _as_string(values)
+    if values.dtype == object:
+        text = values.where(values.notna(), None).str.strip()
+        if kind == "bool":
+            lower = text.str.lower()
+            out = pd.Series(pd.NA, index=values.index, dtype="boolean")
+            out[lower.isin(_TRUE)] = True
+            out[lower.isin(_FALSE)] = False
+            return out
+        numbers = pd.to_numeric(text, errors="coerce")
+        if kind == "long":
+            integral = text.str.fullmatch(r"[+-]?\d+", na=False).astype(bool)
+            return pd.Series(numbers.where(integral), index=values.index).astype("Int64")
+        return numbers.astype(np.float64)
+    if kind == "bool":
+        return values.astype("boolean")
+    if kind == "long":
+        return values.astype("Int64") if not pd.api.types.is_float_dtype(values) else \
+            values.where(np.isfinite(values) & (values == np.floor(values))).astype("Int64")
+    return values.astype(np.float64)
+
+
+def _time(values: pd.Series, source: Mapping[str, Any], time_unit: str,
+          path: str) -> pd.Series:
+    """Timestamps as float in `time_unit`; formatted strings parsed with the workload's Spark
+    datetime pattern translated to strptime; unparsable or infinite values missing."""
+    per_unit = SECONDS_PER_UNIT[time_unit]
+    if source.get("time_format"):
+        try:
+            fmt, _ = strftime_pattern(source["time_format"], path)
+        except InputError:
+            raise InputError.single(path, "source.time_format", "the in-process engine reads "
+                                    "only the pattern letters yyyy yy MM dd HH mm ss SSS in "
+                                    f"{source['time_format']!r}; use --engine spark") from None
+        parsed = pd.to_datetime(_as_string(values), format=fmt, errors="coerce", utc=True)
+        seconds = parsed.astype("int64").astype(np.float64) / 1e9
+        out = pd.Series(seconds, index=values.index).where(parsed.notna())
+        return out / per_unit
+    if pd.api.types.is_datetime64_any_dtype(values):
+        micros = values.astype("int64").astype(np.float64) / 1e6
+        return pd.Series(micros, index=values.index).where(values.notna()) / per_unit
+    if values.dtype == object:
+        out = pd.to_numeric(values.where(values.notna(), None).str.strip(), errors="coerce")
+    else:
+        out = values.astype(np.float64)
+    out = pd.Series(out, index=values.index, dtype=np.float64)
+    return out.where(np.isfinite(out))
