@@ -8,9 +8,10 @@ into the pool for the patterns above -> metrics.json. Same metrics counts as the
 
 from __future__ import annotations
 
+import math
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +23,11 @@ from cepplan.engine_adapter.local.source import read_batches
 from cepplan.engine_adapter.local.writer import staged_output
 from cepplan.engine_adapter.runtime.job import Job, evaluate_partition, job_from_json, partitions
 from cepplan.engine_adapter.runtime.records import MATCH_COLUMN
+from cepplan.engine_adapter.runtime.spec import PatternSpec
 from cepplan.engine_adapter.runtime.tagging import tag_masks
 from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_TYPE
+
+SLICE_ROWS = 1 << 14  # events per owned time range of one key
 
 
 def run_local_job(data: dict[str, Any], events: Sequence[str], out: Path, *,
@@ -50,11 +54,11 @@ def run_local_job(data: dict[str, Any], events: Sequence[str], out: Path, *,
             seconds[f"acquire {spec.name}"] = time.perf_counter() - clock
             clock = time.perf_counter()
             count, hits, made = 0, 0, []
-            for group in partitions(frame, spec.partition_by):
-                result = evaluate_partition(group, job, spec,
+            for group, own in _slices(frame, spec):
+                result = evaluate_partition(group, job, spec, own=own,
                                             with_complex=spec.name in consumers)
-                writer.write(spec.name, result.matches)
-                count += len(result.matches)
+                writer.write(spec.name, result.matches, result.count)
+                count += result.count
                 hits += result.cap_hits
                 if result.complex is not None:
                     made.append(result.complex)
@@ -74,6 +78,27 @@ def run_local_job(data: dict[str, Any], events: Sequence[str], out: Path, *,
         metrics["seconds"] = {k: round(v, 3) for k, v in seconds.items()}
         finish(metrics)
     return metrics
+
+
+def _slices(frame: pd.DataFrame, spec: PatternSpec,
+            rows: int = SLICE_ROWS) -> Iterator[tuple[pd.DataFrame, tuple[float, float]]]:
+    """Per key, time ranges of about `rows` events, each with the window before it (and
+    after it, when a negation can look ahead): a range owns the matches whose latest event
+    falls in it, as in the Spark job, so matches are rendered and written range by range and
+    memory holds one range's matches, not the pattern's."""
+    back = spec.window or 0.0
+    ahead = back if spec.negated else 0.0
+    for group in partitions(frame, spec.partition_by):
+        if len(group) <= rows:
+            yield group, (-math.inf, math.inf)
+            continue
+        ts = np.sort(group[EVENT_TS].to_numpy(dtype=np.float64))
+        cuts = np.unique(ts[::rows])
+        values = group[EVENT_TS].to_numpy(dtype=np.float64)
+        for i, low in enumerate(cuts):
+            high = cuts[i + 1] if i + 1 < len(cuts) else math.inf
+            inside = (values >= low - back) & (values <= high + ahead)
+            yield group[inside], (-math.inf if i == 0 else low, high)
 
 
 def _read_and_tag(job: Job, reader: dict[str, Any], events: Sequence[str],

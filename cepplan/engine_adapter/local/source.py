@@ -19,6 +19,7 @@ import numpy as np
 import orjson
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 
@@ -61,7 +62,7 @@ def read_batches(paths: Sequence[str], source: Mapping[str, Any],
             batch = _canonical(raw, source, attributes, attr_types, time_unit, position, path)
             if malformed:
                 batch.rejected[REJECT_MALFORMED] += malformed
-            position += len(raw) + malformed
+            position += raw.num_rows + malformed
             yield batch
 
 
@@ -95,8 +96,8 @@ def _check_columns(present: Sequence[str], source: Mapping[str, Any],
 
 
 def _raw_batches(path: str, source: Mapping[str, Any], attr_types: Mapping[str, str],
-                 batch_bytes: int) -> Iterator[tuple[pd.DataFrame, int]]:
-    """(raw rows with the needed columns, malformed rows skipped before them) per batch."""
+                 batch_bytes: int) -> Iterator[tuple[pa.Table, int]]:
+    """(raw rows with the needed columns, malformed rows skipped in it) per batch."""
     fmt = source["format"]
     if fmt == "csv":
         yield from _csv_batches(path, source, attr_types, batch_bytes)
@@ -110,14 +111,14 @@ def _raw_batches(path: str, source: Mapping[str, Any], attr_types: Mapping[str, 
         _check_columns(handle.schema_arrow.names, source, attr_types, path)
         for batch in handle.iter_batches(batch_size=1 << 17,
                                          columns=_needed(source, attr_types)):
-            yield batch.to_pandas(), 0
+            yield pa.Table.from_batches([batch]), 0
     else:
         raise InputError.single(path, "", f"unknown source format {fmt!r} "
                                 "(csv, parquet or jsonl)")
 
 
 def _csv_batches(path: str, source: Mapping[str, Any], attr_types: Mapping[str, str],
-                 batch_bytes: int) -> Iterator[tuple[pd.DataFrame, int]]:
+                 batch_bytes: int) -> Iterator[tuple[pa.Table, int]]:
     header = bool(source.get("header", True))
     if header:
         with open(path, newline="", encoding="utf-8") as handle:
@@ -143,12 +144,12 @@ def _csv_batches(path: str, source: Mapping[str, Any], attr_types: Mapping[str, 
             column_types={n: pa.string() for n in names}, strings_can_be_null=True,
             include_columns=_needed(source, attr_types)))
     for batch in reader:
-        yield batch.to_pandas(), bad[0]
+        yield pa.Table.from_batches([batch]), bad[0]
         bad[0] = 0
 
 
 def _json_batches(path: str, source: Mapping[str, Any], attr_types: Mapping[str, str],
-                  batch_bytes: int) -> Iterator[tuple[pd.DataFrame, int]]:
+                  batch_bytes: int) -> Iterator[tuple[pa.Table, int]]:
     needed = _needed(source, attr_types)
     checked = False
     with open(path, "rb") as handle:
@@ -171,7 +172,8 @@ def _json_batches(path: str, source: Mapping[str, Any], attr_types: Mapping[str,
             if not checked:
                 _check_json_fields(lines, source, attr_types, path)
                 checked = True
-            yield pd.DataFrame(records, columns=needed, dtype=object), bad
+            columns = {k: pa.array([r[k] for r in records], pa.string()) for k in needed}
+            yield pa.table(columns), bad
 
 
 def _check_json_fields(lines: list[bytes], source: Mapping[str, Any],
@@ -200,97 +202,105 @@ def _json_text(value: Any) -> str | None:
     return orjson.dumps(value).decode()
 
 
-def _canonical(raw: pd.DataFrame, source: Mapping[str, Any],
+def _canonical(raw: pa.Table, source: Mapping[str, Any],
                attributes: Mapping[str, Mapping[str, str]], attr_types: Mapping[str, str],
                time_unit: str, position: int, path: str) -> Batch:
-    """Canonical columns and the first reason (spark_source's priority) each row is unusable."""
-    n = len(raw)
+    """Canonical columns and the first reason (spark_source's priority) each row is unusable;
+    computed with Arrow kernels, the good rows handed over as pandas (types categorical)."""
+    n = raw.num_rows
     type_col = source.get("type_column")
     types = (_as_string(raw[type_col]) if type_col
-             else pd.Series([source["type"]] * n, dtype=object, index=raw.index))
-    out = {EVENT_TYPE: types, EVENT_TS: _time(raw[source.get("time_column", "ts")], source,
-                                              time_unit, path)}
+             else pa.array([source["type"]] * n, pa.string()))
+    out = {EVENT_TYPE: types,
+           EVENT_TS: _time(raw[source.get("time_column", "ts")], source, time_unit, path)}
     if source.get("id_column"):
         out[EVENT_ID] = _cast(raw[source["id_column"]], "long")
     else:
-        out[EVENT_ID] = pd.Series(np.arange(position, position + n, dtype=np.int64),
-                                  index=raw.index)
+        out[EVENT_ID] = pa.array(np.arange(position, position + n, dtype=np.int64))
     keys = [k for k in source.get("key_columns", ()) if k not in attr_types]
     for key in keys:
         out[key] = _as_string(raw[key])
     for attr, kind in attr_types.items():
         out[attr] = _cast(raw[attr], kind)
-    frame = pd.DataFrame(out)
-    reasons = _reasons(raw, frame, source, attributes, keys)
-    rejected = Counter(reasons[reasons.notna()].tolist())
-    good = frame[reasons.isna().to_numpy()].reset_index(drop=True)
+    reasons = _reasons(raw, out, source, attributes, keys)
+    bad = ~pd.isna(reasons)
+    rejected = Counter(reasons[bad].tolist())
+    table = pa.table(out)
+    if bad.any():
+        table = table.filter(pa.array(~bad))
+    good = table.to_pandas()
+    good[EVENT_TYPE] = pd.Categorical(good[EVENT_TYPE], categories=list(attributes))
     good[EVENT_ID] = good[EVENT_ID].astype(np.int64)
     return Batch(good, rejected)
 
 
-def _reasons(raw: pd.DataFrame, frame: pd.DataFrame, source: Mapping[str, Any],
-             attributes: Mapping[str, Mapping[str, str]], keys: list[str]) -> pd.Series:
-    """Per row the first reason found, in the order of `spark_source._reject_column`."""
-    checks: list[tuple[np.ndarray, Any]] = []
-    types = frame[EVENT_TYPE]
-    checks.append((types.isna().to_numpy(), REJECT_TYPE_MISSING))
-    checks.append((~types.isin(list(attributes)).to_numpy(), REJECT_TYPE_UNKNOWN))
-    checks.append((frame[EVENT_TS].isna().to_numpy(), REJECT_TIME))
+def _null(column) -> np.ndarray:
+    return np.asarray(pc.is_null(column, nan_is_null=False))
+
+
+def _reasons(raw: pa.Table, out: Mapping[str, Any], source: Mapping[str, Any],
+             attributes: Mapping[str, Mapping[str, str]], keys: list[str]) -> np.ndarray:
+    """Per row the first reason found (None: a good row), in the order of
+    `spark_source._reject_column`."""
+    types = out[EVENT_TYPE]
+    checks: list[tuple[np.ndarray, str]] = [
+        (_null(types), REJECT_TYPE_MISSING),
+        (~np.asarray(pc.fill_null(pc.is_in(types, pa.array(list(attributes), pa.string())),
+                                  False)), REJECT_TYPE_UNKNOWN),
+        (_null(out[EVENT_TS]), REJECT_TIME)]
     if source.get("id_column"):
-        checks.append((frame[EVENT_ID].isna().to_numpy(), REJECT_ID))
+        checks.append((_null(out[EVENT_ID]), REJECT_ID))
     for key in keys:
-        checks.append((frame[key].isna().to_numpy(), f"missing key {key!r}"))
-    attr_reason = np.full(len(frame), None, dtype=object)
+        checks.append((_null(out[key]), f"missing key {key!r}"))
+    reasons = np.full(raw.num_rows, None, dtype=object)
+    type_values = types.to_numpy(zero_copy_only=False) if len(attributes) else None
     for type_name, attrs in attributes.items():
-        rows = (types == type_name).to_numpy()
+        rows = type_values == type_name
+        if not rows.any():
+            continue
         for name in sorted(attrs, reverse=True):
-            missing = raw[name].isna().to_numpy()
-            unparsable = frame[name].isna().to_numpy() & ~missing
-            attr_reason[rows & unparsable] = f"unparsable attribute {name!r}"
-            attr_reason[rows & missing] = f"missing attribute {name!r}"
-    reasons = attr_reason
+            missing = _null(raw[name])
+            reasons[rows & _null(out[name]) & ~missing] = f"unparsable attribute {name!r}"
+            reasons[rows & missing] = f"missing attribute {name!r}"
     for mask, reason in reversed(checks):
-        reasons = np.where(mask, reason, reasons)
-    return pd.Series(reasons, dtype=object)
+        reasons[mask] = reason
+    return reasons
 
 
-def _as_string(values: pd.Series) -> pd.Series:
-    """Strings, missing values as None (numbers from Parquet as their text)."""
-    if values.dtype == object:
-        return values.where(values.notna(), None)
-    text = values.astype(str).astype(object)
-    return text.where(values.notna(), None)
+def _as_string(values) -> pa.Array:
+    """Strings (numbers from Parquet as their text), missing values null."""
+    return pc.cast(values, pa.string())
 
 
-def _cast(values: pd.Series, kind: str) -> pd.Series:
-    """Spark's `try_cast` to a workload type: unparsable values become missing."""
+_DOUBLE = r"^[+-]?((\d+\.?\d*|\.\d+)([eE][+-]?\d+)?|(?i:inf|infinity|nan))$"
+_LONG = r"^[+-]?\d+$"
+
+
+def _cast(values, kind: str) -> pa.Array:
+    """Spark's `try_cast` to a workload type: blanks trimmed, unparsable values null."""
     if kind == "string":
         return _as_string(values)
-    if values.dtype == object:
-        text = values.where(values.notna(), None).str.strip()
+    if pa.types.is_string(values.type) or pa.types.is_large_string(values.type):
+        text = pc.utf8_trim_whitespace(values)
         if kind == "bool":
-            lower = text.str.lower()
-            out = pd.Series(pd.NA, index=values.index, dtype="boolean")
-            out[lower.isin(_TRUE)] = True
-            out[lower.isin(_FALSE)] = False
-            return out
-        numbers = pd.to_numeric(text, errors="coerce")
-        if kind == "long":
-            integral = text.str.fullmatch(r"[+-]?\d+", na=False).astype(bool)
-            return pd.Series(numbers.where(integral), index=values.index).astype("Int64")
-        return numbers.astype(np.float64)
+            lower = pc.utf8_lower(text)
+            truth = pc.is_in(lower, pa.array(sorted(_TRUE)))
+            known = pc.or_(truth, pc.is_in(lower, pa.array(sorted(_FALSE))))
+            return pc.if_else(known, truth, pa.scalar(None, pa.bool_()))
+        valid = pc.match_substring_regex(text, _LONG if kind == "long" else _DOUBLE)
+        text = pc.if_else(valid, text, pa.scalar(None, pa.string()))
+        return pc.cast(text, pa.int64() if kind == "long" else pa.float64())
     if kind == "bool":
-        return values.astype("boolean")
-    if kind == "long":
-        return values.astype("Int64") if not pd.api.types.is_float_dtype(values) else \
-            values.where(np.isfinite(values) & (values == np.floor(values))).astype("Int64")
-    return values.astype(np.float64)
+        return pc.cast(values, pa.bool_())
+    if kind == "long" and pa.types.is_floating(values.type):
+        whole = pc.equal(values, pc.floor(values))
+        return pc.cast(pc.if_else(whole, values, pa.scalar(None, values.type)), pa.int64())
+    return pc.cast(values, pa.int64() if kind == "long" else pa.float64())
 
 
-def _time(values: pd.Series, source: Mapping[str, Any], time_unit: str,
-          path: str) -> pd.Series:
+def _time(values, source: Mapping[str, Any], time_unit: str, path: str) -> pa.Array:
     """Timestamps as float in `time_unit`; formatted strings parsed with the workload's Spark
-    datetime pattern translated to strptime; unparsable or infinite values missing."""
+    datetime pattern translated to strptime; unparsable or infinite values null."""
     per_unit = SECONDS_PER_UNIT[time_unit]
     if source.get("time_format"):
         try:
@@ -299,16 +309,17 @@ def _time(values: pd.Series, source: Mapping[str, Any], time_unit: str,
             raise InputError.single(path, "source.time_format", "the in-process engine reads "
                                     "only the pattern letters yyyy yy MM dd HH mm ss SSS in "
                                     f"{source['time_format']!r}; use --engine spark") from None
-        parsed = pd.to_datetime(_as_string(values), format=fmt, errors="coerce", utc=True)
-        seconds = parsed.astype("int64").astype(np.float64) / 1e9
-        out = pd.Series(seconds, index=values.index).where(parsed.notna())
-        return out / per_unit
-    if pd.api.types.is_datetime64_any_dtype(values):
-        micros = values.astype("int64").astype(np.float64) / 1e6
-        return pd.Series(micros, index=values.index).where(values.notna()) / per_unit
-    if values.dtype == object:
-        out = pd.to_numeric(values.where(values.notna(), None).str.strip(), errors="coerce")
+        parsed = pc.strptime(_as_string(values), format=fmt, unit="us", error_is_null=True)
+        seconds = pc.divide(pc.cast(pc.cast(parsed, pa.int64()), pa.float64()), 1e6)
+    elif pa.types.is_timestamp(values.type):
+        micros = pc.cast(pc.cast(values, pa.timestamp("us")), pa.int64())
+        seconds = pc.divide(pc.cast(micros, pa.float64()), 1e6)
+    elif pa.types.is_date(values.type):
+        days = pc.cast(pc.cast(values, pa.date32()), pa.int32())
+        seconds = pc.multiply(pc.cast(days, pa.float64()), 86400.0)
     else:
-        out = values.astype(np.float64)
-    out = pd.Series(out, index=values.index, dtype=np.float64)
-    return out.where(np.isfinite(out))
+        seconds = _cast(values, "double")
+        per_unit = 1.0
+    value = pc.divide(seconds, per_unit) if per_unit != 1.0 else seconds
+    finite = pc.is_finite(value)
+    return pc.if_else(finite, value, pa.scalar(None, pa.float64()))

@@ -17,7 +17,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -58,17 +57,16 @@ class MatchWriter:
             # closed by close(), which every path through staged_output calls
             self._text = open(matches / "part-00000.jsonl", "w", encoding="utf-8")  # noqa: SIM115
 
-    def write(self, pattern: str, texts: np.ndarray) -> None:
-        if not len(texts):
+    def write(self, pattern: str, lines: str, count: int) -> None:
+        """Append `count` matches given as JSON lines (`PartitionOutput.matches`)."""
+        if not count:
             return
         if self._text is not None:
-            self._text.write("\n".join(texts.tolist()))
-            self._text.write("\n")
+            self._text.write(lines)
         else:
-            table = pa.table({"pattern": pa.array(np.full(len(texts), pattern, dtype=object),
-                                                  pa.string()),
-                              "match": pa.array(texts.tolist(), pa.string())},
-                             schema=PARQUET_SCHEMA)
+            texts = lines.split("\n")[:-1]
+            table = pa.table({"pattern": pa.array([pattern] * count, pa.string()),
+                              "match": pa.array(texts, pa.string())}, schema=PARQUET_SCHEMA)
             self._parquet.write_table(table)
 
     def close(self) -> None:

@@ -38,7 +38,7 @@ def run_local(events: pd.DataFrame, job: Job, *, chunk_events: int = CHUNK_EVENT
         for group in partitions(frame, spec.partition_by):
             out = evaluate_partition(group, job, spec, with_complex=spec.name in used,
                                      chunk_events=chunk_events)
-            found += [json.loads(text) for text in out.matches]
+            found += [json.loads(text) for text in out.texts()]
             hits += out.cap_hits
             if out.complex is not None:
                 made.append(out.complex)

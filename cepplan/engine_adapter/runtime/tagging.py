@@ -26,11 +26,11 @@ def tag(pattern: str, var: str) -> str:
 def tag_masks(frame: pd.DataFrame, job: Job) -> dict[str, np.ndarray]:
     """Per variable tag, which rows of `frame` qualify (type and filter predicates)."""
     masks: dict[str, np.ndarray] = {}
-    types = frame[EVENT_TYPE].to_numpy(dtype=object)
+    types = frame[EVENT_TYPE]  # compared as a Series: fast when it is categorical
     for spec in job.patterns:
         stages = job.stages[spec.name]
         for operand in spec.operands:
-            rows = np.flatnonzero(types == operand.type)
+            rows = np.flatnonzero((types == operand.type).to_numpy(dtype=bool))
             filters = (stages.negation_filters if operand.kind == "negated"
                        else stages.filters).get(operand.var, [])
             for tree in filters:
