@@ -48,8 +48,8 @@ def main() -> None:
     from base.Event import Event
     from CEP import CEP
     from plugin.stocks.Stocks import MetastockDataFormatter
-    from stream.Stream import OutputStream
     from stream.FileStream import FileInputStream
+    from stream.Stream import OutputStream
 
     class Collect(OutputStream):
         def __init__(self):
