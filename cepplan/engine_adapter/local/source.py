@@ -58,7 +58,15 @@ def read_batches(paths: Sequence[str], source: Mapping[str, Any],
     for path in paths:
         if not os.path.exists(path):
             raise InputError.single(path, "", "no such file or directory")
-        for raw, malformed in _raw_batches(path, source, attr_types, batch_bytes):
+        batches = _raw_batches(path, source, attr_types, batch_bytes)
+        while True:
+            try:
+                raw, malformed = next(batches)
+            except StopIteration:
+                break
+            except (pa.ArrowInvalid, UnicodeDecodeError) as err:
+                raise InputError.single(path, "", f"cannot read as {source['format']}: "
+                                        f"{str(err).splitlines()[0]}") from None
             batch = _canonical(raw, source, attributes, attr_types, time_unit, position, path)
             if malformed:
                 batch.rejected[REJECT_MALFORMED] += malformed
@@ -222,15 +230,16 @@ def _canonical(raw: pa.Table, source: Mapping[str, Any],
         out[key] = _as_string(raw[key])
     for attr, kind in attr_types.items():
         out[attr] = _cast(raw[attr], kind)
-    reasons = _reasons(raw, out, source, attributes, keys)
+    codes = pc.index_in(types, value_set=pa.array(list(attributes), pa.string()))
+    reasons = _reasons(raw, out, source, attributes, keys, codes)
     bad = ~pd.isna(reasons)
     rejected = Counter(reasons[bad].tolist())
+    out[EVENT_TYPE] = pa.DictionaryArray.from_arrays(
+        codes, pa.array(list(attributes), pa.string()))  # pandas: categorical, fixed categories
     table = pa.table(out)
     if bad.any():
         table = table.filter(pa.array(~bad))
     good = table.to_pandas()
-    good[EVENT_TYPE] = pd.Categorical(good[EVENT_TYPE], categories=list(attributes))
-    good[EVENT_ID] = good[EVENT_ID].astype(np.int64)
     return Batch(good, rejected)
 
 
@@ -239,26 +248,29 @@ def _null(column) -> np.ndarray:
 
 
 def _reasons(raw: pa.Table, out: Mapping[str, Any], source: Mapping[str, Any],
-             attributes: Mapping[str, Mapping[str, str]], keys: list[str]) -> np.ndarray:
+             attributes: Mapping[str, Mapping[str, str]], keys: list[str],
+             codes: pa.Array) -> np.ndarray:
     """Per row the first reason found (None: a good row), in the order of
-    `spark_source._reject_column`."""
+    `spark_source._reject_column`; `codes`: each row's type as its index in `attributes`."""
     types = out[EVENT_TYPE]
     checks: list[tuple[np.ndarray, str]] = [
         (_null(types), REJECT_TYPE_MISSING),
-        (~np.asarray(pc.fill_null(pc.is_in(types, pa.array(list(attributes), pa.string())),
-                                  False)), REJECT_TYPE_UNKNOWN),
+        (_null(codes), REJECT_TYPE_UNKNOWN),
         (_null(out[EVENT_TS]), REJECT_TIME)]
     if source.get("id_column"):
         checks.append((_null(out[EVENT_ID]), REJECT_ID))
     for key in keys:
         checks.append((_null(out[key]), f"missing key {key!r}"))
     reasons = np.full(raw.num_rows, None, dtype=object)
-    type_values = types.to_numpy(zero_copy_only=False) if len(attributes) else None
-    for type_name, attrs in attributes.items():
-        rows = type_values == type_name
-        if not rows.any():
+    type_index = np.asarray(pc.fill_null(codes, -1))
+    by_schema: dict[tuple[str, ...], list[int]] = {}
+    for index, attrs in enumerate(attributes.values()):
+        by_schema.setdefault(tuple(sorted(attrs)), []).append(index)
+    for names, indices in by_schema.items():
+        rows = np.isin(type_index, indices)
+        if not names or not rows.any():
             continue
-        for name in sorted(attrs, reverse=True):
+        for name in reversed(names):
             missing = _null(raw[name])
             reasons[rows & _null(out[name]) & ~missing] = f"unparsable attribute {name!r}"
             reasons[rows & missing] = f"missing attribute {name!r}"
