@@ -175,3 +175,28 @@ def test_sigterm_exits_143_and_cleans_up(tmp_path):
     assert process.returncode == 143
     assert err.strip() == "terminated"
     assert [p.name for p in tmp_path.iterdir()] == ["out"] and not any(out.iterdir())
+
+
+def test_cli_auto_runs_locally_and_rejects_bad_input(tmp_path):
+    """`cepplan run` picks the local engine by default and says so; a bad --engine and an
+    event file without the workload's columns are one-line errors with exit code 2."""
+    example = EXAMPLES / "fraud"
+    cli = [sys.executable, "-m", "cepplan"]
+    plan = tmp_path / "plan.json"
+    subprocess.run([*cli, "optimize", str(example / "workload.json"), "-o", str(plan),
+                    "--quiet"], check=True)
+    done = subprocess.run([*cli, "run", str(plan), "--events", str(example / "events.csv"),
+                           "--out", str(tmp_path / "out")], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "engine: local" in done.stdout
+    assert json.loads((tmp_path / "out" / "metrics.json").read_text())["engine"] == "local"
+    bad = tmp_path / "bad.csv"
+    bad.write_text("event,ts,user\nLogin,1,u\n")
+    for extra in (["--engine", "fast"], []):
+        events = str(example / "events.csv") if extra else str(bad)
+        done = subprocess.run([*cli, "run", str(plan), "--events", events, "--out",
+                               str(tmp_path / "out"), *extra], capture_output=True, text=True)
+        assert done.returncode == 2
+        assert "Traceback" not in done.stderr
+        assert len(done.stderr.strip().splitlines()) == 1
+    assert (tmp_path / "out" / "metrics.json").exists()  # the good run's output is intact
