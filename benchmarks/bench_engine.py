@@ -1,152 +1,218 @@
-"""Engine benchmarks: matcher throughput, optimised vs trivial plan on Spark, memory vs window.
+"""Engine benchmarks with the in-process engine, end to end as a user runs it
+(`python -m cepplan run ...`, process start to files written; side by side in one run):
 
-1. Throughput of the matcher runtime (no Spark) on synthetic events: a 3-event SEQ with join
-   predicates, a 3-way AND, and a Kleene+ V-shape (seed 001 Query 1), keyed by 100 users.
-2. The fraud example on Spark: the optimizer's plan and the trivial plan on the same events —
-   measured rows sent to matchers and wall time next to the planner's predicted saving. The
-   events are drawn at the example's inline rates and the plan is made with synth's ground
-   truth of those events (`events.truth.json`, a valid stats.json), so the prediction and the
-   measurement describe the same data.
-3. Peak memory of the matcher (tracemalloc) as the window grows on a fixed stream: it should
-   grow linearly with the events in a window (seed 001 §2.4: events stored, not partial
-   matches).
+a. cepplan vs OpenCEP (OPENCEP_SRC; skipped, saying so, when unset) on SEQ of three GOOG bars
+   with rising peaks within 3 min and SEQ(MSFT, DRIV, MSFT) with a.peak < c.peak and
+   b.volume > 1000 within 10 min, over synthetic minute bars in OpenCEP's NASDAQ format:
+   identical matches at the size OpenCEP runs, throughput ratio (target >= 20x) with cepplan
+   at 10^6 rows;
+b. the fraud walk-through `run` on the bundled 7,851 events (target < 2 s);
+c. optimised vs trivial plan on the fraud workload at 10^6 events: wall time and rows to
+   matchers next to the planner's predicted ratio (target: faster, within 10 %);
+d. 100 patterns over one file vs one (target <= 10x);
+e. peak memory (max RSS of the run's process) at 10^6 rows, and at 10^7 with
+   CEPPLAN_BENCH_10M=1 (expensive: a 0.5 GB file).
 """
 
 from __future__ import annotations
 
+import json
+import os
+import resource
 import subprocess
 import sys
 import tempfile
 import time
-import tracemalloc
 from pathlib import Path
 
-import numpy as np
-import pandas as pd
-
-from cepplan.engine_adapter.job_spec import job_data
-from cepplan.engine_adapter.runtime.job import job_from_json
-from cepplan.engine_adapter.runtime.local import run_local
-from cepplan.planner.plan import read_plan, trivial_plan
-from cepplan.workload import build_workload, load_workload
+from benchmarks.stock_bars import PATTERNS, TICKERS, workload, write_bars, write_workload
+from cepplan.workload import load_workload
 
 ROOT = Path(__file__).resolve().parent.parent
-RATE = 10.0  # events per second in the synthetic stream
+CPU: list[float] = []
+CLI = [sys.executable, "-m", "cepplan"]
+# Runs a command as `python -m cepplan`, then prints its own peak RSS (KiB) on stderr.
+RSS_WRAPPER = ("import atexit, resource, runpy, sys\n"
+               "atexit.register(lambda: print('maxrss', resource.getrusage("
+               "resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr))\n"
+               "sys.argv = ['cepplan', *sys.argv[1:]]\n"
+               "runpy.run_module('cepplan', run_name='__main__')\n")
 
 
-def stream(n: int, seed: int = 0) -> pd.DataFrame:
-    """n events of types A, B, C at RATE per second, v uniform in [0, 100), 100 users."""
-    rng = np.random.default_rng(seed)
-    return pd.DataFrame({"__type": rng.choice(np.array(["A", "B", "C"], dtype=object), n),
-                         "__ts": np.cumsum(rng.exponential(1 / RATE, n)),
-                         "__id": np.arange(n, dtype=np.int64),
-                         "v": rng.uniform(0, 100, n),
-                         "user": rng.integers(0, 100, n).astype(str).astype(object)})
+def children_cpu() -> float:
+    """CPU seconds (user + system) of every finished child process so far."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
-def workload(pattern: dict):
-    return build_workload({
-        "format": "cepplan.workload/1", "time_unit": "s",
-        "event_types": {t: {"attributes": {"v": "double", "user": "string"}} for t in "ABC"},
-        "options": {"kleene_cap": 12}, "patterns": [pattern]})
+def cepplan(*args: str) -> tuple[float, int]:
+    """Wall seconds of one `python -m cepplan ...` process and its peak RSS in KiB; its CPU
+    seconds go to `CPU[-1]` (the machine is shared: CPU time is the load-robust figure)."""
+    start, cpu = time.perf_counter(), children_cpu()
+    done = subprocess.run([sys.executable, "-c", RSS_WRAPPER, *args], cwd=ROOT,
+                          capture_output=True, text=True)
+    wall = time.perf_counter() - start
+    CPU.append(children_cpu() - cpu)
+    if done.returncode:
+        raise RuntimeError(f"cepplan {' '.join(args)} failed:\n{done.stderr[-2000:]}")
+    rss = [int(line.split()[1]) for line in done.stderr.splitlines()
+           if line.startswith("maxrss ")]
+    return wall, rss[-1] if rss else 0
 
 
-PATTERNS = {
-    "SEQ(a,b,c) a.v<b.v<c.v": {"name": "seq", "structure": ["SEQ", "a:A", "b:B", "c:C"],
-                               "where": ["a.v < b.v", "b.v < c.v"], "partition_by": ["user"],
-                               "within": 30},
-    "AND(a,b,c) a.v+b.v>150": {"name": "and3", "structure": ["AND", "a:A", "b:B", "c:C"],
-                               "where": ["a.v + b.v > 150", "c.v < 10"],
-                               "partition_by": ["user"], "within": 20},
-    "SEQ(a,b+,c) V-shape": {"name": "vshape",
-                            "structure": ["SEQ", "a:A", ["KLEENE", "b:B"], "c:C"],
-                            "where": ["a.v < b.v", "b.v < NEXT(b.v)", "c.v < FIRST(b.v)"],
-                            "partition_by": ["user"], "within": 30},
-}
+def run_local(plan: Path, events: Path, out: Path, *extra: str) -> tuple[float, int, dict]:
+    wall, rss = cepplan("run", str(plan), "--events", str(events), "--out", str(out),
+                        "--engine", "local", "--quiet", *extra)
+    return wall, rss, json.loads((out / "metrics.json").read_text())
 
 
-def throughput(n: int) -> None:
-    events = stream(n)
-    print(f"\n1. matcher throughput on {n:,} events ({RATE:g}/s over 100 users, no Spark)")
-    print(f"{'pattern':<26} {'seconds':>9} {'events/s':>12} {'matches':>10} {'cap cuts':>9}")
-    for label, pattern in PATTERNS.items():
-        wl = workload(pattern)
-        job = job_from_json(job_data(wl, trivial_plan(wl)))
-        start = time.perf_counter()
-        result = run_local(events, job)
-        took = time.perf_counter() - start
-        name = pattern["name"]
-        print(f"{label:<26} {took:>9.2f} {n / took:>12,.0f} {len(result.matches[name]):>10,} "
-              f"{result.cap_hits[name]:>9,}")
+def match_ids(out: Path) -> list[tuple[int, ...]]:
+    """Each match as the sorted ids (row positions) of its events."""
+    found = []
+    for part in sorted((out / "matches").glob("part-*")):
+        for line in part.read_text().splitlines():
+            events = json.loads(line)["events"].values()
+            found.append(tuple(sorted(e["id"] for e in events)))
+    return sorted(found)
 
 
-def plans_on_spark(duration: int) -> None:
-    from pyspark.sql import SparkSession
+def planned(scratch: Path, name: str, patterns: list[str]) -> Path:
+    wl, plan = scratch / f"{name}.workload.json", scratch / f"{name}.plan.json"
+    write_workload(wl, patterns)
+    cepplan("optimize", str(wl), "-o", str(plan), "--quiet")
+    return plan
 
-    from cepplan.engine_adapter.spark_job import run_job
 
-    print(f"\n2. fraud example on Spark (local[2]), {duration} min of synthetic events")
+def versus_opencep(scratch: Path, bars: Path, rows: int, peer_rows: int) -> None:
+    source = os.environ.get("OPENCEP_SRC")
+    print(f"\na. cepplan (local engine, {rows:,} rows) vs OpenCEP ({peer_rows:,} rows), "
+          "throughput end to end")
+    if not source:
+        print("   skipped: set OPENCEP_SRC to an OpenCEP checkout to compare with it")
+    small = scratch / "bars-peer.txt"
+    write_bars(small, peer_rows)
+    print(f"{'pattern':<8} {'matches (peer size)':>20} {'same':>5} {'OpenCEP s':>10} "
+          f"{'cpu s':>6} {'cepplan s':>10} {'cpu s':>6} {'ratio (wall)':>13} {'ratio (cpu)':>12}")
+    for name in PATTERNS:
+        plan = planned(scratch, name, [name])
+        wall, _, metrics = run_local(plan, bars, scratch / f"{name}-out")
+        cpu = CPU[-1]
+        peer_wall = peer_cpu = float("nan")
+        same, count = "-", metrics["matches"][name]
+        if source:
+            _, _, small_metrics = run_local(plan, small, scratch / f"{name}-small")
+            result = scratch / f"{name}-opencep.json"
+            start, before = time.perf_counter(), children_cpu()
+            subprocess.run([sys.executable, str(ROOT / "benchmarks" / "opencep_stocks.py"),
+                            source, name, str(small), str(result)], check=True, cwd=source)
+            peer_wall, peer_cpu = time.perf_counter() - start, children_cpu() - before
+            theirs = sorted(tuple(m) for m in json.loads(result.read_text())["matches"])
+            same = "yes" if theirs == match_ids(scratch / f"{name}-small") else "NO"
+            count = small_metrics["matches"][name]
+        by_wall = (rows / wall) / (peer_rows / peer_wall)
+        by_cpu = (rows / cpu) / (peer_rows / peer_cpu)
+        print(f"{name:<8} {count:>20,} {same:>5} {peer_wall:>10.1f} {peer_cpu:>6.1f} "
+              f"{wall:>10.1f} {cpu:>6.1f} {by_wall:>12.1f}x {by_cpu:>11.1f}x")
+    print("   (throughput ratio = cepplan rows per second / OpenCEP rows per second)")
+
+
+def fraud_walkthrough(scratch: Path) -> None:
+    example = ROOT / "examples" / "fraud"
+    plan = scratch / "fraud.plan.json"
+    cepplan("optimize", str(example / "workload.json"), "-o", str(plan), "--quiet")
+    wall, _, metrics = run_local(plan, example / "events.csv", scratch / "fraud-out")
+    print(f"\nb. fraud walk-through `run` on the bundled {metrics['rows_read']:,} events: "
+          f"{wall:.2f} s wall, {CPU[-1]:.2f} s CPU (target < 2 s)")
+
+
+def fraud_plans(scratch: Path, events_wanted: int) -> None:
     example = ROOT / "examples" / "fraud" / "workload.json"
-    with tempfile.TemporaryDirectory() as scratch:
-        events = Path(scratch) / "events.csv"
-        plan_path = Path(scratch) / "plan.json"
-        cli = [sys.executable, "-c", "from cepplan.cli.app import main; main()"]
-        rates = [f"--rate={t}={r}" for t, r in load_workload(example).statistics.rates.items()]
-        subprocess.run([*cli, "synth", str(example), "-o", str(events), "--duration",
-                        str(duration), "--seed", "7", "--truth-draws", "20000", "--range",
-                        "amount=0:1500", *rates, "-q"], check=True)
-        truth = Path(scratch) / "events.truth.json"  # a stats.json of the data itself
-        subprocess.run([*cli, "optimize", str(example), "--stats", str(truth), "-o",
-                        str(plan_path), "--quiet"], check=True)
-        loaded = load_workload(example)
-        plans = {"optimised": read_plan(plan_path, loaded), "trivial": trivial_plan(loaded)}
-        spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
-                 .config("spark.sql.shuffle.partitions", "8").getOrCreate())
-        spark.sparkContext.setLogLevel("ERROR")
-        measured = {}
-        for kind in ("trivial", "optimised", "trivial", "optimised"):  # second round: warm
-            start = time.perf_counter()
-            metrics = run_job(spark, job_data(loaded, plans[kind]), [str(events)],
-                              str(Path(scratch) / kind), say=lambda _: None)
-            measured[kind] = (metrics, time.perf_counter() - start)
-        spark.stop()
-    opt, trivial = measured["optimised"][0], measured["trivial"][0]
+    loaded = load_workload(example)
+    duration = events_wanted / sum(loaded.statistics.rates.values())
+    events = scratch / "fraud-events.csv"
+    rates = [f"--rate={t}={r}" for t, r in loaded.statistics.rates.items()]
+    cepplan("synth", str(example), "-o", str(events), "--duration", f"{duration:.0f}",
+            "--seed", "7", "--truth-draws", "20000", "--range", "amount=0:1500", *rates, "-q")
+    plan = scratch / "fraud-big.plan.json"
+    cepplan("optimize", str(example), "--stats", str(scratch / "fraud-events.truth.json"),
+            "-o", str(plan), "--quiet")
+    measured = {kind: run_local(plan, events, scratch / f"fraud-{kind}", *extra)
+                for kind, extra in (("trivial", ("--plan-kind", "trivial")), ("optimised", ()))}
+    cpu_t, cpu_o = CPU[-2], CPU[-1]
+    (wall_t, _, trivial), (wall_o, _, opt) = measured["trivial"], measured["optimised"]
     assert opt["matches"] == trivial["matches"], "plans must not change results"
-    chosen = plans["optimised"].patterns.values()
-    predicted_opt = sum(p.detection.expected_cost or 0 for p in chosen)
-    predicted_naive = sum(p.naive_cost or 0 for p in chosen)
-    print(f"rows read: {opt['rows_read']:,}; matches (equal under both plans): {opt['matches']}")
-    print(f"{'':<22} {'trivial':>12} {'optimised':>12} {'ratio':>8}")
+    predicted = opt["plan"]["predicted"].values()
+    ratio_model = (sum(p["expected_cost"] or 0 for p in predicted)
+                   / sum(p["naive_cost"] or 0 for p in predicted))
     rows_t, rows_o = trivial["rows_to_matchers"], opt["rows_to_matchers"]
+    print(f"\nc. fraud, {opt['rows_read']:,} events: optimised vs trivial plan (local engine)")
+    print(f"{'':<22} {'trivial':>12} {'optimised':>12} {'ratio':>8}")
     print(f"{'rows to matchers':<22} {rows_t:>12,} {rows_o:>12,} {rows_o / rows_t:>8.3f}")
-    wall_t, wall_o = measured["trivial"][1], measured["optimised"][1]
-    print(f"{'wall seconds (warm)':<22} {wall_t:>12.2f} {wall_o:>12.2f} {wall_o / wall_t:>8.3f}")
-    if predicted_naive:
-        print(f"{'model cost (ev/min)':<22} {predicted_naive:>12.4g} {predicted_opt:>12.4g} "
-              f"{predicted_opt / predicted_naive:>8.3f}   (planner's prediction)")
+    print(f"{'model cost':<22} {'':>12} {'':>12} {ratio_model:>8.3f}   (planner's prediction)")
+    print(f"{'wall seconds':<22} {wall_t:>12.2f} {wall_o:>12.2f} {wall_o / wall_t:>8.3f}")
+    print(f"{'CPU seconds':<22} {cpu_t:>12.2f} {cpu_o:>12.2f} {cpu_o / cpu_t:>8.3f}")
+    for stage in trivial["seconds"]:
+        print(f"  {stage:<30} {trivial['seconds'][stage]:>12.2f} "
+              f"{opt['seconds'].get(stage, 0):>12.2f}")
 
 
-def memory(n: int) -> None:
-    events = stream(n, seed=1).drop(columns=["user"])
-    print(f"\n3. matcher peak memory vs window ({n:,} events at {RATE:g}/s, unkeyed "
-          "SEQ(a,b,c), chunks of 256 triggers)")
-    print(f"{'window s':>9} {'events/window':>14} {'peak MiB':>9} {'KiB per event/window':>21}")
-    for window in (5, 10, 20, 40, 80):
-        pattern = {"name": "seq", "structure": ["SEQ", "a:A", "b:B", "c:C"],
-                   "where": ["a.v < b.v", "b.v < c.v", "c.v - a.v > 99.9"], "within": window}
-        wl = workload(pattern)
-        job = job_from_json(job_data(wl, trivial_plan(wl)))
-        tracemalloc.start()
-        run_local(events, job, chunk_events=256)
-        _, peak = tracemalloc.get_traced_memory()
-        tracemalloc.stop()
-        per_window = RATE * window
-        print(f"{window:>9} {per_window:>14.0f} {peak / 2**20:>9.1f} "
-              f"{peak / 1024 / per_window:>21.1f}")
+def many_patterns(scratch: Path, bars: Path, rows: int) -> None:
+    patterns = []
+    pairs = [(a, b) for a in TICKERS for b in TICKERS if a != b]
+    for i in range(100):
+        first, second = pairs[i % len(pairs)]
+        patterns.append({"name": f"p{i:03d}", "structure": ["SEQ", f"a:{first}", f"b:{second}"],
+                         "where": ["a.volume > 9000", "b.volume > 9000", "a.peak < b.peak"],
+                         "within": 1 + i // len(pairs) * 4})
+    walls = {}
+    for count in (1, 100):
+        spec = workload([])
+        spec["patterns"] = patterns[:count]
+        wl, plan = scratch / f"many{count}.workload.json", scratch / f"many{count}.plan.json"
+        wl.write_text(json.dumps(spec))
+        cepplan("optimize", str(wl), "-o", str(plan), "--quiet")
+        walls[count], _, metrics = run_local(plan, bars, scratch / f"many{count}-out")
+        walls[count, "cpu"] = CPU[-1]
+        walls[count, "matches"] = sum(metrics["matches"].values())
+    print(f"\nd. {rows:,} rows: 1 pattern {walls[1]:.1f} s wall / {walls[1, 'cpu']:.1f} s CPU "
+          f"({walls[1, 'matches']:,} matches), 100 patterns {walls[100]:.1f} s / "
+          f"{walls[100, 'cpu']:.1f} s CPU ({walls[100, 'matches']:,} matches): "
+          f"{walls[100] / walls[1]:.1f}x wall, {walls[100, 'cpu'] / walls[1, 'cpu']:.1f}x CPU "
+          "(target <= 10x)")
+
+
+def memory(scratch: Path, bars: Path, rows: int) -> None:
+    plan = planned(scratch, "goog-mem", ["goog"])
+    sizes = [(rows, bars)]
+    if os.environ.get("CEPPLAN_BENCH_10M") == "1":
+        big = scratch / "bars-10m.txt"
+        write_bars(big, 10 * rows)
+        sizes.append((10 * rows, big))
+    else:
+        print("\n(e at 10x the rows skipped: set CEPPLAN_BENCH_10M=1)")
+    print("\ne. peak memory of `cepplan run --engine local` (GOOG pattern)")
+    print(f"{'rows':>12} {'file MiB':>9} {'wall s':>8} {'cpu s':>6} {'peak RSS MiB':>13} "
+          f"{'rows to matchers':>17}")
+    for count, path in sizes:
+        wall, rss, metrics = run_local(plan, path, scratch / f"mem-{count}")
+        print(f"{count:>12,} {path.stat().st_size / 2**20:>9.0f} {wall:>8.1f} {CPU[-1]:>6.1f} "
+              f"{rss / 1024:>13.0f} {metrics['rows_to_matchers']:>17,}")
+        if path != bars:
+            path.unlink()
 
 
 def main(quick: bool = False) -> None:
-    """Run the three measurements (smaller with --quick)."""
-    throughput(100_000 if quick else 1_000_000)
-    plans_on_spark(2_000 if quick else 20_000)
-    memory(50_000 if quick else 200_000)
+    """All measurements (smaller with --quick)."""
+    rows = 100_000 if quick else 1_000_000
+    peer_rows = 10_000 if quick else 100_000
+    print(f"load: {os.getloadavg()[0]:.1f} (1-minute average, {os.cpu_count()} cores)")
+    with tempfile.TemporaryDirectory(prefix="bench-engine-") as name:
+        scratch = Path(name)
+        bars = scratch / "bars.txt"
+        write_bars(bars, rows)
+        versus_opencep(scratch, bars, rows, peer_rows)
+        fraud_walkthrough(scratch)
+        fraud_plans(scratch, rows)
+        many_patterns(scratch, bars, rows)
+        memory(scratch, bars, rows)
+    print(f"load: {os.getloadavg()[0]:.1f}")

@@ -1,4 +1,5 @@
-"""`cepplan run PLAN EVENTS... -o DIR`: generate the job, submit it, show its metrics."""
+"""`cepplan run PLAN EVENTS... -o DIR`: evaluate the plan in-process or on Spark, write
+matches and metrics, show the metrics."""
 
 from __future__ import annotations
 
@@ -9,14 +10,17 @@ from pathlib import Path
 import typer
 
 from cepplan.cli import options
-from cepplan.cli.options import MatchFormat, PlanKind
+from cepplan.cli.options import Engine, MatchFormat, PlanKind
 
 
 def run_command(
     plan: Path = typer.Argument(..., metavar="PLAN", help="The plan.json to evaluate."),
     events: list[Path] = typer.Argument(..., metavar="EVENTS...", help="Event files."),
     output: Path = options.output("Output directory, replaced on success."),
-    master: str = options.master(),
+    engine: Engine = options.choice(Engine.auto, "--engine", "local (in-process), spark, or "
+                                    "auto: local unless --master is given or the input is "
+                                    "larger than 2 GiB."),
+    master: str | None = options.master(),
     workload: Path | None = options.workload_option(),
     plan_kind: PlanKind = options.choice(PlanKind.plan, "--plan-kind", "plan: as given; "
                                          "trivial: the unoptimised baseline, on the same "
@@ -26,28 +30,56 @@ def run_command(
     quiet: bool = options.quiet(),
     verbose: bool = options.verbose(),
 ) -> None:
-    """Evaluate the plan on the events with Spark; write matches and metrics.json."""
-    from cepplan.engine_adapter.generate import generate
+    """Evaluate the plan on the events; write matches and metrics.json."""
+    from cepplan.engine_adapter.engine_choice import choose_engine
     from cepplan.engine_adapter.inputs import event_paths, plan_and_workload
     from cepplan.engine_adapter.metrics_table import metrics_lines
-    from cepplan.engine_adapter.submit import submit
-    from cepplan.interrupt import scratch_directory, staged_directory
+    from cepplan.interrupt import staged_directory
     from cepplan.limits import check_output_dir
 
     check_output_dir(output, "--output")
     trivial = plan_kind is PlanKind.trivial
     chosen, loaded = plan_and_workload(plan, workload, trivial=trivial)
     files = event_paths(events)
+    which = choose_engine(engine.value, master, files)
     progress = verbose or (sys.stderr.isatty() and not quiet)
-    with (scratch_directory() as scratch,
-          staged_directory(output) as staged):  # renamed over --output only on success
-        job_dir = generate(loaded, chosen, scratch / "job", plan_kind=plan_kind.value)
-        if progress:
-            print(f"cepplan: running the job on Spark ({master})", file=sys.stderr, flush=True)
-        submit(job_dir, files, staged, master=master, output_format=output_format.value,
-               quiet=not progress, verbose=verbose)
+    with staged_directory(output) as staged:  # renamed over --output only on success
+        if which == "local":
+            _run_local(loaded, chosen, plan_kind.value, files, staged,
+                       output_format.value, progress)
+        else:
+            _run_spark(loaded, chosen, plan_kind.value, files, staged, output_format.value,
+                       master or "local[*]", progress, verbose)
     if not quiet:
         metrics = json.loads((output / "metrics.json").read_text())
+        typer.echo(f"engine: {which}")
         for line in metrics_lines(metrics, loaded.time_unit):
             typer.echo(line)
         typer.echo(f"matches and metrics.json written to {output}")
+
+
+def _run_local(loaded, chosen, plan_kind: str, files: list[str], out: Path,
+               output_format: str, progress: bool) -> None:
+    """The in-process engine (pyarrow, NumPy; no JVM)."""
+    from cepplan.engine_adapter.job_spec import job_data
+    from cepplan.engine_adapter.local.engine import run_local_job
+
+    data = job_data(loaded, chosen, plan_kind=plan_kind)
+    say = (lambda text: typer.echo(text, err=True)) if progress else (lambda _text: None)
+    run_local_job(data, files, out, output_format=output_format, say=say)
+
+
+def _run_spark(loaded, chosen, plan_kind: str, files: list[str], out: Path,
+               output_format: str, master: str, progress: bool, verbose: bool) -> None:
+    """The generated PySpark job, submitted with spark-submit (its process group is stopped
+    whole if cepplan is interrupted)."""
+    from cepplan.engine_adapter.generate import generate
+    from cepplan.engine_adapter.submit import submit
+    from cepplan.interrupt import scratch_directory
+
+    with scratch_directory() as scratch:
+        job_dir = generate(loaded, chosen, scratch / "job", plan_kind=plan_kind)
+        if progress:
+            print(f"cepplan: running the job on Spark ({master})", file=sys.stderr, flush=True)
+        submit(job_dir, files, out, master=master, output_format=output_format,
+               quiet=not progress, verbose=verbose)

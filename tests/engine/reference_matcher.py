@@ -4,7 +4,7 @@ DESIGN.md "Semantics" and docs/engine.md: events ordered by (timestamp, id, type
 variable binds one event of its type, each Kleene variable a non-empty set of them (in that
 order); no event is bound twice; max(ts) - min(ts) <= window; in a SEQ every event of an
 earlier operand precedes every event of a later one (strict: smaller timestamp; `seq_ties`
-allow: earlier in the total order); all predicates hold (`evaluate.holds`); with a partition
+allow: a timestamp not larger, whatever the row order); all predicates hold; with a partition
 key all events share its (non-missing) value; a negated variable blocks the match when some
 other event of its type, placed as its position says and keeping the window, satisfies its
 predicates (seed 002 §2.2). Slow (exponential) and obviously right; tests only. The one
@@ -64,7 +64,9 @@ def _key(event: dict) -> tuple:
 
 
 def _precedes(first: dict, second: dict, strict: bool) -> bool:
-    return first["ts"] < second["ts"] if strict else _key(first) < _key(second)
+    """SEQ order: strictly smaller timestamp, or with ties allowed a timestamp not larger
+    (whatever the row order within one timestamp; distinctness is checked apart)."""
+    return first["ts"] < second["ts"] if strict else first["ts"] <= second["ts"]
 
 
 def _choices(operand, events: list[dict], window: float) -> list[list[dict]]:

@@ -62,6 +62,23 @@ def test_runtime_equals_reference(template, ties, rows, chunk, data):
     same_matches(result.matches, reference_matches(wl, events))
 
 
+TIED = st.tuples(st.sampled_from(TYPES), st.integers(0, 1), st.integers(0, 4),
+                 st.sampled_from([0.5, 2.0]), st.sampled_from(["x", "y"]))
+
+
+@pytest.mark.parametrize("template", sorted(TEMPLATES))
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(rows=st.lists(TIED, max_size=10), chunk=st.integers(1, 4), data=st.data())
+def test_many_ties_allowed(template, rows, chunk, data):
+    """`seq_ties: allow` on streams where most events share a timestamp (two distinct
+    timestamps): a SEQ holds whatever the row order within one timestamp."""
+    wl = workload(TEMPLATES[template], seq_ties="allow")
+    events = frame(rows)
+    plan = with_orders(trivial_plan(wl), wl, data)
+    result = run_local(events, job_from_json(job_data(wl, plan)), chunk_events=chunk)
+    same_matches(result.matches, reference_matches(wl, events))
+
+
 @pytest.mark.parametrize("template", ["seq_join_filter", "and_keyed", "not_middle", "hierarchy",
                                       "kleene_vshape", "not_kleene"])
 @pytest.mark.parametrize("seed", [1, 2])

@@ -76,11 +76,18 @@ def needed_attributes(job: Job, spec: PatternSpec) -> list[str]:
 
 @dataclass
 class PartitionOutput:
-    """What one partition of one pattern produced."""
+    """What one partition of one pattern produced: its matches as JSON lines (one match
+    object per line, each line ending in a newline; rendered once), how many, the matches as
+    complex events when asked, and the Kleene enumerations cut by the cap."""
 
-    matches: list[dict]
+    matches: str
+    count: int
     complex: pd.DataFrame | None
     cap_hits: int
+
+    def texts(self) -> list[str]:
+        """One JSON text per match."""
+        return self.matches.split("\n")[:-1] if self.count else []
 
 
 def evaluate_partition(frame: pd.DataFrame, job: Job, spec: PatternSpec, *,
@@ -92,12 +99,14 @@ def evaluate_partition(frame: pd.DataFrame, job: Job, spec: PatternSpec, *,
     results = match_partition(table, spec, job.stages[spec.name], own=own,
                               chunk_events=chunk_events)
     renderer = Renderer(table, job.types)
-    objects = [renderer.match(spec, m, row) for m in results for row in range(m.count)]
-    complex_frame = None
-    if with_complex:
-        parts = [complex_events(table, spec, m, renderer) for m in results if m.count]
-        complex_frame = pd.concat(parts, ignore_index=True) if parts else None
-    return PartitionOutput(objects, complex_frame, sum(m.cap_hits for m in results))
+    blocks = [renderer.match_lines(spec, m) for m in results if m.count]
+    out = PartitionOutput("".join(blocks), sum(m.count for m in results), None,
+                          sum(m.cap_hits for m in results))
+    if with_complex and out.count:
+        parts = [complex_events(table, spec, m, block.split("\n")[:-1])
+                 for m, block in zip((m for m in results if m.count), blocks, strict=True)]
+        out.complex = pd.concat(parts, ignore_index=True)
+    return out
 
 
 def partitions(frame: pd.DataFrame, keys: Sequence[str]):

@@ -6,6 +6,7 @@ patterns above it (complex subevents, seed 002 §3.2.3).
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 
 import pandas as pd
@@ -40,7 +41,7 @@ def run_local(events: pd.DataFrame, job: Job, *, chunk_events: int = CHUNK_EVENT
         for group in partitions(frame, spec.partition_by):
             out = evaluate_partition(group, job, spec, with_complex=spec.name in used,
                                      chunk_events=chunk_events)
-            found += out.matches
+            found += [json.loads(text) for text in out.texts()]
             hits += out.cap_hits
             if out.complex is not None:
                 made.append(out.complex)

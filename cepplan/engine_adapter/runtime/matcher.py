@@ -143,7 +143,7 @@ class _Context:
             if not rows:
                 low = np.searchsorted(cand_ts, table.ts[start] - self.window, "left")
                 if self.seq and operand.position == last_position:
-                    low = max(low, np.searchsorted(cand, start, "left"))
+                    low = max(low, self._not_before_chunk(cand, cand_ts, start))
                 bound = cand[low:np.searchsorted(cand, stop, "left")]
                 rows = {var: bound}
             else:
@@ -171,7 +171,7 @@ class _Context:
             after = [rows[v] for v in rows if self.spec.operand(v).position > operand.position]
             low, high = self._order_bounds(low, high, cand, cand_ts, before, after)
             if operand.position == last_position:
-                low = np.maximum(low, np.searchsorted(cand, start, "left"))
+                low = np.maximum(low, self._not_before_chunk(cand, cand_ts, start))
         which, positions = expand(low, high)
         rows = {v: a[which] for v, a in rows.items()}
         rows[operand.var] = cand[positions]
@@ -184,19 +184,27 @@ class _Context:
             rows = _filter_rows(rows, distinct)
         return rows
 
+    def _not_before_chunk(self, cand: np.ndarray, cand_ts: np.ndarray, start: int):
+        """Where the last SEQ operand's candidates may start for a chunk beginning at rank
+        `start`: strict, it is the match's latest event, so its rank is in the chunk; with
+        ties allowed it only shares the latest event's timestamp, which is >= ts[start]."""
+        if self.strict:
+            return np.searchsorted(cand, start, "left")
+        return np.searchsorted(cand_ts, self.table.ts[start], "left")
+
     def _order_bounds(self, low: np.ndarray, high: np.ndarray, cand: np.ndarray,
                       cand_ts: np.ndarray, before: list[np.ndarray],
                       after: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-        """Tighten candidate ranges so that events `before` precede and `after` follow
-        (strict: by timestamp; ties allowed: by the total order, i.e. by rank)."""
+        """Tighten candidate ranges so that events `before` precede and `after` follow:
+        strictly smaller timestamps, or with ties allowed non-decreasing ones (whatever the
+        row order within one timestamp; distinct events are enforced by the callers)."""
+        side_low, side_high = ("right", "left") if self.strict else ("left", "right")
         if before:
-            latest = np.max(np.vstack(before), axis=0)
-            low = np.maximum(low, np.searchsorted(cand_ts, self.table.ts[latest], "right")
-                             if self.strict else np.searchsorted(cand, latest, "right"))
+            latest = np.max(np.vstack([self.table.ts[b] for b in before]), axis=0)
+            low = np.maximum(low, np.searchsorted(cand_ts, latest, side_low))
         if after:
-            earliest = np.min(np.vstack(after), axis=0)
-            high = np.minimum(high, np.searchsorted(cand_ts, self.table.ts[earliest], "left")
-                              if self.strict else np.searchsorted(cand, earliest, "left"))
+            earliest = np.min(np.vstack([self.table.ts[a] for a in after]), axis=0)
+            high = np.minimum(high, np.searchsorted(cand_ts, earliest, side_high))
         return low, high
 
     def _holds_on_rows(self, tree: list, rows: dict[str, np.ndarray]) -> np.ndarray:

@@ -46,47 +46,93 @@ def plain_value(value: object) -> object:
 
 
 class Renderer:
-    """Turns ranks of one table into event objects, caching the table as Python lists."""
+    """Renders matches of one table as JSON text, once and column by column: each event's
+    text is built once (cached by rank) and a match's text is the concatenation of its
+    events' texts, so no per-match object is built (docs/engine.md, "Matches")."""
 
     def __init__(self, table: Table, type_attrs: Mapping[str, Sequence[str]]):
         self.table = table
         self.type_attrs = type_attrs
-        self.ids = table.ids.tolist()
-        self.ts = table.ts.tolist()
-        self.types = table.types.tolist()
-        self._lists: dict[str, list] = {}
+        self._texts = np.full(len(table), None, dtype=object)
+        self._done = np.zeros(len(table), dtype=bool)
 
-    def _values(self, attr: str) -> list:
-        if attr not in self._lists:
-            self._lists[attr] = self.table.column(attr).tolist()
-        return self._lists[attr]
+    def event_texts(self, ranks: np.ndarray) -> np.ndarray:
+        """The JSON text of each event: id, type, ts, its type's attributes (and, for a
+        complex event, its own pattern and events)."""
+        ranks = np.asarray(ranks, dtype=np.int64)
+        todo = np.unique(ranks[~self._done[ranks]])
+        if len(todo):
+            self._render(todo)
+        return self._texts[ranks]
 
-    def event(self, rank: int) -> dict:
-        """One event object: id, type, ts, its type's attributes (and, for a complex event,
-        its own pattern and events)."""
-        kind = self.types[rank]
-        obj = {"id": self.ids[rank], "type": kind, "ts": self.ts[rank]}
-        for attr in self.type_attrs.get(kind, ()):
-            obj[attr] = plain_value(self._values(attr)[rank])
-        if MATCH_COLUMN in self.table.columns:
-            nested = self._values(MATCH_COLUMN)[rank]
-            if isinstance(nested, str):
-                obj.update(json.loads(nested))
-        return obj
+    def _render(self, ranks: np.ndarray) -> None:
+        table = self.table
+        types = table.types[ranks]
+        for kind in np.unique(types.astype(str)):
+            mine = ranks[types == kind]
+            text = ('{"id": ' + _json_column(table.ids[mine]) + ', "type": '
+                    + json.dumps(kind) + ', "ts": ' + _json_column(table.ts[mine]))
+            for attr in self.type_attrs.get(kind, ()):
+                text = text + f", {json.dumps(attr)}: " + _json_column(table.column(attr)[mine])
+            if MATCH_COLUMN in table.columns:
+                nested = table.columns[MATCH_COLUMN][mine]
+                own = np.array([isinstance(t, str) for t in nested], dtype=bool)
+                if own.any():
+                    text[own] = text[own] + ", " + np.array([t[1:] for t in nested[own]],
+                                                            dtype=object)
+                    text[~own] = text[~own] + "}"
+                else:
+                    text = text + "}"
+            else:
+                text = text + "}"
+            self._texts[mine] = text
+            self._done[mine] = True
 
-    def match(self, spec: PatternSpec, matches: Matches, row: int) -> dict:
-        """One match object: {"pattern": ..., "events": {var: event or [events]}}."""
-        events = {}
+    def match_lines(self, spec: PatternSpec, matches: Matches) -> str:
+        """All matches as JSON lines, each {"pattern": ..., "events": {var: event or
+        [events]}} and a newline: the pieces of every match interleaved in one array and
+        joined once, so each byte is copied once."""
+        if not matches.count:
+            return ""
+        columns: list[object] = ['{"pattern": ' + json.dumps(spec.name) + ', "events": {']
+        sep = ""
         for var, ranks in matches.single.items():
-            events[var] = self.event(int(ranks[row]))
+            columns += [f"{sep}{json.dumps(var)}: ", self.event_texts(ranks)]
+            sep = ", "
         for var, sets in matches.kleene.items():
-            events[var] = [self.event(r) for r in sets[row]]
-        return {"pattern": spec.name, "events": events}
+            flat = np.fromiter((r for s in sets for r in s), np.int64)
+            events = self.event_texts(flat).tolist() if len(flat) else []
+            joined, at = [], 0
+            for chosen in sets:
+                joined.append("[" + ", ".join(events[at:at + len(chosen)]) + "]")
+                at += len(chosen)
+            columns += [f"{sep}{json.dumps(var)}: ", np.asarray(joined, dtype=object)]
+            sep = ", "
+        columns.append("}}\n")
+        pieces = np.empty((matches.count, len(columns)), dtype=object)
+        for i, column in enumerate(columns):
+            pieces[:, i] = column
+        return "".join(pieces.ravel().tolist())
+
+
+def _json_column(values: np.ndarray) -> np.ndarray:
+    """Each value as JSON text, as `json.dumps(plain_value(v))` writes it."""
+    if values.dtype.kind in "iu":
+        return np.asarray(values.astype(str), dtype=object)
+    if values.dtype.kind == "f":
+        finite = np.isfinite(values)
+        out = np.asarray([repr(v) for v in values.tolist()], dtype=object) if finite.all() \
+            else np.asarray([json.dumps(plain_value(v)) for v in values.tolist()], dtype=object)
+        return out
+    if values.dtype.kind == "b":
+        return np.where(values, "true", "false").astype(object)
+    return np.asarray([json.dumps(plain_value(v)) for v in values.tolist()], dtype=object)
 
 
 def complex_events(table: Table, spec: PatternSpec, matches: Matches,
-                   renderer: Renderer) -> pd.DataFrame:
-    """The matches as events of the pattern's type, with emitted attributes and the match."""
+                   texts: list[str]) -> pd.DataFrame:
+    """The matches as events of the pattern's type, with emitted attributes and the match
+    (`texts`: the matches' JSON, rendered once by `Renderer.match_lines`)."""
     count = matches.count
     lasts = dict(matches.single)
     firsts = dict(matches.single)
@@ -95,12 +141,11 @@ def complex_events(table: Table, spec: PatternSpec, matches: Matches,
         lasts[var] = np.fromiter((s[-1] for s in sets), np.int64, count)
     stamps = np.max(np.vstack([table.ts[a] for a in lasts.values()]), axis=0)
     ids = np.empty(count, dtype=np.int64)
-    texts = []
+    table_ids = table.ids.tolist()
     for row in range(count):
-        bound = {v: [renderer.ids[r] for r in matches.ranks_of(v, row)]
+        bound = {v: [table_ids[r] for r in matches.ranks_of(v, row)]
                  for v in list(matches.single) + list(matches.kleene)}
         ids[row] = complex_event_id(spec.name, bound)
-        texts.append(json.dumps(renderer.match(spec, matches, row)))
     frame = {EVENT_TYPE: np.full(count, spec.name, dtype=object), EVENT_TS: stamps,
              EVENT_ID: ids}
     for attr, tree in spec.emit.items():

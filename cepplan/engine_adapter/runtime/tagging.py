@@ -23,22 +23,31 @@ def tag(pattern: str, var: str) -> str:
     return f"{pattern}\t{var}"
 
 
-def tag_frame(frame: pd.DataFrame, job: Job) -> pd.DataFrame:
-    """`frame` with a `__vars` column: the list of variable tags each row qualifies for."""
-    tags: list[list[str]] = [[] for _ in range(len(frame))]
-    types = frame[EVENT_TYPE].to_numpy(dtype=object)
+def tag_masks(frame: pd.DataFrame, job: Job) -> dict[str, np.ndarray]:
+    """Per variable tag, which rows of `frame` qualify (type and filter predicates)."""
+    masks: dict[str, np.ndarray] = {}
+    types = frame[EVENT_TYPE]  # compared as a Series: fast when it is categorical
     for spec in job.patterns:
         stages = job.stages[spec.name]
         for operand in spec.operands:
-            rows = np.flatnonzero(types == operand.type)
+            rows = np.flatnonzero((types == operand.type).to_numpy(dtype=bool))
             filters = (stages.negation_filters if operand.kind == "negated"
                        else stages.filters).get(operand.var, [])
             for tree in filters:
                 columns = {key: _values(frame, key[1])[rows] for key in referenced_keys(tree)}
                 rows = rows[np.asarray(evaluate(tree, columns, len(rows)), dtype=bool)]
-            label = tag(spec.name, operand.var)
-            for row in rows:
-                tags[row].append(label)
+            mask = np.zeros(len(frame), dtype=bool)
+            mask[rows] = True
+            masks[tag(spec.name, operand.var)] = mask
+    return masks
+
+
+def tag_frame(frame: pd.DataFrame, job: Job) -> pd.DataFrame:
+    """`frame` with a `__vars` column: the list of variable tags each row qualifies for."""
+    tags: list[list[str]] = [[] for _ in range(len(frame))]
+    for label, mask in tag_masks(frame, job).items():
+        for row in np.flatnonzero(mask):
+            tags[row].append(label)
     out = frame.copy()
     out[TAGS] = tags
     return out

@@ -1,0 +1,146 @@
+"""Run a job in-process: the Spark job's stages over pyarrow batches (docs/engine.md).
+
+read (streaming, bad rows counted by reason) -> tag (filter push-down; only tagged rows and
+their needed columns are kept) -> per pattern, children first: acquisition semi-joins ->
+group by key -> the matcher runtime -> matches written as rendered -> complex events tagged
+into the pool for the patterns above -> metrics.json. Same metrics counts as the Spark job.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from cepplan.engine_adapter.local.acquire import acquire
+from cepplan.engine_adapter.local.source import read_batches
+from cepplan.engine_adapter.local.writer import staged_output
+from cepplan.engine_adapter.runtime.job import Job, evaluate_partition, job_from_json, partitions
+from cepplan.engine_adapter.runtime.records import MATCH_COLUMN
+from cepplan.engine_adapter.runtime.spec import PatternSpec
+from cepplan.engine_adapter.runtime.tagging import tag_masks
+from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_TYPE
+
+SLICE_ROWS = 1 << 14  # events per owned time range of one key
+
+
+def run_local_job(data: dict[str, Any], events: Sequence[str], out: Path, *,
+                  output_format: str = "jsonl",
+                  say: Callable[[str], None] = print) -> dict[str, Any]:
+    """Evaluate every pattern of the job over the event files; write matches and
+    metrics.json into `out` (replaced only on success). Returns the metrics."""
+    job = job_from_json(data)
+    seconds: dict[str, float] = {"read": 0.0, "tag": 0.0}
+    pool, rows_read, rejected = _read_and_tag(job, data["reader"], events, seconds)
+    say(f"read {rows_read} rows ({sum(rejected.values())} rejected), "
+        f"{len(pool)} tagged for the patterns")
+    consumers = {o.type for p in job.patterns for o in p.operands}
+    metrics: dict[str, Any] = {"engine": "local", "rows_read": rows_read,
+                               "rows_rejected": dict(rejected), "rows_to_matchers": 0,
+                               "rows_to_matchers_by_pattern": {}, "rows_shuffled": 0,
+                               "matches": {}, "kleene_cap_hits": {}}
+    with staged_output(out, output_format) as (writer, finish):
+        for spec in job.patterns:
+            clock = time.perf_counter()
+            labels = [c for c in pool.columns if c.startswith(spec.name + "\t")]
+            keep = acquire(pool, {c: pool[c].to_numpy(dtype=bool) for c in labels}, spec)
+            frame = pool[keep]
+            seconds[f"acquire {spec.name}"] = time.perf_counter() - clock
+            clock = time.perf_counter()
+            count, hits, made = 0, 0, []
+            for group, own in _slices(frame, spec):
+                result = evaluate_partition(group, job, spec, own=own,
+                                            with_complex=spec.name in consumers)
+                writer.write(spec.name, result.matches, result.count)
+                count += result.count
+                hits += result.cap_hits
+                if result.complex is not None:
+                    made.append(result.complex)
+            seconds[f"match {spec.name}"] = time.perf_counter() - clock
+            sent = int(keep.sum())
+            metrics["rows_to_matchers"] += sent
+            metrics["rows_to_matchers_by_pattern"][spec.name] = sent
+            metrics["matches"][spec.name] = count
+            metrics["kleene_cap_hits"][spec.name] = hits
+            say(f"pattern {spec.name}: {sent} rows to matchers, {count} matches")
+            if hits:
+                say(f"warning: pattern {spec.name}: {hits} Kleene enumerations cut at "
+                    f"kleene_cap={data['options'].get('kleene_cap', 16)}")
+            if made:
+                pool = _with_tags(pool, pd.concat(made, ignore_index=True), job)
+        metrics["plan"] = data.get("plan", {})
+        metrics["seconds"] = {k: round(v, 3) for k, v in seconds.items()}
+        finish(metrics)
+    return metrics
+
+
+def _slices(frame: pd.DataFrame, spec: PatternSpec,
+            rows: int = SLICE_ROWS) -> Iterator[tuple[pd.DataFrame, tuple[float, float]]]:
+    """Per key, time ranges of about `rows` events, each with the window before it (and
+    after it, when a negation can look ahead): a range owns the matches whose latest event
+    falls in it, as in the Spark job, so matches are rendered and written range by range and
+    memory holds one range's matches, not the pattern's."""
+    back = spec.window or 0.0
+    ahead = back if spec.negated else 0.0
+    for group in partitions(frame, spec.partition_by):
+        if len(group) <= rows:
+            yield group, (-math.inf, math.inf)
+            continue
+        ts = np.sort(group[EVENT_TS].to_numpy(dtype=np.float64))
+        cuts = np.unique(ts[::rows])
+        values = group[EVENT_TS].to_numpy(dtype=np.float64)
+        for i, low in enumerate(cuts):
+            high = cuts[i + 1] if i + 1 < len(cuts) else math.inf
+            inside = (values >= low - back) & (values <= high + ahead)
+            yield group[inside], (-math.inf if i == 0 else low, high)
+
+
+def _read_and_tag(job: Job, reader: dict[str, Any], events: Sequence[str],
+                  seconds: dict[str, float]) -> tuple[pd.DataFrame, int, Counter]:
+    """All batches read and tagged; only rows some variable can bind are kept, with the
+    columns the matchers read and one boolean column per variable tag."""
+    wanted = _wanted_columns(job)
+    parts, rows_read, rejected = [], 0, Counter()
+    clock = time.perf_counter()
+    for batch in read_batches(events, **reader):
+        rows_read += len(batch.events) + sum(batch.rejected.values())
+        rejected.update(batch.rejected)
+        now = time.perf_counter()
+        seconds["read"] += now - clock
+        parts.append(_tagged(batch.events, job, wanted))
+        clock = time.perf_counter()
+        seconds["tag"] += clock - now
+    pool = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(
+        columns=[EVENT_TYPE, EVENT_TS, EVENT_ID])
+    return pool, rows_read, rejected
+
+
+def _wanted_columns(job: Job) -> list[str]:
+    columns = [EVENT_TYPE, EVENT_TS, EVENT_ID]
+    for spec in job.patterns:
+        for operand in spec.operands:
+            columns += job.types.get(operand.type, ())
+        columns += spec.partition_by
+    return [c for c in dict.fromkeys(columns) if c != MATCH_COLUMN]
+
+
+def _tagged(frame: pd.DataFrame, job: Job, wanted: list[str] | None = None) -> pd.DataFrame:
+    """The rows of `frame` some variable can bind, with a boolean column per tag."""
+    masks = tag_masks(frame, job)
+    any_tag = np.logical_or.reduce(list(masks.values())) if masks else np.zeros(len(frame), bool)
+    columns = [c for c in (wanted or frame.columns) if c in frame.columns]
+    out = frame.loc[any_tag, columns].reset_index(drop=True)
+    for label, mask in masks.items():
+        out[label] = mask[any_tag]
+    return out
+
+
+def _with_tags(pool: pd.DataFrame, made: pd.DataFrame, job: Job) -> pd.DataFrame:
+    """The pool with a pattern's matches added as complex events, tagged like any event."""
+    return pd.concat([pool, _tagged(made, job)], ignore_index=True)
