@@ -29,7 +29,8 @@ README = Path(__file__).resolve().parents[1] / "README.md"
 ROOT = README.parent
 
 _FENCE = re.compile(r"^```(\w*)\n(.*?)^```$", re.M | re.S)
-_SETUP_PREFIX = re.compile(r"^python -m pip install [^&]*&& ")
+_SETUP_PREFIX = re.compile(r"^(?:bash scripts/install-test-browser && )?"
+                           r"python -m pip install [^&]*&& ")
 # Commands of the README that are not part of the walk-through: the test suite itself, linting
 # and the benchmarks (minutes long); everything else must be runnable here.
 NOT_RUN = ("python -m pytest", "ruff ", "python -m benchmarks")
