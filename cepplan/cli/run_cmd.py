@@ -27,6 +27,7 @@ def run_command(
                                   "unoptimised baseline on the same data."),
     output_format: str = typer.Option("jsonl", "--format", help="jsonl or parquet matches."),
     quiet: bool = typer.Option(False, "--quiet", help="Print nothing but errors."),
+    verbose: bool = typer.Option(False, "--verbose", help="Show Spark's own log too."),
 ) -> None:
     """Evaluate the plan on the events with Spark; write matches and metrics.json into --out
     and print the metrics table."""
@@ -38,7 +39,8 @@ def run_command(
     files = event_paths(events)
     with tempfile.TemporaryDirectory(prefix="cepplan-job-") as scratch:
         job_dir = generate(loaded, chosen, Path(scratch) / "job", plan_kind=plan_kind)
-        submit(job_dir, files, out, master=master, output_format=output_format, quiet=quiet)
+        submit(job_dir, files, out, master=master, output_format=output_format, quiet=quiet,
+               verbose=verbose)
     if not quiet:
         metrics = json.loads((out / "metrics.json").read_text())
         for line in metrics_lines(metrics, loaded.time_unit):
