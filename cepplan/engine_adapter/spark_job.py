@@ -75,13 +75,15 @@ def run_job(spark: SparkSession, data: dict[str, Any], events: Sequence[str], ou
     span = Span(observed["first"] or 0.0, observed["last"] or 0.0, tagged,
                 spark.sparkContext.defaultParallelism)
     counts = spark.sparkContext.accumulator({}, Counts())
-    outputs = _evaluate(spark, pool, job, plan, data, span, counts)
-    _write(outputs, out_dir, output_format, metrics, seconds, clock, data, counts)
+    try:
+        outputs = _evaluate(spark, pool, job, plan, data, span, counts)
+        _write(outputs, out_dir, output_format, metrics, seconds, clock, data, counts)
+    finally:
+        pool.unpersist()
     for name, hits in metrics["kleene_cap_hits"].items():
         if hits:
             say(f"warning: pattern {name}: {hits:,} Kleene enumerations cut at "
                 f"kleene_cap={data['options'].get('kleene_cap', 16)}")
-    pool.unpersist()
     return metrics
 
 
