@@ -2,6 +2,7 @@
 
     python -m benchmarks                 # all of them
     python -m benchmarks workload stats  # only bench_workload.py and bench_stats.py
+    python -m benchmarks engine          # bench_engine.py and bench_engine_spark.py
     python -m benchmarks --quick         # smaller sizes, for a smoke run
 
 Each module exposes `main(quick: bool) -> None`, which measures its subject and the baseline
@@ -25,10 +26,12 @@ def main() -> None:
     here = Path(__file__).parent
     found = sorted(m.name[len("bench_"):] for m in pkgutil.iter_modules([str(here)])
                    if m.name.startswith("bench_"))
-    unknown = set(args.names) - set(found)
+    chosen = [f for f in found if not args.names
+              or any(f == n or f.startswith(f"{n}_") for n in args.names)]  # engine: engine_*
+    unknown = [n for n in args.names if not any(f == n or f.startswith(f"{n}_") for f in found)]
     if unknown:
         parser.error(f"unknown benchmark(s) {sorted(unknown)}; available: {found}")
-    for name in args.names or found:
+    for name in chosen:
         print(f"\n=== benchmark: {name} ===", flush=True)
         start = time.perf_counter()
         importlib.import_module(f"benchmarks.bench_{name}").main(quick=args.quick)

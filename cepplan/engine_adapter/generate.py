@@ -25,6 +25,10 @@ from cepplan.workload.model import Workload
 PACKAGE_ROOT = Path(cepplan.__file__).resolve().parent
 SHIPPED = (
     "engine_adapter/spark_job.py",
+    "engine_adapter/spark_acquire.py",
+    "engine_adapter/spark_expr.py",
+    "engine_adapter/spark_match.py",
+    "engine_adapter/spark_tags.py",
     "engine_adapter/runtime/__init__.py",
     "engine_adapter/runtime/binding.py",
     "engine_adapter/runtime/job.py",

@@ -1,24 +1,26 @@
-"""The generated evaluation job: events -> acquisition plan -> matchers -> matches + metrics.
+"""The generated evaluation job: one pass over the events for the whole workload.
 
 Shipped in the job's runtime zip and started by the generated `job.py` under `spark-submit`;
-imports only pyspark, the runtime and `cepplan.workload.spark_source` (DESIGN.md, "The
-generated Spark job"). Per pattern, children first:
+imports only pyspark, the runtime and the standalone modules shipped beside it (DESIGN.md,
+"The engine", "The generated Spark job"). Stages:
 
-1. tag (push-down): each event gets the variables whose type and filters it satisfies;
-2. acquire (seed 002 §3.3): step-1 variables' events are kept; an event of a later step is kept
-   only when, for every positive variable of the earlier steps, a kept event of it (same key)
-   lies within the window on the side the SEQ order allows — range semi-joins on time buckets
-   of the window's width;
-3. match: events grouped by key and by time ranges that overlap by the window (and by it again
-   after, for negations that look ahead); each range owns the matches whose latest event falls
-   in it; `applyInPandas` runs the recomputation matcher (seed 001) per group;
-4. the matches become events of the pattern's type for the patterns above it.
+1. read through the workload's `source` and tag every event with the (pattern, variable)
+   pairs it can bind, in one native expression (`spark_tags`); rows read and rejected by
+   reason are observed in the same pass; the tagged events are cached (the only forced
+   computation before the write);
+2. acquire (seed 002 §3.3) for all patterns of a level in shared rounds (`spark_acquire`);
+3. match: one shuffle per partition scheme, the recomputation matcher (seed 001) per group
+   (`spark_match`); matches of patterns others read become events for the level above;
+4. write the matches with Spark's writers from the executors (JSON lines or Parquet part
+   files under `matches/`) and `metrics.json`, in a directory renamed over `--out` only when
+   everything succeeded.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import shutil
 import sys
@@ -27,25 +29,31 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import pandas as pd
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql import types as T
 
-from cepplan.engine_adapter.runtime.job import evaluate_partition, job_from_json
+from cepplan.engine_adapter.runtime.job import job_from_json, needed_attributes
 from cepplan.engine_adapter.runtime.records import MATCH_COLUMN
-from cepplan.engine_adapter.runtime.tagging import TAGS, tag, tag_frame
+from cepplan.engine_adapter.spark_acquire import acquire
+from cepplan.engine_adapter.spark_match import (
+    PATTERN,
+    Counts,
+    Span,
+    complex_rows,
+    match,
+    schemes,
+)
+from cepplan.engine_adapter.spark_tags import TAGS, Layout, layout, tag_column
 from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_TYPE
 from cepplan.workload.spark_source import (
     REJECT,
     SourceError,
     read_events,
-    spark_type,
+    reject_reasons,
     valid_rows,
 )
 
-RANGE = "__range"
-_STATS = ("__cap", "__rows")
+MATCHES_DIR = "matches"
 
 
 def run_job(spark: SparkSession, data: dict[str, Any], events: Sequence[str], out_dir: str, *,
@@ -53,162 +61,104 @@ def run_job(spark: SparkSession, data: dict[str, Any], events: Sequence[str], ou
     """Evaluate every pattern of the job over `events`; write matches and `metrics.json` into
     `out_dir`, replacing it only when everything succeeded. Returns the metrics."""
     job = job_from_json(data)
+    plan = layout(job, data)
     seconds: dict[str, float] = {}
     clock = time.perf_counter()
-    raw = read_events(spark, list(events), **data["reader"]).persist()
-    rows_read = raw.count()
-    rejected = {r[REJECT]: r["count"] for r in
-                raw.filter(F.col(REJECT).isNotNull()).groupBy(REJECT).count().collect()}
-    good = valid_rows(raw)
-    seconds["read"] = time.perf_counter() - clock
-    say(f"read {rows_read} rows ({sum(rejected.values())} rejected)")
-    pool = _tagged(good, data).persist()
-    consumers = {o.type for p in job.patterns for o in p.operands}
-    metrics: dict[str, Any] = {"rows_read": rows_read, "rows_rejected": rejected,
-                               "rows_to_matchers": 0, "rows_to_matchers_by_pattern": {},
-                               "rows_shuffled": 0, "matches": {}, "kleene_cap_hits": {},
-                               "seconds": seconds}
-    outputs = []
-    for spec in job.patterns:
-        pattern = next(p for p in data["patterns"] if p["name"] == spec.name)
-        clock = time.perf_counter()
-        kept = _acquire(pool, pattern, spec).localCheckpoint()
-        sent = kept.count()
-        seconds[f"acquire {spec.name}"] = time.perf_counter() - clock
-        clock = time.perf_counter()
-        result = _match(spark, kept, data, pattern).localCheckpoint()
-        stats = result.filter(F.col(MATCH_COLUMN).isNull()).agg(
-            F.sum("__cap").alias("cap"), F.sum("__rows").alias("rows")).first()
-        found = result.filter(F.col(MATCH_COLUMN).isNotNull())
-        count = found.count()
-        seconds[f"match {spec.name}"] = time.perf_counter() - clock
-        metrics["rows_to_matchers"] += sent
-        metrics["rows_to_matchers_by_pattern"][spec.name] = sent
-        metrics["rows_shuffled"] += int(stats["rows"] or 0)
-        metrics["matches"][spec.name] = count
-        metrics["kleene_cap_hits"][spec.name] = int(stats["cap"] or 0)
-        say(f"pattern {spec.name}: {sent} rows to matchers, {count} matches")
-        if metrics["kleene_cap_hits"][spec.name]:
-            say(f"warning: pattern {spec.name}: {metrics['kleene_cap_hits'][spec.name]} Kleene "
-                f"enumerations cut at kleene_cap={data['options'].get('kleene_cap', 16)}")
-        outputs.append(found.select(MATCH_COLUMN))
-        if spec.name in consumers:
-            made = found.select(F.lit(spec.name).alias(EVENT_TYPE), EVENT_TS, EVENT_ID,
-                                *pattern["emit"], MATCH_COLUMN)
-            pool = pool.unionByName(_tagged(made, data),
-                                    allowMissingColumns=True).localCheckpoint()
+    pool, read, reasons = _read_and_tag(spark, data, events, job, plan)
+    tagged = pool.count()  # materialises the cache: the one read of the input
+    observed = read.get
+    metrics = _read_metrics(observed, reasons)
+    seconds["read and tag"] = time.perf_counter() - clock
+    say(f"read {metrics['rows_read']:,} rows ({sum(metrics['rows_rejected'].values()):,} "
+        f"rejected), {tagged:,} events tagged for the patterns")
     clock = time.perf_counter()
-    _write(outputs, out_dir, output_format, metrics, seconds, clock, data)
+    span = Span(observed["first"] or 0.0, observed["last"] or 0.0, tagged,
+                spark.sparkContext.defaultParallelism)
+    counts = spark.sparkContext.accumulator({}, Counts())
+    try:
+        outputs = _evaluate(spark, pool, job, plan, data, span, counts)
+        _write(outputs, out_dir, output_format, metrics, seconds, clock, data, counts)
+    finally:
+        pool.unpersist()
+    for name, hits in metrics["kleene_cap_hits"].items():
+        if hits:
+            say(f"warning: pattern {name}: {hits:,} Kleene enumerations cut at "
+                f"kleene_cap={data['options'].get('kleene_cap', 16)}")
     return metrics
 
 
-def _tagged(frame: DataFrame, data: dict[str, Any]) -> DataFrame:
-    """The frame with the `__vars` tags of `tagging.tag_frame` (filters pushed down)."""
-    schema = T.StructType([*frame.schema.fields,
-                           T.StructField(TAGS, T.ArrayType(T.StringType()), False)])
-
-    def tag_batches(batches):
-        job = job_from_json(data)
-        for batch in batches:
-            yield tag_frame(batch, job)
-
-    return frame.mapInPandas(tag_batches, schema).filter(F.size(TAGS) > 0)
-
-
-def _acquire(pool: DataFrame, pattern: dict[str, Any], spec) -> DataFrame:
-    """The pattern's events, acquired step by step as the plan says (seed 002 §3.3)."""
-    name = spec.name
-    window = spec.window
-    keys = list(spec.partition_by)
-    steps = [list(s) for s in pattern["steps"]] if spec.operator != "OR" else [
-        [o.var for o in spec.operands]]
-    if window is None:
-        steps = [[v for s in steps for v in s]]
-    kept: dict[str, DataFrame] = {}
-    earlier: list[str] = []
-    for step in steps:
-        for var in step:
-            frame = pool.filter(F.array_contains(TAGS, tag(name, var)))
-            for other in earlier:
-                frame = _within(frame, kept[other], keys, window,
-                                spec.operand(other).position, spec.operand(var).position,
-                                spec.operator == "SEQ")
-            kept[var] = frame.localCheckpoint() if len(steps) > 1 else frame
-        earlier += [v for v in step if spec.operand(v).kind != "negated"]
-    union = None
-    for frame in kept.values():
-        union = frame if union is None else union.unionByName(frame)
-    wanted = [c for c in union.columns if c != TAGS]
-    return union.select(*wanted).dropDuplicates([EVENT_TYPE, EVENT_ID, EVENT_TS])
+def _read_and_tag(spark: SparkSession, data: dict[str, Any], events: Sequence[str], job,
+                  plan: Layout) -> tuple[DataFrame, Observation, list[str]]:
+    """The good rows carrying at least one tag, narrowed to the columns the matchers read, and
+    an observation of rows read, rejected by reason, and the time span of the good rows."""
+    reader = data["reader"]
+    raw = read_events(spark, list(events), **reader)
+    reasons = reject_reasons(reader["source"], reader["attributes"])
+    observed = Observation("read")
+    good = F.col(REJECT).isNull()
+    raw = raw.observe(observed, F.count(F.lit(1)).alias("rows"),
+                      F.min(F.when(good, F.col(EVENT_TS))).alias("first"),
+                      F.max(F.when(good, F.col(EVENT_TS))).alias("last"),
+                      *[F.count_if(F.col(REJECT) == r).alias(f"reject {i}")
+                        for i, r in enumerate(reasons)])
+    rows = valid_rows(raw)
+    primitive = [t for t in plan.tags if not job.is_complex(t.operand.type)]
+    wanted = _columns(job, rows.columns)
+    pool = rows.select(*wanted, tag_column(job, plan, primitive, rows.columns).alias(TAGS))
+    return pool.filter(F.size(TAGS) > 0).persist(), observed, reasons
 
 
-def _within(frame: DataFrame, anchors: DataFrame, keys: list[str], window: float,
-            anchor_position: int, position: int, ordered: bool) -> DataFrame:
-    """Rows of `frame` with an anchor (same key) within the window: a range semi-join done as
-    an equi-join on time buckets of the window's width (an event's partners lie in its own
-    bucket or a neighbouring one), then the exact range test."""
-    width = window if window > 0 else 1.0
-    partner = (anchors.select(*[F.col(k).alias(f"__k_{k}") for k in keys],
-                              F.col(EVENT_TS).alias("__a_ts")).distinct()
-               .withColumn("__bucket", F.explode(F.array(*[
-                   F.floor(F.col("__a_ts") / width) + d for d in (-1, 0, 1)]))))
-    low, high = F.col("__a_ts") - window, F.col("__a_ts") + window
-    if ordered and anchor_position < position:
-        low = F.col("__a_ts")
-    elif ordered and anchor_position > position:
-        high = F.col("__a_ts")
-    condition = (F.floor(F.col(EVENT_TS) / width) == F.col("__bucket")) & (
-        F.col(EVENT_TS) >= low) & (F.col(EVENT_TS) <= high)
-    for key in keys:
-        condition = condition & (F.col(key) == F.col(f"__k_{key}"))
-    return frame.join(partner, condition, "left_semi")
+def _columns(job, available: list[str]) -> list[str]:
+    """The canonical columns and every attribute a matcher reads, as far as the frame has it."""
+    needed = [EVENT_TYPE, EVENT_TS, EVENT_ID]
+    for spec in job.patterns:
+        for attr in [*needed_attributes(job, spec), *spec.partition_by]:
+            if attr in available and attr not in needed:
+                needed.append(attr)
+    return needed
 
 
-def _match(spark: SparkSession, kept: DataFrame, data: dict[str, Any],
-           pattern: dict[str, Any]) -> DataFrame:
-    """Group the acquired events by key and overlapping time range; run the matcher."""
-    window = pattern["window"]
-    keys = list(pattern["partition_by"])
-    negation = any(o["kind"] == "negated" for o in pattern["operands"])
-    bounds = kept.agg(F.min(EVENT_TS).alias("lo"), F.max(EVENT_TS).alias("hi")).first()
-    start = bounds["lo"] if bounds["lo"] is not None else 0.0
-    span = (bounds["hi"] or 0.0) - start
-    slices = 4 * spark.sparkContext.defaultParallelism
-    back = window or 0.0
-    ahead = back if negation else 0.0
-    width = max(4 * back, span / slices, 1e-9)
-    first = F.floor((F.col(EVENT_TS) - ahead - start) / width).cast("long")
-    last = F.floor((F.col(EVENT_TS) + back - start) / width).cast("long")
-    ranged = kept.withColumn(RANGE, F.explode(F.sequence(first, last)))
-    emit_fields = [T.StructField(a, spark_type(t), True)
-                   for a, t in pattern["emit_types"].items()]
-    schema = T.StructType([T.StructField(MATCH_COLUMN, T.StringType(), True),
-                           T.StructField(EVENT_TS, T.DoubleType(), True),
-                           T.StructField(EVENT_ID, T.LongType(), True), *emit_fields,
-                           T.StructField("__cap", T.LongType(), True),
-                           T.StructField("__rows", T.LongType(), True)])
-    name = pattern["name"]
-    columns = [f.name for f in schema.fields]
+def _read_metrics(values: dict[str, Any], reasons: list[str]) -> dict[str, Any]:
+    """The metrics skeleton with rows read and rejected (reason -> count) filled in."""
+    rejected = {r: int(values[f"reject {i}"]) for i, r in enumerate(reasons)
+                if values[f"reject {i}"]}
+    return {"engine": "spark", "rows_read": int(values["rows"]), "rows_rejected": rejected,
+            "rows_to_matchers": 0, "rows_to_matchers_by_pattern": {}, "rows_shuffled": 0,
+            "matches": {}, "kleene_cap_hits": {}}
 
-    def evaluate(group: pd.DataFrame) -> pd.DataFrame:
-        job = job_from_json(data)
-        spec = job.pattern(name)
-        index = int(group[RANGE].iloc[0])
-        own = (start + index * width, start + (index + 1) * width)
-        out = evaluate_partition(group, job, spec, own=own, with_complex=True)
-        stats = pd.DataFrame({c: pd.Series([None], dtype=object) for c in columns})
-        stats["__cap"], stats["__rows"] = out.cap_hits, len(group)
-        if out.complex is None:
-            return stats
-        return pd.concat([out.complex.reindex(columns=columns).astype(object), stats],
-                         ignore_index=True)
 
-    return ranged.groupBy(*keys, RANGE).applyInPandas(evaluate, schema)
+def _evaluate(spark: SparkSession, pool: DataFrame, job, plan: Layout, data: dict[str, Any],
+              span: Span, counts) -> list[DataFrame]:
+    """Every level's match frames; complex events flow to the level above."""
+    consumed = {o.type for p in job.patterns for o in p.operands if job.is_complex(o.type)}
+    emit_types = {a: k for p in data["patterns"] for a, k in p.get("emit_types", {}).items()}
+    outputs: list[DataFrame] = []
+    made: DataFrame | None = None
+    for patterns in plan.levels:
+        frame = pool
+        if made is not None:
+            upper = [t for t in plan.tags if job.is_complex(t.operand.type)]
+            tagged = made.select("*", tag_column(job, plan, upper, made.columns).alias(TAGS))
+            frame = pool.unionByName(tagged.filter(F.size(TAGS) > 0),
+                                     allowMissingColumns=True)
+        acquired = acquire(frame, plan, patterns)
+        results = [match(acquired, plan, keys, group, data, span, emit_types, counts)
+                   for keys, group in schemes(patterns).items()]
+        level = results[0]
+        for other in results[1:]:
+            level = level.unionByName(other)
+        if consumed & {p.name for p in patterns}:
+            level = level.localCheckpoint()  # computed once for the writer and the level above
+            new = complex_rows(level, consumed, emit_types)
+            made = new if made is None else made.unionByName(new)
+        outputs.append(level)
+    return outputs
 
 
 def _write(outputs: list[DataFrame], out_dir: str, output_format: str, metrics: dict,
-           seconds: dict, clock: float, data: dict[str, Any]) -> None:
-    """Write matches and metrics into a fresh directory, then swap it into place."""
+           seconds: dict, clock: float, data: dict[str, Any], counts) -> None:
+    """Write matches (from the executors) and metrics into a fresh directory, then swap it
+    into place."""
     parent = os.path.dirname(os.path.abspath(out_dir)) or "."
     os.makedirs(parent, exist_ok=True)
     staging = tempfile.mkdtemp(prefix=".cepplan-run-", dir=parent)
@@ -216,15 +166,14 @@ def _write(outputs: list[DataFrame], out_dir: str, output_format: str, metrics: 
         union = outputs[0]
         for frame in outputs[1:]:
             union = union.unionByName(frame)
+        target = os.path.join(staging, MATCHES_DIR)
         if output_format == "parquet":
-            union.withColumnRenamed(MATCH_COLUMN, "match").withColumn(
-                "pattern", F.get_json_object("match", "$.pattern")).coalesce(1).write.parquet(
-                os.path.join(staging, "matches.parquet"))
+            union.select(PATTERN, F.col(MATCH_COLUMN).alias("match")).write.parquet(target)
         else:
-            with open(os.path.join(staging, "matches.jsonl"), "w", encoding="utf-8") as handle:
-                for row in union.toLocalIterator():
-                    handle.write(row[MATCH_COLUMN] + "\n")
-        seconds["write"] = time.perf_counter() - clock
+            union.select(MATCH_COLUMN).write.text(target)
+            _name_json_lines(target)
+        seconds["match and write"] = time.perf_counter() - clock
+        _counted(metrics, counts.value, data)
         metrics["plan"] = data.get("plan", {})
         metrics["seconds"] = {k: round(v, 3) for k, v in seconds.items()}
         with open(os.path.join(staging, "metrics.json"), "w", encoding="utf-8") as handle:
@@ -241,6 +190,32 @@ def _write(outputs: list[DataFrame], out_dir: str, output_format: str, metrics: 
         raise
 
 
+def _name_json_lines(directory: str) -> None:
+    """Spark's text writer names parts `.txt`; they hold JSON lines, so say so."""
+    for name in os.listdir(directory):
+        if name.startswith("part-") and name.endswith(".txt"):
+            os.replace(os.path.join(directory, name),
+                       os.path.join(directory, name[:-4] + ".jsonl"))
+
+
+def _counted(metrics: dict, counts: dict, data: dict[str, Any]) -> None:
+    """Fill the per-pattern counts from the match stage's accumulator."""
+    names = [p["name"] for p in data["patterns"]]
+    for name in names:
+        metrics["rows_to_matchers_by_pattern"][name] = counts.get(("sent", name), 0)
+        metrics["matches"][name] = counts.get(("matches", name), 0)
+        metrics["kleene_cap_hits"][name] = counts.get(("cap", name), 0)
+    metrics["rows_to_matchers"] = sum(metrics["rows_to_matchers_by_pattern"].values())
+    metrics["rows_shuffled"] = counts.get(("shuffled", ""), 0)
+
+
+def shuffle_partitions(paths: Sequence[str], parallelism: int) -> int:
+    """Shuffle partitions from the input size: about one per 32 MiB of local input, at least
+    twice the parallelism (adaptive execution coalesces small ones)."""
+    size = sum(os.path.getsize(p) for p in paths if os.path.isfile(p))
+    return max(2 * parallelism, min(2000, math.ceil(size / (32 << 20))))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """`spark-submit job.py --job job.json --events PATH... --out DIR [--format parquet]`."""
     parser = argparse.ArgumentParser(prog="job.py")
@@ -248,11 +223,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--events", required=True, nargs="+", help="event files")
     parser.add_argument("--out", required=True, help="output directory (replaced on success)")
     parser.add_argument("--format", default="jsonl", choices=["jsonl", "parquet"])
+    parser.add_argument("--verbose", action="store_true", help="keep Spark's own log")
     args = parser.parse_args(argv)
     with open(args.job, encoding="utf-8") as handle:
         data = json.load(handle)
     spark = SparkSession.builder.appName(f"cepplan {data['workload'].get('name', '')}") \
         .config("spark.sql.session.timeZone", "UTC").getOrCreate()
+    if not args.verbose:
+        spark.sparkContext.setLogLevel("ERROR")
+    spark.conf.set("spark.sql.shuffle.partitions", shuffle_partitions(
+        args.events, spark.sparkContext.defaultParallelism))
     try:
         metrics = run_job(spark, data, args.events, args.out, output_format=args.format,
                           say=lambda text: print(f"cepplan: {text}", file=sys.stderr,

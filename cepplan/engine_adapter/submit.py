@@ -1,15 +1,18 @@
 """Submit a generated job with `spark-submit` and read back its metrics.
 
 Uses the `spark-submit` shipped inside the installed pyspark (no PATH set-up needed) and the
-current Python for the driver and workers; Spark's own progress goes to the terminal unless
-quiet.
+current Python for the driver and workers. Spark's own log is shown only with `verbose`; when
+the job fails, the cause found in its output (an OutOfMemoryError, the last line of a Python
+exception, Spark's error message) is the message of `JobFailed`.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections import deque
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 import pyspark
@@ -17,9 +20,22 @@ import pyspark
 from cepplan.errors import CepplanError
 from cepplan.interrupt import run_child_group
 
+# Settings chosen for the job (docs/engine.md, "Spark settings"); `conf` overrides them.
+JOB_SETTINGS = {
+    "spark.sql.session.timeZone": "UTC",
+    "spark.sql.adaptive.enabled": "true",
+    "spark.sql.adaptive.coalescePartitions.enabled": "true",
+    "spark.sql.execution.arrow.maxRecordsPerBatch": "20000",
+    "spark.driver.extraJavaOptions": "-XX:+ExitOnOutOfMemoryError",
+    "spark.executor.extraJavaOptions": "-XX:+ExitOnOutOfMemoryError",
+}
+_PYTHON_ERROR = re.compile(r"^\s*([A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt)): (.+)$")
+_NOISE = ("py4j.protocol.Py4JJavaError", "org.apache.spark.SparkException: Job aborted",
+          "pyspark.errors.exceptions.captured.PythonException")
+
 
 class JobFailed(CepplanError):
-    """spark-submit exited with an error; the message carries the end of its output."""
+    """spark-submit exited with an error; the message says why, as far as its output tells."""
 
 
 def spark_submit() -> str:
@@ -28,16 +44,21 @@ def spark_submit() -> str:
 
 
 def submit(job_dir: Path, events: list[str], out: Path, *, master: str = "local[*]",
-           output_format: str = "jsonl", quiet: bool = False, verbose: bool = False) -> None:
+           output_format: str = "jsonl", quiet: bool = False, verbose: bool = False,
+           conf: Mapping[str, str] | None = None) -> None:
     """Run `job_dir/job.py` on `events`, writing into `out`; raise `JobFailed` on failure.
     `quiet` shows nothing while it runs; `verbose` shows Spark's own log lines too."""
-    command = [spark_submit(), "--master", master,
-               "--conf", "spark.sql.session.timeZone=UTC",
-               "--conf", f"spark.ui.showConsoleProgress={'false' if quiet else 'true'}",
-               "--py-files", str(job_dir / "runtime.zip"), str(job_dir / "job.py"),
-               "--events", *events, "--out", str(out), "--format", output_format]
+    settings = {**JOB_SETTINGS,
+                "spark.ui.showConsoleProgress": "false" if quiet else "true", **(conf or {})}
+    command = [spark_submit(), "--master", master]
+    for key, value in settings.items():
+        command += ["--conf", f"{key}={value}"]
+    command += ["--py-files", str(job_dir / "runtime.zip"), str(job_dir / "job.py"),
+                "--events", *events, "--out", str(out), "--format", output_format]
+    if verbose:
+        command.append("--verbose")
     env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable)
-    tail: deque[str] = deque(maxlen=40)
+    tail: deque[str] = deque(maxlen=400)
 
     def on_line(line: str) -> None:
         tail.append(line.rstrip("\n"))
@@ -46,9 +67,34 @@ def submit(job_dir: Path, events: list[str], out: Path, *, master: str = "local[
 
     code = run_child_group(command, env=env, on_line=on_line)  # stopped whole if interrupted
     if code != 0:
-        errors = [line for line in tail if line.startswith("error:")]
-        raise JobFailed("\n".join(errors) if errors else
-                        "spark-submit failed; its last lines:\n" + "\n".join(tail))
+        raise JobFailed(failure_message(tail, code))
+
+
+def failure_message(lines: Iterable[str], code: int) -> str:
+    """One clear message from the end of a failed job's output."""
+    lines = list(lines)
+    ours = [line for line in lines if line.startswith("error:")]
+    if ours:
+        return "\n".join(ours)
+    cause = failure_cause(lines)
+    if cause:
+        return f"the Spark job failed: {cause}"
+    shown = "\n".join(lines[-15:])
+    return f"the Spark job failed (exit code {code}); the end of its output:\n{shown}"
+
+
+def failure_cause(lines: list[str]) -> str | None:
+    """The root cause in Spark's output: running out of memory, else the last exception line
+    that is not one of Spark's wrappers."""
+    for line in lines:
+        if "OutOfMemoryError" in line:
+            return ("out of memory (java.lang.OutOfMemoryError); give Spark more memory "
+                    "(spark.driver.memory / spark.executor.memory) or use a narrower pattern")
+    for line in reversed(lines):
+        found = _PYTHON_ERROR.match(line)
+        if found and not line.strip().startswith(_NOISE):
+            return f"{found.group(1).rsplit('.', 1)[-1]}: {found.group(3).strip()}"
+    return None
 
 
 def _worth_showing(line: str) -> bool:

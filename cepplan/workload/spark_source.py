@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from pyspark.errors import AnalysisException
@@ -72,7 +72,7 @@ def read_events(spark: SparkSession, paths: str | Sequence[str], source: Mapping
     _check_paths(paths)
     raw = _read_raw(spark, paths, source)
     _check_columns(raw, source, attributes, paths)
-    attr_types = _merged_attribute_types(attributes)
+    attr_types = merged_attribute_types(attributes.values())
     type_col = source.get("type_column")
     keys = [k for k in source.get("key_columns", ()) if k not in attr_types]
 
@@ -95,6 +95,28 @@ def read_events(spark: SparkSession, paths: str | Sequence[str], source: Mapping
 def valid_rows(events: DataFrame) -> DataFrame:
     """The good rows of `read_events`' result, without the `__reject` column."""
     return events.filter(F.col(REJECT).isNull()).drop(REJECT)
+
+
+def reject_reasons(source: Mapping[str, Any],
+                   attributes: Mapping[str, Mapping[str, str]]) -> list[str]:
+    """Every reason `read_events` can give in `__reject` for this source (so a job can count
+    them all in one aggregate, without grouping the rows)."""
+    attr_types = merged_attribute_types(attributes.values())
+    reasons = [REJECT_MALFORMED, REJECT_TYPE_MISSING, REJECT_TYPE_UNKNOWN, REJECT_TIME]
+    if source.get("id_column"):
+        reasons.append(REJECT_ID)
+    reasons += [_missing_key(k) for k in source.get("key_columns", ()) if k not in attr_types]
+    for name in attr_types:
+        reasons += list(_attribute_reasons(name))
+    return reasons
+
+
+def _missing_key(key: str) -> str:
+    return f"missing key {key!r}"
+
+
+def _attribute_reasons(name: str) -> tuple[str, str]:
+    return f"missing attribute {name!r}", f"unparsable attribute {name!r}"
 
 
 def spark_type(kind: str) -> T.DataType:
@@ -167,13 +189,13 @@ def _row_columns(source: Mapping[str, Any]) -> list[str]:
 def _check_columns(raw: DataFrame, source: Mapping[str, Any],
                    attributes: Mapping[str, Mapping[str, str]], paths: list[str]) -> None:
     present = set(raw.columns)
-    needed = _row_columns(source) + list(_merged_attribute_types(attributes))
+    needed = _row_columns(source) + list(merged_attribute_types(attributes.values()))
     missing = [c for c in dict.fromkeys(needed) if c not in present]
     if missing:
         shown = ", ".join(c for c in raw.columns if c != _CORRUPT)
         raise SourceError(f"column(s) {', '.join(map(repr, missing))} not in the input "
                           f"(its columns: {shown})", ", ".join(paths))
-    for name, kind in _merged_attribute_types(attributes).items():
+    for name, kind in merged_attribute_types(attributes).items():
         stored = raw.schema[name].dataType
         if _clashes(stored, SPARK_TYPES[kind]):
             raise SourceError(f"column {name!r} holds {stored.simpleString()} values, but the "
@@ -192,10 +214,10 @@ def _clashes(stored: T.DataType, target: T.DataType) -> bool:
     return numeric and not isinstance(stored, (T.NumericType, T.StringType))
 
 
-def _merged_attribute_types(attributes: Mapping[str, Mapping[str, str]]) -> dict[str, str]:
+def merged_attribute_types(declared: Iterable[Mapping[str, str]]) -> dict[str, str]:
     """One type per attribute name: the declared one, or double/string if types disagree."""
     merged: dict[str, str] = {}
-    for attrs in attributes.values():
+    for attrs in declared:
         for name, kind in attrs.items():
             old = merged.get(name, kind)
             if old != kind:
@@ -282,7 +304,7 @@ def _reject_column(raw: DataFrame, source: Mapping[str, Any],
     if source.get("id_column"):
         reasons.append(F.when(out[EVENT_ID].isNull(), F.lit(REJECT_ID)))
     for key in keys:
-        reasons.append(F.when(F.col(key).isNull(), F.lit(f"missing key {key!r}")))
+        reasons.append(F.when(F.col(key).isNull(), F.lit(_missing_key(key))))
     by_schema: dict[tuple, list[str]] = {}
     for type_name, attrs in attributes.items():
         by_schema.setdefault(tuple(sorted(attrs)), []).append(type_name)
@@ -300,8 +322,8 @@ def _reject_column(raw: DataFrame, source: Mapping[str, Any],
 
 
 def _attribute_reason(name: str, cast: Column) -> Column:
-    return (F.when(F.col(name).isNull(), F.lit(f"missing attribute {name!r}"))
-            .when(cast.isNull(), F.lit(f"unparsable attribute {name!r}")))
+    missing, unparsable = _attribute_reasons(name)
+    return F.when(F.col(name).isNull(), F.lit(missing)).when(cast.isNull(), F.lit(unparsable))
 
 
 def _first_line(exc: Exception) -> str:

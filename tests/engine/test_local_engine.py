@@ -42,14 +42,6 @@ def read_matches(out: Path) -> dict[str, list]:
     return {k: sorted(v) for k, v in got.items()}
 
 
-def spark_matches(out: Path) -> dict[str, list]:
-    got: dict[str, list] = {}
-    for line in (out / "matches.jsonl").read_text().splitlines():
-        obj = json.loads(line)
-        got.setdefault(obj["pattern"], []).append(canonical(obj))
-    return {k: sorted(v) for k, v in got.items()}
-
-
 def test_reject_reasons_are_the_spark_readers():
     pytest.importorskip("pyspark")
     from cepplan.workload import spark_source
@@ -80,7 +72,7 @@ def test_local_equals_spark_on_examples(spark, tmp_path, example):
         remote = run_job(spark, data, events, str(tmp_path / f"spark-{kind}"),
                          say=lambda _: None)
         assert {k: local[k] for k in SAME} == {k: remote[k] for k in SAME}, kind
-        assert read_matches(tmp_path / f"local-{kind}") == spark_matches(
+        assert read_matches(tmp_path / f"local-{kind}") == read_matches(
             tmp_path / f"spark-{kind}"), kind
         assert local["engine"] == "local"
 

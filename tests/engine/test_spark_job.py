@@ -4,6 +4,8 @@ examples, with the trivial plan and a many-step plan (plans change cost, never r
 from __future__ import annotations
 
 import json
+import random
+from pathlib import Path
 
 import pytest
 
@@ -11,8 +13,21 @@ from cepplan.engine_adapter.job_spec import job_data
 from cepplan.engine_adapter.spark_job import run_job
 from cepplan.planner.plan import trivial_plan
 from cepplan.stats.synth_write import write_events
+from cepplan.workload import Workload, build_workload
 from tests.engine.example_data import stepwise_plan, thin_example
 from tests.engine.reference_matcher import canonical, reference_matches
+from tests.engine.test_matcher_vs_reference import frame
+from tests.engine.workloads import TEMPLATES, TYPES
+
+
+def read_matches(out: Path) -> dict[str, list]:
+    """The canonical matches per pattern in every part file under `out/matches`."""
+    got: dict[str, list] = {}
+    for part in sorted((out / "matches").glob("part-*")):
+        for line in part.read_text().splitlines():
+            obj = json.loads(line)
+            got.setdefault(obj["pattern"], []).append(canonical(obj))
+    return {k: sorted(v) for k, v in got.items()}
 
 
 @pytest.mark.parametrize("example", ["stocks", "network"])
@@ -28,13 +43,47 @@ def test_spark_job_equals_reference(spark, tmp_path, example):
         out = tmp_path / kind
         metrics = run_job(spark, job_data(workload, plan), [str(path)], str(out),
                           say=lambda _: None)
-        lines = (out / "matches.jsonl").read_text().splitlines()
-        got: dict[str, list] = {name: [] for name in expected}
-        for line in lines:
-            obj = json.loads(line)
-            got[obj["pattern"]].append(canonical(obj))
-        assert {k: sorted(v) for k, v in got.items()} == expected, kind
+        got = read_matches(out)
+        assert {k: got.get(k, []) for k in expected} == expected, kind
         assert metrics["rows_read"] == len(events)
         assert metrics["matches"] == {k: len(v) for k, v in expected.items()}
         sent[kind] = metrics["rows_to_matchers"]
     assert sent["steps"] <= sent["trivial"]
+
+
+def property_workload() -> Workload:
+    """Every template of the property tests in one workload (each pattern renamed after its
+    template; `hierarchy` keeps its two patterns), read from a CSV file."""
+    patterns = []
+    for name, template in sorted(TEMPLATES.items()):
+        patterns += [p if name == "hierarchy" else {**p, "name": name} for p in template]
+    return build_workload({
+        "format": "cepplan.workload/1", "time_unit": "s",
+        "source": {"format": "csv", "header": True, "type_column": "kind",
+                   "time_column": "ts", "id_column": "id"},
+        "event_types": {t: {"attributes": {"v": "long", "w": "double", "k": "string"}}
+                        for t in TYPES},
+        "options": {"kleene_cap": 30}, "patterns": patterns})
+
+
+@pytest.mark.parametrize("seed", [1])
+def test_one_pass_equals_reference_on_property_workloads(spark, tmp_path, seed):
+    """All property-test patterns in one job (one read, shared acquisition rounds, one shuffle
+    per partition scheme) equal the reference, under the trivial and a many-step plan."""
+    rng = random.Random(seed)
+    rows = [(rng.choice(TYPES), rng.randint(0, 12), rng.randint(0, 4),
+             rng.choice([0.5, 2.0, 3.5, 5.0]), rng.choice("xy")) for _ in range(40)]
+    workload, events = property_workload(), frame(rows)
+    path = tmp_path / "events.csv"
+    write_events(events, workload, path)
+    expected = {name: sorted(map(canonical, found))
+                for name, found in reference_matches(workload, events).items()}
+    assert sum(1 for found in expected.values() if found) >= len(expected) // 2
+    for kind, plan in (("trivial", trivial_plan(workload)), ("steps", stepwise_plan(workload))):
+        metrics = run_job(spark, job_data(workload, plan), [str(path)], str(tmp_path / kind),
+                          say=lambda _: None)
+        got = read_matches(tmp_path / kind)
+        assert {k: got.get(k, []) for k in expected} == expected, kind
+        assert metrics["matches"] == {k: len(v) for k, v in expected.items()}, kind
+        assert metrics["engine"] == "spark"
+        assert not any(metrics["kleene_cap_hits"].values())

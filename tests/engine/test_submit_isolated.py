@@ -80,7 +80,9 @@ def test_job_runs_without_cepplan_and_runs_no_workload_text(tmp_path):
     assert run.returncode == 0, run.stderr[-3000:]
     assert not marker.exists()
     got = {}
-    for line in (tmp_path / "out" / "matches.jsonl").read_text().splitlines():
+    lines = [line for part in sorted((tmp_path / "out" / "matches").glob("part-*"))
+             for line in part.read_text().splitlines()]
+    for line in lines:
         obj = json.loads(line)
         got.setdefault(obj["pattern"], []).append(canonical(obj))
     expected = reference_matches(workload, events)

@@ -1,0 +1,157 @@
+"""Spark engine benchmarks: `cepplan run` on Spark against a bare Spark scan, OpenCEP, and the
+trivial plan, each measured side by side in one run (process start to files written).
+
+1. Minute bars in OpenCEP's NASDAQ format (`stock_bars`): a bare Spark read + count per ticker
+   of the file, then `cepplan run` (Spark engine, default JSON-lines output) of
+   SEQ(MSFT, DRIV, MSFT) (a.peak < c.peak, b.volume > 1000, 10 min) and of three GOOG bars with
+   rising peaks within 3 min, at `small` and `large` rows.
+2. OpenCEP (from OPENCEP_SRC; skipped, saying so, when unset) on the same patterns at the size
+   it finishes within its time limit; throughput ratio cepplan/OpenCEP.
+3. The fraud example at `fraud` events: optimised vs trivial plan on Spark — wall time, rows
+   to matchers, and the planner's predicted ratio.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from benchmarks.stock_bars import write_bars, write_workload
+from cepplan.planner.plan import trivial_plan
+from cepplan.workload import load_workload
+
+ROOT = Path(__file__).resolve().parent.parent
+CLI = [sys.executable, "-m", "cepplan"]
+OPENCEP_LIMIT = 600  # seconds OpenCEP may take at one size
+
+
+def uptime() -> str:
+    return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+
+
+def bare_scan(events: Path) -> float:
+    """Seconds for spark-submit of a bare read + count per type of the file (CSV, no cepplan)."""
+    script = events.with_suffix(".scan.py")
+    script.write_text(
+        "import sys\nfrom pyspark.sql import SparkSession\n"
+        "s = SparkSession.builder.getOrCreate()\ns.sparkContext.setLogLevel('ERROR')\n"
+        "s.read.csv(sys.argv[1]).groupBy('_c0').count().collect()\ns.stop()\n")
+    from cepplan.engine_adapter.submit import spark_submit
+    start = time.perf_counter()
+    subprocess.run([spark_submit(), "--master", "local[*]", "--conf",
+                    "spark.ui.showConsoleProgress=false", str(script), str(events)],
+                   check=True, capture_output=True)
+    return time.perf_counter() - start
+
+
+def spark_run(workload: Path, events: Path, out: Path, *, plan: Path | None = None,
+              extra: tuple[str, ...] = ()) -> tuple[float, dict]:
+    """`cepplan run` on Spark in a fresh process: (wall seconds, metrics.json)."""
+    if plan is None:
+        plan = out.with_suffix(".plan.json")
+        plan.write_text(json.dumps(trivial_plan(load_workload(workload)).to_json()))
+    help_text = subprocess.run([*CLI, "run", "--help"], capture_output=True, text=True).stdout
+    engine = ["--engine", "spark"] if "--engine" in help_text else []
+    start = time.perf_counter()
+    subprocess.run([*CLI, "run", str(plan), "--workload", str(workload), "--events",
+                    str(events), "--out", str(out), "--quiet", *engine, *extra], check=True)
+    took = time.perf_counter() - start
+    return took, json.loads((out / "metrics.json").read_text())
+
+
+def opencep(events: Path, pattern: str, scratch: Path) -> tuple[float, int] | None:
+    """OpenCEP's (seconds, matches) on the file, or None when it does not finish in time."""
+    out = scratch / f"opencep-{pattern}.json"
+    start = time.perf_counter()
+    try:
+        subprocess.run([sys.executable, str(ROOT / "benchmarks" / "opencep_stocks.py"),
+                        os.environ["OPENCEP_SRC"], pattern, str(events), str(out)],
+                       check=True, capture_output=True, timeout=OPENCEP_LIMIT)
+    except subprocess.TimeoutExpired:
+        return None
+    return time.perf_counter() - start, len(json.loads(out.read_text())["matches"])
+
+
+def bars(sizes: list[int], opencep_rows: int, scratch: Path) -> None:
+    print(f"\n1. minute bars, Spark engine (local[*]); load: {uptime()}")
+    print(f"{'pattern':<8} {'rows':>11} {'cepplan s':>10} {'bare scan s':>12} {'ratio':>7} "
+          f"{'matches':>10} {'events/s':>11}")
+    throughput: dict[str, float] = {}
+    for rows in sizes:
+        events = scratch / f"bars-{rows}.csv"
+        write_bars(events, rows)
+        scan = bare_scan(events)
+        for pattern in ("msft", "goog"):
+            workload = scratch / f"{pattern}.json"
+            write_workload(workload, [pattern])
+            took, metrics = spark_run(workload, events, scratch / f"out-{pattern}-{rows}")
+            found = metrics["matches"][pattern]
+            print(f"{pattern:<8} {rows:>11,} {took:>10.1f} {scan:>12.1f} {took / scan:>7.2f} "
+                  f"{found:>10,} {rows / took:>11,.0f}", flush=True)
+            throughput[pattern] = rows / took
+    if not os.environ.get("OPENCEP_SRC"):
+        print("\n2. OpenCEP: skipped (set OPENCEP_SRC to an OpenCEP checkout to compare)")
+        return
+    print(f"\n2. OpenCEP at {opencep_rows:,} rows (the largest size run here; limit "
+          f"{OPENCEP_LIMIT} s) vs cepplan Spark at {sizes[-1]:,} rows; load: {uptime()}")
+    events = scratch / f"bars-opencep-{opencep_rows}.csv"
+    write_bars(events, opencep_rows)
+    for pattern in ("msft", "goog"):
+        measured = opencep(events, pattern, scratch)
+        if measured is None:
+            print(f"{pattern:<8} OpenCEP did not finish in {OPENCEP_LIMIT} s")
+            continue
+        seconds, found = measured
+        workload = scratch / f"{pattern}.json"
+        _, metrics = spark_run(workload, events, scratch / f"out-oc-{pattern}")
+        same = "equal" if metrics["matches"][pattern] == found else "DIFFERENT"
+        peer = opencep_rows / seconds
+        print(f"{pattern:<8} OpenCEP {seconds:>7.1f} s, {peer:>9,.0f} events/s, {found:,} "
+              f"matches (cepplan: {metrics['matches'][pattern]:,}, {same}); cepplan/OpenCEP "
+              f"throughput {throughput[pattern] / peer:.1f}x (target >= 20x)", flush=True)
+
+
+def fraud(duration: int, scratch: Path) -> None:
+    example = ROOT / "examples" / "fraud" / "workload.json"
+    events, plan = scratch / "fraud.csv", scratch / "fraud-plan.json"
+    rates = [f"--rate={t}={r}" for t, r in load_workload(example).statistics.rates.items()]
+    subprocess.run([*CLI, "synth", str(example), "-o", str(events), "--duration", str(duration),
+                    "--seed", "7", "--truth-draws", "20000", "--range", "amount=0:1500", *rates,
+                    "-q"], check=True)
+    subprocess.run([*CLI, "optimize", str(example), "--stats",
+                    str(scratch / "fraud.truth.json"), "-o", str(plan), "--quiet"], check=True)
+    print(f"\n3. fraud example on Spark, {duration:,} min of events; load: {uptime()}")
+    measured = {}
+    for kind in ("trivial", "optimised"):
+        extra = ("--plan-kind", "trivial") if kind == "trivial" else ()
+        measured[kind] = spark_run(example, events, scratch / f"fraud-{kind}", plan=plan,
+                                   extra=extra)
+    (wall_t, trivial), (wall_o, opt) = measured["trivial"], measured["optimised"]
+    assert opt["matches"] == trivial["matches"], "plans must not change results"
+    chosen = json.loads(plan.read_text())["patterns"].values()
+    predicted = (sum(p["detection"]["expected_cost"] for p in chosen)
+                 / sum(p["naive_cost"] for p in chosen))
+    good = opt["rows_read"] - sum(opt["rows_rejected"].values())
+    rows_t, rows_o = trivial["rows_to_matchers"], opt["rows_to_matchers"]
+    print(f"rows read {opt['rows_read']:,}; matches (equal under both plans) {opt['matches']}")
+    print(f"{'':<26} {'trivial':>12} {'optimised':>12} {'ratio':>8}")
+    print(f"{'wall seconds':<26} {wall_t:>12.1f} {wall_o:>12.1f} {wall_o / wall_t:>8.3f}")
+    print(f"{'rows to matchers':<26} {rows_t:>12,} {rows_o:>12,} {rows_o / rows_t:>8.3f}")
+    print(f"{'transmission (of good rows)':<26} {rows_t / good:>12.3f} {rows_o / good:>12.3f}")
+    print(f"{'planner predicted ratio':<26} {'':>12} {'':>12} {predicted:>8.3f}")
+    print(f"measured/predicted ratio {rows_o / rows_t / predicted:.3f} (target within 10 %)")
+
+
+def main(quick: bool = False) -> None:
+    """Quick: 10^4/10^5 bars, OpenCEP at 10^4, 2,000 min of fraud; full: 3·10^5 and 10^7
+    bars, OpenCEP at 10^5, fraud at about 10^7 events (1.27M minutes at 7.9 events/min)."""
+    with tempfile.TemporaryDirectory(prefix="cepplan-bench-spark-") as scratch:
+        where = Path(scratch)
+        bars([10_000, 100_000] if quick else [300_000, 10_000_000],
+             10_000 if quick else 100_000, where)
+        fraud(2_000 if quick else 1_270_000, where)

@@ -1,0 +1,139 @@
+"""The match stage: one shuffle per partition scheme, every pattern of the scheme per group.
+
+Shipped in the job's runtime zip. Patterns that partition by the same key attributes form a
+scheme. Its acquired events are grouped by a hash of the key (so many keys share a group) and
+by time ranges that overlap by the largest window of the scheme (and by it again ahead, when
+a pattern has a negation that can look ahead). A range owns the matches whose latest event
+falls in it, so each match is reported once. In a group, each pattern's matcher (seed 001,
+`evaluate_partition`) runs per key on the events kept for it. Counts travel back in one
+accumulator: no extra pass over the data.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from pyspark import AccumulatorParam
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from cepplan.engine_adapter.runtime.job import evaluate_partition, job_from_json, partitions
+from cepplan.engine_adapter.runtime.records import MATCH_COLUMN
+from cepplan.engine_adapter.runtime.spec import NEGATED, PatternSpec
+from cepplan.engine_adapter.spark_tags import TAGS, Layout, any_of
+from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_TYPE
+from cepplan.workload.spark_source import spark_type
+
+PATTERN = "pattern"
+_RANGE, _PART = "__range", "__part"
+GROUP_EVENTS = 200_000  # events per range and key group the matcher holds at once (at most)
+
+
+class Counts(AccumulatorParam):
+    """Adds dictionaries of counts: ("matches"|"sent"|"cap", pattern) and ("shuffled", "")."""
+
+    def zero(self, value: dict) -> dict:
+        return {}
+
+    def addInPlace(self, value1: dict, value2: dict) -> dict:
+        for key, count in value2.items():
+            value1[key] = value1.get(key, 0) + count
+        return value1
+
+
+@dataclass(frozen=True)
+class Span:
+    """The good events' time span and count (from the read stage) and the job's parallelism."""
+
+    start: float
+    end: float
+    rows: int
+    parallelism: int
+
+
+def schemes(patterns: tuple[PatternSpec, ...]) -> dict[tuple[str, ...], list[PatternSpec]]:
+    """Patterns grouped by their key attributes (sorted), in workload order."""
+    found: dict[tuple[str, ...], list[PatternSpec]] = {}
+    for spec in patterns:
+        found.setdefault(tuple(sorted(spec.partition_by)), []).append(spec)
+    return found
+
+
+def output_schema(emit_types: Mapping[str, str]) -> T.StructType:
+    """Columns of a match stage's output: pattern, match text, time, id, emitted attributes."""
+    return T.StructType([T.StructField(PATTERN, T.StringType(), False),
+                         T.StructField(MATCH_COLUMN, T.StringType(), True),
+                         T.StructField(EVENT_TS, T.DoubleType(), True),
+                         T.StructField(EVENT_ID, T.LongType(), True),
+                         *[T.StructField(a, spark_type(k), True) for a, k in emit_types.items()]])
+
+
+def match(acquired: DataFrame, plan: Layout, keys: tuple[str, ...],
+          patterns: list[PatternSpec], data: Mapping[str, Any], span: Span,
+          emit_types: Mapping[str, str], counts) -> DataFrame:
+    """All matches of `patterns` (one scheme) over their acquired events."""
+    tags = {p.name: plan.of(p) for p in patterns}
+    flags = {p.name: f"__in_{i}" for i, p in enumerate(patterns)}
+    keep = [c for c in acquired.columns if c != TAGS]
+    rows = acquired.filter(any_of([t for found in tags.values() for t in found])).select(
+        *keep, *[any_of(tags[p.name]).alias(flags[p.name]) for p in patterns])
+    back = max((p.window or 0.0) for p in patterns)
+    ahead = max(((p.window or 0.0) for p in patterns if any(o.kind == NEGATED
+                                                            for o in p.operands)), default=0.0)
+    slices = max(4 * span.parallelism, math.ceil(span.rows / GROUP_EVENTS)) if not keys else \
+        max(1, math.ceil(span.rows / (GROUP_EVENTS * 4 * span.parallelism)))
+    width = max(4 * back, (span.end - span.start) / slices, 1e-9)
+    start = span.start
+    first = F.floor((F.col(EVENT_TS) - ahead - start) / width).cast("long")
+    last = F.floor((F.col(EVENT_TS) + back - start) / width).cast("long")
+    part = (F.pmod(F.xxhash64(*[F.col(k) for k in keys]), F.lit(4 * span.parallelism))
+            if keys else F.lit(0).cast("long"))
+    ranged = rows.select("*", F.explode(F.sequence(first, last)).alias(_RANGE),
+                         part.alias(_PART))
+    schema = output_schema(emit_types)
+    columns = [f.name for f in schema.fields]
+    names = [p.name for p in patterns]
+    cache: dict[str, Any] = {}
+
+    def evaluate(group: pd.DataFrame) -> pd.DataFrame:
+        if "job" not in cache:
+            cache["job"] = job_from_json(data)
+        job = cache["job"]
+        index = int(group[_RANGE].iloc[0])
+        own = (start + index * width, start + (index + 1) * width)
+        stamps = group[EVENT_TS].to_numpy()
+        owned = (stamps >= own[0]) & (stamps < own[1])
+        found: dict[tuple[str, str], int] = {("shuffled", ""): len(group)}
+        parts = []
+        for name in names:
+            spec = job.pattern(name)
+            mine = group[flags[name]].to_numpy(dtype=bool)
+            found[("sent", name)] = int(np.count_nonzero(mine & owned))
+            matches = cap = 0
+            for events in partitions(group[mine], spec.partition_by):
+                out = evaluate_partition(events, job, spec, own=own, with_complex=True)
+                cap += out.cap_hits
+                if out.complex is not None and len(out.complex):
+                    matches += len(out.complex)
+                    parts.append(out.complex.assign(**{PATTERN: name}))
+            found[("matches", name)] = matches
+            found[("cap", name)] = cap
+        counts.add(found)
+        if not parts:
+            return pd.DataFrame({c: pd.Series([], dtype=object) for c in columns})
+        return pd.concat(parts, ignore_index=True).reindex(columns=columns).astype(object)
+
+    return ranged.groupBy(_PART, _RANGE).applyInPandas(evaluate, schema)
+
+
+def complex_rows(results: DataFrame, consumed: set[str],
+                 emit_types: Mapping[str, str]) -> DataFrame:
+    """Matches of patterns that others read, as events of the pattern's type."""
+    return results.filter(F.col(PATTERN).isin(sorted(consumed))).select(
+        F.col(PATTERN).alias(EVENT_TYPE), EVENT_TS, EVENT_ID, *emit_types, MATCH_COLUMN)

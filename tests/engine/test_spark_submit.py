@@ -1,0 +1,70 @@
+"""`spark-submit` of generated jobs: many matches need no driver memory (nothing is gathered on
+the driver), and a failing job tells the user why in one message."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from cepplan.engine_adapter.generate import generate
+from cepplan.engine_adapter.submit import JobFailed, submit
+from cepplan.planner.plan import trivial_plan
+from cepplan.stats.synth_write import write_events
+from cepplan.workload import build_workload
+
+
+def pairs_workload(fmt: str):
+    """SEQ(a:A, b:A) with a.v < b.v within 10 s: about 4.5 matches per event at 1 event/s."""
+    return build_workload({
+        "format": "cepplan.workload/1", "time_unit": "s",
+        "source": {"format": fmt, "header": True, "type_column": "kind", "time_column": "ts"},
+        "event_types": {"A": {"attributes": {"v": "double", "k": "string"}}},
+        "patterns": [{"name": "pairs", "structure": ["SEQ", "a:A", "b:A"],
+                      "where": ["a.v < b.v"], "within": 10}]})
+
+
+def events(n: int) -> pd.DataFrame:
+    rng = np.random.default_rng(5)
+    return pd.DataFrame({"__type": "A", "__ts": np.arange(n, dtype=float),
+                         "__id": np.arange(n), "v": rng.uniform(0, 1, n),
+                         "k": [f"padding-{i:08d}-" * 4 for i in range(n)]})
+
+
+def test_many_matches_with_a_tiny_driver(tmp_path):
+    """About 90,000 matches (~33 MB of JSON lines) written with a 512 MiB driver that may
+    receive at most 1 MiB of task results: only possible if the executors write them."""
+    workload = pairs_workload("csv")
+    stream = events(20_000)
+    source = tmp_path / "events.csv"
+    write_events(stream, workload, source)
+    job = generate(workload, trivial_plan(workload), tmp_path / "job")
+    out = tmp_path / "out"
+    submit(job, [str(source)], out, master="local[2]", quiet=True,
+           conf={"spark.driver.memory": "512m", "spark.driver.maxResultSize": "1m",
+                 "spark.ui.enabled": "false"})
+    values = stream["v"].to_numpy()
+    expected = sum(int(np.count_nonzero(values[i + 1:i + 11] > values[i]))
+                   for i in range(len(values)))
+    written = sum(sum(1 for _ in part.open()) for part in (out / "matches").glob("part-*"))
+    assert written == expected > 80_000
+    assert sum(p.stat().st_size for p in (out / "matches").glob("part-*")) > 30 << 20
+
+
+def test_failure_cause_reaches_the_user(tmp_path):
+    """A corrupt Parquet part among good ones fails inside Spark's tasks; the message names
+    the cause (not just "spark-submit failed")."""
+    workload = pairs_workload("parquet")
+    folder = tmp_path / "events"
+    folder.mkdir()
+    write_events(events(100), workload, folder / "part-0.parquet")
+    (folder / "part-1.parquet").write_bytes(b"PAR1 this is not parquet at all PAR1")
+    job = generate(workload, trivial_plan(workload), tmp_path / "job")
+    with pytest.raises(JobFailed) as failed:
+        submit(job, [str(folder)], tmp_path / "out", master="local[2]", quiet=True,
+               conf={"spark.ui.enabled": "false"})
+    message = str(failed.value)
+    assert message.startswith("the Spark job failed: ")
+    assert "part-1.parquet" in message or "Parquet" in message, message
+    assert len(message.splitlines()) <= 3, message
+    assert not (tmp_path / "out").exists()
