@@ -19,6 +19,9 @@ def compare_command(
                                   "beside it.", Path("report.html")),
     time_limit: float = typer.Option(60.0, "--time-limit", min=0.001,
                                      help="Seconds each planner may search."),
+    events: list[Path] = typer.Option([], "--events", help="Event files: run every plan on "
+                                      "them in-process and show measured beside predicted "
+                                      "figures (repeatable)."),
     seed: int = options.seed("Seed of the randomised planners."),
     quiet: bool = options.quiet(),
 ) -> None:
@@ -38,8 +41,17 @@ def compare_command(
     statistics = read_stats(stats, loaded) if stats else loaded.statistics
     say = (lambda _: None) if quiet or not sys.stderr.isatty() else (
         lambda text: print(text, file=sys.stderr))
-    report = compare(loaded, statistics, Settings(time_limit=time_limit, seed=seed),
-                     stats_file=str(stats) if stats else None, progress=say)
+    if events:
+        from cepplan.engine_adapter.inputs import event_paths
+
+        files = event_paths(events)
+    comparison = compare(loaded, statistics, Settings(time_limit=time_limit, seed=seed),
+                         stats_file=str(stats) if stats else None, progress=say)
+    report = comparison.report
+    if events:
+        from cepplan.report.measure import measure_plans
+
+        report["measured"] = measure_plans(report, comparison.plans, loaded, files, say)
     paths = write_report(report, output)
     if not quiet:
         best = report["best"]
@@ -48,3 +60,7 @@ def compare_command(
         typer.echo(f"best plan: {best}, {cost:.4g} {report['unit']} against {trivial:.4g} "
                    f"for the trivial plan")
         typer.echo("report written to " + ", ".join(str(p) for p in paths.values()))
+    if events and not report["measured"]["matches_equal"]:
+        print("error: the plans found different matches on these events; plans must change "
+              "cost, never results: please report this as a bug", file=sys.stderr)
+        raise typer.Exit(1)

@@ -14,8 +14,9 @@ from typing import Any
 
 import cepplan
 from cepplan.planner.compose import Settings
+from cepplan.planner.evaluation import EvaluationSettings, evaluation
 from cepplan.planner.optimize import Optimized, optimize
-from cepplan.planner.plan import Plan
+from cepplan.planner.plan import Plan, trivial_plan
 from cepplan.workload.model import Statistics, Workload
 
 FORMAT = "cepplan.report/1"
@@ -39,13 +40,26 @@ PLANNERS = (
 )
 
 
+SEARCHES = ("tabu", "sa")  # the evaluation pass's local searches, each run on its own
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """The `report.json` document and each planner's plan (to run them on events)."""
+
+    report: dict[str, Any]
+    plans: dict[str, Plan]
+
+
 def compare(workload: Workload, statistics: Statistics, settings: Settings, *,
             stats_file: str | None = None,
-            progress: Callable[[str], None] = lambda _: None) -> dict[str, Any]:
+            progress: Callable[[str], None] = lambda _: None) -> Comparison:
     """Plan the workload with every planner of `PLANNERS` and describe them against the
-    trivial plan (push every event, one step); returns the `report.json` document."""
+    trivial plan (push every event, one step), then the evaluation searches of `SEARCHES`
+    against their baselines; returns the `report.json` document and the plans."""
     unit = f"events/{workload.time_unit}"
     planners: list[dict[str, Any]] = []
+    plans: dict[str, Plan] = {"trivial": trivial_plan(workload)}
     reference: Optimized | None = None
     for planner in PLANNERS:
         progress(f"planning with {planner.name}")
@@ -54,13 +68,14 @@ def compare(workload: Workload, statistics: Statistics, settings: Settings, *,
                           stats_file, share=planner.share)
         seconds = time.perf_counter() - start
         reference = reference or result
+        plans[planner.name] = result.plan
         planners.append(_planner_entry(planner, result.plan, result.outcome.total, seconds,
                                        unit))
     assert reference is not None  # PLANNERS is not empty
     planners.insert(0, _trivial_entry(reference, unit))
     document = reference.plan.to_json()
     best = min(planners, key=lambda p: p["total_cost"])
-    return {
+    report = {
         "format": FORMAT,
         "cepplan": cepplan.__version__,
         "workload": {"name": workload.name, "path": workload.path, "sha256": workload.digest,
@@ -74,6 +89,45 @@ def compare(workload: Workload, statistics: Statistics, settings: Settings, *,
         "sections": {k: document[k] for k in ("sharing", "contexts", "covering")
                      if document.get(k)},
     }
+    evaluation_report = _evaluation_searches(workload, statistics, reference.plan, settings,
+                                             progress)
+    if evaluation_report:
+        report["evaluation"] = evaluation_report
+    return Comparison(report, plans)
+
+
+def _evaluation_searches(workload: Workload, statistics: Statistics, plan: Plan,
+                         settings: Settings,
+                         progress: Callable[[str], None]) -> dict[str, Any] | None:
+    """Each evaluation search of `SEARCHES` on its own, beside the trivial, sharing-only (SH)
+    and reordering-only (RE) evaluation plans; None when no two patterns share anything."""
+    rows: list[dict[str, Any]] = []
+    traces: dict[str, list] = {}
+    baselines: dict[str, float] = {}
+    unit = ""
+    for algorithm in SEARCHES:
+        progress(f"searching evaluation trees with {algorithm}")
+        searched = evaluation(workload, statistics, plan, EvaluationSettings(
+            algorithm, "edge", settings.time_limit, settings.seed))
+        sharing = searched.sharing
+        if not sharing or "note" in sharing:
+            return None
+        unit = sharing["cost_unit"]
+        cost = sharing["modelled_cost"]
+        baselines = {"trivial": cost["trivial"], "sh": cost["sh"], "re": cost["re"]}
+        search = sharing["search"]
+        rows.append({"name": algorithm, "cost": cost["chosen"], "steps": search["steps"],
+                     "seconds": search["seconds"], "shared": len(sharing["shared"])})
+        traces[algorithm] = sharing["trace"]
+    described = {"trivial": "each pattern alone, in its own order",
+                 "sh": "share the largest common parts, orders fixed",
+                 "re": "each pattern's cheapest tree, nothing shared"}
+    searches = {"tabu": "tabu search", "sa": "simulated annealing"}
+    rows = [{"name": name, "cost": cost, "description": described[name]}
+            for name, cost in baselines.items()] + [
+        {**row, "description": f"{searches[row['name']]}: {row['shared']} subtree(s) "
+                               "computed once"} for row in rows]
+    return {"unit": unit, "planners": rows, "traces": traces}
 
 
 def _planner_entry(planner: Planner, plan: Plan, total: float, seconds: float,

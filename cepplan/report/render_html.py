@@ -74,6 +74,8 @@ def render_html(report: Mapping[str, Any]) -> str:
             _figure(plots.pareto_front(name, front, unit))
             for name, front in report["pareto"].items() if front) + "</div>",
     ]
+    if report.get("evaluation"):
+        parts += _evaluation(report["evaluation"])
     parts += _sections(report.get("sections", {}), unit)
     if report.get("measured"):
         parts += _measured(report["measured"])
@@ -108,6 +110,22 @@ def _pattern_table(planners: Sequence[Mapping[str, Any]], patterns: Sequence[str
             rows.append([escape(name), escape(p["name"]), escape(notation(entry["steps"])),
                          _num(entry["latency"]), _num(entry["cost"])])
     return _table(["pattern", "planner", "plan", "latency", "modelled cost"], rows)
+
+
+def _evaluation(evaluation: Mapping[str, Any]) -> list[str]:
+    """The evaluation searches beside their baselines, and their cost over time."""
+    unit = evaluation["unit"]
+    trivial = next(p["cost"] for p in evaluation["planners"] if p["name"] == "trivial")
+    rows = [[escape(p["name"]), escape(p["description"]), _num(p["cost"]),
+             _percent(saving(p["cost"], trivial)), _num(p.get("steps")),
+             _num(p.get("seconds"), " s")] for p in evaluation["planners"]]
+    return ["<h2>Evaluation trees: sharing between patterns</h2>",
+            f"<p class='note'>Costs in {escape(unit)}: how many partial matches the matcher "
+            "builds, lower is faster. SH shares the largest common parts in fixed orders; RE "
+            "reorders each pattern alone; the searches do both.</p>",
+            _figure(plots.convergence(evaluation["traces"], unit)),
+            _table(["planner", "what it does", "modelled cost", "saving vs trivial",
+                    "search steps", "search time"], rows)]
 
 
 def _sections(sections: Mapping[str, Any], unit: str) -> list[str]:

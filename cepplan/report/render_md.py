@@ -29,6 +29,16 @@ def render_markdown(report: Mapping[str, Any]) -> str:
              _fmt(p["patterns"][name]["latency"]), _fmt(p["patterns"][name]["cost"])]
             for name in workload["patterns"] for p in planners if name in p["patterns"]]
     lines += _table(["pattern", "planner", "plan", "latency", "modelled cost"], rows)
+    evaluation = report.get("evaluation")
+    if evaluation:
+        base = next(p["cost"] for p in evaluation["planners"] if p["name"] == "trivial")
+        lines += ["", "## Evaluation trees: sharing between patterns", "",
+                  f"Modelled costs in {evaluation['unit']}.", ""]
+        lines += _table(["planner", "what it does", "modelled cost", "saving vs trivial",
+                         "search steps", "search time"],
+                        [[p["name"], p["description"], _fmt(p["cost"]),
+                          _percent(saving(p["cost"], base)), _fmt(p.get("steps")),
+                          _fmt(p.get("seconds"), " s")] for p in evaluation["planners"]])
     for key, section in report.get("sections", {}).items():
         lines += ["", f"## {key.capitalize()}", ""]
         lines += _table(["what", "value"], [[k, v] for k, v in section_rows(section)])

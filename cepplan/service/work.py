@@ -56,7 +56,7 @@ def _compare(request: dict[str, Any], html: bool) -> Answer:
 
     workload, statistics, settings, _ = _planning_inputs(request)
     report = compare_planners(workload, statistics, settings,
-                              stats_file="request.stats" if request["stats"] else None)
+                              stats_file="request.stats" if request["stats"] else None).report
     if html:
         from cepplan.report.render_html import render_html
 

@@ -70,7 +70,7 @@ def test_report_files_are_self_contained_and_complete(reports, name):
     for pattern in report["workload"]["patterns"]:
         assert pattern in page and pattern in markdown
     fronts = [f for f in report["pareto"].values() if f]
-    assert page.count("<svg") == 1 + len(fronts)
+    assert page.count("<svg") == 1 + len(fronts) + (1 if report.get("evaluation") else 0)
     for front in fronts:
         assert sum(p["chosen"] for p in front) == 1
 
@@ -91,3 +91,28 @@ def test_compare_bad_workload_exits_2(tmp_path):
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert "bad.json" in done.stderr
     assert not (tmp_path / "r.html").exists()
+
+
+def test_compare_with_events_measures_every_plan_like_cepplan_run(tmp_path):
+    """--events runs each plan in-process: the rows each plan sends and the matches equal what
+    `cepplan run` measures for the same plan, and every plan finds the same matches."""
+    example = EXAMPLES / "fraud"
+    done = cepplan("compare", str(example / "workload.json"), "--events",
+                   str(example / "events.csv"), "-o", str(tmp_path / "r.html"), "-q")
+    assert done.returncode == 0, done.stderr
+    measured = json.loads((tmp_path / "r.json").read_text())["measured"]
+    assert measured["matches_equal"]
+    runs = {r["planner"]: r for r in measured["runs"]}
+    assert runs["trivial"]["measured_factor"] == 1.0
+    plan = tmp_path / "plan.json"
+    assert cepplan("optimize", str(example / "workload.json"), "-o", str(plan), "--solver",
+                   "dp", "--search", "none").returncode == 0
+    for kind, name in (("plan", "dp"), ("trivial", "trivial")):
+        out = tmp_path / kind
+        run = cepplan("run", str(plan), str(example / "events.csv"), "-o", str(out),
+                      "--plan-kind", kind, "-q")
+        assert run.returncode == 0, run.stderr
+        metrics = json.loads((out / "metrics.json").read_text())
+        assert runs[name]["rows_to_matchers"] == metrics["rows_to_matchers"]
+        assert runs[name]["matches"] == sum(metrics["matches"].values())
+    assert runs["dp"]["rows_to_matchers"] < runs["trivial"]["rows_to_matchers"]

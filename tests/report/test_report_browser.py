@@ -12,6 +12,7 @@ import pytest
 
 from cepplan.planner.compose import Settings
 from cepplan.report.compare import compare
+from cepplan.report.measure import measure_plans
 from cepplan.report.write import write_report
 from cepplan.workload import load_workload
 from tests.conftest import EXAMPLES
@@ -32,9 +33,18 @@ def browser():
 
 @pytest.fixture(scope="module")
 def page_url(tmp_path_factory):
-    workload = load_workload(EXAMPLES / "network" / "workload.json")
-    report = compare(workload, workload.statistics, Settings())
-    paths = write_report(report, tmp_path_factory.mktemp("page") / "report.html")
+    """The richest page: 50 overlapping rules (every planner, the evaluation searches' cost
+    over time) run on the first 2,000 of their events (predicted against measured)."""
+    folder = tmp_path_factory.mktemp("page")
+    example = EXAMPLES / "trading_rules"
+    events = folder / "events.csv"
+    events.write_text("".join((example / "events.csv").read_text().splitlines(True)[:2001]))
+    workload = load_workload(example / "workload.json")
+    comparison = compare(workload, workload.statistics, Settings(time_limit=2.0))
+    report = comparison.report
+    report["measured"] = measure_plans(report, comparison.plans, workload, [str(events)])
+    assert report["measured"]["matches_equal"]
+    paths = write_report(report, folder / "report.html")
     return paths[".html"].as_uri(), report
 
 
@@ -54,14 +64,17 @@ def test_page_loads_without_errors_and_every_plot_renders(browser, page_url):
     fronts = sum(1 for f in report["pareto"].values() if f)
     boxes = [page.locator("figure svg").nth(i).bounding_box()
              for i in range(page.locator("figure svg").count())]
-    assert len(boxes) == 1 + fronts
+    assert len(boxes) == 1 + fronts + 2  # cost bars, fronts, search over time, measured
+    for label in ("Modelled cost per planner", "Search cost over time",
+                  "Predicted against measured transmission factor"):
+        assert page.locator(f"svg[aria-label='{label}']").count() == 1
     for box in boxes:
         assert box["width"] > 150 and box["height"] > 100
     for i, a in enumerate(boxes):  # no two plots overlap
         for b in boxes[i + 1:]:
             assert (a["x"] + a["width"] <= b["x"] + 1 or b["x"] + b["width"] <= a["x"] + 1
                     or a["y"] + a["height"] <= b["y"] + 1 or b["y"] + b["height"] <= a["y"] + 1)
-    rows = {round(b["y"]) for b in boxes[1:]}
+    rows = {round(b["y"]) for b in boxes[1:1 + fronts]}
     assert len(rows) < fronts  # the Pareto fronts sit side by side on a laptop screen
     page.close()
 

@@ -136,9 +136,8 @@ def _tagged(frame: pd.DataFrame, job: Job, wanted: list[str] | None = None) -> p
     any_tag = np.logical_or.reduce(list(masks.values())) if masks else np.zeros(len(frame), bool)
     columns = [c for c in (wanted or frame.columns) if c in frame.columns]
     out = frame.loc[any_tag, columns].reset_index(drop=True)
-    for label, mask in masks.items():
-        out[label] = mask[any_tag]
-    return out
+    tags = pd.DataFrame({label: mask[any_tag] for label, mask in masks.items()})
+    return pd.concat([out, tags], axis=1) if len(tags.columns) else out
 
 
 def _with_tags(pool: pd.DataFrame, made: pd.DataFrame, job: Job) -> pd.DataFrame:
