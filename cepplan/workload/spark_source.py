@@ -195,7 +195,7 @@ def _check_columns(raw: DataFrame, source: Mapping[str, Any],
         shown = ", ".join(c for c in raw.columns if c != _CORRUPT)
         raise SourceError(f"column(s) {', '.join(map(repr, missing))} not in the input "
                           f"(its columns: {shown})", ", ".join(paths))
-    for name, kind in merged_attribute_types(attributes).items():
+    for name, kind in merged_attribute_types(attributes.values()).items():
         stored = raw.schema[name].dataType
         if _clashes(stored, SPARK_TYPES[kind]):
             raise SourceError(f"column {name!r} holds {stored.simpleString()} values, but the "
