@@ -36,7 +36,7 @@ from cepplan.engine_adapter.runtime.job import (
     needed_attributes,
     partitions,
 )
-from cepplan.engine_adapter.runtime.matcher import CHUNK_EVENTS, match_partition
+from cepplan.engine_adapter.runtime.matcher import CHUNK_EVENTS, Matches, match_partition
 from cepplan.engine_adapter.runtime.records import MATCH_COLUMN, Renderer
 from cepplan.engine_adapter.runtime.spec import NEGATED, PatternSpec
 from cepplan.engine_adapter.runtime.table import make_table
@@ -262,8 +262,16 @@ def _in_order(blocks: list[_Block], names: tuple[str, ...]):
     for i in np.lexsort((position, ranks, first, last)):
         block = blocks[which[i]]
         yield (float(last[i]), float(first[i]), block.pattern.name, int(position[i]),
-               partial(block.renderer.match, block.pattern, block.found,
+               partial(_one_match, block.renderer, block.pattern, block.found,
                        int(block.rows[position[i]])))
+
+
+def _one_match(renderer: Renderer, pattern: PatternSpec, found: Matches, row: int) -> dict:
+    """Match `row` of `found` as its match object (rendered on its own: few deriving
+    matches count)."""
+    one = Matches({v: ranks[row:row + 1] for v, ranks in found.single.items()},
+                  {v: [sets[row]] for v, sets in found.kleene.items()}, 1)
+    return json.loads(renderer.match_lines(pattern, one))
 
 
 def _by_key(frame: pd.DataFrame, keys: tuple[str, ...]):
@@ -302,7 +310,7 @@ def _evaluate(frame: pd.DataFrame, job: Job, pattern: PatternSpec, with_complex:
     for group in partitions(frame, pattern.partition_by):
         out = evaluate_partition(group, job, pattern, with_complex=with_complex,
                                  chunk_events=chunk_events)
-        found += out.matches
+        found += [json.loads(text) for text in out.texts()]
         hits += out.cap_hits
         if out.complex is not None:
             made.append(out.complex)
