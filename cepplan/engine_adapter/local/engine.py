@@ -12,7 +12,7 @@ import json
 import math
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -33,14 +33,22 @@ SLICE_ROWS = 1 << 14  # events per owned time range of one key
 
 
 def run_local_job(data: dict[str, Any], events: Sequence[str], out: Path, *,
-                  output_format: str = "jsonl",
+                  output_format: str = "jsonl", covering: Mapping[str, Any] | None = None,
                   say: Callable[[str], None] = print) -> dict[str, Any]:
-    """Evaluate every pattern of the job over the event files; write matches and
-    metrics.json into `out` (replaced only on success). Returns the metrics."""
+    """Evaluate every pattern of the job over the event files, and the consumer queries of
+    the plan's `covering` section if given; write matches, results and metrics.json into
+    `out` (replaced only on success). Returns the metrics."""
     job = job_from_json(data)
     seconds: dict[str, float] = {"read": 0.0, "tag": 0.0}
     stage = LocalContexts.of(job)
-    pool, rows_read, rejected = _read_and_tag(job, data["reader"], events, seconds, stage)
+    observers: list[Callable[[pd.DataFrame], None]] = [] if stage is None else [stage.observe]
+    consumed: list[pd.DataFrame] = []  # the rows the consumer queries read
+    if covering:  # OR-Tools imported only when there are consumer queries
+        from cepplan.engine_adapter.covering_io import results_lines
+        from cepplan.engine_adapter.covering_run import covering_part, run_covering
+
+        observers.append(lambda batch: consumed.append(covering_part(batch, covering)))
+    pool, rows_read, rejected = _read_and_tag(job, data["reader"], events, seconds, observers)
     say(f"read {rows_read} rows ({sum(rejected.values())} rejected), "
         f"{len(pool)} tagged for the patterns")
     consumers = {o.type for p in job.patterns for o in p.operands}
@@ -92,6 +100,15 @@ def run_local_job(data: dict[str, Any], events: Sequence[str], out: Path, *,
                 pool = _with_tags(pool, pd.concat(made, ignore_index=True), job)
         if stage is not None:
             metrics["contexts"] = stage.section(metrics["matches"])
+        if covering:
+            clock = time.perf_counter()
+            run = run_covering(pd.concat(consumed, ignore_index=True) if consumed else
+                               pd.DataFrame(columns=[EVENT_TYPE, EVENT_TS, EVENT_ID]), covering)
+            writer.write_results(results_lines(run.results))
+            metrics["covering"] = run.metrics
+            seconds["covering"] = time.perf_counter() - clock
+            say(f"consumer queries: {run.metrics['executions_with_reuse']} operator executions "
+                f"for {run.metrics['selections']} query windows")
         metrics["plan"] = data.get("plan", {})
         metrics["seconds"] = {k: round(v, 3) for k, v in seconds.items()}
         finish(metrics)
@@ -132,19 +149,20 @@ def _slices(frame: pd.DataFrame, spec: PatternSpec,
 
 
 def _read_and_tag(job: Job, reader: dict[str, Any], events: Sequence[str],
-                  seconds: dict[str, float], stage: LocalContexts | None = None
+                  seconds: dict[str, float],
+                  observers: Sequence[Callable[[pd.DataFrame], None]] = ()
                   ) -> tuple[pd.DataFrame, int, Counter]:
     """All batches read and tagged; only rows some variable can bind are kept, with the
-    columns the matchers read and one boolean column per variable tag. The context stage,
-    if any, observes every batch first (its metrics count every event)."""
+    columns the matchers read and one boolean column per variable tag. Each observer sees
+    every batch's good rows first (the context stage's metrics, the consumer queries)."""
     wanted = _wanted_columns(job)
     parts, rows_read, rejected = [], 0, Counter()
     clock = time.perf_counter()
     for batch in read_batches(events, **reader):
         rows_read += len(batch.events) + sum(batch.rejected.values())
         rejected.update(batch.rejected)
-        if stage is not None:
-            stage.observe(batch.events)
+        for observe in observers:
+            observe(batch.events)
         now = time.perf_counter()
         seconds["read"] += now - clock
         parts.append(_tagged(batch.events, job, wanted))
