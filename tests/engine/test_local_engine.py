@@ -187,8 +187,8 @@ def test_cli_auto_runs_locally_and_rejects_bad_input(tmp_path):
     plan = tmp_path / "plan.json"
     subprocess.run([*cli, "optimize", str(example / "workload.json"), "-o", str(plan),
                     "--quiet"], check=True)
-    done = subprocess.run([*cli, "run", str(plan), "--events", str(example / "events.csv"),
-                           "--out", str(tmp_path / "out")], capture_output=True, text=True)
+    done = subprocess.run([*cli, "run", str(plan), str(example / "events.csv"),
+                           "--output", str(tmp_path / "out")], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert "engine: local" in done.stdout
     assert json.loads((tmp_path / "out" / "metrics.json").read_text())["engine"] == "local"
@@ -196,7 +196,7 @@ def test_cli_auto_runs_locally_and_rejects_bad_input(tmp_path):
     bad.write_text("event,ts,user\nLogin,1,u\n")
     for extra in (["--engine", "fast"], []):
         events = str(example / "events.csv") if extra else str(bad)
-        done = subprocess.run([*cli, "run", str(plan), "--events", events, "--out",
+        done = subprocess.run([*cli, "run", str(plan), events, "--output",
                                str(tmp_path / "out"), *extra], capture_output=True, text=True)
         assert done.returncode == 2
         assert "Traceback" not in done.stderr
