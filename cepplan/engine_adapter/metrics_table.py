@@ -55,6 +55,8 @@ def contexts_lines(section: dict[str, Any]) -> list[str]:
         lines.append(f"{name:<24} {values['events_seen_share']:>12.1%} "
                      f"{values['suspended_time_share']:>10.1%} "
                      f"{'-' if planned is None else f'{planned:.1%}':>15}")
+    if any(v["events_seen_share"] > 1 for v in section["patterns"].values()):
+        lines.append("(deriving patterns run in overlapping steps: an event may be seen twice)")
     return lines
 
 
