@@ -27,32 +27,22 @@ def cover_command(
     Computes each consumer operator once per covering selection and delivers it to every
     query it serves; writes OUT/results/*.jsonl and OUT/metrics.json and prints the savings.
     """
-    from cepplan.engine_adapter.covering_io import read_event_frame, write_covering_output
+    from cepplan.engine_adapter.covering_io import read_covering_rows, write_covering_output
     from cepplan.engine_adapter.covering_run import run_covering
     from cepplan.engine_adapter.inputs import event_paths, plan_and_workload
+    from cepplan.engine_adapter.metrics_table import covering_lines
     from cepplan.errors import InputError
 
     chosen, loaded = plan_and_workload(plan, workload)
     if not chosen.covering:
         raise InputError.single(str(plan), "covering", "the plan has no consumer queries "
                                 "(the workload declares no `consumers`)")
-    frame = read_event_frame(event_paths(events), loaded)
+    frame = read_covering_rows(event_paths(events), loaded, chosen.covering)
     run = run_covering(frame, chosen.covering, solver=solver.value if solver else None)
     metrics = {"engine": "local", "covering": run.metrics}
     write_covering_output(out, run.results, metrics)
     if quiet:
         return
-    m = run.metrics
-    typer.echo(f"{m['selections']} query windows; operator executions: "
-               f"{m['executions_without_reuse']} without reuse, {m['executions_with_reuse']} "
-               f"with reuse (saving {100 * m['saved_share']:.0f}%)")
-    quality = m["qor_of_reused"]
-    if quality:
-        typer.echo(f"reused results: {m['reused_results']}; lowest precision "
-                   f"{quality['precision']['min']:.2f}, recall {quality['recall']['min']:.2f}, "
-                   f"disparity {quality['disparity']['min']:.2f}; results below their "
-                   f"thresholds: {m['threshold_violations']}")
-    record = m["solver"]
-    typer.echo(f"covers solved: {record['statuses']} by {record['solvers']} in "
-               f"{record['seconds_total']:.2f} s; greedy fallbacks: {record['fallbacks']}")
+    for line in covering_lines(run.metrics):
+        typer.echo(line)
     typer.echo(f"results and metrics.json written to {out}")

@@ -17,6 +17,7 @@ import pandas as pd
 
 from cepplan.engine_adapter.runtime.covering import cover_inputs, deliver, groups
 from cepplan.planner.covering import CoverSolution, instance, solve
+from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_TYPE
 
 QOR = ("precision", "recall", "disparity")
 
@@ -55,6 +56,21 @@ def run_covering(events: pd.DataFrame, section: Mapping[str, Any], *, complexity
         columns=["batch", "operator", "query", "window", "value", "served_by", "reused",
                  *QOR, "meets_thresholds"])
     return CoveringRun(results, covering_metrics(results, solutions, section))
+
+
+def operator_columns(operator: Mapping[str, Any]) -> list[str]:
+    """The canonical columns the stage reads of a consumer operator's events."""
+    return list(dict.fromkeys([EVENT_TYPE, EVENT_TS, EVENT_ID, operator["x"], operator["y"],
+                               *([operator["attribute"]] if operator.get("attribute") else [])]))
+
+
+def covering_part(events: pd.DataFrame, section: Mapping[str, Any]) -> pd.DataFrame:
+    """The rows of `events` (canonical, e.g. one batch read) the stage reads: the consumer
+    operators' types, with their columns."""
+    operators = list(section["operators"].values())
+    columns = list(dict.fromkeys(c for op in operators for c in operator_columns(op)))
+    mine = events[EVENT_TYPE].isin({op["event_type"] for op in operators}).to_numpy(bool)
+    return events.loc[mine, columns]
 
 
 def covering_metrics(results: pd.DataFrame, solutions: list[CoverSolution],

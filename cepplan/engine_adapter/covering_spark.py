@@ -12,7 +12,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from cepplan.costmodels.interests import region_at
-from cepplan.engine_adapter.covering_run import CoveringRun, run_covering
+from cepplan.engine_adapter.covering_run import CoveringRun, operator_columns, run_covering
 from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_TYPE
 
 
@@ -28,11 +28,8 @@ def covering_rows(events: DataFrame, section: Mapping[str, Any]) -> pd.DataFrame
         x, y = F.col(operator["x"]), F.col(operator["y"])
         inside = (x.between(min(r[0] for r in regions), max(r[2] for r in regions))
                   & y.between(min(r[1] for r in regions), max(r[3] for r in regions)))
-        columns = {EVENT_TYPE, EVENT_TS, EVENT_ID, operator["x"], operator["y"]}
-        if operator.get("attribute"):
-            columns.add(operator["attribute"])
         parts.append(events.filter((F.col(EVENT_TYPE) == operator["event_type"]) & inside)
-                     .select(*sorted(columns)).toPandas())
+                     .select(*sorted(operator_columns(operator))).toPandas())
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(
         columns=[EVENT_TYPE, EVENT_TS, EVENT_ID])
 

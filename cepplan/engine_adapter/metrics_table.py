@@ -35,6 +35,47 @@ def metrics_lines(metrics: dict[str, Any], time_unit: str = "") -> list[str]:
     lines += ["", f"{'stage':<{stage_width}} {'seconds':>9}"]
     for stage, seconds in metrics["seconds"].items():
         lines.append(f"{stage:<{stage_width}} {seconds:>9.2f}")
+    if metrics.get("contexts"):
+        lines += ["", *contexts_lines(metrics["contexts"])]
+    if metrics.get("covering"):
+        lines += ["", *covering_lines(metrics["covering"])]
+    return lines
+
+
+def contexts_lines(section: dict[str, Any]) -> list[str]:
+    """Per pattern in a context: the share of its events it saw and of the time it was
+    suspended, beside the share of time the plan expected it active."""
+    windows = ", ".join(f"{count} {name}" for name, count in section["windows"].items())
+    lines = [f"context windows: {windows}",
+             f"{'pattern':<24} {'events seen':>12} {'suspended':>10} {'planned active':>15}"]
+    for name, values in section["patterns"].items():
+        if not values["contexts"]:
+            continue
+        planned = values["expected_active_share"]
+        lines.append(f"{name:<24} {values['events_seen_share']:>12.1%} "
+                     f"{values['suspended_time_share']:>10.1%} "
+                     f"{'-' if planned is None else f'{planned:.1%}':>15}")
+    if any(v["events_seen_share"] > 1 for v in section["patterns"].values()):
+        lines.append("(deriving patterns run in overlapping steps: an event may be seen twice)")
+    return lines
+
+
+def covering_lines(m: dict[str, Any]) -> list[str]:
+    """The consumer queries: executions with and without reuse, the quality of the reused
+    results, and how the covers were solved."""
+    lines = [f"{m['selections']} query windows; operator executions: "
+             f"{m['executions_without_reuse']} without reuse, {m['executions_with_reuse']} "
+             f"with reuse (saving {100 * m['saved_share']:.0f}%)"]
+    quality = m["qor_of_reused"]
+    if quality:
+        lines.append(f"reused results: {m['reused_results']}; lowest precision "
+                     f"{quality['precision']['min']:.2f}, recall "
+                     f"{quality['recall']['min']:.2f}, disparity "
+                     f"{quality['disparity']['min']:.2f}; results below their thresholds: "
+                     f"{m['threshold_violations']}")
+    record = m["solver"]
+    lines.append(f"covers solved: {record['statuses']} by {record['solvers']} in "
+                 f"{record['seconds_total']:.2f} s; greedy fallbacks: {record['fallbacks']}")
     return lines
 
 

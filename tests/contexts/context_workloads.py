@@ -46,11 +46,15 @@ CONTEXTS: dict[str, Any] = {
 }
 
 
+SOURCE = {"format": "csv", "header": True, "type_column": "type", "time_column": "ts",
+          "id_column": "id"}  # the columns `write_csv` writes
+
+
 def context_workload(contexts: dict[str, Any] | None = None,
                      patterns: list[dict[str, Any]] | None = None) -> Workload:
-    """The workload above (or with other contexts/patterns)."""
+    """The workload above (or with other contexts/patterns), reading `write_csv`'s files."""
     return build_workload({
-        "format": "cepplan.workload/1", "time_unit": "s",
+        "format": "cepplan.workload/1", "time_unit": "s", "source": SOURCE,
         "event_types": {t: {"attributes": {"v": "long", "k": "string"}} for t in TYPES},
         "patterns": PATTERNS if patterns is None else patterns,
         "contexts": CONTEXTS if contexts is None else contexts,
@@ -62,3 +66,9 @@ def frame(rows: list[tuple]) -> pd.DataFrame:
     return pd.DataFrame({"__type": [r[0] for r in rows], "__ts": [float(r[1]) for r in rows],
                          "__id": list(range(len(rows))), "v": [r[2] for r in rows],
                          "k": [r[3] for r in rows]})
+
+
+def write_csv(events: pd.DataFrame, path) -> None:
+    """`frame`'s events as a CSV file in the workload's `source` layout."""
+    events.rename(columns={"__type": "type", "__ts": "ts", "__id": "id"}).to_csv(path,
+                                                                                index=False)

@@ -6,7 +6,7 @@ import json
 
 import pandas as pd
 
-from cepplan.engine_adapter.covering_io import read_event_frame
+from cepplan.engine_adapter.covering_io import read_covering_rows
 from cepplan.engine_adapter.covering_run import run_covering
 from cepplan.engine_adapter.covering_spark import run_covering_spark
 from cepplan.planner.covering_plan import CoveringSettings, covering_section
@@ -23,7 +23,7 @@ def test_spark_and_local_deliver_the_same_results(spark, tmp_path):
     (tmp_path / "workload.json").write_text(json.dumps(mobility_workload(sim, spec)))
     workload = load_workload(tmp_path / "workload.json")
     section = covering_section(workload, workload.statistics, CoveringSettings("mqc"))
-    local = run_covering(read_event_frame([str(events)], workload), section)
+    local = run_covering(read_covering_rows([str(events)], workload, section), section)
     source = {"format": "jsonl", "type_column": "kind", "time_column": "t"}
     attributes = {"Speed": dict(workload.event_types["Speed"].attributes)}
     frame = valid_rows(read_events(spark, str(events), source, attributes, "s"))

@@ -8,10 +8,11 @@ into the pool for the patterns above -> metrics.json. Same metrics counts as the
 
 from __future__ import annotations
 
+import json
 import math
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from cepplan.engine_adapter.local.acquire import acquire
+from cepplan.engine_adapter.local.contexts import LocalContexts
 from cepplan.engine_adapter.local.source import read_batches
 from cepplan.engine_adapter.local.writer import staged_output
 from cepplan.engine_adapter.runtime.job import Job, evaluate_partition, job_from_json, partitions
@@ -31,13 +33,22 @@ SLICE_ROWS = 1 << 14  # events per owned time range of one key
 
 
 def run_local_job(data: dict[str, Any], events: Sequence[str], out: Path, *,
-                  output_format: str = "jsonl",
+                  output_format: str = "jsonl", covering: Mapping[str, Any] | None = None,
                   say: Callable[[str], None] = print) -> dict[str, Any]:
-    """Evaluate every pattern of the job over the event files; write matches and
-    metrics.json into `out` (replaced only on success). Returns the metrics."""
+    """Evaluate every pattern of the job over the event files, and the consumer queries of
+    the plan's `covering` section if given; write matches, results and metrics.json into
+    `out` (replaced only on success). Returns the metrics."""
     job = job_from_json(data)
     seconds: dict[str, float] = {"read": 0.0, "tag": 0.0}
-    pool, rows_read, rejected = _read_and_tag(job, data["reader"], events, seconds)
+    stage = LocalContexts.of(job)
+    observers: list[Callable[[pd.DataFrame], None]] = [] if stage is None else [stage.observe]
+    consumed: list[pd.DataFrame] = []  # the rows the consumer queries read
+    if covering:  # OR-Tools imported only when there are consumer queries
+        from cepplan.engine_adapter.covering_io import results_lines
+        from cepplan.engine_adapter.covering_run import covering_part, run_covering
+
+        observers.append(lambda batch: consumed.append(covering_part(batch, covering)))
+    pool, rows_read, rejected = _read_and_tag(job, data["reader"], events, seconds, observers)
     say(f"read {rows_read} rows ({sum(rejected.values())} rejected), "
         f"{len(pool)} tagged for the patterns")
     consumers = {o.type for p in job.patterns for o in p.operands}
@@ -45,39 +56,75 @@ def run_local_job(data: dict[str, Any], events: Sequence[str], out: Path, *,
                                "rows_rejected": dict(rejected), "rows_to_matchers": 0,
                                "rows_to_matchers_by_pattern": {}, "rows_shuffled": 0,
                                "matches": {}, "kleene_cap_hits": {}}
+    derived: dict[str, list[dict]] = {}
+    cap = data["options"].get("kleene_cap", 16)
     with staged_output(out, output_format) as (writer, finish):
-        for spec in job.patterns:
+        if stage is not None:  # deriving patterns first (docs/contexts.md)
+            clock = time.perf_counter()
+            found = stage.derive(pool)
+            seconds["contexts"] = time.perf_counter() - clock
+            derived = found.matches
+            for name, objects in derived.items():
+                writer.write(name, "".join(json.dumps(o) + "\n" for o in objects), len(objects))
+                _count(metrics, name, stage.seen(name), len(objects), found.cap_hits[name], say,
+                       cap)
+            say(f"contexts: {len(found.windows.frame())} windows derived")
+            if found.complex_frames:
+                pool = _with_tags(pool, pd.concat(found.complex_frames, ignore_index=True), job)
+        for spec in (p for p in job.patterns if p.name not in derived):
             clock = time.perf_counter()
             labels = [c for c in pool.columns if c.startswith(spec.name + "\t")]
-            keep = acquire(pool, {c: pool[c].to_numpy(dtype=bool) for c in labels}, spec)
-            frame = pool[keep]
+            frame, masks = pool, {c: pool[c].to_numpy(dtype=bool) for c in labels}
+            if stage is not None:  # push-down: only the rows inside its windows
+                frame, masks = stage.push_down(pool, masks, spec)
+            keep = acquire(frame, masks, spec)
+            frame = frame[keep]
             seconds[f"acquire {spec.name}"] = time.perf_counter() - clock
             clock = time.perf_counter()
             count, hits, made = 0, 0, []
             for group, own in _slices(frame, spec):
                 result = evaluate_partition(group, job, spec, own=own,
                                             with_complex=spec.name in consumers)
+                if stage is not None:
+                    result = stage.counted(result, spec)
                 writer.write(spec.name, result.matches, result.count)
                 count += result.count
                 hits += result.cap_hits
                 if result.complex is not None:
                     made.append(result.complex)
             seconds[f"match {spec.name}"] = time.perf_counter() - clock
-            sent = int(keep.sum())
-            metrics["rows_to_matchers"] += sent
-            metrics["rows_to_matchers_by_pattern"][spec.name] = sent
-            metrics["matches"][spec.name] = count
-            metrics["kleene_cap_hits"][spec.name] = hits
-            say(f"pattern {spec.name}: {sent} rows to matchers, {count} matches")
-            if hits:
-                say(f"warning: pattern {spec.name}: {hits} Kleene enumerations cut at "
-                    f"kleene_cap={data['options'].get('kleene_cap', 16)}")
+            _count(metrics, spec.name, int(keep.sum()), count, hits, say, cap)
+            if stage is not None:
+                stage.done(spec, sum(map(len, made)))
             if made:
                 pool = _with_tags(pool, pd.concat(made, ignore_index=True), job)
+        if stage is not None:
+            metrics["contexts"] = stage.section(metrics["matches"])
+        if covering:
+            clock = time.perf_counter()
+            run = run_covering(pd.concat(consumed, ignore_index=True) if consumed else
+                               pd.DataFrame(columns=[EVENT_TYPE, EVENT_TS, EVENT_ID]), covering)
+            writer.write_results(results_lines(run.results))
+            metrics["covering"] = run.metrics
+            seconds["covering"] = time.perf_counter() - clock
+            say(f"consumer queries: {run.metrics['executions_with_reuse']} operator executions "
+                f"for {run.metrics['selections']} query windows")
         metrics["plan"] = data.get("plan", {})
         metrics["seconds"] = {k: round(v, 3) for k, v in seconds.items()}
         finish(metrics)
     return metrics
+
+
+def _count(metrics: dict[str, Any], name: str, sent: int, count: int, hits: int,
+           say: Callable[[str], None], cap: int) -> None:
+    """One pattern's counts into the metrics (rows to matchers, matches, cap hits), said."""
+    metrics["rows_to_matchers"] += sent
+    metrics["rows_to_matchers_by_pattern"][name] = sent
+    metrics["matches"][name] = count
+    metrics["kleene_cap_hits"][name] = hits
+    say(f"pattern {name}: {sent} rows to matchers, {count} matches")
+    if hits:
+        say(f"warning: pattern {name}: {hits} Kleene enumerations cut at kleene_cap={cap}")
 
 
 def _slices(frame: pd.DataFrame, spec: PatternSpec,
@@ -102,15 +149,20 @@ def _slices(frame: pd.DataFrame, spec: PatternSpec,
 
 
 def _read_and_tag(job: Job, reader: dict[str, Any], events: Sequence[str],
-                  seconds: dict[str, float]) -> tuple[pd.DataFrame, int, Counter]:
+                  seconds: dict[str, float],
+                  observers: Sequence[Callable[[pd.DataFrame], None]] = ()
+                  ) -> tuple[pd.DataFrame, int, Counter]:
     """All batches read and tagged; only rows some variable can bind are kept, with the
-    columns the matchers read and one boolean column per variable tag."""
+    columns the matchers read and one boolean column per variable tag. Each observer sees
+    every batch's good rows first (the context stage's metrics, the consumer queries)."""
     wanted = _wanted_columns(job)
     parts, rows_read, rejected = [], 0, Counter()
     clock = time.perf_counter()
     for batch in read_batches(events, **reader):
         rows_read += len(batch.events) + sum(batch.rejected.values())
         rejected.update(batch.rejected)
+        for observe in observers:
+            observe(batch.events)
         now = time.perf_counter()
         seconds["read"] += now - clock
         parts.append(_tagged(batch.events, job, wanted))

@@ -26,9 +26,11 @@ PARQUET_SCHEMA = pa.schema([("pattern", pa.string()), ("match", pa.string())])
 
 
 class MatchWriter:
-    """Streams matches (JSON texts) into `OUT/matches/part-00000.<jsonl|parquet>`."""
+    """Streams matches (JSON texts) into `OUT/matches/part-00000.<jsonl|parquet>`; writes
+    the consumer queries' results, if any, under `OUT/results/`."""
 
     def __init__(self, staging: Path, output_format: str):
+        self._staging = staging
         matches = staging / "matches"
         matches.mkdir()
         self._parquet = None
@@ -50,6 +52,11 @@ class MatchWriter:
             table = pa.table({"pattern": pa.array([pattern] * count, pa.string()),
                               "match": pa.array(texts, pa.string())}, schema=PARQUET_SCHEMA)
             self._parquet.write_table(table)
+
+    def write_results(self, lines: bytes) -> None:
+        """The consumer queries' results (JSON lines) as `OUT/results/part-00000.jsonl`."""
+        (self._staging / "results").mkdir()
+        (self._staging / "results" / "part-00000.jsonl").write_bytes(lines)
 
     def close(self) -> None:
         if self._text is not None:

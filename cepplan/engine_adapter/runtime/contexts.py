@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -36,7 +37,7 @@ from cepplan.engine_adapter.runtime.job import (
     needed_attributes,
     partitions,
 )
-from cepplan.engine_adapter.runtime.matcher import CHUNK_EVENTS, match_partition
+from cepplan.engine_adapter.runtime.matcher import CHUNK_EVENTS, Matches, match_partition
 from cepplan.engine_adapter.runtime.records import MATCH_COLUMN, Renderer
 from cepplan.engine_adapter.runtime.spec import NEGATED, PatternSpec
 from cepplan.engine_adapter.runtime.table import make_table
@@ -58,59 +59,42 @@ def has_contexts(job: Job) -> bool:
     return bool(job.data.get("contexts"))
 
 
+@dataclass
+class Derived:
+    """The deriving stage's outcome: the windows and, for the deriving patterns and those they
+    are built from, the matches that count, their complex events that feed the patterns above,
+    Kleene cap hits and the rows each was evaluated over."""
+
+    windows: Windows
+    matches: dict[str, list[dict]]
+    cap_hits: dict[str, int]
+    seen: dict[str, int]
+    complex_frames: list[pd.DataFrame]
+
+
 def run_with_contexts(events: pd.DataFrame, job: Job, *, chunk_events: int = CHUNK_EVENTS,
                       grouped: bool = True) -> ContextResult:
     """All context-aware matches of every pattern in `job` over `events` (canonical columns)."""
     spec = ContextSpec.from_json(job.data["contexts"])
-    first = _built_from(spec.deriving, job)
     used = {o.type for p in job.patterns for o in p.operands}
-    result = ContextResult()
-    complex_frames: list[pd.DataFrame] = []
-    raw: dict[str, tuple[list[dict], pd.DataFrame | None]] = {}
-    seen: dict[str, int] = {}  # rows each deriving pattern was evaluated over
-    single = all(len(job.pattern(n).operands) == 1 for n in first)  # cheap over every event
-    if first == set(spec.deriving) and not first & used and not single:
-        windows, counted, seen, hits = derive_lazily(events, job, spec, chunk_events)
-        raw = {name: (found, None) for name, found in counted.items()}
-        result.cap_hits.update(hits)
-    else:  # deriving patterns of one event each, or built from / part of other patterns
-        for pattern in (p for p in job.patterns if p.name in first):
-            frame = _pool(events, complex_frames, pattern)
-            found, hits, made = _evaluate(frame, job, pattern, pattern.name in used,
-                                          chunk_events)
-            raw[pattern.name] = (found, made)
-            result.cap_hits[pattern.name] = hits
-            seen[pattern.name] = len(frame)
-            if made is not None:
-                complex_frames.append(made)
-        windows, counted = derive_windows({p: raw[p][0] for p in spec.deriving if p in raw},
-                                          spec)
-    result.windows = windows
-    complex_frames = []
-    for name, (found, made) in raw.items():
-        contexts = spec.contexts_of(name)
-        result.matches[name] = counted[name] if name in counted else [
-            m for m in found if keep_match(m, contexts, windows, spec.partition_by)]
-        result.cap_hits.setdefault(name, 0)
-        if made is not None:
-            complex_frames.append(_kept_rows(made, contexts, windows, spec))
+    derived = derive_contexts(events, job, spec, chunk_events)
+    windows = derived.windows
+    result = ContextResult(dict(derived.matches), dict(derived.cap_hits), windows)
+    complex_frames = list(derived.complex_frames)
     keys = partition_keys(events, spec.partition_by)
-    span = _stream_span(events)
-    for pattern in (p for p in job.patterns if p.name not in first):
+    span = stream_span(events)
+    for pattern in (p for p in job.patterns if p.name not in derived.matches):
         contexts = spec.contexts_of(pattern.name)
         frame = _pool(events, complex_frames, pattern)
-        negation = any(o.kind == NEGATED for o in pattern.operands)
-        margin = (pattern.window or 0.0) if negation else 0.0
         if contexts and grouped:
-            inside = frame[window_mask(frame, EVENT_TS, windows, contexts, spec.partition_by,
-                                       margin)]
+            inside = frame[pushed_down(frame, pattern, spec, windows)]
             found, hits, made = _evaluate(inside, job, pattern, pattern.name in used,
                                           chunk_events)
             rows_seen = len(inside)
         elif contexts:
             found, hits, made, rows_seen = _per_window(frame, job, pattern, windows, contexts,
-                                                       spec, margin, pattern.name in used,
-                                                       chunk_events)
+                                                       spec, _margin(pattern),
+                                                       pattern.name in used, chunk_events)
         else:
             found, hits, made = _evaluate(frame, job, pattern, pattern.name in used, chunk_events)
             rows_seen = len(frame)
@@ -119,25 +103,100 @@ def run_with_contexts(events: pd.DataFrame, job: Job, *, chunk_events: int = CHU
         result.cap_hits[pattern.name] = hits
         if made is not None:
             complex_frames.append(_kept_rows(made, contexts, windows, spec))
-        result.metrics[pattern.name] = _pattern_metrics(
+        result.metrics[pattern.name] = pattern_metrics(
             len(frame), rows_seen, contexts, windows, keys, span)
-    for name in first:
+    for name in derived.matches:
         frame = _pool(events, [], job.pattern(name))
-        result.metrics[name] = _pattern_metrics(len(frame), seen.get(name, len(frame)),
-                                                spec.contexts_of(name), windows, keys, span)
+        result.metrics[name] = pattern_metrics(len(frame), derived.seen.get(name, len(frame)),
+                                               spec.contexts_of(name), windows, keys, span)
     return result
 
 
+def derive_contexts(events: pd.DataFrame, job: Job, spec: ContextSpec,
+                    chunk_events: int = CHUNK_EVENTS) -> Derived:
+    """Deriving patterns first (DESIGN.md "The engine", step 2): the context windows per
+    partition, and the counted matches of the deriving patterns and those they are built
+    from. Evaluated lazily, only while they may count, unless they are single events or built
+    from / bound by other patterns (then over every event of their types)."""
+    first = _built_from(spec.deriving, job)
+    used = {o.type for p in job.patterns for o in p.operands}
+    complex_frames: list[pd.DataFrame] = []
+    raw: dict[str, tuple[list[dict], pd.DataFrame | None]] = {}
+    seen: dict[str, int] = {}  # rows each deriving pattern was evaluated over
+    cap_hits: dict[str, int] = {}
+    single = all(len(job.pattern(n).operands) == 1 for n in first)  # cheap over every event
+    if first == set(spec.deriving) and not first & used and not single:
+        windows, counted, seen, cap_hits = derive_lazily(events, job, spec, chunk_events)
+        raw = {name: (found, None) for name, found in counted.items()}
+    else:  # deriving patterns of one event each, or built from / part of other patterns
+        for pattern in (p for p in job.patterns if p.name in first):
+            frame = _pool(events, complex_frames, pattern)
+            found, hits, made = _evaluate(frame, job, pattern, pattern.name in used,
+                                          chunk_events)
+            raw[pattern.name] = (found, made)
+            cap_hits[pattern.name] = hits
+            seen[pattern.name] = len(frame)
+            if made is not None:
+                complex_frames.append(made)
+        windows, counted = derive_windows({p: raw[p][0] for p in spec.deriving if p in raw},
+                                          spec)
+    matches: dict[str, list[dict]] = {}
+    kept: list[pd.DataFrame] = []
+    for name, (found, made) in raw.items():
+        contexts = spec.contexts_of(name)
+        matches[name] = counted[name] if name in counted else [
+            m for m in found if keep_match(m, contexts, windows, spec.partition_by)]
+        cap_hits.setdefault(name, 0)
+        if made is not None:
+            kept.append(_kept_rows(made, contexts, windows, spec))
+    return Derived(windows, matches, cap_hits, seen, kept)
+
+
+def pushed_down(frame: pd.DataFrame, pattern: PatternSpec, spec: ContextSpec,
+                windows: Windows) -> np.ndarray:
+    """The rows of `frame` a pattern receives (push-down, seed 003 Thm 1): those inside the
+    windows of its contexts, widened by its window when it has a negated operand; every row
+    for a pattern in no context."""
+    contexts = spec.contexts_of(pattern.name)
+    if not contexts:
+        return np.ones(len(frame), dtype=bool)
+    return window_mask(frame, EVENT_TS, windows, contexts, spec.partition_by,
+                       _margin(pattern))
+
+
+def _margin(pattern: PatternSpec) -> float:
+    """How far outside its windows a pattern looks: its window when a negated operand may
+    block a match from there (negation sees the whole stream), else nothing."""
+    negation = any(o.kind == NEGATED for o in pattern.operands)
+    return (pattern.window or 0.0) if negation else 0.0
+
+
+def counting_mask(texts: Sequence[str], contexts: tuple[str, ...], windows: Windows,
+            spec: ContextSpec) -> np.ndarray:
+    """Which matches (JSON texts) count: those lying inside one holding of `contexts`."""
+    if not contexts:
+        return np.ones(len(texts), dtype=bool)
+    return np.asarray([keep_match(json.loads(text), contexts, windows, spec.partition_by)
+                       for text in texts], dtype=bool)
+
+
 def metrics_section(result: ContextResult, job: Job) -> dict[str, Any]:
+    """`metrics.json`'s `contexts` for a `run_with_contexts` result."""
+    return contexts_metrics(result.windows, result.metrics,
+                            {name: len(found) for name, found in result.matches.items()}, job)
+
+
+def contexts_metrics(windows: Windows | None, patterns: Mapping[str, dict],
+                     matches: Mapping[str, int], job: Job) -> dict[str, Any]:
     """`metrics.json`'s `contexts`: per pattern the share of events it saw, the share of time
     it was suspended and its matches, beside the plan's expected active share; the number of
     windows per context."""
     expected = job.data["contexts"].get("expected_active_share") or {}
-    windows = result.windows.frame() if result.windows is not None else None
-    counts = {} if windows is None else windows.groupby("context").size().to_dict()
-    return {"patterns": {name: {**values, "matches": len(result.matches.get(name, ())),
+    frame = windows.frame() if windows is not None else None
+    counts = {} if frame is None else frame.groupby("context").size().to_dict()
+    return {"patterns": {name: {**values, "matches": matches.get(name, 0),
                                 "expected_active_share": expected.get(name)}
-                         for name, values in result.metrics.items()},
+                         for name, values in patterns.items()},
             "windows": {str(k): int(v) for k, v in counts.items()}}
 
 
@@ -262,8 +321,16 @@ def _in_order(blocks: list[_Block], names: tuple[str, ...]):
     for i in np.lexsort((position, ranks, first, last)):
         block = blocks[which[i]]
         yield (float(last[i]), float(first[i]), block.pattern.name, int(position[i]),
-               partial(block.renderer.match, block.pattern, block.found,
+               partial(_one_match, block.renderer, block.pattern, block.found,
                        int(block.rows[position[i]])))
+
+
+def _one_match(renderer: Renderer, pattern: PatternSpec, found: Matches, row: int) -> dict:
+    """Match `row` of `found` as its match object (rendered on its own: few deriving
+    matches count)."""
+    one = Matches({v: ranks[row:row + 1] for v, ranks in found.single.items()},
+                  {v: [sets[row]] for v, sets in found.kleene.items()}, 1)
+    return json.loads(renderer.match_lines(pattern, one))
 
 
 def _by_key(frame: pd.DataFrame, keys: tuple[str, ...]):
@@ -302,7 +369,7 @@ def _evaluate(frame: pd.DataFrame, job: Job, pattern: PatternSpec, with_complex:
     for group in partitions(frame, pattern.partition_by):
         out = evaluate_partition(group, job, pattern, with_complex=with_complex,
                                  chunk_events=chunk_events)
-        found += out.matches
+        found += [json.loads(text) for text in out.texts()]
         hits += out.cap_hits
         if out.complex is not None:
             made.append(out.complex)
@@ -345,9 +412,7 @@ def _kept_rows(frame: pd.DataFrame, contexts: tuple[str, ...], windows: Windows,
     """The complex events whose match counts: only those feed the patterns above."""
     if not contexts:
         return frame
-    keep = [keep_match(json.loads(text), contexts, windows, spec.partition_by)
-            for text in frame[MATCH_COLUMN]]
-    return frame[np.asarray(keep, dtype=bool)]
+    return frame[counting_mask(frame[MATCH_COLUMN].tolist(), contexts, windows, spec)]
 
 
 def partition_keys(events: pd.DataFrame, attributes: tuple[str, ...]) -> list[tuple]:
@@ -359,14 +424,14 @@ def partition_keys(events: pd.DataFrame, attributes: tuple[str, ...]) -> list[tu
             for row in keys.itertuples(index=False)]
 
 
-def _stream_span(events: pd.DataFrame) -> tuple[float, float]:
+def stream_span(events: pd.DataFrame) -> tuple[float, float]:
     if not len(events):
         return 0.0, 0.0
     stamps = events[EVENT_TS]
     return float(stamps.min()), float(stamps.max())
 
 
-def _pattern_metrics(rows_of_types: int, rows_seen: int, contexts: tuple[str, ...],
+def pattern_metrics(rows_of_types: int, rows_seen: int, contexts: tuple[str, ...],
                      windows: Windows, keys: list[tuple], span: tuple[float, float]) -> dict:
     """Share of its types' events a pattern saw, and share of partition-time it was
     suspended (0 for a pattern active in every context)."""

@@ -33,6 +33,8 @@ def tag_masks(frame: pd.DataFrame, job: Job) -> dict[str, np.ndarray]:
             rows = np.flatnonzero((types == operand.type).to_numpy(dtype=bool))
             filters = (stages.negation_filters if operand.kind == "negated"
                        else stages.filters).get(operand.var, [])
+            if not len(rows):  # no row of its type: the frame may lack its attributes
+                filters = []
             for tree in filters:
                 columns = {key: _values(frame, key[1])[rows] for key in referenced_keys(tree)}
                 rows = rows[np.asarray(evaluate(tree, columns, len(rows)), dtype=bool)]
