@@ -12,6 +12,7 @@ from starlette.requests import Request
 
 from cepplan.errors import Problem
 from cepplan.planner.compose import AUTO
+from cepplan.planner.evaluation import SEARCHES
 from cepplan.planner.front import DP, HEURISTIC
 from cepplan.planner.strategies import STRATEGIES
 from cepplan.service.problems import ProblemError
@@ -107,6 +108,8 @@ def _settings(settings: dict[str, Any], limits: Limits, bad) -> dict[str, Any]:
         "time_limit": (lambda v: _number(v) and 0 < v <= top,
                        f"must be a number of seconds in (0, {top:g}], the server's limit"),
         "share": (lambda v: isinstance(v, bool), "must be true or false"),
+        "search": (lambda v: v in SEARCHES, f"must be one of {', '.join(SEARCHES)}"),
+        "neighborhood": (_neighbourhood, "must be edge or vertex:K with K from 2 to 64"),
     }
     checked: dict[str, Any] = {}
     for key, value in settings.items():
@@ -119,6 +122,15 @@ def _settings(settings: dict[str, Any], limits: Limits, bad) -> dict[str, Any]:
         else:
             bad(f"settings.{key}", message)
     return checked
+
+
+def _neighbourhood(value: Any) -> bool:
+    if value == "edge":
+        return True
+    if not isinstance(value, str) or not value.startswith("vertex:"):
+        return False
+    count = value.partition(":")[2]
+    return count.isdigit() and 2 <= int(count) <= 64
 
 
 def _integer(value: Any) -> bool:

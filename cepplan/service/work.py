@@ -10,6 +10,7 @@ import orjson
 
 from cepplan.errors import CepplanError, InputError
 from cepplan.planner.compose import Settings
+from cepplan.planner.evaluation import EvaluationSettings
 from cepplan.service.problems import MEDIA_TYPE, problem_body
 from cepplan.workload.loader import build_workload
 from cepplan.workload.model import Workload
@@ -46,8 +47,12 @@ def _optimize(request: dict[str, Any]) -> Answer:
     from cepplan.planner.optimize import optimize as plan_workload
 
     workload, statistics, settings, share = _planning_inputs(request)
+    search = request["settings"].get("search", "tabu")
+    evaluation = EvaluationSettings(search, request["settings"].get("neighborhood", "edge"),
+                                    settings.time_limit, settings.seed)
     result = plan_workload(workload, statistics, settings, "request.stats"
-                           if request["stats"] else None, share=share)
+                           if request["stats"] else None, share=share,
+                           evaluation_settings=evaluation)
     return 200, JSON, orjson.dumps(result.plan.to_json())
 
 
@@ -71,7 +76,8 @@ def _planning_inputs(request: dict[str, Any]) -> tuple[Workload, Any, Settings, 
     stats = request["stats"]
     statistics = (parse_stats(stats, "request.stats", workload, check_digest=False) if stats
                   else workload.statistics)
-    options = dict(request["settings"])
+    options = {k: v for k, v in request["settings"].items()
+               if k not in ("search", "neighborhood")}
     share = options.pop("share", True)
     if "k" in options:
         options["k"] = options["k"] or None

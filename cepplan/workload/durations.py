@@ -37,7 +37,7 @@ def parse_duration(value: object, time_unit: str) -> float:
     else:
         amount = float(value)
     if not math.isfinite(amount) or amount <= 0:
-        raise DurationError(f"must be a positive finite number, got {value!r:.40}")
+        raise DurationError(f"must be positive and finite, got {value!r:.40}")
     if amount > MAX_DURATION:
         raise DurationError(f"{value!r:.40} is longer than the largest duration cepplan plans "
                             f"for, {MAX_DURATION:g} {time_unit}")

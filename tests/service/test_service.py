@@ -78,11 +78,13 @@ def workload(name: str = "fraud") -> dict:
 @pytest.mark.parametrize("name", ["fraud", "stocks", "network"])
 def test_optimize_answers_the_plan_the_cli_writes(server, tmp_path, name):
     port, _ = server
-    status, headers, body = post(port, "/v1/optimize", {"workload": workload(name)})
+    status, headers, body = post(port, "/v1/optimize", {"workload": workload(name),
+                                                        "settings": {"search": "none"}})
     assert status == 200 and headers["content-type"] == "application/json"
     out = tmp_path / "plan.json"
     done = subprocess.run([sys.executable, "-m", "cepplan", "optimize",
-                           str(EXAMPLES / name / "workload.json"), "-o", str(out)],
+                           str(EXAMPLES / name / "workload.json"), "-o", str(out),
+                           "--search", "none"],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert json.loads(body)["patterns"] == json.loads(out.read_text())["patterns"]
@@ -228,6 +230,12 @@ HOSTILE = {
                  {}, TOKEN, 422),
     "seed 2**70": ("POST", "/v1/optimize",
                    {"workload": workload(), "settings": {"seed": 2**70}}, {}, TOKEN, 422),
+    "unknown search": ("POST", "/v1/optimize",
+                       {"workload": workload(), "settings": {"search": "exhaustive"}}, {},
+                       TOKEN, 422),
+    "vertex:1000": ("POST", "/v1/optimize",
+                    {"workload": workload(), "settings": {"neighborhood": "vertex:1000"}}, {},
+                    TOKEN, 422),
     "unknown setting": ("POST", "/v1/optimize",
                         {"workload": workload(), "settings": {"exec": "x"}}, {}, TOKEN, 422),
     "stats a list": ("POST", "/v1/optimize", {"workload": workload(), "stats": []}, {},
