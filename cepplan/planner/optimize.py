@@ -9,10 +9,13 @@ from types import MappingProxyType
 
 from cepplan.planner.candidates import Candidate
 from cepplan.planner.compose import NodeResult, Settings, own_cost
+from cepplan.planner.evaluation import NONE, EvaluationSettings, evaluation
 from cepplan.planner.inputs import check_rates
 from cepplan.planner.plan import DetectionPlan, PatternPlan, Plan
 from cepplan.planner.shared import SharedOutcome, plan_workload
 from cepplan.workload.model import Statistics, Workload
+
+NO_SEARCH = EvaluationSettings(search=NONE)
 
 
 @dataclass(frozen=True)
@@ -25,9 +28,11 @@ class Optimized:
 
 
 def optimize(workload: Workload, statistics: Statistics, settings: Settings,
-             stats_file: str | None = None, share: bool = True) -> Optimized:
+             stats_file: str | None = None, share: bool = True,
+             evaluation_settings: EvaluationSettings = NO_SEARCH,
+             ) -> Optimized:
     """Plan every pattern of the workload; InputError for missing rates or unmeetable
-    latency bounds."""
+    latency bounds. Then the evaluation pass: trees and shared subtrees (docs/sharing.md)."""
     start = time.perf_counter()
     check_rates(workload, statistics, stats_file)
     outcome = plan_workload(workload, statistics, settings, share)
@@ -49,7 +54,8 @@ def optimize(workload: Workload, statistics: Statistics, settings: Settings,
                   "shared_subevents": list(outcome.shared)}
     plan = Plan(MappingProxyType(patterns), workload.path, workload.digest,
                 MappingProxyType(provenance))
-    return Optimized(plan, outcome, seconds)
+    plan = evaluation(workload, statistics, plan, evaluation_settings)
+    return Optimized(plan, outcome, time.perf_counter() - start)
 
 
 def evaluation_order(result: NodeResult, chosen: Candidate) -> tuple[str, ...]:

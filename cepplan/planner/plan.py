@@ -59,11 +59,15 @@ class PatternPlan:
     pareto: tuple[DetectionPlan, ...] = ()
     naive_cost: float | None = None
     solver: str = "trivial"
+    tree: Any = None  # evaluation tree (docs/sharing.md): a variable or [left, right]
 
     def to_json(self) -> dict[str, Any]:
-        return {"detection": self.detection.to_json(),
+        body = {"detection": self.detection.to_json(),
                 "pareto": [p.to_json() for p in self.pareto],
                 "naive_cost": self.naive_cost, "solver": self.solver, "order": list(self.order)}
+        if self.tree is not None:
+            body["tree"] = self.tree
+        return body
 
 
 @dataclass(frozen=True)
@@ -74,14 +78,18 @@ class Plan:
     workload_path: str = ""
     workload_digest: str = ""
     provenance: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    sharing: Mapping[str, Any] | None = None  # the evaluation pass's section (docs/sharing.md)
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        body = {
             "format": FORMAT,
             "workload": {"path": self.workload_path, "sha256": self.workload_digest},
             "patterns": {name: p.to_json() for name, p in self.patterns.items()},
             "provenance": {"cepplan": cepplan.__version__, **self.provenance},
         }
+        if self.sharing is not None:
+            body["sharing"] = dict(self.sharing)
+        return body
 
 
 def trivial_pattern_plan(pattern: Pattern) -> PatternPlan:
@@ -122,7 +130,7 @@ def read_plan(path: str | Path, workload: Workload | None = None) -> Plan:
     meta = raw.get("workload") or {}
     return Plan(MappingProxyType(patterns), meta.get("path", ""), meta.get("sha256", ""),
                 MappingProxyType({k: v for k, v in (raw.get("provenance") or {}).items()
-                                  if k != "cepplan"}))
+                                  if k != "cepplan"}), raw.get("sharing"))
 
 
 def plan_mismatches(patterns: Mapping[str, PatternPlan], workload: Workload) -> list[tuple]:
@@ -153,7 +161,7 @@ def _pattern_plan(name: str, body: Mapping[str, Any]) -> PatternPlan:
     order = tuple(body.get("order") or sorted({v for s in detection.steps for v in s}))
     return PatternPlan(name, detection, order,
                        tuple(_detection(p) for p in body.get("pareto", ())),
-                       body.get("naive_cost"), body.get("solver", "unknown"))
+                       body.get("naive_cost"), body.get("solver", "unknown"), body.get("tree"))
 
 
 def _detection(body: Mapping[str, Any]) -> DetectionPlan:

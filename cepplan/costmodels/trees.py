@@ -1,0 +1,111 @@
+"""Evaluation-plan costs: expected partial matches per order, tree and multitree (seed 004
+§3.3, App. C), with cepplan's adjustments for SEQ order, Kleene closure and negation.
+
+A plan node over a set S of a pattern's positive variables holds the partial matches of S
+that lie in one window. Counted in a window of length W of a Poisson stream (docs/sharing.md):
+
+    C(S) = W^|S| · Π_{v∈S} r_v · Π_{conditions inside S} sel · ord(S)
+
+with ord(S) = 1/|S|! for a SEQ (the only one of the |S|! arrangements in sequence order) and
+1 for AND. Seed 004 writes the same product without ord (§3.3, App. C). A Kleene variable b+
+stands for every non-empty subset of its events: E[2^N − 1] = e^{rW} − 1 for N ~ Poisson(rW),
+so its effective rate is (e^{rW} − 1)/W (capped at the runtime's subset cap). Negated
+variables form no partial matches of their own: they veto complete matches on top of the root.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+
+Tree = object  # a variable name (leaf) or a pair (left, right) of trees
+
+
+def node_cost(variables: Iterable[str], window: float, rates: Mapping[str, float],
+              selectivities: Mapping[frozenset[str], float], seq: bool) -> float:
+    """C(S): expected partial matches of the variables S within one window (seed 004 App. C,
+    C(N) = C(L)·C(R)·sel_{L,R} unrolled, times ord(S))."""
+    names = frozenset(variables)
+    product = 1.0
+    for var in names:
+        product *= window * rates[var]
+    for scope, sel in selectivities.items():
+        if scope <= names:
+            product *= sel
+    return product / math.factorial(len(names)) if seq else product
+
+
+def cost_ord(order: Sequence[str], window: float, rates: Mapping[str, float],
+             selectivities: Mapping[frozenset[str], float], seq: bool) -> float:
+    """Cost_ord (seed 004 §3.3): Σ_k Cost_ord^k over the prefixes of an evaluation order."""
+    return sum(node_cost(order[:k], window, rates, selectivities, seq)
+               for k in range(1, len(order) + 1))
+
+
+def tree_leaves(tree: Tree) -> tuple[str, ...]:
+    """The variables of a tree, left to right (the join order it implies)."""
+    if isinstance(tree, tuple):
+        return tree_leaves(tree[0]) + tree_leaves(tree[1])
+    return (tree,)
+
+
+def tree_nodes(tree: Tree) -> list[Tree]:
+    """Every node of a tree, children before parents."""
+    if isinstance(tree, tuple):
+        return [*tree_nodes(tree[0]), *tree_nodes(tree[1]), tree]
+    return [tree]
+
+
+def cost_tree(tree: Tree, window: float, rates: Mapping[str, float],
+              selectivities: Mapping[frozenset[str], float], seq: bool) -> float:
+    """Cost_tree (seed 004 App. C): Σ_{N ∈ nodes(T)} C(N)."""
+    return sum(node_cost(tree_leaves(node), window, rates, selectivities, seq)
+               for node in tree_nodes(tree))
+
+
+def cost_tree_multi(nodes: Iterable[tuple[object, float, float, Iterable[float]]]) -> float:
+    """Cost_tree^multi (seed 004 App. C): each distinct node counted once. A node is given as
+    (identity, size k, C(N)/W^k, windows of its users); a shared node keeps the largest
+    window of the patterns using it (seed 004 §3.1)."""
+    seen: dict[object, tuple[float, float, float]] = {}
+    for key, size, base, windows in nodes:
+        widest = max(windows)
+        if key in seen:
+            widest = max(widest, seen[key][2])
+        seen[key] = (size, base, widest)
+    return sum(base * widest ** size for size, base, widest in seen.values())
+
+
+def kleene_rate(rate: float, window: float, cap: int) -> float:
+    """Effective rate of a Kleene variable: (E[2^N] − 1)/W, N ~ Poisson(rW), at most
+    (2^cap − 1)/W (the runtime enumerates at most 2^cap subsets)."""
+    exponent = min(rate * window, cap * math.log(2.0))
+    return math.expm1(exponent) / window
+
+
+def no_event_probability(rate: float, window: float, operator: str, positives: int,
+                         edge: bool) -> float:
+    """P(no event of a negated type where it would veto a match). AND: anywhere in the
+    window, e^{−rW}. SEQ: in the gap between its neighbours — an inner gap of k uniformly
+    placed events in W spans W/(k+1) on average, a leading/trailing one 2W/(k+1) (the runtime
+    searches from the window's start / up to its end); e^{−r·E[gap]} (Jensen: a lower
+    bound)."""
+    if operator == "AND":
+        return math.exp(-rate * window)
+    gap = (2.0 if edge else 1.0) * window / (positives + 1)
+    return math.exp(-rate * gap)
+
+
+def instances(orders: Iterable[tuple[Sequence[str], float, Mapping[str, float],
+                                     Mapping[frozenset[str], float], bool]]) -> float:
+    """#inst of a multi-pattern tree (seed 004 §3.3): the orders' common prefixes merged, each
+    distinct prefix P_N costing Cost_ord^{|P_N|}, with the largest window of the patterns
+    sharing it (§3.1). An order is (labels, window, rates, selectivities, seq) over labels."""
+    prefixes: dict[tuple[str, ...], tuple[float, Mapping, Mapping, bool]] = {}
+    for order, window, rates, selectivities, seq in orders:
+        for k in range(1, len(order) + 1):
+            key = tuple(order[:k])
+            if key not in prefixes or prefixes[key][0] < window:
+                prefixes[key] = (window, rates, selectivities, seq)
+    return sum(node_cost(key, window, rates, selectivities, seq)
+               for key, (window, rates, selectivities, seq) in prefixes.items())

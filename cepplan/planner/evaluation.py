@@ -1,0 +1,77 @@
+"""The evaluation pass (seed 004): each pattern's evaluation tree and the subtrees patterns
+share, found by `cepplan.search`, written into `patterns.*.tree`, `patterns.*.order` and the
+plan's `sharing` section (docs/sharing.md)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from types import MappingProxyType
+from typing import Any
+
+from cepplan.errors import InputError, Problem
+from cepplan.planner.plan import Plan
+from cepplan.search.problem import problem_from_workload
+from cepplan.search.solve import ALGORITHMS, SearchResult, search
+from cepplan.workload.model import Statistics, Workload
+
+NONE = "none"
+SEARCHES = (*ALGORITHMS, NONE)
+PATIENCE = 3000  # neighbours evaluated without improvement before a search stops early
+
+
+@dataclass(frozen=True)
+class EvaluationSettings:
+    """`cepplan optimize --search/--neighborhood/--time-limit/--seed`."""
+
+    search: str = "tabu"
+    neighborhood: str = "edge"
+    time_limit: float = 10.0
+    seed: int = 0
+    patience: int | None = PATIENCE
+
+
+def evaluation(workload: Workload, statistics: Statistics, plan: Plan,
+               settings: EvaluationSettings) -> Plan:
+    """The plan with every plannable pattern's tree and join order, and the sharing section;
+    unchanged with `--search none`."""
+    if settings.search == NONE:
+        return plan
+    problem = problem_from_workload(workload, statistics)
+    try:
+        result = search(problem, algorithm=settings.search, neighbourhood=settings.neighborhood,
+                        seed=settings.seed, time_limit=settings.time_limit,
+                        patience=settings.patience)
+    except ValueError as exc:
+        raise InputError([Problem("<command line>", "--search", str(exc))]) from exc
+    patterns = dict(plan.patterns)
+    for name, tree in result.trees.items():
+        negated = [o.var for o in workload.pattern(name).negated]
+        patterns[name] = replace(patterns[name], tree=_json_tree(tree),
+                                 order=(*result.orders[name], *negated))
+    return replace(plan, patterns=MappingProxyType(patterns), sharing=sharing_section(result))
+
+
+def sharing_section(result: SearchResult) -> dict[str, Any]:
+    """plan.json's `sharing`: shared nodes, modelled costs, the search and its trace."""
+    section: dict[str, Any] = {
+        "cost_unit": "expected partial matches per window",
+        "modelled_cost": {"chosen": result.cost, "trivial": result.trivial_cost,
+                          "sh": result.sh_cost, "re": result.re_cost},
+        "shared": [{"size": s.size, "window": s.window,
+                    "users": {name: _json_tree(t) for name, t in s.users.items()}}
+                   for s in result.shared],
+        "search": {"algorithm": result.algorithm, "neighborhood": result.neighbourhood,
+                   "shape": result.shape, "seed": result.seed, "time_limit": result.time_limit,
+                   "steps": result.steps, "seconds": round(result.seconds, 4),
+                   "components": result.components, "graph_edges": result.edges},
+        "trace": [list(point) for point in result.trace],
+        "unplanned": dict(result.skipped),
+    }
+    if not result.edges:
+        section["note"] = "nothing to share: no two patterns have a common subpattern of two " \
+                          "or more events with the same conditions"
+    return section
+
+
+def _json_tree(tree: Any) -> Any:
+    return [_json_tree(tree[0]), _json_tree(tree[1])] if isinstance(tree, tuple) else tree

@@ -1,0 +1,55 @@
+"""The plans the search is measured against (seed 004 §6.2): trivial (each pattern in its own
+order, nothing shared), RE (each pattern's cheapest tree, nothing shared) and SH (maximal
+sharing of common subpatterns, orders fixed: shared part first, the rest in pattern order).
+
+Unshared plans cost Σ Cost_tree of the patterns' trees — every pattern evaluated on its own,
+as the engine does without sharing; shared plans cost Cost_tree^multi (App. C).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from cepplan.search.graph import MultiPatternGraph, mask_of_labels
+from cepplan.search.local import Compiled, IndexTree, best_tree, local_cost, pattern_order_tree
+from cepplan.search.multitree import multi_cost
+
+
+def trivial_trees(compiled: Sequence[Compiled]) -> list[IndexTree]:
+    return [pattern_order_tree(c.m) for c in compiled]
+
+
+def reordered_trees(compiled: Sequence[Compiled], shape: str) -> list[IndexTree]:
+    """RE: every pattern's cheapest local plan (seed 004 §4.2's starting point)."""
+    return [best_tree(c, shape=shape)[0] for c in compiled]
+
+
+def unshared_cost(compiled: Sequence[Compiled], trees: Sequence[IndexTree]) -> float:
+    """Σ_i Cost_tree(T_i) + the negation nodes: no node shared."""
+    return sum(local_cost(c, t) + c.pattern.negation_cost
+               for c, t in zip(compiled, trees, strict=True))
+
+
+def shared_trees(compiled: Sequence[Compiled], graph: MultiPatternGraph) -> list[IndexTree]:
+    """SH: the largest common subpatterns first (then the most widely shared), each pattern
+    taking the first one it owns, evaluated left-deep in one canonical order."""
+    chosen: dict[int, tuple[str, ...]] = {}
+    ranked = sorted(graph.owners.items(), key=lambda kv: (-len(kv[0][1]), -len(kv[1]), kv[0][1]))
+    for (_, labels, _), owners in ranked:
+        for p in sorted(owners):
+            chosen.setdefault(p, labels)
+    trees = []
+    for p, c in enumerate(compiled):
+        labels = chosen.get(p, ())
+        shared = [c.index[label] for label in labels]  # SEQ position / sorted-label order
+        rest = [i for i in range(c.m) if not mask_of_labels(c, labels) >> i & 1]
+        order = shared + rest
+        tree: IndexTree = order[0]
+        for i in order[1:]:
+            tree = (tree, i)
+        trees.append(tree)
+    return trees
+
+
+def sh_cost(compiled: Sequence[Compiled], graph: MultiPatternGraph) -> float:
+    return multi_cost(compiled, shared_trees(compiled, graph))

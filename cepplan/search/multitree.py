@@ -1,0 +1,103 @@
+"""A multi-pattern multitree (seed 004 §5) under local search: one tree per pattern, identical
+subtrees merged by hashing, and Cost_tree^multi kept up to date as trees change.
+
+A node's identity is its subtree's hash (`Compiled.node_id`); its cost is C(N)/W^k · W^k
+with W the largest window among the patterns using it (§3.1). Replacing one pattern's tree
+updates only the nodes it leaves or joins, so a local-search step costs O(pattern size).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from cepplan.search.local import Compiled, IndexTree, mask_of, nodes_of
+
+
+class Multitree:
+    """The current trees of all patterns and their Cost_tree^multi (seed 004 App. C)."""
+
+    def __init__(self, compiled: Sequence[Compiled], trees: Sequence[IndexTree]):
+        self.compiled = list(compiled)
+        self.trees: list[IndexTree] = [None] * len(compiled)
+        self.users: dict[int, dict[int, float]] = {}
+        self.info: dict[int, tuple[int, float]] = {}
+        self.contribution: dict[int, float] = {}
+        self.cost = sum(c.pattern.negation_cost for c in compiled)
+        self.signature = 0
+        self._nodes: dict[tuple[int, IndexTree], list[tuple[int, int, float]]] = {}
+        for p, tree in enumerate(trees):
+            self.set_tree(p, tree)
+
+    def nodes(self, p: int, tree: IndexTree) -> list[tuple[int, int, float]]:
+        """(identity, size, C/W^k) of every node of pattern p's tree."""
+        key = (p, tree)
+        found = self._nodes.get(key)
+        if found is None:
+            c = self.compiled[p]
+            found = []
+            for node in nodes_of(tree):
+                mask = mask_of(node)
+                found.append((c.node_id(node), mask.bit_count(), c.base[mask]))
+            self._nodes[key] = found
+        return found
+
+    def set_tree(self, p: int, tree: IndexTree) -> IndexTree:
+        """Give pattern p a new tree; returns the old one (to undo the move)."""
+        old = self.trees[p]
+        if old == tree:
+            return old
+        window = self.compiled[p].window
+        if old is not None:
+            self.signature ^= hash((p, old))
+            for node, _, _ in self.nodes(p, old):
+                self.users[node].pop(p, None)
+                self._recost(node)
+        self.trees[p] = tree
+        self.signature ^= hash((p, tree))
+        for node, size, base in self.nodes(p, tree):
+            self.users.setdefault(node, {})[p] = window
+            self.info[node] = (size, base)
+            self._recost(node)
+        return old
+
+    def apply(self, move: dict[int, IndexTree]) -> dict[int, IndexTree]:
+        """Apply a move (pattern → tree); returns the move that undoes it."""
+        return {p: self.set_tree(p, tree) for p, tree in move.items()}
+
+    def shared_subtrees(self, p: int) -> list[IndexTree]:
+        """The largest subtrees of p's tree that another pattern also uses."""
+        tree = self.trees[p]
+        out: list[IndexTree] = []
+        stack = [tree]
+        c = self.compiled[p]
+        while stack:
+            node = stack.pop()
+            if not isinstance(node, tuple):
+                continue
+            if node is not tree and len(self.users.get(c.node_id(node), ())) > 1:
+                out.append(node)
+            else:
+                stack.extend(node)
+        return out
+
+    def shared_nodes(self) -> list[int]:
+        """Identities of the inner nodes used by two or more patterns."""
+        return [node for node, users in self.users.items()
+                if len(users) > 1 and self.info[node][0] > 1]
+
+    def _recost(self, node: int) -> None:
+        users = self.users[node]
+        size, base = self.info[node]
+        new = base * max(users.values()) ** size if users else 0.0
+        self.cost += new - self.contribution.get(node, 0.0)
+        if users:
+            self.contribution[node] = new
+        else:
+            self.contribution.pop(node, None)
+            del self.users[node]
+
+
+def multi_cost(compiled: Sequence[Compiled], trees: Sequence[IndexTree]) -> float:
+    """Cost_tree^multi of a set of trees (seed 004 App. C), computed from scratch."""
+    return Multitree(compiled, trees).cost
+

@@ -1,0 +1,176 @@
+"""The evaluation search's input: each pattern's positive variables with workload-wide labels,
+rates, conditions and window (seed 004 §2), built from a workload and its statistics.
+
+A label names what a variable binds independently of the variable's name: its event type,
+kind (plain or Kleene), filters, Kleene-internal predicates and partition key, with every
+variable name replaced by a placeholder. Two patterns can share a subpattern exactly when
+their variables' labels, the structure and the conditions among them (also label-rewritten)
+agree — so `a.price > b.price` in one pattern matches `x.price > y.price` in another.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from cepplan.costmodels.markov import event_probability
+from cepplan.costmodels.trees import kleene_rate, no_event_probability, node_cost
+from cepplan.workload.model import (
+    FILTER,
+    KLEENE,
+    KLEENE_INTERNAL,
+    NEGATED,
+    Pattern,
+    Statistics,
+    Workload,
+)
+
+MAX_VARIABLES = 12  # the subset DP is 3^m: larger patterns keep their own order, unshared
+
+
+@dataclass(frozen=True)
+class Condition:
+    """A join condition: the variables it reads, its label-rewritten text, its selectivity."""
+
+    variables: frozenset[str]
+    key: str
+    selectivity: float
+
+
+@dataclass(frozen=True)
+class SearchPattern:
+    """One pattern as the evaluation search sees it (positive variables in position order)."""
+
+    name: str
+    operator: str  # SEQ or AND
+    window: float
+    variables: tuple[str, ...]
+    labels: Mapping[str, str]
+    rates: Mapping[str, float]  # effective rates (Kleene: subsets, docs/sharing.md)
+    conditions: tuple[Condition, ...] = ()
+    negation_cost: float = 0.0  # the veto node on top of the root (constant across plans)
+
+    @property
+    def seq(self) -> bool:
+        return self.operator == "SEQ"
+
+    @property
+    def selectivities(self) -> dict[frozenset[str], float]:
+        product: dict[frozenset[str], float] = {}
+        for condition in self.conditions:
+            product[condition.variables] = product.get(condition.variables, 1.0) * \
+                condition.selectivity
+        return product
+
+
+@dataclass(frozen=True)
+class Problem:
+    """The patterns to plan and, by name, those left in their own order with the reason."""
+
+    patterns: tuple[SearchPattern, ...]
+    skipped: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+
+
+def problem_from_workload(workload: Workload, statistics: Statistics) -> Problem:
+    """Every SEQ/AND pattern over primitive events becomes a `SearchPattern`; OR patterns,
+    patterns over complex events and very large ones are skipped (with the reason)."""
+    patterns, skipped = [], {}
+    for pattern in workload.patterns:
+        reason = _unplannable(pattern)
+        if reason:
+            skipped[pattern.name] = reason
+            continue
+        patterns.append(_search_pattern(pattern, workload, statistics))
+    return Problem(tuple(patterns), MappingProxyType(skipped))
+
+
+def _unplannable(pattern: Pattern) -> str | None:
+    if pattern.operator == "OR":
+        return "OR pattern: each operand matches alone"
+    if any(o.is_complex for o in pattern.operands):
+        return "binds complex events"
+    if pattern.window is None:
+        return "no window"
+    if len(pattern.positive) > MAX_VARIABLES:
+        return f"more than {MAX_VARIABLES} variables"
+    return None
+
+
+def _search_pattern(pattern: Pattern, workload: Workload, statistics: Statistics) -> SearchPattern:
+    window = float(pattern.window)
+    cap = workload.options.kleene_cap
+    selectivity = statistics.selectivities.get(pattern.name, {})
+    labels, rates = {}, {}
+    seen: dict[str, int] = {}
+    for operand in sorted(pattern.positive, key=lambda o: o.position):
+        var = operand.var
+        own = [p for p in pattern.predicates if p.variables == {var}
+               and p.kind in (FILTER, KLEENE_INTERNAL)]
+        text = json.dumps([operand.event_type, operand.kind, list(pattern.partition_by),
+                           sorted(_rewrite(p.portable, {var: "_"}) for p in own)])
+        seen[text] = seen.get(text, 0) + 1
+        labels[var] = f"{text}#{seen[text]}"  # a second a:GOOG is a different leaf
+        rate = _rate(statistics, operand.event_type)
+        for p in own:
+            rate *= selectivity.get(p.text, 1.0)
+        rates[var] = kleene_rate(rate, window, cap) if operand.kind == KLEENE else rate
+    positives = {o.var for o in pattern.positive}
+    conditions = tuple(
+        Condition(p.variables, _rewrite(p.portable, labels), selectivity.get(p.text, 1.0))
+        for p in pattern.predicates if len(p.variables) > 1 and p.variables <= positives)
+    variables = tuple(o.var for o in sorted(pattern.positive, key=lambda o: o.position))
+    searched = SearchPattern(pattern.name, pattern.operator, window, variables,
+                             MappingProxyType(labels), MappingProxyType(rates), conditions)
+    negation = _negation_cost(pattern, searched, statistics)
+    return SearchPattern(searched.name, searched.operator, window, variables,
+                         searched.labels, searched.rates, conditions, negation)
+
+
+def _negation_cost(pattern: Pattern, searched: SearchPattern, statistics: Statistics) -> float:
+    """The veto node: complete positive matches that survive every negated variable."""
+    if not pattern.negated:
+        return 0.0
+    root = node_cost(searched.variables, searched.window, searched.rates,
+                     searched.selectivities, searched.seq)
+    positions = [o.position for o in pattern.positive]
+    survive = 1.0
+    for operand in pattern.negated:
+        if operand.kind != NEGATED:
+            continue
+        edge = operand.position < min(positions) or operand.position > max(positions)
+        survive *= no_event_probability(_rate(statistics, operand.event_type),
+                                        searched.window, pattern.operator,
+                                        len(positions), edge)
+    return root * survive
+
+
+def _rate(statistics: Statistics, type_name: str) -> float:
+    """Events per time unit: the measured rate, else the occurrence model's."""
+    if type_name in statistics.rates:
+        return float(statistics.rates[type_name])
+    model = statistics.models.get(type_name)
+    if model is None:
+        return 1.0
+    step = model.time_step or 1.0
+    if model.kind == "markov" and model.transition:
+        return event_probability(model.transition) / step
+    return (model.p or 0.0) / step
+
+
+def _rewrite(tree: list, names: Mapping[str, str]) -> str:
+    """A portable expression tree as text with variable names replaced (labels)."""
+    def walk(node: object) -> object:
+        if not isinstance(node, list) or not node:
+            return node
+        if node[0] == "attr":
+            return ["attr", names.get(node[1], node[1]), node[2]]
+        if node[0] == "kleene":
+            return ["kleene", node[1], names.get(node[2], node[2]), node[3]]
+        if node[0] == "lit":
+            return node
+        head = node[:2] if node[0] == "call" else node[:1]
+        return [*head, *(walk(child) for child in node[len(head):])]
+    return json.dumps(walk(tree), sort_keys=True)
+

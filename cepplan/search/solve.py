@@ -1,0 +1,150 @@
+"""`search`: the whole evaluation search — MPG, components, local search or a baseline — from a
+`Problem` to a `SearchResult` (seed 004 §4–§5). Imports nothing from the planner.
+
+Starts from every pattern's cheapest local tree (§4.2) and searches each connected component
+of the multi-pattern graph in turn, with a share of the time limit proportional to its size.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from cepplan.search.baselines import (
+    reordered_trees,
+    shared_trees,
+    trivial_trees,
+    unshared_cost,
+)
+from cepplan.search.graph import build_graph
+from cepplan.search.local import (
+    BUSHY,
+    LEFT_DEEP,
+    Compiled,
+    IndexTree,
+    Interner,
+    mask_of,
+    nodes_of,
+)
+from cepplan.search.metaheuristics import SA, TABU, Progress, anneal, tabu
+from cepplan.search.multitree import Multitree, multi_cost
+from cepplan.search.neighbourhood import Neighbourhood, parse_neighbourhood
+from cepplan.search.problem import Problem
+
+SH, RE = "sh", "re"
+ALGORITHMS = (SA, TABU, SH, RE)
+SHAPES = (BUSHY, LEFT_DEEP)
+
+VarTree = object  # a variable name or a pair of VarTrees
+
+
+@dataclass(frozen=True)
+class SharedNode:
+    """A subtree evaluated once for several patterns: each user's variables, the window."""
+
+    users: Mapping[str, VarTree]
+    window: float
+    size: int
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """The chosen multitree and how it compares (Cost_tree^multi, seed 004 App. C)."""
+
+    trees: Mapping[str, VarTree]
+    orders: Mapping[str, tuple[str, ...]]  # join order per pattern, consistent with its tree
+    shared: tuple[SharedNode, ...]
+    cost: float
+    trivial_cost: float
+    sh_cost: float
+    re_cost: float
+    algorithm: str
+    neighbourhood: str
+    shape: str
+    seed: int
+    time_limit: float
+    steps: int
+    seconds: float
+    trace: tuple[tuple[float, float], ...]
+    components: int
+    edges: int
+    skipped: Mapping[str, str]
+
+
+def search(problem: Problem, *, algorithm: str = SA, neighbourhood: str = "edge",
+           shape: str = BUSHY, seed: int = 0, time_limit: float = 10.0,
+           patience: int | None = None) -> SearchResult:
+    """The cheapest multitree found within `time_limit` seconds (best so far when it runs
+    out); ValueError for an unknown algorithm, neighbourhood or shape or a limit ≤ 0."""
+    if algorithm not in ALGORITHMS:
+        raise ValueError(f"{algorithm!r} is not one of {', '.join(ALGORITHMS)}")
+    if shape not in SHAPES:
+        raise ValueError(f"{shape!r} is not one of {', '.join(SHAPES)}")
+    if not time_limit > 0:
+        raise ValueError(f"the time limit must be positive, got {time_limit}")
+    kind, k = parse_neighbourhood(neighbourhood)
+    start = time.perf_counter()
+    deadline = start + time_limit
+    interner = Interner()
+    compiled = [Compiled(p, interner) for p in problem.patterns]
+    graph = build_graph(compiled)
+    trivial = unshared_cost(compiled, trivial_trees(compiled))
+    local = reordered_trees(compiled, shape)
+    re_cost = unshared_cost(compiled, local)
+    sh = shared_trees(compiled, graph)
+    sh_cost = multi_cost(compiled, sh)
+    state = Multitree(compiled, sh if algorithm == SH else local)
+    progress = Progress(state.cost, list(state.trees), started=start)
+    progress.trace.append((round(time.perf_counter() - start, 4), state.cost))
+    components = [c for c in graph.components(len(compiled)) if len(c) > 1]
+    if algorithm in (SA, TABU):
+        rng = random.Random(seed)
+        left = sum(len(c) for c in components)
+        for members in components:
+            now = time.perf_counter()
+            until = now + (deadline - now) * len(members) / left
+            left -= len(members)
+            moves = Neighbourhood(compiled, graph, members, kind, k, shape)
+            run = anneal if algorithm == SA else tabu
+            run(state, moves, rng, until, progress, patience=patience)
+            state.apply({p: progress.best_trees[p] for p in members})
+    trees = progress.best_trees
+    final = Multitree(compiled, trees)
+    return SearchResult(
+        trees={c.pattern.name: _names(c, t) for c, t in zip(compiled, trees, strict=True)},
+        orders={c.pattern.name: _join_order(c, t) for c, t in zip(compiled, trees, strict=True)},
+        shared=_shared(final), cost=final.cost, trivial_cost=trivial, sh_cost=sh_cost,
+        re_cost=re_cost, algorithm=algorithm, neighbourhood=neighbourhood, shape=shape,
+        seed=seed, time_limit=time_limit, steps=progress.steps,
+        seconds=time.perf_counter() - start, trace=tuple(progress.trace),
+        components=len(components), edges=len(graph.edges), skipped=problem.skipped)
+
+
+def _shared(state: Multitree) -> tuple[SharedNode, ...]:
+    """The inner nodes two or more patterns use, each with every user's own subtree."""
+    out = []
+    for node in state.shared_nodes():
+        users = {}
+        for p in sorted(state.users[node]):
+            c = state.compiled[p]
+            sub = next(n for n in nodes_of(state.trees[p]) if c.node_id(n) == node)
+            users[c.pattern.name] = _names(c, sub)
+        out.append(SharedNode(users, max(state.users[node].values()), state.info[node][0]))
+    return tuple(sorted(out, key=lambda s: (-s.size, -len(s.users), sorted(s.users))))
+
+
+def _join_order(compiled: Compiled, tree: IndexTree) -> tuple[str, ...]:
+    """The tree's leaves, the child with fewer expected partial matches first at every node:
+    a left-to-right join that builds the cheaper side of each node before the other."""
+    if not isinstance(tree, tuple):
+        return (compiled.pattern.variables[tree],)
+    left, right = sorted(tree, key=lambda t: compiled.cost[mask_of(t)])
+    return _join_order(compiled, left) + _join_order(compiled, right)
+
+
+def _names(compiled: Compiled, tree: IndexTree) -> VarTree:
+    if isinstance(tree, tuple):
+        return (_names(compiled, tree[0]), _names(compiled, tree[1]))
+    return compiled.pattern.variables[tree]

@@ -1,0 +1,67 @@
+"""Random multi-pattern workloads drawn like seed 004 §6.1: SEQ/AND patterns over stock
+tickers, about half as many `diff` comparisons as events, about 20 % with a NOT or a KLEENE,
+rates 2–47 per second and selectivities 0.003–0.92 (one selectivity per comparison, shared by
+every pattern that makes it). Tickers are drawn with Zipf-like popularity so that patterns
+overlap. Returns workload.json text as a dict (for tests, benchmarks and examples).
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+
+def synthetic_workload(n_patterns: int = 100, avg_size: float = 5.0, n_types: int = 20, *,
+                       seed: int = 0, special: float = 0.2, window_s: int = 900,
+                       max_size: int = 8, equal_windows: bool = True) -> dict[str, Any]:
+    """A workload of `n_patterns` random patterns (seed 004 §6.1)."""
+    rng = random.Random(seed)
+    types = [f"T{i:02d}" for i in range(n_types)]
+    weights = [1.0 / (i + 1) ** 0.8 for i in range(n_types)]
+    rates = {t: round(rng.uniform(2, 47), 2) for t in types}
+    comparisons: dict[tuple[str, str], float] = {}
+    patterns, selectivities = [], {}
+    for index in range(n_patterns):
+        size = max(2, min(max_size, round(rng.gauss(avg_size, 1.2))))
+        chosen = _distinct(rng, types, weights, size)
+        variables = [f"v{i}" for i in range(size)]
+        operands: list[Any] = [f"{v}:{t}" for v, t in zip(variables, chosen, strict=True)]
+        name = f"p{index:03d}"
+        if rng.random() < special:
+            spot = rng.randrange(size)
+            if rng.random() < 0.5:
+                operands[spot] = ["KLEENE", operands[spot]]
+            else:
+                spare = _distinct(rng, [t for t in types if t not in chosen], None, 1)[0]
+                operands.insert(spot, ["NOT", f"n:{spare}"])
+        where, sels = [], {}
+        pairs = [(i, j) for i in range(size) for j in range(i + 1, size)]
+        for i, j in rng.sample(pairs, min(len(pairs), max(1, size // 2))):
+            key = (chosen[i], chosen[j])
+            if key not in comparisons:
+                comparisons[key] = round(rng.uniform(0.003, 0.92), 3)
+            text = f"{variables[i]}.diff < {variables[j]}.diff"
+            where.append(text)
+            sels[text] = comparisons[key]
+        selectivities[name] = sels
+        window = window_s if equal_windows else rng.choice([window_s // 2, window_s])
+        patterns.append({"name": name, "structure": [rng.choice(["SEQ", "AND"]), *operands],
+                         "where": where, "within": f"{window}s"})
+    return {
+        "format": "cepplan.workload/1", "name": "synthetic_multi", "time_unit": "s",
+        "source": {"format": "csv", "header": True, "type_column": "type", "time_column": "ts"},
+        "schemas": {"Tick": {"price": "double", "diff": "double"}},
+        "event_types": {t: {"schema": "Tick"} for t in types},
+        "patterns": patterns,
+        "statistics": {"rates": rates, "selectivities": selectivities},
+    }
+
+
+def _distinct(rng: random.Random, items: list[str], weights: list[float] | None,
+              count: int) -> list[str]:
+    picked: list[str] = []
+    while len(picked) < count:
+        item = rng.choices(items, weights)[0]
+        if item not in picked:
+            picked.append(item)
+    return picked
