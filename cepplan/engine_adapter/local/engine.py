@@ -19,10 +19,12 @@ import numpy as np
 import pandas as pd
 
 from cepplan.engine_adapter.local.acquire import acquire
+from cepplan.engine_adapter.local.shared import group_members, node_metrics, run_shared_group
 from cepplan.engine_adapter.local.source import read_batches
 from cepplan.engine_adapter.local.writer import staged_output
 from cepplan.engine_adapter.runtime.job import Job, evaluate_partition, job_from_json, partitions
 from cepplan.engine_adapter.runtime.records import MATCH_COLUMN
+from cepplan.engine_adapter.runtime.shared_plan import SharingPlan, sharing_plan
 from cepplan.engine_adapter.runtime.spec import PatternSpec
 from cepplan.engine_adapter.runtime.tagging import tag_masks
 from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_TYPE
@@ -45,6 +47,7 @@ def run_local_job(data: dict[str, Any], events: Sequence[str], out: Path, *,
                                "rows_rejected": dict(rejected), "rows_to_matchers": 0,
                                "rows_to_matchers_by_pattern": {}, "rows_shuffled": 0,
                                "matches": {}, "kleene_cap_hits": {}}
+    sharing, shared, partials = sharing_plan(job), {}, {}
     with staged_output(out, output_format) as (writer, finish):
         for spec in job.patterns:
             clock = time.perf_counter()
@@ -54,9 +57,16 @@ def run_local_job(data: dict[str, Any], events: Sequence[str], out: Path, *,
             seconds[f"acquire {spec.name}"] = time.perf_counter() - clock
             clock = time.perf_counter()
             count, hits, made = 0, 0, []
-            for group, own in _slices(frame, spec):
-                result = evaluate_partition(group, job, spec, own=own,
-                                            with_complex=spec.name in consumers)
+            if spec.name in sharing.uses:  # the shared plan: the group's patterns together
+                if spec.name not in shared:
+                    shared.update(_shared_group(pool, job, sharing, spec.name, consumers,
+                                                partials))
+                results = iter(shared.pop(spec.name))
+            else:
+                results = (evaluate_partition(group, job, spec, own=own,
+                                              with_complex=spec.name in consumers)
+                           for group, own in _slices(frame, spec))
+            for result in results:
                 writer.write(spec.name, result.matches, result.count)
                 count += result.count
                 hits += result.cap_hits
@@ -75,9 +85,24 @@ def run_local_job(data: dict[str, Any], events: Sequence[str], out: Path, *,
             if made:
                 pool = _with_tags(pool, pd.concat(made, ignore_index=True), job)
         metrics["plan"] = data.get("plan", {})
+        if sharing.uses:
+            metrics["shared_nodes"] = node_metrics(job, sharing, partials, pool)
         metrics["seconds"] = {k: round(v, 3) for k, v in seconds.items()}
         finish(metrics)
     return metrics
+
+
+def _shared_group(pool: pd.DataFrame, job: Job, sharing: SharingPlan, name: str,
+                  consumers: set[str], partials: dict[int, int]) -> dict[str, list]:
+    """Outputs of the sharing group of pattern `name` (docs/engine.md, "Shared plan")."""
+    names = group_members(job, sharing, name)
+    keeps = {}
+    for member in names:
+        spec = job.pattern(member)
+        labels = [c for c in pool.columns if c.startswith(member + "\t")]
+        keeps[member] = acquire(pool, {c: pool[c].to_numpy(dtype=bool) for c in labels}, spec)
+    return run_shared_group(pool, keeps, job, sharing, names, with_complex=consumers,
+                            partials=partials, slices=_slices)
 
 
 def _slices(frame: pd.DataFrame, spec: PatternSpec,

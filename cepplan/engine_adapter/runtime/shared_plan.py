@@ -207,7 +207,8 @@ def evaluate_group(frame: pd.DataFrame, job: Job, plan: SharingPlan, names: Sequ
     for index in sorted({plan.uses[n].node for n in names if n in plan.uses}):
         node = plan.nodes[index]
         rows = _node_rows(_SharedContext(table, node.spec, node.stages, cache), chunk_events)
-        out.partials[index] = len(rows[1])
+        owned = (table.ts[rows[1]] >= own[0]) & (table.ts[rows[1]] < own[1])
+        out.partials[index] = int(np.count_nonzero(owned))  # by latest event, like matches
         node_rows[index] = rows
     renderer = Renderer(table, job.types)
     for name in names:
