@@ -26,8 +26,8 @@ EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "trading_rules"
 
 def _events(types: list[str], n: int, seed: int, duration: float) -> pd.DataFrame:
     rng = random.Random(seed)
-    stamps = rng.sample(range(int(duration * 10)), n)  # distinct: no ties to order
-    rows = sorted((ts / 10, rng.choice(types)) for ts in stamps)
+    # continuous stamps: no two events closer than exactly a window (no float boundary)
+    rows = sorted((rng.uniform(0, duration), rng.choice(types)) for _ in range(n))
     return pd.DataFrame({"__type": [t for _, t in rows], "__ts": [ts for ts, _ in rows],
                          "__id": range(n), "price": [rng.randint(0, 9) for _ in rows],
                          "diff": [float(rng.randint(0, 6)) for _ in rows]})

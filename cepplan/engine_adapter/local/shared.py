@@ -54,7 +54,10 @@ def node_metrics(job: Job, plan: SharingPlan, partials: Mapping[int, int],
         if len(users) < 2:
             continue
         count = partials.get(node.index, 0)
+        # the model counts the partial matches alive in one window; each is created once,
+        # when its latest event arrives, at k·C(S)/W per time unit (docs/sharing.md)
+        size = len(node.spec.positive)
         out.append({"users": users, "window": node.spec.window, "partial_matches": count,
-                    "per_window": round(count * node.spec.window / span, 4),
+                    "per_window": round(count * node.spec.window / (span * size), 4),
                     "modelled_per_window": node.modelled})
     return out
