@@ -53,7 +53,7 @@ def run_local_job(data: dict[str, Any], events: Sequence[str], out: Path, *,
             clock = time.perf_counter()
             labels = [c for c in pool.columns if c.startswith(spec.name + "\t")]
             keep = acquire(pool, {c: pool[c].to_numpy(dtype=bool) for c in labels}, spec)
-            frame = pool[keep]
+            frame = pool.loc[keep, [c for c in pool.columns if "\t" not in c]]  # no tags
             seconds[f"acquire {spec.name}"] = time.perf_counter() - clock
             clock = time.perf_counter()
             count, hits, made = 0, 0, []

@@ -27,7 +27,8 @@ def run_shared_group(pool: pd.DataFrame, keeps: Mapping[str, np.ndarray], job: J
     """Per member, its outputs slice by slice; each node's partial matches added to
     `partials`. `keeps` holds each member's acquired rows of `pool`; `slices` is the
     engine's split into owned time ranges per key."""
-    frame = pool[np.logical_or.reduce([keeps[n] for n in names])]
+    frame = pool.loc[np.logical_or.reduce([keeps[n] for n in names]),
+                     [c for c in pool.columns if "\t" not in c]]  # not the tag columns
     specs = [job.pattern(n) for n in names]
     shape = SimpleNamespace(window=max(s.window for s in specs),
                             negated=tuple(o for s in specs for o in s.negated),
