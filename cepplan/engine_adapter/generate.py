@@ -35,6 +35,7 @@ SHIPPED = (
     "engine_adapter/runtime/kleene.py",
     "engine_adapter/runtime/matcher.py",
     "engine_adapter/runtime/records.py",
+    "engine_adapter/runtime/shared_plan.py",
     "engine_adapter/runtime/spec.py",
     "engine_adapter/runtime/table.py",
     "engine_adapter/runtime/tagging.py",

@@ -57,7 +57,7 @@ def sharing_section(result: SearchResult) -> dict[str, Any]:
         "cost_unit": "expected partial matches per window",
         "modelled_cost": {"chosen": result.cost, "trivial": result.trivial_cost,
                           "sh": result.sh_cost, "re": result.re_cost},
-        "shared": [{"size": s.size, "window": s.window,
+        "shared": [{"size": s.size, "window": s.window, "cost": s.cost,
                     "users": {name: _json_tree(t) for name, t in s.users.items()}}
                    for s in result.shared],
         "search": {"algorithm": result.algorithm, "neighborhood": result.neighbourhood,

@@ -47,6 +47,7 @@ class SharedNode:
     users: Mapping[str, VarTree]
     window: float
     size: int
+    cost: float = 0.0  # modelled partial matches per window (its Cost_tree^multi share)
 
 
 @dataclass(frozen=True)
@@ -131,7 +132,8 @@ def _shared(state: Multitree) -> tuple[SharedNode, ...]:
             c = state.compiled[p]
             sub = next(n for n in nodes_of(state.trees[p]) if c.node_id(n) == node)
             users[c.pattern.name] = _names(c, sub)
-        out.append(SharedNode(users, max(state.users[node].values()), state.info[node][0]))
+        out.append(SharedNode(users, max(state.users[node].values()), state.info[node][0],
+                              state.contribution.get(node, 0.0)))
     return tuple(sorted(out, key=lambda s: (-s.size, -len(s.users), sorted(s.users))))
 
 

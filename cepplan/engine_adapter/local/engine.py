@@ -21,10 +21,12 @@ import pandas as pd
 
 from cepplan.engine_adapter.local.acquire import acquire
 from cepplan.engine_adapter.local.contexts import LocalContexts
+from cepplan.engine_adapter.local.shared import group_members, node_metrics, run_shared_group
 from cepplan.engine_adapter.local.source import read_batches
 from cepplan.engine_adapter.local.writer import staged_output
 from cepplan.engine_adapter.runtime.job import Job, evaluate_partition, job_from_json, partitions
 from cepplan.engine_adapter.runtime.records import MATCH_COLUMN
+from cepplan.engine_adapter.runtime.shared_plan import SharingPlan, sharing_plan
 from cepplan.engine_adapter.runtime.spec import PatternSpec
 from cepplan.engine_adapter.runtime.tagging import tag_masks
 from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_TYPE
@@ -58,6 +60,7 @@ def run_local_job(data: dict[str, Any], events: Sequence[str], out: Path, *,
                                "matches": {}, "kleene_cap_hits": {}}
     derived: dict[str, list[dict]] = {}
     cap = data["options"].get("kleene_cap", 16)
+    sharing, shared, partials = sharing_plan(job), {}, {}
     with staged_output(out, output_format) as (writer, finish):
         if stage is not None:  # deriving patterns first (docs/contexts.md)
             clock = time.perf_counter()
@@ -78,13 +81,20 @@ def run_local_job(data: dict[str, Any], events: Sequence[str], out: Path, *,
             if stage is not None:  # push-down: only the rows inside its windows
                 frame, masks = stage.push_down(pool, masks, spec)
             keep = acquire(frame, masks, spec)
-            frame = frame[keep]
+            frame = frame.loc[keep, [c for c in frame.columns if "\t" not in c]]  # no tags
             seconds[f"acquire {spec.name}"] = time.perf_counter() - clock
             clock = time.perf_counter()
             count, hits, made = 0, 0, []
-            for group, own in _slices(frame, spec):
-                result = evaluate_partition(group, job, spec, own=own,
-                                            with_complex=spec.name in consumers)
+            if stage is None and spec.name in sharing.uses:  # the shared plan, together
+                if spec.name not in shared:
+                    shared.update(_shared_group(pool, job, sharing, spec.name, consumers,
+                                                partials))
+                results = iter(shared.pop(spec.name))
+            else:
+                results = (evaluate_partition(group, job, spec, own=own,
+                                              with_complex=spec.name in consumers)
+                           for group, own in _slices(frame, spec))
+            for result in results:
                 if stage is not None:
                     result = stage.counted(result, spec)
                 writer.write(spec.name, result.matches, result.count)
@@ -110,6 +120,8 @@ def run_local_job(data: dict[str, Any], events: Sequence[str], out: Path, *,
             say(f"consumer queries: {run.metrics['executions_with_reuse']} operator executions "
                 f"for {run.metrics['selections']} query windows")
         metrics["plan"] = data.get("plan", {})
+        if stage is None and sharing.uses:
+            metrics["shared_nodes"] = node_metrics(job, sharing, partials, pool)
         metrics["seconds"] = {k: round(v, 3) for k, v in seconds.items()}
         finish(metrics)
     return metrics
@@ -125,6 +137,19 @@ def _count(metrics: dict[str, Any], name: str, sent: int, count: int, hits: int,
     say(f"pattern {name}: {sent} rows to matchers, {count} matches")
     if hits:
         say(f"warning: pattern {name}: {hits} Kleene enumerations cut at kleene_cap={cap}")
+
+
+def _shared_group(pool: pd.DataFrame, job: Job, sharing: SharingPlan, name: str,
+                  consumers: set[str], partials: dict[int, int]) -> dict[str, list]:
+    """Outputs of the sharing group of pattern `name` (docs/engine.md, "Shared plan")."""
+    names = group_members(job, sharing, name)
+    keeps = {}
+    for member in names:
+        spec = job.pattern(member)
+        labels = [c for c in pool.columns if c.startswith(member + "\t")]
+        keeps[member] = acquire(pool, {c: pool[c].to_numpy(dtype=bool) for c in labels}, spec)
+    return run_shared_group(pool, keeps, job, sharing, names, with_complex=consumers,
+                            partials=partials, slices=_slices)
 
 
 def _slices(frame: pd.DataFrame, spec: PatternSpec,

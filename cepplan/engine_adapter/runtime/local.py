@@ -14,6 +14,7 @@ import pandas as pd
 from cepplan.engine_adapter.runtime.contexts import has_contexts, run_with_contexts
 from cepplan.engine_adapter.runtime.job import Job, evaluate_partition, partitions
 from cepplan.engine_adapter.runtime.matcher import CHUNK_EVENTS
+from cepplan.engine_adapter.runtime.shared_plan import run_group, sharing_plan
 from cepplan.workload.columns import EVENT_TYPE
 
 
@@ -23,13 +24,18 @@ class LocalResult:
 
     matches: dict[str, list[dict]] = field(default_factory=dict)
     cap_hits: dict[str, int] = field(default_factory=dict)
+    partials: dict[int, int] = field(default_factory=dict)  # shared node -> partial matches
 
 
-def run_local(events: pd.DataFrame, job: Job, *, chunk_events: int = CHUNK_EVENTS) -> LocalResult:
-    """All matches of every pattern in `job` over `events` (canonical columns)."""
+def run_local(events: pd.DataFrame, job: Job, *, chunk_events: int = CHUNK_EVENTS,
+              share: bool = True) -> LocalResult:
+    """All matches of every pattern in `job` over `events` (canonical columns); with `share`,
+    the plan's shared subtrees are computed once per partition for their users."""
     if has_contexts(job):  # the context stage: docs/contexts.md
         return run_with_contexts(events, job, chunk_events=chunk_events)
     result = LocalResult()
+    sharing = sharing_plan(job) if share else None
+    shared: dict[str, list] = {}
     complex_frames: list[pd.DataFrame] = []
     used = {o.type for p in job.patterns for o in p.operands}
     for spec in job.patterns:
@@ -38,9 +44,16 @@ def run_local(events: pd.DataFrame, job: Job, *, chunk_events: int = CHUNK_EVENT
             else events
         frame = pool[pool[EVENT_TYPE].isin(types)]
         found, hits, made = [], 0, []
-        for group in partitions(frame, spec.partition_by):
-            out = evaluate_partition(group, job, spec, with_complex=spec.name in used,
-                                     chunk_events=chunk_events)
+        if sharing is not None and spec.name in sharing.uses:  # the shared plan's groups
+            if spec.name not in shared:
+                shared.update(run_group(pool, job, sharing, spec.name, with_complex=used,
+                                        chunk_events=chunk_events, partials=result.partials))
+            outputs = iter(shared.pop(spec.name))
+        else:
+            outputs = (evaluate_partition(group, job, spec, with_complex=spec.name in used,
+                                          chunk_events=chunk_events)
+                       for group in partitions(frame, spec.partition_by))
+        for out in outputs:
             found += [json.loads(text) for text in out.texts()]
             hits += out.cap_hits
             if out.complex is not None:

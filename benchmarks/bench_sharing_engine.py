@@ -1,0 +1,155 @@
+"""The shared plan on the local engine (seed 004 §6): wall time and partial matches of the
+trading-rules example and a synthetic many-pattern workload under the chosen plan (shared
+and, for comparison, unshared) vs trivial, SH and RE, side by side in one run, with matches
+checked identical across plans; measured vs modelled partial matches per shared node.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from cepplan.engine_adapter.job_spec import job_data
+from cepplan.engine_adapter.local.engine import run_local_job
+from cepplan.planner.evaluation import EvaluationSettings, evaluation
+from cepplan.planner.plan import trivial_plan
+from cepplan.search.synthetic import synthetic_workload
+from cepplan.workload.loader import build_workload, load_workload
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "trading_rules"
+RUNS = ("trivial", "re", "sh", "chosen unshared", "chosen")
+
+
+def main(quick: bool = False) -> None:
+    print(f"load: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} (1, 5 min)")
+    limit = 2.0 if quick else 10.0
+    with tempfile.TemporaryDirectory() as tmp:
+        events = _example_events(Path(tmp), seconds=150.0 if quick else 600.0)
+        _compare("examples/trading_rules", load_workload(EXAMPLE / "workload.json"),
+                 events, limit, Path(tmp), repeats=1 if quick else 2)
+        for window in ("100ms",):  # 200 ms: millions of complete matches, minutes per plan
+            # no KLEENE: one Kleene pattern's complete matches (rendered and written, the
+            # same in every plan) would otherwise take nearly all the time
+            raw = synthetic_workload(40 if quick else 100, seed=1, window_s=1, special=0.1)
+            for pattern in raw["patterns"]:
+                pattern["structure"] = [o[1] if isinstance(o, list) and o[0] == "KLEENE" else o
+                                        for o in pattern["structure"]]
+                pattern["within"] = window
+            wl = build_workload(raw)
+            events = _synthetic_events(wl, Path(tmp), seconds=5.0 if quick else 20.0)
+            _compare(f"synthetic {len(wl.patterns)} patterns, window {window}", wl, events,
+                     limit, Path(tmp), repeats=1 if quick else 2)
+        wl = build_workload(_common_prefix_workload(30 if quick else 60))
+        events = _synthetic_events(wl, Path(tmp), seconds=20.0 if quick else 60.0)
+        _compare(f"{len(wl.patterns)} patterns on one common prefix", wl, events, limit,
+                 Path(tmp), repeats=1 if quick else 2)
+
+
+def _common_prefix_workload(n: int) -> dict:
+    """Seed 004's favourable case: every pattern is SEQ(a, b, c, d) over the same frequent
+    A, B, C with the same conditions, then its own rare D: many partial matches of the
+    common part, few complete matches."""
+    rare = [f"D{i:02d}" for i in range(n)]
+    patterns = [{"name": f"q{i:02d}", "structure": ["SEQ", "a:A", "b:B", "c:C", f"d:{t}"],
+                 "where": ["a.diff < b.diff", "b.diff < c.diff", "c.diff < d.diff"],
+                 "within": "1s"} for i, t in enumerate(rare)]
+    return {
+        "format": "cepplan.workload/1", "name": "common_prefix", "time_unit": "s",
+        "source": {"format": "csv", "header": True, "type_column": "type", "time_column": "ts"},
+        "schemas": {"Tick": {"price": "double", "diff": "double"}},
+        "event_types": {t: {"schema": "Tick"} for t in ("A", "B", "C", *rare)},
+        "patterns": patterns,
+        "statistics": {"rates": {"A": 20.0, "B": 20.0, "C": 20.0, **{t: 0.3 for t in rare}},
+                       "selectivities": {p["name"]: {w: 0.5 for w in p["where"]}
+                                         for p in patterns}},
+    }
+
+
+def _compare(title: str, wl, events: Path, limit: float, tmp: Path, repeats: int) -> None:
+    """Every plan on the same events, `repeats` rounds interleaved; best wall per plan."""
+    base = trivial_plan(wl)
+    plans = {"trivial": base}
+    for name, search in (("re", "re"), ("sh", "sh"), ("chosen", "tabu")):
+        plans[name] = evaluation(wl, wl.statistics, base, EvaluationSettings(search, "edge", limit))
+    jobs = {name: job_data(wl, plan) for name, plan in plans.items()}
+    jobs["chosen unshared"] = {k: v for k, v in jobs["chosen"].items() if k != "sharing"}
+    wall: dict[str, float] = {}
+    match_s: dict[str, float] = {}
+    found: dict[str, dict] = {}
+    metrics: dict[str, dict] = {}
+    for _ in range(repeats):
+        for name in RUNS:
+            out = tmp / name.replace(" ", "_")
+            start = time.perf_counter()
+            metrics[name] = run_local_job(jobs[name], [str(events)], out, say=lambda _: None)
+            elapsed = time.perf_counter() - start
+            matching = sum(v for k, v in metrics[name]["seconds"].items()
+                           if k.startswith("match "))
+            wall[name] = min(wall.get(name, np.inf), elapsed)
+            match_s[name] = min(match_s.get(name, np.inf), matching)
+            found[name] = _matches(out)
+    same = all(found[n] == found["trivial"] for n in RUNS)
+    n_events = metrics["trivial"]["rows_read"]
+    total = sum(metrics["trivial"]["matches"].values())
+    print(f"\n-- {title}: {n_events} events, {total} matches; identical across plans: {same}")
+    print(f"{'plan':>16} {'modelled':>10} {'wall s':>8} {'vs trivial':>10} {'matching s':>10} "
+          f"{'vs trivial':>10}")
+    for name in RUNS:
+        plan = plans[name.split()[0]]
+        modelled = plan.sharing["modelled_cost"]["chosen"] if plan.sharing else \
+            (plans["re"].sharing or {}).get("modelled_cost", {}).get("trivial", float("nan"))
+        if name == "chosen unshared":
+            modelled = float("nan")
+        print(f"{name:>16} {modelled:>10.4g} {wall[name]:>8.2f} "
+              f"{wall['trivial'] / wall[name]:>9.2f}x {match_s[name]:>10.2f} "
+              f"{match_s['trivial'] / match_s[name]:>9.2f}x")
+    nodes = metrics["chosen"].get("shared_nodes", [])
+    if nodes:
+        measured = sum(n["per_window"] for n in nodes)
+        modelled = sum(n["modelled_per_window"] or 0.0 for n in nodes)
+        ratios = [n["per_window"] / n["modelled_per_window"] for n in nodes
+                  if n["modelled_per_window"]]
+        print(f"shared nodes: {len(nodes)} with {sum(len(n['users']) for n in nodes)} users; "
+              f"partial matches computed once: {sum(n['partial_matches'] for n in nodes)}; "
+              f"per window measured {measured:.4g} vs modelled {modelled:.4g} "
+              f"(per node measured/modelled: median {np.median(ratios):.2f}, "
+              f"range {min(ratios):.2f}–{max(ratios):.2f})")
+
+
+def _matches(out: Path) -> dict[str, list[str]]:
+    lines: dict[str, list[str]] = {}
+    for part in sorted((out / "matches").iterdir()):
+        if part.name.startswith((".", "_")):
+            continue
+        for line in part.read_text().splitlines():
+            match = json.loads(line)
+            lines.setdefault(match["pattern"], []).append(json.dumps(match, sort_keys=True))
+    return {p: sorted(m) for p, m in lines.items()}
+
+
+def _example_events(tmp: Path, seconds: float) -> Path:
+    csv = pd.read_csv(EXAMPLE / "events.csv")
+    path = tmp / "trading.csv"
+    csv[csv["ts"] < seconds].to_csv(path, index=False)
+    return path
+
+
+def _synthetic_events(wl, tmp: Path, seconds: float) -> Path:
+    """Poisson streams at the workload's statistics' rates; diff uniform in [0, 100)."""
+    rng = np.random.default_rng(7)
+    rows = []
+    for name, rate in wl.statistics.rates.items():
+        n = rng.poisson(rate * seconds)
+        rows.append(pd.DataFrame({"type": name, "ts": rng.uniform(0, seconds, n)}))
+    frame = pd.concat(rows).sort_values("ts", kind="stable").reset_index(drop=True)
+    frame["price"] = rng.uniform(0, 100, len(frame)).round(2)
+    frame["diff"] = rng.uniform(0, 100, len(frame)).round(2)
+    path = tmp / "synthetic.csv"
+    frame.to_csv(path, index=False)
+    return path

@@ -1,0 +1,64 @@
+"""The local engine's side of the shared plan: one sharing group's patterns over the rows
+any of them acquires, sliced once (largest window), evaluated by `runtime.shared_plan`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Mapping
+from types import SimpleNamespace
+
+import numpy as np
+import pandas as pd
+
+from cepplan.engine_adapter.runtime.job import Job, PartitionOutput
+from cepplan.engine_adapter.runtime.shared_plan import SharingPlan, evaluate_group
+from cepplan.workload.columns import EVENT_TS
+
+
+def group_members(job: Job, plan: SharingPlan, name: str) -> list[str]:
+    """The patterns evaluated together with `name`: the users of its shared node."""
+    node = plan.uses[name].node
+    return [s.name for s in job.patterns if s.name in plan.uses and plan.uses[s.name].node == node]
+
+
+def run_shared_group(pool: pd.DataFrame, keeps: Mapping[str, np.ndarray], job: Job,
+                     plan: SharingPlan, names: list[str], *, with_complex: Collection[str],
+                     partials: dict[int, int],
+                     slices: Callable) -> dict[str, list[PartitionOutput]]:
+    """Per member, its outputs slice by slice; each node's partial matches added to
+    `partials`. `keeps` holds each member's acquired rows of `pool`; `slices` is the
+    engine's split into owned time ranges per key."""
+    frame = pool.loc[np.logical_or.reduce([keeps[n] for n in names]),
+                     [c for c in pool.columns if "\t" not in c]]  # not the tag columns
+    specs = [job.pattern(n) for n in names]
+    shape = SimpleNamespace(window=max(s.window for s in specs),
+                            negated=tuple(o for s in specs for o in s.negated),
+                            partition_by=specs[0].partition_by)
+    outputs: dict[str, list[PartitionOutput]] = {n: [] for n in names}
+    for group, own in slices(frame, shape):
+        result = evaluate_group(group, job, plan, names, own=own, with_complex=with_complex)
+        for n, out in result.outputs.items():
+            outputs[n].append(out)
+        for index, count in result.partials.items():
+            partials[index] = partials.get(index, 0) + count
+    return outputs
+
+
+def node_metrics(job: Job, plan: SharingPlan, partials: Mapping[int, int],
+                 pool: pd.DataFrame) -> list[dict]:
+    """metrics.json's `shared_nodes`: per node its users, the partial matches computed
+    (once), and per window of the stream beside the plan's modelled figure."""
+    ts = pool[EVENT_TS].to_numpy(dtype=np.float64) if len(pool) else np.zeros(1)
+    span = float(ts.max() - ts.min()) or 1.0
+    out = []
+    for node in plan.nodes:
+        users = sorted(n for n, u in plan.uses.items() if u.node == node.index)
+        if len(users) < 2:
+            continue
+        count = partials.get(node.index, 0)
+        # the model counts the partial matches alive in one window; each is created once,
+        # when its latest event arrives, at k·C(S)/W per time unit (docs/sharing.md)
+        size = len(node.spec.positive)
+        out.append({"users": users, "window": node.spec.window, "partial_matches": count,
+                    "per_window": round(count * node.spec.window / (span * size), 4),
+                    "modelled_per_window": node.modelled})
+    return out
