@@ -16,9 +16,11 @@ def metrics_lines(metrics: dict[str, Any], time_unit: str = "") -> list[str]:
              f"rows rejected        {rejected:>12,}"]
     for reason, count in sorted(metrics.get("rows_rejected", {}).items()):
         lines.append(f"  {reason:<18} {count:>12,}")
-    lines += [f"rows to matchers     {sent:>12,}   transmission factor {factor:.3f}",
-              f"rows shuffled        {metrics.get('rows_shuffled', 0):>12,}   "
-              "(with the copies time ranges share)", ""]
+    lines.append(f"rows to matchers     {sent:>12,}   transmission factor {factor:.3f}")
+    if metrics.get("engine") != "local":  # only Spark moves rows between machines
+        lines.append(f"rows shuffled        {metrics.get('rows_shuffled', 0):>12,}   "
+                     "(with the copies time ranges share)")
+    lines.append("")
     predicted = metrics.get("plan", {}).get("predicted", {})
     unit = f"/{time_unit}" if time_unit else ""
     width = max([24, *map(len, metrics["matches"])])

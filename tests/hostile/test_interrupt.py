@@ -225,8 +225,8 @@ def test_run_interrupted(tmp_path, plan, engine, signum, point):
     earlier = _earlier_output(out)
     scratch = tmp_path / "tmp"
     scratch.mkdir()
-    process = _start(["run", str(plan), "--events", str(FRAUD / "events.csv"), "--out",
-                      str(out), "--quiet"], scratch)
+    process = _start(["run", str(plan), str(FRAUD / "events.csv"), "-o", str(out), "--quiet",
+                      "--engine", engine], scratch)
     seen = _wait_for(process, POINTS[point], scratch)
     process.send_signal(signum)
     _, err = process.communicate(timeout=60)
@@ -247,8 +247,8 @@ def test_run_killed_leaves_no_process_and_next_run_cleans(tmp_path, plan, engine
     earlier = _earlier_output(out)
     scratch = tmp_path / "tmp"
     scratch.mkdir()
-    process = _start(["run", str(plan), "--events", str(FRAUD / "events.csv"), "--out",
-                      str(out), "--quiet"], scratch)
+    process = _start(["run", str(plan), str(FRAUD / "events.csv"), "-o", str(out), "--quiet",
+                      "--engine", engine], scratch)
     seen = _wait_for(process, POINTS["job-running"], scratch)
     process.send_signal(signal.SIGKILL)
     process.communicate(timeout=60)
@@ -271,7 +271,7 @@ def test_stats_interrupted(tmp_path, engine, signum, point):
     scratch = tmp_path / "tmp"
     scratch.mkdir()
     process = _start(["stats", str(FRAUD / "events.csv"), "-w", str(FRAUD / "workload.json"),
-                      "-o", str(out), "--quiet"], scratch)
+                      "-o", str(out), "--quiet", "--engine", engine], scratch)
     seen = _wait_for(process, POINTS[point], scratch)
     time.sleep(3)  # inside the statistics job's calls into the JVM
     process.send_signal(signum)
@@ -283,6 +283,61 @@ def test_stats_interrupted(tmp_path, engine, signum, point):
     assert not _gone(seen, 30), [_cmdline(p) for p in seen if _alive(p)]
     assert out.read_bytes() == b'{"earlier": true}\n'
     assert sorted(p.name for p in tmp_path.iterdir()) == ["stats.json", "tmp"]
+
+
+@pytest.fixture(scope="module")
+def big_fraud(tmp_path_factory) -> Path:
+    """Fraud events for 200,000 minutes (about 1.6 million rows): long enough in-process to
+    be interrupted while reading, matching or writing."""
+    events = tmp_path_factory.mktemp("big") / "events.csv"
+    subprocess.run([sys.executable, "-m", "cepplan", "synth", FRAUD / "workload.json", "-o",
+                    events, "--duration", "200000", "--seed", "3", "-q"], check=True, cwd=ROOT,
+                   timeout=300)
+    return events
+
+
+@pytest.mark.case_seconds(300)
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+@pytest.mark.parametrize("after", [0.5, 2.0, 5.0], ids=["early", "middle", "late"])
+def test_local_run_interrupted(tmp_path, plan, big_fraud, signum, after):
+    """The in-process engine interrupted at several points of its run: one line, the exit
+    code, the earlier output byte for byte, no staging left."""
+    out = tmp_path / "results" / "out"
+    earlier = _earlier_output(out)
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    process = _start(["run", str(plan), str(big_fraud), "-o", str(out), "--quiet",
+                      "--engine", "local"], scratch)
+    deadline = time.monotonic() + 60
+    while not any(p.name.startswith(STAGING_PREFIX) for p in out.parent.iterdir()):
+        assert process.poll() is None and time.monotonic() < deadline, process.communicate()
+        time.sleep(0.05)
+    time.sleep(after)
+    assert process.poll() is None, "the run ended before it could be interrupted"
+    process.send_signal(signum)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == CODES[signum], err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("cepplan: "), err
+    assert _snapshot(out) == earlier
+    assert sorted(p.name for p in out.parent.iterdir()) == ["out"]
+
+
+@pytest.mark.case_seconds(120)
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_local_stats_interrupted(tmp_path, big_fraud, signum):
+    out = tmp_path / "stats.json"
+    out.write_bytes(b'{"earlier": true}\n')
+    process = _start(["stats", str(big_fraud), "-w", str(FRAUD / "workload.json"), "-o",
+                      str(out), "--quiet", "--engine", "local"], tmp_path)
+    time.sleep(2.5)
+    assert process.poll() is None, "statistics ended before they could be interrupted"
+    process.send_signal(signum)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == CODES[signum], err
+    assert "Traceback" not in err and err.strip().startswith("cepplan: ")
+    assert out.read_bytes() == b'{"earlier": true}\n'
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["stats.json"]
 
 
 def test_optimize_interrupted_keeps_earlier_plan(tmp_path):
