@@ -17,7 +17,8 @@ import pytest
 from cepplan.engine_adapter.job_spec import job_data
 from cepplan.engine_adapter.local import source as local_source
 from cepplan.engine_adapter.local.engine import run_local_job
-from cepplan.engine_adapter.local.writer import STAGING_PREFIX, staged_output
+from cepplan.engine_adapter.local.writer import staged_output
+from cepplan.interrupt import STAGING_PREFIX
 from cepplan.planner.compose import Settings
 from cepplan.planner.optimize import optimize
 from cepplan.planner.plan import trivial_plan

@@ -1,16 +1,11 @@
 """The run's output directory: matches as part files and metrics.json, written into a hidden
-staging directory beside `--out` and renamed over it only when everything succeeded.
-
-A staging directory carries the writing process's id, so the next run removes those whose
-process is gone (a run killed with SIGKILL cannot clean up after itself).
+staging directory beside `--out` and renamed over it only when everything succeeded
+(`cepplan.interrupt.staged_directory`, which also clears what killed runs left behind).
 """
 
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -20,8 +15,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from cepplan.fileio import write_bytes_atomic
+from cepplan.interrupt import staged_directory
 
-STAGING_PREFIX = ".cepplan-local-"
 PARQUET_SCHEMA = pa.schema([("pattern", pa.string()), ("match", pa.string())])
 
 
@@ -63,57 +58,23 @@ class MatchWriter:
             self._text.close()
         if self._parquet is not None:
             self._parquet.close()
+            self._parquet = None
 
 
 @contextmanager
 def staged_output(out: Path, output_format: str) -> Iterator[tuple[MatchWriter, Any]]:
-    """(match writer, finish(metrics)) over a fresh staging directory; `finish` writes
-    metrics.json and swaps the directory over `out`. On any exception (Ctrl-C and SIGTERM
-    included) the staging directory is removed and `out` left as it was."""
-    out = Path(out).absolute()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    remove_stale_staging(out.parent)
-    staging = Path(tempfile.mkdtemp(prefix=f"{STAGING_PREFIX}{os.getpid()}-", dir=out.parent))
-    umask = os.umask(0)
-    os.umask(umask)
-    staging.chmod(0o777 & ~umask)  # an ordinary directory once renamed, not mkdtemp's 0700
-    writer = None
-    try:
+    """(match writer, finish(metrics)) over a fresh staging directory, renamed over `out`
+    when the block ends normally; on any exception (Ctrl-C and SIGTERM included) it is removed
+    and `out` left as it was."""
+    with staged_directory(out) as staging:
+        staging.mkdir()
         writer = MatchWriter(staging, output_format)
 
         def finish(metrics: dict[str, Any]) -> None:
             writer.close()
-            write_bytes_atomic(staging / "metrics.json",
-                               json.dumps(metrics, indent=2).encode())
-            if out.exists():
-                old = staging.with_name(staging.name + ".old")
-                out.replace(old)
-                staging.replace(out)
-                shutil.rmtree(old, ignore_errors=True)
-            else:
-                staging.replace(out)
+            write_bytes_atomic(staging / "metrics.json", json.dumps(metrics, indent=2).encode())
 
-        yield writer, finish
-    except BaseException:
-        if writer is not None:
+        try:
+            yield writer, finish
+        finally:
             writer.close()
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-
-
-def remove_stale_staging(parent: Path) -> None:
-    """Remove staging directories left by local runs whose process no longer exists."""
-    for entry in parent.glob(f"{STAGING_PREFIX}*"):
-        pid = entry.name[len(STAGING_PREFIX):].split("-", 1)[0]
-        if pid.isdigit() and not _alive(int(pid)):
-            shutil.rmtree(entry, ignore_errors=True)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
