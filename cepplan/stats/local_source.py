@@ -46,6 +46,7 @@ REJECT_MALFORMED = "malformed row"
 REJECT_TYPE_MISSING = "missing type"
 REJECT_TYPE_UNKNOWN = "unknown type"
 REJECT_TIME = "missing or unparsable time"
+MAX_TIME = 1e17  # largest |timestamp| in time units, as in spark_source; larger is unusable
 REJECT_ID = "missing or unparsable id"
 
 BATCH_BYTES = 16 << 20  # CSV / JSON lines block; Parquet batches of BATCH_ROWS
@@ -604,7 +605,7 @@ def _reasons(raw: pa.Table, malformed: np.ndarray, source: Mapping[str, Any],
     mark(type_missing, REJECT_TYPE_MISSING)
     known = np.isin(types.cat.categories.to_numpy(dtype=object), list(attributes))
     mark(~type_missing & ~known[type_codes], REJECT_TYPE_UNKNOWN)
-    mark(np.isnan(ts), REJECT_TIME)
+    mark(np.isnan(ts) | (np.abs(ts) > MAX_TIME), REJECT_TIME)  # as spark_source's MAX_TIME
     if source.get("id_column"):
         mark(ids.isna().to_numpy(), REJECT_ID)
     for key, values in key_values.items():

@@ -3,6 +3,8 @@ formatted timestamps mean the same everywhere; Arrow for the small tables brough
 
 from __future__ import annotations
 
+import logging
+
 from pyspark.sql import SparkSession
 
 
@@ -18,6 +20,7 @@ def stats_session(master: str = "local[*]", *, driver_memory: str = "4g",
                .config("spark.ui.enabled", "false")
                .getOrCreate())
     session.sparkContext.setLogLevel("ERROR")
+    logging.getLogger("py4j").setLevel(logging.CRITICAL)  # Ctrl-C mid-call: our one line only
     partitions = shuffle_partitions or 4 * session.sparkContext.defaultParallelism
     session.conf.set("spark.sql.shuffle.partitions", str(partitions))
     return session
