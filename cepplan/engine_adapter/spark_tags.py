@@ -19,8 +19,7 @@ from pyspark.sql import functions as F
 from cepplan.engine_adapter.runtime.job import Job
 from cepplan.engine_adapter.runtime.spec import NEGATED, PatternSpec
 from cepplan.engine_adapter.spark_expr import attribute_resolver, column_of
-from cepplan.workload.columns import EVENT_TS, EVENT_TYPE
-from cepplan.workload.spark_source import merged_attribute_types
+from cepplan.workload.columns import EVENT_TS, EVENT_TYPE, merged_attribute_types
 
 TAGS = "__tags"
 

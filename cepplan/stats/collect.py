@@ -23,12 +23,12 @@ from scipy import special
 
 import cepplan
 from cepplan.errors import InputError
-from cepplan.stats.local_source import REJECT, REJECT_TYPE_UNKNOWN, merged_attribute_types
+from cepplan.stats.local_source import REJECT, REJECT_TYPE_UNKNOWN
 from cepplan.stats.model_choice import choose_model
 from cepplan.stats.scan import COUNT, STEP, EventScan, SampleBlocks
 from cepplan.stats.selectivity import estimate_pattern
 from cepplan.stats.step_counts import block_counts, count_histogram, transition_counts
-from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_TYPE
+from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_TYPE, merged_attribute_types
 from cepplan.workload.expr.ast import Attr, KleeneRef, walk
 from cepplan.workload.model import Pattern, Workload
 from cepplan.workload.source_spec import attribute_types
@@ -117,7 +117,7 @@ def canonical_sample(collected: pd.DataFrame, workload: Workload) -> pd.DataFram
     that order, so both engines draw the same tuples."""
     if collected.empty:
         return collected
-    kinds = merged_attribute_types(attribute_types(workload))
+    kinds = merged_attribute_types(attribute_types(workload).values())
     dtypes = {"double": "float64", "long": "Int64", "bool": "boolean", "string": object}
     frame = collected.astype({c: dtypes[kinds[c]] for c in collected.columns if c in kinds})
     frame[EVENT_TYPE] = frame[EVENT_TYPE].astype(str).astype(object)
@@ -294,7 +294,7 @@ def _pattern_columns(patterns: Sequence[Pattern], workload: Workload) -> list[st
     """Partition and predicate attribute columns of `patterns` (`ts` is `__ts`; attributes of
     complex subevents are no columns)."""
     available = {*workload.source.key_columns,
-                 *merged_attribute_types(attribute_types(workload))}
+                 *merged_attribute_types(attribute_types(workload).values())}
     names: list[str] = []
     for pattern in patterns:
         names += list(pattern.partition_by)

@@ -37,7 +37,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 
-from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_TYPE
+from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_TYPE, merged_attribute_types
 from cepplan.workload.durations import SECONDS_PER_UNIT
 
 # The reasons of spark_source.py, word for word (a test holds them equal).
@@ -91,17 +91,6 @@ def input_bytes(paths: str | Sequence[str]) -> int:
     return sum(os.path.getsize(f) for f in expand_paths(paths))
 
 
-def merged_attribute_types(attributes: Mapping[str, Mapping[str, str]]) -> dict[str, str]:
-    """One type per attribute name: the declared one, or double/string if types disagree."""
-    merged: dict[str, str] = {}
-    for attrs in attributes.values():
-        for name, kind in attrs.items():
-            old = merged.get(name, kind)
-            if old != kind:
-                kind = "double" if {old, kind} <= {"double", "long"} else "string"
-            merged[name] = kind
-    return merged
-
 
 def read_batches(paths: str | Sequence[str], source: Mapping[str, Any],
                  attributes: Mapping[str, Mapping[str, str]], time_unit: str, *,
@@ -112,7 +101,7 @@ def read_batches(paths: str | Sequence[str], source: Mapping[str, Any],
     if time_unit not in SECONDS_PER_UNIT:
         raise SourceError(f"unknown time_unit {time_unit!r}")
     files = expand_paths(paths)
-    attr_types = merged_attribute_types(attributes)
+    attr_types = merged_attribute_types(attributes.values())
     keys = [k for k in source.get("key_columns", ()) if k not in attr_types]
     needed = list(dict.fromkeys(_row_columns(source) + list(attr_types)))
     raw_batches = _raw_batches(files, source, needed)

@@ -7,3 +7,16 @@ own names; attribute names cannot begin with `__`, so these never collide with t
 EVENT_TYPE = "__type"  # the event type name (str)
 EVENT_TS = "__ts"  # the timestamp in the workload's time_unit (float64); `var.ts` reads it
 EVENT_ID = "__id"  # the event id (int64): the id column, or the row's position in the input
+
+
+def merged_attribute_types(declared) -> dict[str, str]:
+    """One type per attribute name over the event types' declared attributes (an iterable of
+    name -> type maps): the declared type, or double (long/double) or string if they disagree."""
+    merged = {}
+    for attrs in declared:
+        for name, kind in attrs.items():
+            old = merged.get(name, kind)
+            if old != kind:
+                kind = "double" if {old, kind} <= {"double", "long"} else "string"
+            merged[name] = kind
+    return merged

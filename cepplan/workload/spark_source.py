@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pyspark.errors import AnalysisException
@@ -27,7 +27,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_TYPE
+from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_TYPE, merged_attribute_types
 from cepplan.workload.durations import SECONDS_PER_UNIT
 
 REJECT = "__reject"
@@ -213,18 +213,6 @@ def _clashes(stored: T.DataType, target: T.DataType) -> bool:
         return not isinstance(stored, (T.BooleanType, T.StringType))
     return numeric and not isinstance(stored, (T.NumericType, T.StringType))
 
-
-def merged_attribute_types(declared: Iterable[Mapping[str, str]]) -> dict[str, str]:
-    """One type per attribute name: the declared one, or double/string if types disagree."""
-    merged: dict[str, str] = {}
-    for attrs in declared:
-        for name, kind in attrs.items():
-            old = merged.get(name, kind)
-            if old != kind:
-                numeric = {old, kind} <= {"double", "long"}
-                kind = "double" if numeric else "string"
-            merged[name] = kind
-    return merged
 
 
 def _string_schema(names: list[str]) -> T.StructType:

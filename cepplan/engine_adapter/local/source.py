@@ -25,7 +25,7 @@ import pyarrow.parquet as pq
 
 from cepplan.errors import InputError
 from cepplan.stats.synth_write import strftime_pattern
-from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_TYPE
+from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_TYPE, merged_attribute_types
 from cepplan.workload.durations import SECONDS_PER_UNIT
 
 # The reasons of cepplan.workload.spark_source (kept equal by tests/engine/test_local_engine.py).
@@ -53,7 +53,7 @@ def read_batches(paths: Sequence[str], source: Mapping[str, Any],
                  batch_bytes: int = BATCH_BYTES) -> Iterator[Batch]:
     """The files as canonical batches; `InputError` (naming the file) when a file cannot be
     read as the source says. Row ids without an `id_column`: positions over all files."""
-    attr_types = merged_attribute_types(attributes)
+    attr_types = merged_attribute_types(attributes.values())
     position = 0
     for path in paths:
         if not os.path.exists(path):
@@ -73,17 +73,6 @@ def read_batches(paths: Sequence[str], source: Mapping[str, Any],
             position += raw.num_rows + malformed
             yield batch
 
-
-def merged_attribute_types(attributes: Mapping[str, Mapping[str, str]]) -> dict[str, str]:
-    """One type per attribute name, as `spark_source` merges them (double/string on conflict)."""
-    merged: dict[str, str] = {}
-    for attrs in attributes.values():
-        for name, kind in attrs.items():
-            old = merged.get(name, kind)
-            if old != kind:
-                kind = "double" if {old, kind} <= {"double", "long"} else "string"
-            merged[name] = kind
-    return merged
 
 
 def _row_columns(source: Mapping[str, Any]) -> list[str]:
