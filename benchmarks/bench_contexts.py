@@ -9,8 +9,8 @@
    starting 5 min after the previous (overlap 10 min), 4 patterns each: grouped (each pattern
    once over the union of its windows, partial matches kept across grouped windows) vs
    non-grouped (each window on its own).
-3. Planning with vs without grouping, 6-24 processing patterns: the acquisition pass on the
-   whole workload vs on each group's workload; and the Bell-number search spaces (§5.3).
+3. Planning with vs without grouping, 6-24 processing patterns: the whole optimizer (with the
+   sharing search) on the workload with and without contexts; Bell-number search spaces (§5.3).
 4. Grouping (Listing 1) vs brute force on random interval sets: the workload at every instant.
 """
 
@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import json
 import random
+import statistics
 import time
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -30,13 +32,13 @@ from cepplan.engine_adapter.runtime.contexts import run_with_contexts
 from cepplan.engine_adapter.runtime.job import job_from_json
 from cepplan.engine_adapter.runtime.local import run_local
 from cepplan.planner.compose import Settings
-from cepplan.planner.contexts import group_windows, group_workload
+from cepplan.planner.contexts import group_windows
+from cepplan.planner.evaluation import EvaluationSettings
+from cepplan.planner.optimize import optimize
 from cepplan.planner.plan import trivial_plan
-from cepplan.planner.shared import plan_workload
 from cepplan.stats.linear_road import ATTRIBUTES, REPORT, linear_road
 from cepplan.workload import build_workload
 from cepplan.workload.columns import EVENT_TS
-from cepplan.workload.context_model import pattern_contexts, reachable_states
 from cepplan.workload.model import Statistics
 
 SLOW = {"name": "many_slow_cars", "structure": ["SEQ", "p1:R", "p2:R", "p3:R"],
@@ -197,28 +199,34 @@ def cycle_workload(processing: int, per_context: int = 3):
 
 
 def planning(quick: bool) -> None:
-    settings = Settings()
+    """The whole optimizer (acquisition, contexts, the sharing search) on the workload with
+    its contexts vs the same workload context-independent (seed 003 §5.3, Fig. 15 shape):
+    grouping shrinks the sharing search to pairs of patterns that can run together."""
     stats = Statistics(rates={"A": 1.0, "B": 2.0, "C": 0.5, "D": 0.1})
-    print("processing patterns in contexts of 3, plus one deriving pattern per context")
+    search = EvaluationSettings(search="tabu", time_limit=30.0)
+    print("processing patterns in contexts of 3, plus one deriving pattern per context; "
+          "tabu search, median of 3")
     print(f"{'processing':>10} {'all':>4} {'groups':>6} {'whole s':>8} {'grouped s':>9} "
-          f"{'ratio':>6} {'B(all)':>20} {'sum B(group)':>12} {'space ratio':>12}")
+          f"{'ratio':>6} {'pairs whole':>11} {'grouped':>7} {'B(all)':>20} "
+          f"{'sum B(group)':>12} {'space ratio':>12}")
     for processing in (6, 12) if quick else (6, 12, 18, 24):
         workload = cycle_workload(processing)
-        start = time.perf_counter()
-        plan_workload(workload, stats, settings)
-        whole = time.perf_counter() - start
-        where = pattern_contexts(workload)
-        groups = [[p.name for p in workload.patterns if set(where.get(p.name, ())) & s]
-                  for s in reachable_states(workload)]
-        start = time.perf_counter()
-        for names in groups:
-            plan_workload(group_workload(workload, names), stats, settings)
-        grouped = time.perf_counter() - start
+        flat = replace(workload, contexts=None)
+        timed = {}
+        for name, which in (("whole", flat), ("grouped", workload)):
+            runs = []
+            for _ in range(3):
+                start = time.perf_counter()
+                plan = optimize(which, stats, Settings(), evaluation_settings=search).plan
+                runs.append(time.perf_counter() - start)
+            timed[name] = (statistics.median(runs), plan.sharing["search"]["graph_edges"])
+        groups = plan.contexts["groups"]
         space = bell(len(workload.patterns))
-        small = grouped_search_space(len(g) for g in groups)
+        small = grouped_search_space(len(g["patterns"]) for g in groups)
+        (whole, pairs), (grouped, grouped_pairs) = timed["whole"], timed["grouped"]
         print(f"{processing:>10} {len(workload.patterns):>4} {len(groups):>6} {whole:>8.3f} "
-              f"{grouped:>9.3f} {whole / grouped:>5.1f}x {space:>20.4g} {small:>12} "
-              f"{space / small:>12.3g}")
+              f"{grouped:>9.3f} {whole / grouped:>5.1f}x {pairs:>11} {grouped_pairs:>7} "
+              f"{space:>20.4g} {small:>12} {space / small:>12.3g}")
 
 
 def grouping_check(quick: bool) -> None:

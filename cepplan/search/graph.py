@@ -16,7 +16,7 @@ event to drop, keeping the maximal results (App. A). O(n²(s+c)) worst case.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
 
@@ -43,8 +43,10 @@ class MultiPatternGraph:
         return [sorted(c) for c in nx.connected_components(graph)]
 
 
-def build_graph(patterns: Sequence[Compiled]) -> MultiPatternGraph:
-    """The MPG of a workload (seed 004 §4.1, App. A)."""
+def build_graph(patterns: Sequence[Compiled],
+                may_share: Callable[[int, int], bool] | None = None) -> MultiPatternGraph:
+    """The MPG of a workload (seed 004 §4.1, App. A); with `may_share`, only pairs of
+    patterns it admits are compared (those that can run at the same time, seed 003 §5.3)."""
     graph = MultiPatternGraph()
     by_label: dict[str, list[int]] = defaultdict(list)
     for i, p in enumerate(patterns):
@@ -54,6 +56,8 @@ def build_graph(patterns: Sequence[Compiled]) -> MultiPatternGraph:
         common = Counter(j for label in p.labels for j in by_label[label] if j > i)
         for j, count in common.items():
             if count < 2 or p.pattern.operator != patterns[j].pattern.operator:
+                continue
+            if may_share is not None and not may_share(i, j):
                 continue
             found = maximal_common(p, patterns[j])
             if found:

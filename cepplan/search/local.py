@@ -37,9 +37,10 @@ class Interner:
 class Compiled:
     """One pattern prepared for the DP: C(mask)/W^k per variable subset and node identities."""
 
-    def __init__(self, pattern: SearchPattern, interner: Interner):
+    def __init__(self, pattern: SearchPattern, interner: Interner, group: int = 0):
         self.pattern = pattern
         self.interner = interner
+        self.group = group  # patterns of different groups never run together: nothing merges
         self.m = len(pattern.variables)
         self.window = pattern.window
         self.labels = [pattern.labels[v] for v in pattern.variables]
@@ -93,7 +94,7 @@ class Compiled:
         found = self._node_ids.get(tree)
         if found is None:
             if isinstance(tree, int):
-                found = self.interner(("leaf", self.labels[tree]))
+                found = self.interner(("leaf", self.labels[tree], self.group))
             else:
                 kids = sorted((self.node_id(tree[0]), self.node_id(tree[1])))
                 found = self.interner((self.signature(mask_of(tree)), *kids))

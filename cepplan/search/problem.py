@@ -71,11 +71,20 @@ class Problem:
 
     patterns: tuple[SearchPattern, ...]
     skipped: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    # Sets of patterns that can run at the same time (grouped context windows, seed 003
+    # §5.3): two patterns may share a subtree only if one set holds both. Empty: all may.
+    together: tuple[frozenset[str], ...] = ()
+
+    def may_share(self, first: str, second: str) -> bool:
+        """Whether two patterns are ever evaluated at the same time."""
+        return not self.together or any(first in s and second in s for s in self.together)
 
 
-def problem_from_workload(workload: Workload, statistics: Statistics) -> Problem:
+def problem_from_workload(workload: Workload, statistics: Statistics,
+                          together: tuple[frozenset[str], ...] = ()) -> Problem:
     """Every SEQ/AND pattern over primitive events becomes a `SearchPattern`; OR patterns,
-    patterns over complex events and very large ones are skipped (with the reason)."""
+    patterns over complex events and very large ones are skipped (with the reason).
+    `together`: the sets of patterns that can run at the same time (`Problem.together`)."""
     patterns, skipped = [], {}
     for pattern in workload.patterns:
         reason = _unplannable(pattern)
@@ -83,7 +92,7 @@ def problem_from_workload(workload: Workload, statistics: Statistics) -> Problem
             skipped[pattern.name] = reason
             continue
         patterns.append(_search_pattern(pattern, workload, statistics))
-    return Problem(tuple(patterns), MappingProxyType(skipped))
+    return Problem(tuple(patterns), MappingProxyType(skipped), together)
 
 
 def _unplannable(pattern: Pattern) -> str | None:

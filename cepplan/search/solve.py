@@ -11,6 +11,9 @@ import random
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
+from itertools import pairwise
+
+import networkx as nx
 
 from cepplan.search.baselines import (
     reordered_trees,
@@ -89,8 +92,10 @@ def search(problem: Problem, *, algorithm: str = SA, neighbourhood: str = "edge"
     start = time.perf_counter()
     deadline = start + time_limit
     interner = Interner()
-    compiled = [Compiled(p, interner) for p in problem.patterns]
-    graph = build_graph(compiled)
+    groups = _run_together(problem)
+    compiled = [Compiled(p, interner, groups.get(p.name, 0)) for p in problem.patterns]
+    graph = build_graph(compiled, (lambda i, j: problem.may_share(
+        compiled[i].pattern.name, compiled[j].pattern.name)) if problem.together else None)
     trivial = unshared_cost(compiled, trivial_trees(compiled))
     local = reordered_trees(compiled, shape)
     re_cost = unshared_cost(compiled, local)
@@ -102,14 +107,16 @@ def search(problem: Problem, *, algorithm: str = SA, neighbourhood: str = "edge"
     components = [c for c in graph.components(len(compiled)) if len(c) > 1]
     if algorithm in (SA, TABU):
         rng = random.Random(seed)
-        left = sum(len(c) for c in components)
+        left = total = sum(len(c) for c in components)
         for members in components:
             now = time.perf_counter()
             until = now + (deadline - now) * len(members) / left
+            # each component's patience in proportion to its size, as its time is
+            patient = None if patience is None else max(1, round(patience * len(members) / total))
             left -= len(members)
             moves = Neighbourhood(compiled, graph, members, kind, k, shape)
             run = anneal if algorithm == SA else tabu
-            run(state, moves, rng, until, progress, patience=patience)
+            run(state, moves, rng, until, progress, patience=patient)
             state.apply({p: progress.best_trees[p] for p in members})
     trees = progress.best_trees
     final = Multitree(compiled, trees)
@@ -121,6 +128,19 @@ def search(problem: Problem, *, algorithm: str = SA, neighbourhood: str = "edge"
         seed=seed, time_limit=time_limit, steps=progress.steps,
         seconds=time.perf_counter() - start, trace=tuple(progress.trace),
         components=len(components), edges=len(graph.edges), skipped=problem.skipped)
+
+
+def _run_together(problem: Problem) -> dict[str, int]:
+    """Per pattern, its group of patterns that can run at the same time, closed under
+    overlap (`Problem.together`); identical subtrees merge only within one group."""
+    if not problem.together:
+        return {}
+    graph = nx.Graph()
+    for members in problem.together:
+        names = sorted(members)
+        graph.add_nodes_from(names)
+        graph.add_edges_from(pairwise(names))
+    return {name: i for i, part in enumerate(nx.connected_components(graph)) for name in part}
 
 
 def _shared(state: Multitree) -> tuple[SharedNode, ...]:
