@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import orjson
 import pandas as pd
 
 from cepplan.engine_adapter.runtime.covering import cover_inputs, deliver, groups
@@ -71,6 +72,12 @@ def covering_part(events: pd.DataFrame, section: Mapping[str, Any]) -> pd.DataFr
     columns = list(dict.fromkeys(c for op in operators for c in operator_columns(op)))
     mine = events[EVENT_TYPE].isin({op["event_type"] for op in operators}).to_numpy(bool)
     return events.loc[mine, columns]
+
+
+def results_lines(results: pd.DataFrame) -> bytes:
+    """The results, one JSON object per query and window, as JSON lines."""
+    return b"".join(orjson.dumps(row, option=orjson.OPT_SERIALIZE_NUMPY) + b"\n"
+                    for row in results.to_dict(orient="records"))
 
 
 def covering_metrics(results: pd.DataFrame, solutions: list[CoverSolution],
