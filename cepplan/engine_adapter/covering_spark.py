@@ -75,7 +75,7 @@ def run_covering_spark(events: DataFrame, section: Mapping[str, Any], *,
     rows = rows.persist()
     try:
         order = {name: i for i, name in enumerate(section["operators"])}
-        found = rows.groupBy(BATCH).applyInPandas(_per_batch(section, _inputs), _PARTS)
+        found = rows.groupBy(BATCH).applyInPandas(_per_batch(section, cover_inputs), _PARTS)
         inputs = sorted(found.collect(), key=lambda r: (order[r["operator"]], r["batch"]))
         solutions = [solve_cover(pickle.loads(r["part"]), r["operator"], section, solver)
                      for r in inputs]
@@ -91,8 +91,9 @@ def run_covering_spark(events: DataFrame, section: Mapping[str, Any], *,
 
 
 def _per_batch(section: Mapping[str, Any], work):
-    """An applyInPandas function: `work(group)` for each operator's group of one batch that
-    has selections, pickled (pandas frames and sets between our own processes)."""
+    """An applyInPandas function: `work(group, section)` for each operator's group of one
+    batch that has selections, pickled (pandas frames and sets between our own processes).
+    Nested functions travel by value, so executors import only the runtime (no OR-Tools)."""
 
     def run(rows: pd.DataFrame) -> pd.DataFrame:
         found = [(g.operator, g.batch, pickle.dumps(work(g, section)))
@@ -100,10 +101,6 @@ def _per_batch(section: Mapping[str, Any], work):
         return pd.DataFrame(found, columns=[f.name for f in _PARTS.fields])
 
     return run
-
-
-def _inputs(group, section: Mapping[str, Any]):
-    return cover_inputs(group, section)
 
 
 def _delivered(assignments: Mapping[tuple[str, int], tuple[int, ...]]):
