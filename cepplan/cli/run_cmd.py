@@ -74,17 +74,11 @@ def _run_local(loaded, chosen, plan_kind: str, files: list[str], out: Path,
 def _run_spark(loaded, chosen, plan_kind: str, files: list[str], out: Path,
                output_format: str, master: str, progress: bool, verbose: bool) -> None:
     """The generated PySpark job, submitted with spark-submit (its process group is stopped
-    whole if cepplan is interrupted)."""
+    whole if cepplan is interrupted); it runs the plan's contexts and consumer queries too."""
     from cepplan.engine_adapter.generate import generate
     from cepplan.engine_adapter.submit import submit
     from cepplan.interrupt import scratch_directory
 
-    skipped = [what for what, present in (("contexts", loaded.contexts),
-                                          ("consumer queries", chosen.covering)) if present]
-    if skipped:  # docs/engine.md, "Not done"
-        typer.echo(f"warning: the Spark engine skips the plan's {' and '.join(skipped)} "
-                   "(every pattern runs all the time, no covering results); these stages "
-                   "run only in-process for now: use --engine local", err=True)
     with scratch_directory() as scratch:
         job_dir = generate(loaded, chosen, scratch / "job", plan_kind=plan_kind)
         if progress:

@@ -11,10 +11,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import orjson
 import pandas as pd
 
-from cepplan.engine_adapter.covering_run import covering_part
+from cepplan.engine_adapter.covering_run import covering_part, results_lines
 from cepplan.engine_adapter.local.source import read_batches
 from cepplan.fileio import write_json_atomic
 from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_TYPE
@@ -30,12 +29,6 @@ def read_covering_rows(paths: list[str], workload: Workload,
              for batch in read_batches(paths, **reader_arguments(workload))]
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(
         columns=[EVENT_TYPE, EVENT_TS, EVENT_ID])
-
-
-def results_lines(results: pd.DataFrame) -> bytes:
-    """The results, one JSON object per query and window, as JSON lines."""
-    return b"".join(orjson.dumps(row, option=orjson.OPT_SERIALIZE_NUMPY) + b"\n"
-                    for row in results.to_dict(orient="records"))
 
 
 def write_covering_output(out: Path, results: pd.DataFrame, metrics: dict[str, Any]) -> None:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import orjson
 import pandas as pd
 
 from cepplan.engine_adapter.runtime.covering import cover_inputs, deliver, groups
@@ -35,9 +36,6 @@ def run_covering(events: pd.DataFrame, section: Mapping[str, Any], *, complexity
     """Evaluate every consumer query with reuse; `solver` overrides the plan's (benchmarks:
     `none` executes every selection, the baseline without reuse)."""
     chosen_solver = solver or section.get("solver", "auto")
-    limit = float(section.get("time_limit", 10.0))
-    seed = int(section.get("seed", 0))
-    costs = {name: float(op.get("cost", 1.0)) for name, op in section["operators"].items()}
     frames, solutions = [], []
     for group in groups(events, section):
         if not group.selections:
@@ -45,13 +43,28 @@ def run_covering(events: pd.DataFrame, section: Mapping[str, Any], *, complexity
         if chosen_solver == "none":
             assignment: tuple[int, ...] = tuple(range(len(group.selections)))
         else:
-            serves, owner, priority = cover_inputs(group, section)
-            weight = [costs[group.operator]] * len(owner)
-            solution = solve(instance(serves, owner, weight, priority), chosen_solver, limit,
-                             seed)
+            solution = solve_cover(cover_inputs(group, section), group.operator, section,
+                                   chosen_solver)
             solutions.append(solution)
             assignment = solution.assignment
         frames.append(deliver(group, assignment, section, complexity))
+    return finished_run(frames, solutions, section)
+
+
+def solve_cover(inputs: tuple[list[set[int]], list[int], list[int]], operator: str,
+                section: Mapping[str, Any], solver: str | None = None) -> CoverSolution:
+    """One group's cover (`cover_inputs`: who may serve whom, owners, priorities) with the
+    plan's solver (or `solver`), time limit and seed, weighted by the operator's cost."""
+    serves, owner, priority = inputs
+    weight = [float(section["operators"][operator].get("cost", 1.0))] * len(owner)
+    return solve(instance(serves, owner, weight, priority),
+                 solver or section.get("solver", "auto"),
+                 float(section.get("time_limit", 10.0)), int(section.get("seed", 0)))
+
+
+def finished_run(frames: list[pd.DataFrame], solutions: list[CoverSolution],
+                 section: Mapping[str, Any]) -> CoveringRun:
+    """The groups' delivered results, in group order, and the stage's metrics."""
     results = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(
         columns=["batch", "operator", "query", "window", "value", "served_by", "reused",
                  *QOR, "meets_thresholds"])
@@ -71,6 +84,12 @@ def covering_part(events: pd.DataFrame, section: Mapping[str, Any]) -> pd.DataFr
     columns = list(dict.fromkeys(c for op in operators for c in operator_columns(op)))
     mine = events[EVENT_TYPE].isin({op["event_type"] for op in operators}).to_numpy(bool)
     return events.loc[mine, columns]
+
+
+def results_lines(results: pd.DataFrame) -> bytes:
+    """The results, one JSON object per query and window, as JSON lines."""
+    return b"".join(orjson.dumps(row, option=orjson.OPT_SERIALIZE_NUMPY) + b"\n"
+                    for row in results.to_dict(orient="records"))
 
 
 def covering_metrics(results: pd.DataFrame, solutions: list[CoverSolution],

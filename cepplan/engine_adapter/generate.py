@@ -25,6 +25,16 @@ from cepplan.workload.model import Workload
 PACKAGE_ROOT = Path(cepplan.__file__).resolve().parent
 SHIPPED = (
     "engine_adapter/spark_job.py",
+    "engine_adapter/spark_stages.py",
+    "engine_adapter/spark_contexts.py",
+    "engine_adapter/covering_spark.py",
+    "engine_adapter/covering_run.py",
+    "engine_adapter/runtime/context_windows.py",
+    "engine_adapter/runtime/contexts.py",
+    "engine_adapter/runtime/covering.py",
+    "planner/covering.py",
+    "costmodels/interests.py",
+    "costmodels/qor.py",
     "engine_adapter/spark_acquire.py",
     "engine_adapter/spark_expr.py",
     "engine_adapter/spark_match.py",
@@ -44,7 +54,7 @@ SHIPPED = (
     "workload/expr/vectorized.py",
     "workload/spark_source.py",
 )
-EMPTY_PACKAGES = ("", "engine_adapter", "workload", "workload/expr")
+EMPTY_PACKAGES = ("", "engine_adapter", "workload", "workload/expr", "planner", "costmodels")
 
 
 def runtime_zip() -> bytes:

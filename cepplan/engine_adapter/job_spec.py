@@ -39,6 +39,8 @@ def job_data(workload: Workload, plan: Plan, *, plan_kind: str = "plan") -> dict
                                       "naive_cost": p.naive_cost, "solver": p.solver}
                                for name, p in plan.patterns.items()}},
     }
+    if plan.covering:
+        data["covering"] = dict(plan.covering)  # consumer queries, run by the Spark job
     if plan.sharing:
         data["sharing"] = dict(plan.sharing)  # shared subtrees, run by runtime/shared_plan.py
     try:

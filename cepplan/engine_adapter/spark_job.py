@@ -43,6 +43,7 @@ from cepplan.engine_adapter.spark_match import (
     match,
     schemes,
 )
+from cepplan.engine_adapter.spark_stages import Stages
 from cepplan.engine_adapter.spark_tags import TAGS, Layout, layout, tag_column
 from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_TYPE
 from cepplan.workload.spark_source import (
@@ -75,9 +76,11 @@ def run_job(spark: SparkSession, data: dict[str, Any], events: Sequence[str], ou
     span = Span(observed["first"] or 0.0, observed["last"] or 0.0, tagged,
                 spark.sparkContext.defaultParallelism)
     counts = spark.sparkContext.accumulator({}, Counts())
+    stages = Stages(spark, job, data, events)  # contexts, consumer queries (spark_stages)
     try:
-        outputs = _evaluate(spark, pool, job, plan, data, span, counts)
-        _write(outputs, out_dir, output_format, metrics, seconds, clock, data, counts)
+        rows, plan = stages.derive(pool, plan)  # deriving patterns first, when contexts exist
+        outputs = stages.outputs(_evaluate(spark, rows, job, plan, data, span, counts, stages))
+        _write(outputs, out_dir, output_format, metrics, seconds, clock, data, counts, stages)
     finally:
         pool.unpersist()
     for name, hits in metrics["kleene_cap_hits"].items():
@@ -128,7 +131,7 @@ def _read_metrics(values: dict[str, Any], reasons: list[str]) -> dict[str, Any]:
 
 
 def _evaluate(spark: SparkSession, pool: DataFrame, job, plan: Layout, data: dict[str, Any],
-              span: Span, counts) -> list[DataFrame]:
+              span: Span, counts, stages: Stages) -> list[DataFrame]:
     """Every level's match frames; complex events flow to the level above."""
     consumed = {o.type for p in job.patterns for o in p.operands if job.is_complex(o.type)}
     emit_types = {a: k for p in data["patterns"] for a, k in p.get("emit_types", {}).items()}
@@ -141,8 +144,9 @@ def _evaluate(spark: SparkSession, pool: DataFrame, job, plan: Layout, data: dic
             tagged = made.select("*", tag_column(job, plan, upper, made.columns).alias(TAGS))
             frame = pool.unionByName(tagged.filter(F.size(TAGS) > 0),
                                      allowMissingColumns=True)
-        acquired = acquire(frame, plan, patterns)
-        results = [match(acquired, plan, keys, group, data, span, emit_types, counts)
+        acquired = acquire(stages.push_down(frame, patterns), plan, patterns)
+        results = [stages.held(match(acquired, plan, keys, group, data, span, emit_types,
+                                     counts), group)
                    for keys, group in schemes(patterns).items()]
         level = results[0]
         for other in results[1:]:
@@ -156,7 +160,7 @@ def _evaluate(spark: SparkSession, pool: DataFrame, job, plan: Layout, data: dic
 
 
 def _write(outputs: list[DataFrame], out_dir: str, output_format: str, metrics: dict,
-           seconds: dict, clock: float, data: dict[str, Any], counts) -> None:
+           seconds: dict, clock: float, data: dict[str, Any], counts, stages: Stages) -> None:
     """Write matches (from the executors) and metrics into a fresh directory, then swap it
     into place."""
     parent = os.path.dirname(os.path.abspath(out_dir)) or "."
@@ -176,6 +180,7 @@ def _write(outputs: list[DataFrame], out_dir: str, output_format: str, metrics: 
         _counted(metrics, counts.value, data)
         metrics["plan"] = data.get("plan", {})
         metrics["seconds"] = {k: round(v, 3) for k, v in seconds.items()}
+        stages.finish(metrics, staging)
         with open(os.path.join(staging, "metrics.json"), "w", encoding="utf-8") as handle:
             json.dump(metrics, handle, indent=2)
         if os.path.isdir(out_dir):

@@ -92,27 +92,3 @@ def test_random_streams_equal_the_context_stage_and_reference(rows, workload):
     assert written == _sorted(reference_context_matches(workload, events))
     assert metrics["rows_read"] == len(events)
     _consistent(metrics)
-
-
-def test_spark_engine_warns_that_it_skips_contexts(tmp_path, monkeypatch):
-    """`--engine spark` on a workload with contexts says in one line that it runs every
-    pattern all the time (spark-submit replaced: what is checked is the warning)."""
-    from typer.testing import CliRunner
-
-    from cepplan.cli.app import app
-    from cepplan.engine_adapter import submit
-
-    def fake_submit(job_dir, events, out, **_options):
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "metrics.json").write_text("{}")
-
-    monkeypatch.setattr(submit, "submit", fake_submit)
-    plan = tmp_path / "plan.json"
-    runner = CliRunner()
-    assert runner.invoke(app, ["optimize", str(TRAFFIC / "workload.json"), "-o", str(plan),
-                               "--quiet"]).exit_code == 0
-    done = runner.invoke(app, ["run", str(plan), str(TRAFFIC / "events.csv"), "-o",
-                               str(tmp_path / "out"), "--engine", "spark", "--quiet"])
-    assert done.exit_code == 0, done.output
-    warnings = [line for line in done.stderr.splitlines() if line.startswith("warning:")]
-    assert len(warnings) == 1 and "contexts" in warnings[0] and "--engine local" in warnings[0]

@@ -118,7 +118,7 @@ def derive_contexts(events: pd.DataFrame, job: Job, spec: ContextSpec,
     partition, and the counted matches of the deriving patterns and those they are built
     from. Evaluated lazily, only while they may count, unless they are single events or built
     from / bound by other patterns (then over every event of their types)."""
-    first = _built_from(spec.deriving, job)
+    first = built_from(spec.deriving, job)
     used = {o.type for p in job.patterns for o in p.operands}
     complex_frames: list[pd.DataFrame] = []
     raw: dict[str, tuple[list[dict], pd.DataFrame | None]] = {}
@@ -343,7 +343,7 @@ def _by_key(frame: pd.DataFrame, keys: tuple[str, ...]):
         yield tuple(v.item() if isinstance(v, np.generic) else v for v in key), group
 
 
-def _built_from(roots: tuple[str, ...], job: Job) -> set[str]:
+def built_from(roots: tuple[str, ...], job: Job) -> set[str]:
     """The patterns in `roots` and every pattern they bind, directly or not."""
     names, todo = set(), list(roots)
     while todo:
