@@ -8,7 +8,8 @@ SPEC.json: {"merge": "subtrees"|"leaves"|"alone", "patterns": [{"operator": "SEQ
 "events": [[type, variable], ...], "less": [[variable, variable], ...], "window": seconds}]}
 — every condition compares `diff` (first < second); "alone" runs OpenCEP once per pattern.
 EVENTS.csv: `type,ts,price,diff` lines, no header, ts in seconds. Writes {"matches":
-{pattern index: [[row index, ...], ...]}, "seconds": ...}. Nothing of OpenCEP is copied here; it is imported from OPENCEP_SRC.
+{pattern index: [[row index, ...], ...]}, "seconds": ...}. Nothing of OpenCEP is copied
+here; it is imported from OPENCEP_SRC.
 """
 
 from __future__ import annotations
