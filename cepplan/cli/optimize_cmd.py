@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from cepplan.cli import options
-from cepplan.cli.options import CoveringSolver, Search, Solver, Strategy
+from cepplan.cli.options import CoveringSolver, Search, Sharing, Solver, Strategy
 
 MAX_TIME_LIMIT = 86_400.0  # seconds
 MAX_DP = 30  # subevents; the DP itself also falls back when its tables would not fit
@@ -49,6 +49,9 @@ def optimize_command(
     neighborhood: str = typer.Option("edge", "--neighborhood", metavar="edge|vertex:K",
                                      help="Moves of the search: edge (two patterns at a "
                                      "time) or vertex:K (up to K)."),
+    sharing: Sharing = options.choice(Sharing.subtree, "--sharing", "What patterns may "
+                                      "evaluate once for all: any common part (subtree) or "
+                                      "only a common beginning of their join orders (prefix)."),
     covering_solver: CoveringSolver = options.choice(
         CoveringSolver.auto, "--covering-solver", "Covering selections of consumer queries: "
         "auto (exact CP-SAT when a batch fits --covering-time-limit, else greedy)."),
@@ -90,7 +93,8 @@ def optimize_command(
     result = optimize(loaded, statistics, settings, str(stats) if stats else None,
                       share=not no_share,
                       evaluation_settings=EvaluationSettings(search.value, neighborhood,
-                                                             time_limit, seed),
+                                                             time_limit, seed,
+                                                             sharing=sharing.value),
                       covering=CoveringSettings(covering_solver.value, covering_time_limit,
                                                 seed))
     write_plan(result.plan, output)

@@ -49,6 +49,14 @@ class Search(str, Enum):
     none = "none"
 
 
+class Sharing(str, Enum):
+    """What the evaluation search may share: any common subtree, or only common join-order
+    prefixes (every pattern a left-deep join order)."""
+
+    subtree = "subtree"
+    prefix = "prefix"
+
+
 class CoveringSolver(str, Enum):
     """How covering selections of consumer queries are chosen (planner/covering.py)."""
 

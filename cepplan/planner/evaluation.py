@@ -10,12 +10,16 @@ from typing import Any
 
 from cepplan.errors import InputError, Problem
 from cepplan.planner.plan import Plan
+from cepplan.search.local import BUSHY, LEFT_DEEP
 from cepplan.search.problem import problem_from_workload
 from cepplan.search.solve import ALGORITHMS, SearchResult, search
 from cepplan.workload.model import Statistics, Workload
 
 NONE = "none"
 SEARCHES = (*ALGORITHMS, NONE)
+# --sharing: any common subtree (multitrees, seed 004 §5) or common join-order prefixes only
+# (multi-pattern trees of left-deep orders, §3)
+SHARING_SHAPES = {"subtree": BUSHY, "prefix": LEFT_DEEP}
 PATIENCE = 3000  # neighbours evaluated without improvement before a search stops early
 
 
@@ -28,6 +32,7 @@ class EvaluationSettings:
     time_limit: float = 10.0
     seed: int = 0
     patience: int | None = PATIENCE
+    sharing: str = "subtree"
 
 
 def evaluation(workload: Workload, statistics: Statistics, plan: Plan,
@@ -38,9 +43,11 @@ def evaluation(workload: Workload, statistics: Statistics, plan: Plan,
         return plan
     problem = problem_from_workload(workload, statistics, _together(plan))
     try:
+        if settings.sharing not in SHARING_SHAPES:
+            raise ValueError(f"{settings.sharing!r} is not one of {', '.join(SHARING_SHAPES)}")
         result = search(problem, algorithm=settings.search, neighbourhood=settings.neighborhood,
-                        seed=settings.seed, time_limit=settings.time_limit,
-                        patience=settings.patience)
+                        shape=SHARING_SHAPES[settings.sharing], seed=settings.seed,
+                        time_limit=settings.time_limit, patience=settings.patience)
     except ValueError as exc:
         raise InputError([Problem("<command line>", "--search", str(exc))]) from exc
     patterns = dict(plan.patterns)
@@ -69,6 +76,7 @@ def sharing_section(result: SearchResult) -> dict[str, Any]:
                     "users": {name: _json_tree(t) for name, t in s.users.items()}}
                    for s in result.shared],
         "search": {"algorithm": result.algorithm, "neighborhood": result.neighbourhood,
+                   "sharing": "prefix" if result.shape == LEFT_DEEP else "subtree",
                    "shape": result.shape, "seed": result.seed, "time_limit": result.time_limit,
                    "steps": result.steps, "seconds": round(result.seconds, 4),
                    "components": result.components, "graph_edges": result.edges},

@@ -12,7 +12,7 @@ from starlette.requests import Request
 
 from cepplan.errors import Problem
 from cepplan.planner.compose import AUTO
-from cepplan.planner.evaluation import SEARCHES
+from cepplan.planner.evaluation import SEARCHES, SHARING_SHAPES
 from cepplan.planner.front import DP, HEURISTIC
 from cepplan.planner.strategies import STRATEGIES
 from cepplan.service.problems import ProblemError
@@ -110,6 +110,7 @@ def _settings(settings: dict[str, Any], limits: Limits, bad) -> dict[str, Any]:
         "share": (lambda v: isinstance(v, bool), "must be true or false"),
         "search": (lambda v: v in SEARCHES, f"must be one of {', '.join(SEARCHES)}"),
         "neighborhood": (_neighbourhood, "must be edge or vertex:K with K from 2 to 64"),
+        "sharing": (lambda v: v in SHARING_SHAPES, f"must be one of {', '.join(SHARING_SHAPES)}"),
     }
     checked: dict[str, Any] = {}
     for key, value in settings.items():

@@ -49,7 +49,8 @@ def _optimize(request: dict[str, Any]) -> Answer:
     workload, statistics, settings, share = _planning_inputs(request)
     search = request["settings"].get("search", "tabu")
     evaluation = EvaluationSettings(search, request["settings"].get("neighborhood", "edge"),
-                                    settings.time_limit, settings.seed)
+                                    settings.time_limit, settings.seed,
+                                    sharing=request["settings"].get("sharing", "subtree"))
     result = plan_workload(workload, statistics, settings, "request.stats"
                            if request["stats"] else None, share=share,
                            evaluation_settings=evaluation)
@@ -77,7 +78,7 @@ def _planning_inputs(request: dict[str, Any]) -> tuple[Workload, Any, Settings, 
     statistics = (parse_stats(stats, "request.stats", workload, check_digest=False) if stats
                   else workload.statistics)
     options = {k: v for k, v in request["settings"].items()
-               if k not in ("search", "neighborhood")}
+               if k not in ("search", "neighborhood", "sharing")}
     share = options.pop("share", True)
     if "k" in options:
         options["k"] = options["k"] or None

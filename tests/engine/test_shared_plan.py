@@ -14,7 +14,7 @@ import pytest
 from cepplan.engine_adapter.job_spec import job_data
 from cepplan.engine_adapter.runtime.job import job_from_json
 from cepplan.engine_adapter.runtime.local import run_local
-from cepplan.engine_adapter.runtime.shared_plan import sharing_plan
+from cepplan.engine_adapter.runtime.shared_plan import evaluate_group, sharing_plan
 from cepplan.planner.evaluation import EvaluationSettings, evaluation
 from cepplan.planner.plan import trivial_plan
 from cepplan.search.synthetic import synthetic_workload
@@ -82,3 +82,20 @@ def test_trading_rules_identical_with_and_without_sharing():
     assert _canonical(shared) == _canonical(run_local(events, job, share=False))
     assert sum(map(len, shared.matches.values())) > 1000
     assert sum(shared.partials.values()) > 0
+
+
+def test_counting_without_rendering_gives_the_same_counts():
+    """evaluate_group(render=False), which benchmarks use to time the joins alone."""
+    raw = synthetic_workload(10, avg_size=3.0, n_types=5, seed=2, window_s=3, max_size=4)
+    job = _shared_job(build_workload(raw))
+    plan = sharing_plan(job)
+    events = _events([f"T{i:02d}" for i in range(5)], 70, 2, 25.0)
+    assert plan.groups()
+    for names in plan.groups():
+        full = evaluate_group(events, job, plan, names)
+        bare = evaluate_group(events, job, plan, names, render=False)
+        assert sum(o.count for o in full.outputs.values()) > 0
+        assert {n: o.count for n, o in bare.outputs.items()} == \
+            {n: o.count for n, o in full.outputs.items()}
+        assert bare.partials == full.partials
+        assert all(o.matches == "" for o in bare.outputs.values())

@@ -74,7 +74,8 @@ def test_chosen_orders_give_the_same_matches_as_the_pattern_order(sharing_plan):
 
 @pytest.mark.parametrize("args,where", [
     (["--search", "greedy"], "--search"), (["--neighborhood", "ring"], "--neighborhood"),
-    (["--neighborhood", "vertex:1"], "--neighborhood"), (["--time-limit", "0"], "--time-limit")])
+    (["--neighborhood", "vertex:1"], "--neighborhood"), (["--time-limit", "0"], "--time-limit"),
+    (["--sharing", "suffix"], "--sharing")])
 def test_bad_search_options_are_clear_errors(tmp_path, args, where):
     done = _run("optimize", str(EXAMPLES / "stocks" / "workload.json"), "-o",
                 str(tmp_path / "p.json"), *args)
@@ -93,6 +94,27 @@ def test_nothing_to_share_is_said_and_none_skips_the_pass(tmp_path):
                 "--search", "none")
     raw = json.loads(out.read_text())
     assert "sharing" not in raw and all("tree" not in p for p in raw["patterns"].values())
+
+
+def test_prefix_sharing_plans_left_deep_orders_that_share_beginnings(tmp_path):
+    out = tmp_path / "p.json"
+    done = _run("optimize", str(TRADING / "workload.json"), "-o", str(out), "--time-limit", "2",
+                "--sharing", "prefix")
+    assert done.returncode == 0, done.stderr
+    raw = json.loads(out.read_text())
+    assert raw["sharing"]["search"]["sharing"] == "prefix"
+    assert raw["sharing"]["shared"], "the trading rules have common beginnings to share"
+    for body in raw["patterns"].values():
+        assert _left_deep(_tuple(body["tree"]))
+    for node in raw["sharing"]["shared"]:  # a shared node is where each user's tree starts
+        for user, subtree in node["users"].items():
+            leaves = tree_leaves(_tuple(raw["patterns"][user]["tree"]))
+            assert sorted(tree_leaves(_tuple(subtree))) == sorted(leaves[:node["size"]])
+
+
+def _left_deep(tree) -> bool:
+    return not isinstance(tree, tuple) or (not isinstance(tree[1], tuple)
+                                           and _left_deep(tree[0]))
 
 
 def _tuple(tree):

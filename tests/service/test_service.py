@@ -91,6 +91,16 @@ def test_optimize_answers_the_plan_the_cli_writes(server, tmp_path, name):
         json.loads(out.read_text())["patterns"])  # sums may differ in the last bit
 
 
+def test_optimize_takes_the_prefix_sharing_setting(server):
+    port, _ = server
+    status, _, body = post(port, "/v1/optimize", {
+        "workload": workload("trading_rules"),
+        "settings": {"sharing": "prefix", "time_limit": 1}})
+    assert status == 200
+    sharing = json.loads(body)["sharing"]
+    assert sharing["search"]["sharing"] == "prefix" and sharing["search"]["shape"] == "left-deep"
+
+
 def _rounded(value):
     """`value` with every float rounded to 12 significant digits."""
     if isinstance(value, float):
@@ -248,6 +258,9 @@ HOSTILE = {
     "vertex:1000": ("POST", "/v1/optimize",
                     {"workload": workload(), "settings": {"neighborhood": "vertex:1000"}}, {},
                     TOKEN, 422),
+    "sharing suffix": ("POST", "/v1/optimize",
+                       {"workload": workload(), "settings": {"sharing": "suffix"}}, {},
+                       TOKEN, 422),
     "unknown setting": ("POST", "/v1/optimize",
                         {"workload": workload(), "settings": {"exec": "x"}}, {}, TOKEN, 422),
     "stats a list": ("POST", "/v1/optimize", {"workload": workload(), "stats": []}, {},

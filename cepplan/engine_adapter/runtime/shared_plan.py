@@ -194,9 +194,10 @@ class _Candidates:
 def evaluate_group(frame: pd.DataFrame, job: Job, plan: SharingPlan, names: Sequence[str], *,
                    own: tuple[float, float] = (-math.inf, math.inf),
                    with_complex: Sequence[str] = (),
-                   chunk_events: int = CHUNK_EVENTS) -> GroupOutput:
+                   chunk_events: int = CHUNK_EVENTS, render: bool = True) -> GroupOutput:
     """Match the patterns `names` (one sharing group, same key) over one partition's events:
-    one table, each shared node's partial matches once, each pattern on top of its node."""
+    one table, each shared node's partial matches once, each pattern on top of its node.
+    Without `render`, only counts (benchmarks time the joins apart from the output)."""
     attributes: list[str] = []
     for name in names:
         attributes += [a for a in needed_attributes(job, job.pattern(name)) if a not in attributes]
@@ -217,10 +218,10 @@ def evaluate_group(frame: pd.DataFrame, job: Job, plan: SharingPlan, names: Sequ
         context = _SharedContext(table, spec, job.stages[name], cache,
                                  None if use is None else (use, node_rows[use.node]))
         results = _match(context, table, own, chunk_events)
-        blocks = [renderer.match_lines(spec, m) for m in results if m.count]
+        blocks = [renderer.match_lines(spec, m) for m in results if m.count and render]
         result = PartitionOutput("".join(blocks), sum(m.count for m in results), None,
                                  sum(m.cap_hits for m in results))
-        if name in with_complex and result.count:
+        if name in with_complex and result.count and render:
             parts = [complex_events(table, spec, m, block.split("\n")[:-1])
                      for m, block in zip((m for m in results if m.count), blocks, strict=True)]
             result.complex = pd.concat(parts, ignore_index=True)
