@@ -43,6 +43,7 @@ from cepplan.engine_adapter.spark_match import (
     match,
     schemes,
 )
+from cepplan.engine_adapter.spark_shared import note_span, shared_metrics
 from cepplan.engine_adapter.spark_tags import TAGS, Layout, layout, tag_column
 from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_TYPE
 from cepplan.workload.spark_source import (
@@ -75,6 +76,7 @@ def run_job(spark: SparkSession, data: dict[str, Any], events: Sequence[str], ou
     span = Span(observed["first"] or 0.0, observed["last"] or 0.0, tagged,
                 spark.sparkContext.defaultParallelism)
     counts = spark.sparkContext.accumulator({}, Counts())
+    note_span(counts, pool, job)  # the shared plan's per-window scale (spark_shared)
     try:
         outputs = _evaluate(spark, pool, job, plan, data, span, counts)
         _write(outputs, out_dir, output_format, metrics, seconds, clock, data, counts)
@@ -174,6 +176,7 @@ def _write(outputs: list[DataFrame], out_dir: str, output_format: str, metrics: 
             _name_json_lines(target)
         seconds["match and write"] = time.perf_counter() - clock
         _counted(metrics, counts.value, data)
+        metrics.update(shared_metrics(counts.value, data))  # shared_nodes (spark_shared)
         metrics["plan"] = data.get("plan", {})
         metrics["seconds"] = {k: round(v, 3) for k, v in seconds.items()}
         with open(os.path.join(staging, "metrics.json"), "w", encoding="utf-8") as handle:
