@@ -1,8 +1,9 @@
-"""The shared plan on the Spark engine (seed 004 §6): the trading-rules example under the chosen
-plan with its shared subtrees, the same plan unshared, and the trivial plan, side by side in
-one local[2] SparkSession (after a warm-up run), rounds interleaved, best per plan; matches
-checked identical across plans. Wall = `run_job` (read, tag, match, write; no JVM start);
-matching = its `seconds["match and write"]`.
+"""The shared plan on the Spark engine (seed 004 §6): the trading-rules example and 60
+patterns on one common prefix, each under the chosen plan with its shared subtrees, the same
+plan unshared, and the trivial plan, side by side in one local[2] SparkSession (after a
+warm-up run), rounds interleaved, best per plan; matches checked identical across plans.
+Wall = `run_job` (read, tag, match, write; no JVM start); matching = its
+`seconds["match and write"]`.
 """
 
 from __future__ import annotations
@@ -14,12 +15,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from benchmarks.bench_sharing_engine import _matches
+from benchmarks.bench_sharing_engine import _common_prefix_workload, _matches, _synthetic_events
 from cepplan.engine_adapter.job_spec import job_data
 from cepplan.engine_adapter.spark_job import run_job
 from cepplan.planner.evaluation import EvaluationSettings, evaluation
 from cepplan.planner.plan import trivial_plan
-from cepplan.workload.loader import load_workload
+from cepplan.workload.loader import build_workload, load_workload
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "trading_rules"
 RUNS = ("trivial", "chosen unshared", "chosen shared")
@@ -29,28 +30,40 @@ def main(quick: bool = False) -> None:
     from pyspark.sql import SparkSession
 
     print(f"load: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} (1, 5 min)")
-    wl = load_workload(EXAMPLE / "workload.json")
-    chosen = evaluation(wl, wl.statistics, trivial_plan(wl),
-                        EvaluationSettings("tabu", "edge", 2.0 if quick else 10.0, seed=1))
-    jobs = {"trivial": job_data(wl, trivial_plan(wl)), "chosen shared": job_data(wl, chosen)}
-    jobs["chosen unshared"] = {k: v for k, v in jobs["chosen shared"].items() if k != "sharing"}
     spark = (SparkSession.builder.master("local[2]").appName("cepplan sharing benchmark")
              .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "4")
              .config("spark.sql.session.timeZone", "UTC").getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
+    limit, repeats = (2.0, 1) if quick else (10.0, 2)
     try:
         with tempfile.TemporaryDirectory() as tmp:
             events = Path(tmp) / "trading.csv"
             csv = pd.read_csv(EXAMPLE / "events.csv")
             csv[csv["ts"] < (150.0 if quick else 600.0)].to_csv(events, index=False)
+            wl = load_workload(EXAMPLE / "workload.json")
+            jobs = _jobs(wl, limit)
             run_job(spark, jobs["trivial"], [str(events)], str(Path(tmp) / "warm"),
                     say=lambda _: None)  # JVM, Python workers, code generation
-            _compare(spark, jobs, events, Path(tmp), repeats=1 if quick else 2)
+            _compare("examples/trading_rules", spark, jobs, events, Path(tmp), repeats)
+            # seed 004's favourable case, where sharing pays on the local engine
+            wl = build_workload(_common_prefix_workload(30 if quick else 60))
+            events = _synthetic_events(wl, Path(tmp), seconds=20.0 if quick else 60.0)
+            _compare(f"{len(wl.patterns)} patterns on one common prefix", spark,
+                     _jobs(wl, limit), events, Path(tmp), repeats)
     finally:
         spark.stop()
 
 
-def _compare(spark, jobs: dict, events: Path, tmp: Path, repeats: int) -> None:
+def _jobs(wl, limit: float) -> dict[str, dict]:
+    """Job data of the trivial plan, the searched plan, and that plan without sharing."""
+    chosen = evaluation(wl, wl.statistics, trivial_plan(wl),
+                        EvaluationSettings("tabu", "edge", limit, seed=1))
+    jobs = {"trivial": job_data(wl, trivial_plan(wl)), "chosen shared": job_data(wl, chosen)}
+    jobs["chosen unshared"] = {k: v for k, v in jobs["chosen shared"].items() if k != "sharing"}
+    return jobs
+
+
+def _compare(title: str, spark, jobs: dict, events: Path, tmp: Path, repeats: int) -> None:
     wall: dict[str, float] = {}
     matching: dict[str, float] = {}
     found: dict[str, dict] = {}
@@ -67,7 +80,7 @@ def _compare(spark, jobs: dict, events: Path, tmp: Path, repeats: int) -> None:
             found[name] = _matches(out)
     same = all(found[n] == found["trivial"] for n in RUNS)
     total = sum(metrics["trivial"]["matches"].values())
-    print(f"\n-- examples/trading_rules on Spark local[2]: {metrics['trivial']['rows_read']} "
+    print(f"\n-- {title}, Spark local[2]: {metrics['trivial']['rows_read']} "
           f"events, {total} matches; identical across plans: {same}")
     print(f"{'plan':>16} {'wall s':>8} {'vs trivial':>10} {'matching s':>10} {'vs trivial':>10}")
     for name in RUNS:
