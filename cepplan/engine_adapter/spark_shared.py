@@ -91,6 +91,8 @@ def note_span(counts, pool, job: Job) -> None:
 def shared_metrics(counts: Mapping[tuple[str, str], Any], data: Mapping[str, Any]) -> dict:
     """metrics.json's `shared_nodes` (as the local engine's) and `sharing_unused` (users the
     plan names that run alone, and why), or nothing when the job shares nothing."""
+    if not (data.get("sharing") or {}).get("shared"):
+        return {}
     job = job_from_json(data)
     plan = job_sharing(job)
     unused = unused_users(job, plan)
