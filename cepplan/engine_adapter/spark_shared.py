@@ -138,4 +138,5 @@ def _reason(job: Job, name: str) -> str:
               for n in users if n != name and n in names}
     if others and spec.partition_by not in others:
         return "its key (partition_by) differs from the other users': another partition scheme"
-    return "its part of the pattern is not the shared subtree (types, order or conditions)"
+    return ("its part of the pattern is not the shared subtree (types, order or conditions), "
+            "or no other pattern could share it")
