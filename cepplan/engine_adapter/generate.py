@@ -38,6 +38,7 @@ SHIPPED = (
     "engine_adapter/spark_acquire.py",
     "engine_adapter/spark_expr.py",
     "engine_adapter/spark_match.py",
+    "engine_adapter/spark_shared.py",
     "engine_adapter/spark_tags.py",
     "engine_adapter/runtime/__init__.py",
     "engine_adapter/runtime/binding.py",

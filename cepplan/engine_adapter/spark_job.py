@@ -43,6 +43,7 @@ from cepplan.engine_adapter.spark_match import (
     match,
     schemes,
 )
+from cepplan.engine_adapter.spark_shared import note_span, shared_metrics
 from cepplan.engine_adapter.spark_stages import Stages
 from cepplan.engine_adapter.spark_tags import TAGS, Layout, layout, tag_column
 from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_TYPE
@@ -77,6 +78,7 @@ def run_job(spark: SparkSession, data: dict[str, Any], events: Sequence[str], ou
                 spark.sparkContext.defaultParallelism)
     counts = spark.sparkContext.accumulator({}, Counts())
     stages = Stages(spark, job, data, events)  # contexts, consumer queries (spark_stages)
+    note_span(counts, pool, job)  # the shared plan's per-window scale (spark_shared)
     try:
         rows, plan = stages.derive(pool, plan)  # deriving patterns first, when contexts exist
         outputs = stages.outputs(_evaluate(spark, rows, job, plan, data, span, counts, stages))
@@ -178,6 +180,7 @@ def _write(outputs: list[DataFrame], out_dir: str, output_format: str, metrics: 
             _name_json_lines(target)
         seconds["match and write"] = time.perf_counter() - clock
         _counted(metrics, counts.value, data)
+        metrics.update(shared_metrics(counts.value, data))  # shared_nodes (spark_shared)
         metrics["plan"] = data.get("plan", {})
         metrics["seconds"] = {k: round(v, 3) for k, v in seconds.items()}
         stages.finish(metrics, staging)

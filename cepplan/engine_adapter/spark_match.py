@@ -26,6 +26,7 @@ from pyspark.sql import types as T
 from cepplan.engine_adapter.runtime.job import evaluate_partition, job_from_json, partitions
 from cepplan.engine_adapter.runtime.records import MATCH_COLUMN
 from cepplan.engine_adapter.runtime.spec import NEGATED, PatternSpec
+from cepplan.engine_adapter.spark_shared import evaluate_shared
 from cepplan.engine_adapter.spark_tags import TAGS, Layout, any_of
 from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_TYPE
 from cepplan.workload.spark_source import spark_type
@@ -111,10 +112,13 @@ def match(acquired: DataFrame, plan: Layout, keys: tuple[str, ...],
         owned = (stamps >= own[0]) & (stamps < own[1])
         found: dict[tuple[str, str], int] = {("shuffled", ""): len(group)}
         parts = []
+        shared = evaluate_shared(cache, job, group, flags, own, found, parts)  # sharing groups
         for name in names:
             spec = job.pattern(name)
             mine = group[flags[name]].to_numpy(dtype=bool)
             found[("sent", name)] = int(np.count_nonzero(mine & owned))
+            if name in shared:
+                continue
             matches = cap = 0
             for events in partitions(group[mine], spec.partition_by):
                 out = evaluate_partition(events, job, spec, own=own, with_complex=True)

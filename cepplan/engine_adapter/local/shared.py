@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from cepplan.engine_adapter.runtime.job import Job, PartitionOutput
-from cepplan.engine_adapter.runtime.shared_plan import SharingPlan, evaluate_group
+from cepplan.engine_adapter.runtime.shared_plan import SharingPlan, evaluate_group, node_summaries
 from cepplan.workload.columns import EVENT_TS
 
 
@@ -45,20 +45,6 @@ def run_shared_group(pool: pd.DataFrame, keeps: Mapping[str, np.ndarray], job: J
 
 def node_metrics(job: Job, plan: SharingPlan, partials: Mapping[int, int],
                  pool: pd.DataFrame) -> list[dict]:
-    """metrics.json's `shared_nodes`: per node its users, the partial matches computed
-    (once), and per window of the stream beside the plan's modelled figure."""
+    """metrics.json's `shared_nodes` over the tagged rows' time span (`node_summaries`)."""
     ts = pool[EVENT_TS].to_numpy(dtype=np.float64) if len(pool) else np.zeros(1)
-    span = float(ts.max() - ts.min()) or 1.0
-    out = []
-    for node in plan.nodes:
-        users = sorted(n for n, u in plan.uses.items() if u.node == node.index)
-        if len(users) < 2:
-            continue
-        count = partials.get(node.index, 0)
-        # the model counts the partial matches alive in one window; each is created once,
-        # when its latest event arrives, at k·C(S)/W per time unit (docs/sharing.md)
-        size = len(node.spec.positive)
-        out.append({"users": users, "window": node.spec.window, "partial_matches": count,
-                    "per_window": round(count * node.spec.window / (span * size), 4),
-                    "modelled_per_window": node.modelled})
-    return out
+    return node_summaries(plan, partials, float(ts.max() - ts.min()))

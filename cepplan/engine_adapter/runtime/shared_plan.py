@@ -333,3 +333,22 @@ def run_group(events: pd.DataFrame, job: Job, plan: SharingPlan, name: str, *,
             for index, count in result.partials.items():
                 partials[index] = partials.get(index, 0) + count
     return outputs
+
+
+def node_summaries(plan: SharingPlan, partials: Mapping[int, int], span: float) -> list[dict]:
+    """metrics.json's `shared_nodes` (both engines): per node its users, the partial matches
+    computed (once), and per window of the stream (`span` long) beside the plan's figure."""
+    span = span or 1.0
+    out = []
+    for node in plan.nodes:
+        users = sorted(n for n, u in plan.uses.items() if u.node == node.index)
+        if len(users) < 2:
+            continue
+        count = partials.get(node.index, 0)
+        # the model counts the partial matches alive in one window; each is created once,
+        # when its latest event arrives, at k·C(S)/W per time unit (docs/sharing.md)
+        size = len(node.spec.positive)
+        out.append({"users": users, "window": node.spec.window, "partial_matches": count,
+                    "per_window": round(count * node.spec.window / (span * size), 4),
+                    "modelled_per_window": node.modelled})
+    return out

@@ -1,0 +1,142 @@
+"""The Spark match stage's side of the shared plan (seed 004 §3.1, §5; docs/engine.md).
+
+Shipped in the job's runtime zip. Users of one shared node have the same key (the runtime
+proves it), so they are in one partition scheme and their events in the same key-hash ×
+time-range groups. In a group, each sharing group's patterns are evaluated together over the
+rows any of them acquired, per key, by `shared_plan.evaluate_group` — the function the local
+engine uses — so a node's partial matches are computed once and fed to its users. Partial
+matches travel back in the match stage's accumulator (no extra pass over the matches);
+`shared_nodes` in metrics.json is then built by the same code as the local engine's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, MutableMapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from cepplan.engine_adapter.runtime.job import Job, job_from_json, partitions
+from cepplan.engine_adapter.runtime.shared_plan import (
+    SharingPlan,
+    evaluate_group,
+    node_summaries,
+    sharing_plan,
+)
+from cepplan.workload.columns import EVENT_TS
+
+PATTERN = "pattern"  # the match stage's pattern column (spark_match.PATTERN)
+_PARTIALS, _SPAN = "partials", "span"
+
+
+def job_sharing(job: Job) -> SharingPlan | None:
+    """The job's usable shared nodes, or None when nothing is shared (or the job has
+    contexts: the local engine does not share then either)."""
+    if job.data.get("contexts"):
+        return None
+    plan = sharing_plan(job)
+    return plan if plan.uses else None
+
+
+def evaluate_shared(cache: MutableMapping[str, Any], job: Job, group: pd.DataFrame,
+                    flags: Mapping[str, str], own: tuple[float, float],
+                    found: MutableMapping[tuple[str, str], int], parts: list) -> set[str]:
+    """In one match group of a scheme, the patterns of `flags` (name -> acquired-row flag
+    column) that belong to a sharing group, evaluated together; their matches (as output
+    rows) appended to `parts`, their counts and each node's partial matches added to
+    `found`. Returns the names done, which the caller skips."""
+    if "sharing" not in cache:
+        cache["sharing"] = job_sharing(job)
+    plan: SharingPlan | None = cache["sharing"]
+    if plan is None:
+        return set()
+    members: dict[int, list[str]] = {}
+    for name in flags:
+        if name in plan.uses:
+            members.setdefault(plan.uses[name].node, []).append(name)
+    done: set[str] = set()
+    for node, names in members.items():
+        rows = np.logical_or.reduce([group[flags[n]].to_numpy(dtype=bool) for n in names])
+        counts = dict.fromkeys(names, 0)
+        caps = dict.fromkeys(names, 0)
+        partials = 0
+        for events in partitions(group[rows], job.pattern(names[0]).partition_by):
+            result = evaluate_group(events, job, plan, names, own=own, with_complex=names)
+            partials += result.partials.get(node, 0)
+            for name, out in result.outputs.items():
+                counts[name] += out.count
+                caps[name] += out.cap_hits
+                if out.complex is not None and len(out.complex):
+                    parts.append(out.complex.assign(**{PATTERN: name}))
+        for name in names:
+            found[("matches", name)] = counts[name]
+            found[("cap", name)] = caps[name]
+        found[(_PARTIALS, str(node))] = partials
+        done.update(names)
+    return done
+
+
+def note_span(counts, pool, job: Job) -> None:
+    """When the job shares, add the tagged rows' time span to the match stage's accumulator
+    (added once, on the driver): `per_window` is measured over it, as the local engine's.
+    One aggregate over the cached tagged rows."""
+    if job_sharing(job) is None:
+        return
+    row = pool.selectExpr(f"min(`{EVENT_TS}`)", f"max(`{EVENT_TS}`)").first()
+    if row is not None and row[0] is not None:
+        counts.add({(_SPAN, "first"): float(row[0]), (_SPAN, "last"): float(row[1])})
+
+
+def shared_metrics(counts: Mapping[tuple[str, str], Any], data: Mapping[str, Any]) -> dict:
+    """metrics.json's `shared_nodes` (as the local engine's) and `sharing_unused` (users the
+    plan names that run alone, and why), or nothing when the job shares nothing."""
+    if not (data.get("sharing") or {}).get("shared"):
+        return {}
+    job = job_from_json(data)
+    plan = job_sharing(job)
+    unused = unused_users(job, plan)
+    if plan is None:
+        return {"sharing_unused": unused} if unused else {}
+    partials = {int(k): v for (kind, k), v in counts.items() if kind == _PARTIALS}
+    span = counts.get((_SPAN, "last"), 0.0) - counts.get((_SPAN, "first"), 0.0)
+    out: dict[str, Any] = {"shared_nodes": node_summaries(plan, partials, span)}
+    if unused:
+        out["sharing_unused"] = unused
+    return out
+
+
+def unused_users(job: Job, plan: SharingPlan | None) -> list[dict[str, str]]:
+    """The plan's shared-node users evaluated alone, each with the reason."""
+    named = [n for entry in (job.data.get("sharing") or {}).get("shared", ())
+             for n in entry.get("users", {})]
+    uses = {} if plan is None else plan.uses
+    out = []
+    for name in dict.fromkeys(named):
+        if name in uses:
+            continue
+        out.append({"pattern": name, "reason": _reason(job, name)})
+    return out
+
+
+def _reason(job: Job, name: str) -> str:
+    if job.data.get("contexts"):
+        return "the workload has contexts: patterns are evaluated alone"
+    try:
+        spec = job.pattern(name)
+    except KeyError:
+        return "not a pattern of this job"
+    if spec.operator == "OR":
+        return "OR patterns are evaluated alone"
+    if spec.window is None:
+        return "patterns without a window are evaluated alone"
+    if any(job.is_complex(o.type) for o in spec.operands):
+        return "patterns over other patterns' matches are evaluated alone"
+    entries = [e.get("users", {}) for e in job.data["sharing"]["shared"]]
+    names = {s.name for s in job.patterns}
+    others = {job.pattern(n).partition_by for users in entries if name in users
+              for n in users if n != name and n in names}
+    if others and spec.partition_by not in others:
+        return "its key (partition_by) differs from the other users': another partition scheme"
+    return ("its part of the pattern is not the shared subtree (types, order or conditions), "
+            "or no other pattern could share it")
