@@ -219,7 +219,8 @@ def _canonical(raw: pa.Table, source: Mapping[str, Any],
         out[key] = _as_string(raw[key])
     for attr, kind in attr_types.items():
         out[attr] = _cast(raw[attr], kind)
-    codes = pc.index_in(types, value_set=pa.array(list(attributes), pa.string()))
+    codes = pc.index_in(_contiguous(types),
+                        value_set=pa.array(list(attributes), pa.string()))
     reasons = _reasons(raw, out, source, attributes, keys, codes)
     bad = ~pd.isna(reasons)
     rejected = Counter(reasons[bad].tolist())
@@ -230,6 +231,12 @@ def _canonical(raw: pa.Table, source: Mapping[str, Any],
         table = table.filter(pa.array(~bad))
     good = table.to_pandas()
     return Batch(good, rejected)
+
+
+def _contiguous(values) -> pa.Array:
+    """One array for a chunked one: `DictionaryArray.from_arrays` would iterate a chunked
+    array value by value."""
+    return values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
 
 
 def _null(column) -> np.ndarray:
@@ -282,6 +289,9 @@ def _cast(values, kind: str) -> pa.Array:
     if kind == "string":
         return _as_string(values)
     if pa.types.is_string(values.type) or pa.types.is_large_string(values.type):
+        fast = _plain_numbers(values, kind)
+        if fast is not None:
+            return fast
         text = pc.utf8_trim_whitespace(values)
         if kind == "bool":
             lower = pc.utf8_lower(text)
@@ -297,6 +307,20 @@ def _cast(values, kind: str) -> pa.Array:
         whole = pc.equal(values, pc.floor(values))
         return pc.cast(pc.if_else(whole, values, pa.scalar(None, values.type)), pa.int64())
     return pc.cast(values, pa.int64() if kind == "long" else pa.float64())
+
+
+def _plain_numbers(values, kind: str) -> pa.Array | None:
+    """The common case cheaply: every value already a number Arrow's cast reads, in the syntax
+    `try_cast` accepts (Arrow reads a subset of `_DOUBLE`, and of `_LONG` but hexadecimal);
+    None when some value needs the trimming and checking path."""
+    if kind not in ("double", "long"):
+        return None
+    if kind == "long" and pc.any(pc.match_substring(values, "x", ignore_case=True)).as_py():
+        return None
+    try:
+        return pc.cast(values, pa.int64() if kind == "long" else pa.float64())
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return None
 
 
 def _time(values, source: Mapping[str, Any], time_unit: str, path: str) -> pa.Array:
