@@ -32,7 +32,7 @@ from cepplan.engine_adapter.runtime.tagging import tag_masks
 from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_TYPE
 
 SLICE_ROWS = 1 << 14  # events per owned time range of one key
-REGION_ROWS = 1 << 18  # tagged rows matched and released together, time-ordered input
+REGION_ROWS = 1 << 16  # tagged rows matched and released together, time-ordered input
 
 
 def run_local_job(data: dict[str, Any], events: Sequence[str], out: Path, *,
