@@ -299,8 +299,9 @@ def _tagged_batches(job: Job, reader: dict[str, Any], events: Sequence[str],
     added to `counts` (rows read under `_ROWS_READ`)."""
     wanted = _wanted_columns(job)
     clock = time.perf_counter()
-    for batch in read_batches(events, **reader):
-        counts[_ROWS_READ] += len(batch.events) + sum(batch.rejected.values())
+    used = None if observers else {o.type for p in job.patterns for o in p.operands}
+    for batch in read_batches(events, **reader, only_types=used):
+        counts[_ROWS_READ] += batch.read
         counts.update(batch.rejected)
         for observe in observers:
             observe(batch.events)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import csv
 import os
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,13 +46,17 @@ class Batch:
 
     events: pd.DataFrame
     rejected: Counter
+    read: int = 0  # rows read: good (handed over or not), rejected, malformed
 
 
 def read_batches(paths: Sequence[str], source: Mapping[str, Any],
                  attributes: Mapping[str, Mapping[str, str]], time_unit: str, *,
-                 batch_bytes: int = BATCH_BYTES) -> Iterator[Batch]:
+                 batch_bytes: int = BATCH_BYTES,
+                 only_types: Collection[str] | None = None) -> Iterator[Batch]:
     """The files as canonical batches; `InputError` (naming the file) when a file cannot be
-    read as the source says. Row ids without an `id_column`: positions over all files."""
+    read as the source says. Row ids without an `id_column`: positions over all files.
+    With `only_types`, good rows of other types are counted but not handed over (no pandas
+    conversion for rows nothing reads)."""
     attr_types = merged_attribute_types(attributes.values())
     position = 0
     for path in paths:
@@ -67,9 +71,11 @@ def read_batches(paths: Sequence[str], source: Mapping[str, Any],
             except (pa.ArrowInvalid, UnicodeDecodeError) as err:
                 raise InputError.single(path, "", f"cannot read as {source['format']}: "
                                         f"{str(err).splitlines()[0]}") from None
-            batch = _canonical(raw, source, attributes, attr_types, time_unit, position, path)
+            batch = _canonical(raw, source, attributes, attr_types, time_unit, position, path,
+                               only_types)
             if malformed:
                 batch.rejected[REJECT_MALFORMED] += malformed
+            batch.read += malformed
             position += raw.num_rows + malformed
             yield batch
 
@@ -201,7 +207,8 @@ def _json_text(value: Any) -> str | None:
 
 def _canonical(raw: pa.Table, source: Mapping[str, Any],
                attributes: Mapping[str, Mapping[str, str]], attr_types: Mapping[str, str],
-               time_unit: str, position: int, path: str) -> Batch:
+               time_unit: str, position: int, path: str,
+               only_types: Collection[str] | None = None) -> Batch:
     """Canonical columns and the first reason (spark_source's priority) each row is unusable;
     computed with Arrow kernels, the good rows handed over as pandas (types categorical)."""
     n = raw.num_rows
@@ -227,10 +234,14 @@ def _canonical(raw: pa.Table, source: Mapping[str, Any],
     out[EVENT_TYPE] = pa.DictionaryArray.from_arrays(
         codes, pa.array(list(attributes), pa.string()))  # pandas: categorical, fixed categories
     table = pa.table(out)
-    if bad.any():
-        table = table.filter(pa.array(~bad))
+    wanted = ~bad
+    if only_types is not None:
+        wanted &= np.isin(np.asarray(pc.fill_null(codes, -1)),
+                          [i for i, t in enumerate(attributes) if t in only_types])
+    if not wanted.all():
+        table = table.filter(pa.array(wanted))
     good = table.to_pandas()
-    return Batch(good, rejected)
+    return Batch(good, rejected, n)
 
 
 def _contiguous(values) -> pa.Array:
