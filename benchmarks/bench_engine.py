@@ -33,10 +33,18 @@ ROOT = Path(__file__).resolve().parent.parent
 CPU: list[float] = []
 CLI = [sys.executable, "-m", "cepplan"]
 REPEAT = int(os.environ.get("CEPPLAN_BENCH_REPEAT", 3))
-# Runs a command as `python -m cepplan`, then prints its own peak RSS (KiB) on stderr.
+# Runs a command as `python -m cepplan`, then prints its own peak RSS (KiB) on stderr: the
+# high-water mark of its own memory (VmHWM). Not ru_maxrss: Linux carries into it the RSS the
+# process had before exec, i.e. this benchmark's own (hundreds of MB after writing the files).
 RSS_WRAPPER = ("import atexit, resource, runpy, sys\n"
-               "atexit.register(lambda: print('maxrss', resource.getrusage("
-               "resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr))\n"
+               "def peak():\n"
+               "    try:\n"
+               "        with open('/proc/self/status') as status:\n"
+               "            return next(int(line.split()[1]) for line in status\n"
+               "                        if line.startswith('VmHWM:'))\n"
+               "    except OSError:\n"
+               "        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+               "atexit.register(lambda: print('maxrss', peak(), file=sys.stderr))\n"
                "sys.argv = ['cepplan', *sys.argv[1:]]\n"
                "runpy.run_module('cepplan', run_name='__main__')\n")
 
