@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import os
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -31,10 +32,19 @@ from cepplan.workload import load_workload
 ROOT = Path(__file__).resolve().parent.parent
 CPU: list[float] = []
 CLI = [sys.executable, "-m", "cepplan"]
-# Runs a command as `python -m cepplan`, then prints its own peak RSS (KiB) on stderr.
+REPEAT = int(os.environ.get("CEPPLAN_BENCH_REPEAT", 3))
+# Runs a command as `python -m cepplan`, then prints its own peak RSS (KiB) on stderr: the
+# high-water mark of its own memory (VmHWM). Not ru_maxrss: Linux carries into it the RSS the
+# process had before exec, i.e. this benchmark's own (hundreds of MB after writing the files).
 RSS_WRAPPER = ("import atexit, resource, runpy, sys\n"
-               "atexit.register(lambda: print('maxrss', resource.getrusage("
-               "resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr))\n"
+               "def peak():\n"
+               "    try:\n"
+               "        with open('/proc/self/status') as status:\n"
+               "            return next(int(line.split()[1]) for line in status\n"
+               "                        if line.startswith('VmHWM:'))\n"
+               "    except OSError:\n"
+               "        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+               "atexit.register(lambda: print('maxrss', peak(), file=sys.stderr))\n"
                "sys.argv = ['cepplan', *sys.argv[1:]]\n"
                "runpy.run_module('cepplan', run_name='__main__')\n")
 
@@ -136,16 +146,20 @@ def fraud_plans(scratch: Path, events_wanted: int) -> None:
     plan = scratch / "fraud-big.plan.json"
     cepplan("optimize", str(example), "--stats", str(scratch / "fraud-events.truth.json"),
             "-o", str(plan), "--quiet")
-    measured = {kind: run_local(plan, events, scratch / f"fraud-{kind}", *extra)
-                for kind, extra in (("trivial", ("--plan-kind", "trivial")), ("optimised", ()))}
-    cpu_t, cpu_o = CPU[-2], CPU[-1]
-    (wall_t, _, trivial), (wall_o, _, opt) = measured["trivial"], measured["optimised"]
+    runs: dict[str, list[tuple[float, float, dict]]] = {"trivial": [], "optimised": []}
+    for _ in range(REPEAT):  # alternated, so that load changes hit both plans alike
+        for kind, extra in (("trivial", ("--plan-kind", "trivial")), ("optimised", ())):
+            wall, _, metrics = run_local(plan, events, scratch / f"fraud-{kind}", *extra)
+            runs[kind].append((wall, CPU[-1], metrics))
+    (wall_t, cpu_t, trivial), (wall_o, cpu_o, opt) = (_medians(runs[k])
+                                                      for k in ("trivial", "optimised"))
     assert opt["matches"] == trivial["matches"], "plans must not change results"
     predicted = opt["plan"]["predicted"].values()
     ratio_model = (sum(p["expected_cost"] or 0 for p in predicted)
                    / sum(p["naive_cost"] or 0 for p in predicted))
     rows_t, rows_o = trivial["rows_to_matchers"], opt["rows_to_matchers"]
-    print(f"\nc. fraud, {opt['rows_read']:,} events: optimised vs trivial plan (local engine)")
+    print(f"\nc. fraud, {opt['rows_read']:,} events: optimised vs trivial plan (local engine), "
+          f"medians of {REPEAT} alternated runs each")
     print(f"{'':<22} {'trivial':>12} {'optimised':>12} {'ratio':>8}")
     print(f"{'rows to matchers':<22} {rows_t:>12,} {rows_o:>12,} {rows_o / rows_t:>8.3f}")
     print(f"{'model cost':<22} {'':>12} {'':>12} {ratio_model:>8.3f}   (planner's prediction)")
@@ -154,6 +168,16 @@ def fraud_plans(scratch: Path, events_wanted: int) -> None:
     for stage in trivial["seconds"]:
         print(f"  {stage:<30} {trivial['seconds'][stage]:>12.2f} "
               f"{opt['seconds'].get(stage, 0):>12.2f}")
+
+
+def _medians(runs: list[tuple[float, float, dict]]) -> tuple[float, float, dict]:
+    """Median wall and CPU seconds of repeated runs, and the metrics of the first with its
+    stage seconds replaced by their medians."""
+    metrics = dict(runs[0][2])
+    metrics["seconds"] = {stage: statistics.median(r[2]["seconds"][stage] for r in runs)
+                          for stage in metrics["seconds"]}
+    return (statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs),
+            metrics)
 
 
 def many_patterns(scratch: Path, bars: Path, rows: int) -> None:
@@ -202,17 +226,26 @@ def memory(scratch: Path, bars: Path, rows: int) -> None:
 
 
 def main(quick: bool = False) -> None:
-    """All measurements (smaller with --quick)."""
-    rows = 100_000 if quick else 1_000_000
-    peer_rows = 10_000 if quick else 100_000
+    """All measurements (smaller with --quick). Environment: CEPPLAN_BENCH_ROWS (cepplan's
+    size, default 10^6), CEPPLAN_BENCH_PEER_ROWS (OpenCEP's, default 10^5),
+    CEPPLAN_BENCH_ONLY (some of a,b,c,d,e), CEPPLAN_BENCH_REPEAT (runs per plan in c)."""
+    rows = int(os.environ.get("CEPPLAN_BENCH_ROWS", 100_000 if quick else 1_000_000))
+    peer_rows = int(os.environ.get("CEPPLAN_BENCH_PEER_ROWS", 10_000 if quick else 100_000))
+    only = set(os.environ.get("CEPPLAN_BENCH_ONLY", "abcde").replace(",", ""))
     print(f"load: {os.getloadavg()[0]:.1f} (1-minute average, {os.cpu_count()} cores)")
     with tempfile.TemporaryDirectory(prefix="bench-engine-") as name:
         scratch = Path(name)
         bars = scratch / "bars.txt"
-        write_bars(bars, rows)
-        versus_opencep(scratch, bars, rows, peer_rows)
-        fraud_walkthrough(scratch)
-        fraud_plans(scratch, rows)
-        many_patterns(scratch, bars, rows)
-        memory(scratch, bars, rows)
+        if only & set("ade"):
+            write_bars(bars, rows)
+        if "a" in only:
+            versus_opencep(scratch, bars, rows, peer_rows)
+        if "b" in only:
+            fraud_walkthrough(scratch)
+        if "c" in only:
+            fraud_plans(scratch, rows)
+        if "d" in only:
+            many_patterns(scratch, bars, rows)
+        if "e" in only:
+            memory(scratch, bars, rows)
     print(f"load: {os.getloadavg()[0]:.1f}")

@@ -12,7 +12,6 @@ from cepplan.engine_adapter.runtime.spec import SpecError
 from cepplan.errors import InputError
 from cepplan.planner.plan import Plan
 from cepplan.workload.context_model import job_contexts
-from cepplan.workload.detection_graph import bottom_up_order, detection_graph
 from cepplan.workload.expr.portable import to_portable
 from cepplan.workload.model import Pattern, Workload
 from cepplan.workload.source_spec import reader_arguments
@@ -20,7 +19,7 @@ from cepplan.workload.source_spec import reader_arguments
 
 def job_data(workload: Workload, plan: Plan, *, plan_kind: str = "plan") -> dict[str, Any]:
     """The JSON the generated job reads; checked by the runtime's own reader before use."""
-    order = bottom_up_order(detection_graph(workload))
+    order = _bottom_up(workload)
     patterns = [_pattern(workload.pattern(name), plan) for name in order]
     types = {name: list(t.attributes) for name, t in workload.event_types.items()}
     types.update({p.name: list(p.emit) for p in workload.patterns})
@@ -48,6 +47,17 @@ def job_data(workload: Workload, plan: Plan, *, plan_kind: str = "plan") -> dict
     except SpecError as err:
         raise InputError.single(workload.path or "<workload>", "patterns", str(err)) from None
     return data
+
+
+def _bottom_up(workload: Workload) -> list[str]:
+    """Pattern names, children first (`bottom_up_order`); without hierarchy that order is
+    the names in reverse, found without building the graph (networkx loads slowly)."""
+    names = {p.name for p in workload.patterns}
+    if not any(o.event_type in names for p in workload.patterns for o in p.operands):
+        return sorted(names, reverse=True)
+    from cepplan.workload.detection_graph import bottom_up_order, detection_graph
+
+    return bottom_up_order(detection_graph(workload))
 
 
 def _pattern(pattern: Pattern, plan: Plan) -> dict[str, Any]:

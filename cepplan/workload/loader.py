@@ -20,7 +20,6 @@ from types import MappingProxyType
 from typing import Any
 
 import jsonschema
-import networkx as nx
 import orjson
 
 from cepplan.errors import InputError, Problem
@@ -215,13 +214,17 @@ class _Builder:
 
     def pattern_order(self, names: Mapping[str, int], event_types: Mapping) -> list[int]:
         """Pattern indices with every pattern after the patterns it binds; cycles are errors."""
-        graph = nx.DiGraph()
-        graph.add_nodes_from(names)
+        edges = []
         for name, index in names.items():
             _, operands, _ = read_structure(self.raw["patterns"][index]["structure"])
-            for operand in operands:
-                if operand.type_name in names:
-                    graph.add_edge(operand.type_name, name)
+            edges += [(o.type_name, name) for o in operands if o.type_name in names]
+        if not edges:  # no pattern binds another: file order (networkx not even imported)
+            return sorted(names.values())
+        import networkx as nx
+
+        graph = nx.DiGraph()
+        graph.add_nodes_from(names)
+        graph.add_edges_from(edges)
         cyclic: set[str] = set()
         for component in nx.strongly_connected_components(graph):
             if len(component) > 1 or any(graph.has_edge(n, n) for n in component):

@@ -32,6 +32,7 @@ from cepplan.engine_adapter.runtime.tagging import tag_masks
 from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_TYPE
 
 SLICE_ROWS = 1 << 14  # events per owned time range of one key
+REGION_ROWS = 1 << 16  # tagged rows matched and released together, time-ordered input
 
 
 def run_local_job(data: dict[str, Any], events: Sequence[str], out: Path, *,
@@ -41,6 +42,11 @@ def run_local_job(data: dict[str, Any], events: Sequence[str], out: Path, *,
     the plan's `covering` section if given; write matches, results and metrics.json into
     `out` (replaced only on success). Returns the metrics."""
     job = job_from_json(data)
+    if not covering and _streamable(job):
+        try:
+            return _run_by_time_range(job, data, events, out, output_format, say)
+        except _OutOfOrder:
+            say("the events are not in time order: matching them after reading them all")
     seconds: dict[str, float] = {"read": 0.0, "tag": 0.0}
     stage = LocalContexts.of(job)
     observers: list[Callable[[pd.DataFrame], None]] = [] if stage is None else [stage.observe]
@@ -127,6 +133,103 @@ def run_local_job(data: dict[str, Any], events: Sequence[str], out: Path, *,
     return metrics
 
 
+class _OutOfOrder(Exception):
+    """The events turned out not to be in time order after some time ranges were matched."""
+
+
+def _streamable(job: Job) -> bool:
+    """Whether the job can be matched time range by time range as the events are read:
+    every pattern has a window, and none reads another's matches, contexts or a shared plan."""
+    names = {p.name for p in job.patterns}
+    return (all(p.window is not None and p.window > 0 for p in job.patterns)
+            and not any(o.type in names for p in job.patterns for o in p.operands)
+            and not job.data.get("contexts") and not sharing_plan(job).uses)
+
+
+def _margin(job: Job) -> float:
+    """How far around a time range the events must be at hand to match it exactly: a window
+    for the matches' events (either side, for negations looking ahead) and a window per
+    acquisition step for the semi-joins deciding which of those events the matchers get."""
+    return max((len(p.steps) + 2) * p.window for p in job.patterns)
+
+
+def _run_by_time_range(job: Job, data: dict[str, Any], events: Sequence[str], out: Path,
+                       output_format: str, say: Callable[[str], None]) -> dict[str, Any]:
+    """The job over time-ordered events, matched and released range by range as they are
+    read, so that memory holds about `REGION_ROWS` tagged rows and a margin, not the file
+    (docs/engine.md, "Memory"). Raises `_OutOfOrder` (the output left unwritten) when an
+    event comes earlier than a range already matched."""
+    seconds: dict[str, float] = {"read": 0.0, "tag": 0.0}
+    counts: Counter = Counter()
+    metrics: dict[str, Any] = {"engine": "local", "rows_read": 0, "rows_rejected": {},
+                               "rows_to_matchers": 0, "rows_to_matchers_by_pattern": {},
+                               "rows_shuffled": 0, "matches": {}, "kleene_cap_hits": {}}
+    totals = {p.name: [0, 0, 0] for p in job.patterns}  # rows sent, matches, cap hits
+    margin = _margin(job)
+    with staged_output(out, output_format) as (writer, finish):
+        held: list[pd.DataFrame] = []
+        rows, low, latest = 0, -math.inf, -math.inf
+        for part in _tagged_batches(job, data["reader"], events, seconds, counts):
+            ts = part[EVENT_TS].to_numpy(dtype=np.float64)
+            if len(ts) and (ts[0] < latest or np.any(np.diff(ts) < 0)):
+                raise _OutOfOrder
+            latest = ts[-1] if len(ts) else latest
+            held.append(part)
+            rows += len(part)
+            if rows < REGION_ROWS or latest - margin <= low:
+                continue
+            pool = pd.concat(held, ignore_index=True)
+            high = latest - margin
+            _match_range(pool, job, (low, high), writer, totals, seconds)
+            stamps = pool[EVENT_TS].to_numpy(dtype=np.float64)
+            held = [pool.iloc[int(np.searchsorted(stamps, high - margin, "left")):]]
+            rows, low = len(held[0]), high
+        pool = pd.concat(held, ignore_index=True) if held else pd.DataFrame(
+            columns=[EVENT_TYPE, EVENT_TS, EVENT_ID])
+        _match_range(pool, job, (low, math.inf), writer, totals, seconds)
+        metrics["rows_read"] = counts.pop(_ROWS_READ, 0)
+        metrics["rows_rejected"] = dict(counts)
+        say(f"read {metrics['rows_read']} rows ({sum(counts.values())} rejected), "
+            "matched by time range as read")
+        cap = data["options"].get("kleene_cap", 16)
+        for spec in job.patterns:
+            _count(metrics, spec.name, *totals[spec.name], say, cap)
+        metrics["plan"] = data.get("plan", {})
+        metrics["seconds"] = {k: round(v, 3) for k, v in seconds.items()}
+        finish(metrics)
+    return metrics
+
+
+def _match_range(pool: pd.DataFrame, job: Job, owned: tuple[float, float], writer: Any,
+                 totals: dict[str, list[int]], seconds: dict[str, float]) -> None:
+    """Every pattern's matches whose latest event lies in `owned`, over `pool` (the events
+    of that range and a margin around it), written; rows sent counted for the range."""
+    if not len(pool):
+        return
+    stamps = pool[EVENT_TS].to_numpy(dtype=np.float64)
+    inside = (stamps >= owned[0]) & (stamps < owned[1])
+    for spec in job.patterns:
+        clock = time.perf_counter()
+        labels = [c for c in pool.columns if c.startswith(spec.name + "\t")]
+        keep = acquire(pool, {c: pool[c].to_numpy(dtype=bool) for c in labels}, spec)
+        frame = pool.loc[keep, [c for c in pool.columns if "\t" not in c]]
+        seconds[f"acquire {spec.name}"] = (seconds.get(f"acquire {spec.name}", 0.0)
+                                           + time.perf_counter() - clock)
+        clock = time.perf_counter()
+        total = totals[spec.name]
+        total[0] += int(np.count_nonzero(keep & inside))
+        for group, own in _slices(frame, spec):
+            mine = (max(own[0], owned[0]), min(own[1], owned[1]))
+            if mine[0] >= mine[1]:
+                continue
+            result = evaluate_partition(group, job, spec, own=mine)
+            writer.write(spec.name, result.matches, result.count)
+            total[1] += result.count
+            total[2] += result.cap_hits
+        seconds[f"match {spec.name}"] = (seconds.get(f"match {spec.name}", 0.0)
+                                         + time.perf_counter() - clock)
+
+
 def _count(metrics: dict[str, Any], name: str, sent: int, count: int, hits: int,
            say: Callable[[str], None], cap: int) -> None:
     """One pattern's counts into the metrics (rows to matchers, matches, cap hits), said."""
@@ -180,22 +283,37 @@ def _read_and_tag(job: Job, reader: dict[str, Any], events: Sequence[str],
     """All batches read and tagged; only rows some variable can bind are kept, with the
     columns the matchers read and one boolean column per variable tag. Each observer sees
     every batch's good rows first (the context stage's metrics, the consumer queries)."""
+    counts: Counter = Counter()
+    parts = list(_tagged_batches(job, reader, events, seconds, counts, observers))
+    pool = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(
+        columns=[EVENT_TYPE, EVENT_TS, EVENT_ID])
+    rows_read = counts.pop(_ROWS_READ, 0)
+    return pool, rows_read, counts
+
+
+def _tagged_batches(job: Job, reader: dict[str, Any], events: Sequence[str],
+                    seconds: dict[str, float], counts: Counter,
+                    observers: Sequence[Callable[[pd.DataFrame], None]] = ()
+                    ) -> Iterator[pd.DataFrame]:
+    """Each batch's tagged rows (`_tagged`), as read; rows read and rejected by reason are
+    added to `counts` (rows read under `_ROWS_READ`)."""
     wanted = _wanted_columns(job)
-    parts, rows_read, rejected = [], 0, Counter()
     clock = time.perf_counter()
-    for batch in read_batches(events, **reader):
-        rows_read += len(batch.events) + sum(batch.rejected.values())
-        rejected.update(batch.rejected)
+    used = None if observers else {o.type for p in job.patterns for o in p.operands}
+    for batch in read_batches(events, **reader, only_types=used):
+        counts[_ROWS_READ] += batch.read
+        counts.update(batch.rejected)
         for observe in observers:
             observe(batch.events)
         now = time.perf_counter()
         seconds["read"] += now - clock
-        parts.append(_tagged(batch.events, job, wanted))
+        part = _tagged(batch.events, job, wanted)
         clock = time.perf_counter()
         seconds["tag"] += clock - now
-    pool = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(
-        columns=[EVENT_TYPE, EVENT_TS, EVENT_ID])
-    return pool, rows_read, rejected
+        yield part
+
+
+_ROWS_READ = "\trows read"  # no reject reason starts with a tab
 
 
 def _wanted_columns(job: Job) -> list[str]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import csv
 import os
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,7 +34,7 @@ REJECT_TYPE_MISSING = "missing type"
 REJECT_TYPE_UNKNOWN = "unknown type"
 REJECT_TIME = "missing or unparsable time"
 REJECT_ID = "missing or unparsable id"
-BATCH_BYTES = 4 << 20
+BATCH_BYTES = 1 << 20  # small: the streaming CSV reader reads many blocks ahead
 _JSON_SAMPLE = 1000
 _TRUE = frozenset({"t", "true", "y", "yes", "1"})
 _FALSE = frozenset({"f", "false", "n", "no", "0"})
@@ -46,13 +46,17 @@ class Batch:
 
     events: pd.DataFrame
     rejected: Counter
+    read: int = 0  # rows read: good (handed over or not), rejected, malformed
 
 
 def read_batches(paths: Sequence[str], source: Mapping[str, Any],
                  attributes: Mapping[str, Mapping[str, str]], time_unit: str, *,
-                 batch_bytes: int = BATCH_BYTES) -> Iterator[Batch]:
+                 batch_bytes: int = BATCH_BYTES,
+                 only_types: Collection[str] | None = None) -> Iterator[Batch]:
     """The files as canonical batches; `InputError` (naming the file) when a file cannot be
-    read as the source says. Row ids without an `id_column`: positions over all files."""
+    read as the source says. Row ids without an `id_column`: positions over all files.
+    With `only_types`, good rows of other types are counted but not handed over (no pandas
+    conversion for rows nothing reads)."""
     attr_types = merged_attribute_types(attributes.values())
     position = 0
     for path in paths:
@@ -67,9 +71,11 @@ def read_batches(paths: Sequence[str], source: Mapping[str, Any],
             except (pa.ArrowInvalid, UnicodeDecodeError) as err:
                 raise InputError.single(path, "", f"cannot read as {source['format']}: "
                                         f"{str(err).splitlines()[0]}") from None
-            batch = _canonical(raw, source, attributes, attr_types, time_unit, position, path)
+            batch = _canonical(raw, source, attributes, attr_types, time_unit, position, path,
+                               only_types)
             if malformed:
                 batch.rejected[REJECT_MALFORMED] += malformed
+            batch.read += malformed
             position += raw.num_rows + malformed
             yield batch
 
@@ -201,7 +207,8 @@ def _json_text(value: Any) -> str | None:
 
 def _canonical(raw: pa.Table, source: Mapping[str, Any],
                attributes: Mapping[str, Mapping[str, str]], attr_types: Mapping[str, str],
-               time_unit: str, position: int, path: str) -> Batch:
+               time_unit: str, position: int, path: str,
+               only_types: Collection[str] | None = None) -> Batch:
     """Canonical columns and the first reason (spark_source's priority) each row is unusable;
     computed with Arrow kernels, the good rows handed over as pandas (types categorical)."""
     n = raw.num_rows
@@ -219,17 +226,28 @@ def _canonical(raw: pa.Table, source: Mapping[str, Any],
         out[key] = _as_string(raw[key])
     for attr, kind in attr_types.items():
         out[attr] = _cast(raw[attr], kind)
-    codes = pc.index_in(types, value_set=pa.array(list(attributes), pa.string()))
+    codes = pc.index_in(_contiguous(types),
+                        value_set=pa.array(list(attributes), pa.string()))
     reasons = _reasons(raw, out, source, attributes, keys, codes)
     bad = ~pd.isna(reasons)
     rejected = Counter(reasons[bad].tolist())
     out[EVENT_TYPE] = pa.DictionaryArray.from_arrays(
         codes, pa.array(list(attributes), pa.string()))  # pandas: categorical, fixed categories
     table = pa.table(out)
-    if bad.any():
-        table = table.filter(pa.array(~bad))
+    wanted = ~bad
+    if only_types is not None:
+        wanted &= np.isin(np.asarray(pc.fill_null(codes, -1)),
+                          [i for i, t in enumerate(attributes) if t in only_types])
+    if not wanted.all():
+        table = table.filter(pa.array(wanted))
     good = table.to_pandas()
-    return Batch(good, rejected)
+    return Batch(good, rejected, n)
+
+
+def _contiguous(values) -> pa.Array:
+    """One array for a chunked one: `DictionaryArray.from_arrays` would iterate a chunked
+    array value by value."""
+    return values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
 
 
 def _null(column) -> np.ndarray:
@@ -282,6 +300,9 @@ def _cast(values, kind: str) -> pa.Array:
     if kind == "string":
         return _as_string(values)
     if pa.types.is_string(values.type) or pa.types.is_large_string(values.type):
+        fast = _plain_numbers(values, kind)
+        if fast is not None:
+            return fast
         text = pc.utf8_trim_whitespace(values)
         if kind == "bool":
             lower = pc.utf8_lower(text)
@@ -297,6 +318,20 @@ def _cast(values, kind: str) -> pa.Array:
         whole = pc.equal(values, pc.floor(values))
         return pc.cast(pc.if_else(whole, values, pa.scalar(None, values.type)), pa.int64())
     return pc.cast(values, pa.int64() if kind == "long" else pa.float64())
+
+
+def _plain_numbers(values, kind: str) -> pa.Array | None:
+    """The common case cheaply: every value already a number Arrow's cast reads, in the syntax
+    `try_cast` accepts (Arrow reads a subset of `_DOUBLE`, and of `_LONG` but hexadecimal);
+    None when some value needs the trimming and checking path."""
+    if kind not in ("double", "long"):
+        return None
+    if kind == "long" and pc.any(pc.match_substring(values, "x", ignore_case=True)).as_py():
+        return None
+    try:
+        return pc.cast(values, pa.int64() if kind == "long" else pa.float64())
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return None
 
 
 def _time(values, source: Mapping[str, Any], time_unit: str, path: str) -> pa.Array:

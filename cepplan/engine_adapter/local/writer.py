@@ -12,8 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from cepplan.engine_adapter.runtime.records import lines_data
 from cepplan.fileio import write_bytes_atomic
 from cepplan.interrupt import staged_directory
 
@@ -34,18 +36,21 @@ class MatchWriter:
             self._parquet = pq.ParquetWriter(matches / "part-00000.parquet", PARQUET_SCHEMA)
         else:
             # closed by close(), which every path through staged_output calls
-            self._text = open(matches / "part-00000.jsonl", "w", encoding="utf-8")  # noqa: SIM115
+            self._text = open(matches / "part-00000.jsonl", "wb")  # noqa: SIM115
 
-    def write(self, pattern: str, lines: str, count: int) -> None:
-        """Append `count` matches given as JSON lines (`PartitionOutput.matches`)."""
+    def write(self, pattern: str, lines: str | pa.ChunkedArray, count: int) -> None:
+        """Append `count` matches given as JSON lines (`PartitionOutput.matches`: one string,
+        or Arrow strings of one line each, written from their buffer without a copy)."""
         if not count:
             return
         if self._text is not None:
-            self._text.write(lines)
+            for data in [lines.encode()] if isinstance(lines, str) else lines_data(lines):
+                self._text.write(data)
         else:
-            texts = lines.split("\n")[:-1]
+            texts = (pa.array(lines.split("\n")[:-1], pa.string()) if isinstance(lines, str)
+                     else pc.utf8_rtrim(lines, characters="\n").cast(pa.string()))
             table = pa.table({"pattern": pa.array([pattern] * count, pa.string()),
-                              "match": pa.array(texts, pa.string())}, schema=PARQUET_SCHEMA)
+                              "match": texts}, schema=PARQUET_SCHEMA)
             self._parquet.write_table(table)
 
     def write_results(self, lines: bytes) -> None:

@@ -12,9 +12,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
+import pyarrow as pa
 
 from cepplan.engine_adapter.runtime.matcher import CHUNK_EVENTS, match_partition
-from cepplan.engine_adapter.runtime.records import MATCH_COLUMN, Renderer, complex_events
+from cepplan.engine_adapter.runtime.records import (
+    MATCH_COLUMN,
+    Renderer,
+    complex_events,
+)
 from cepplan.engine_adapter.runtime.spec import (
     PatternSpec,
     SpecError,
@@ -77,17 +82,22 @@ def needed_attributes(job: Job, spec: PatternSpec) -> list[str]:
 @dataclass
 class PartitionOutput:
     """What one partition of one pattern produced: its matches as JSON lines (one match
-    object per line, each line ending in a newline; rendered once), how many, the matches as
-    complex events when asked, and the Kleene enumerations cut by the cap."""
+    object per line, each line ending in a newline; rendered once: one string, or Arrow
+    strings, one line each), how many, the matches as complex events when asked, and the
+    Kleene enumerations cut by the cap."""
 
-    matches: str
+    matches: str | pa.ChunkedArray
     count: int
     complex: pd.DataFrame | None
     cap_hits: int
 
     def texts(self) -> list[str]:
         """One JSON text per match."""
-        return self.matches.split("\n")[:-1] if self.count else []
+        if not self.count:
+            return []
+        if isinstance(self.matches, str):
+            return self.matches.split("\n")[:-1]
+        return [text[:-1] for text in self.matches.to_pylist()]
 
 
 def evaluate_partition(frame: pd.DataFrame, job: Job, spec: PatternSpec, *,
@@ -96,15 +106,16 @@ def evaluate_partition(frame: pd.DataFrame, job: Job, spec: PatternSpec, *,
                        chunk_events: int = CHUNK_EVENTS) -> PartitionOutput:
     """Match one pattern over one partition's events (canonical columns)."""
     table = make_table(frame, needed_attributes(job, spec))
-    results = match_partition(table, spec, job.stages[spec.name], own=own,
-                              chunk_events=chunk_events)
+    results = [m for m in match_partition(table, spec, job.stages[spec.name], own=own,
+                                          chunk_events=chunk_events) if m.count]
     renderer = Renderer(table, job.types)
-    blocks = [renderer.match_lines(spec, m) for m in results if m.count]
-    out = PartitionOutput("".join(blocks), sum(m.count for m in results), None,
+    arrays = [renderer.match_array(spec, m) for m in results]
+    lines = pa.chunked_array([c for a in arrays for c in a.chunks], pa.large_string())
+    out = PartitionOutput(lines, sum(m.count for m in results), None,
                           sum(m.cap_hits for m in results))
     if with_complex and out.count:
-        parts = [complex_events(table, spec, m, block.split("\n")[:-1])
-                 for m, block in zip((m for m in results if m.count), blocks, strict=True)]
+        parts = [complex_events(table, spec, m, [t[:-1] for t in array.to_pylist()])
+                 for m, array in zip(results, arrays, strict=True)]
         out.complex = pd.concat(parts, ignore_index=True)
     return out
 

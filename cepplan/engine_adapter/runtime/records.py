@@ -12,10 +12,14 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from collections.abc import Mapping, Sequence
+import re
+from collections.abc import Iterator, Mapping, Sequence
 
 import numpy as np
+import orjson
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from cepplan.engine_adapter.runtime.matcher import Matches
 from cepplan.engine_adapter.runtime.spec import PatternSpec
@@ -24,6 +28,7 @@ from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_TYPE
 from cepplan.workload.expr.vectorized import evaluate, referenced_keys
 
 MATCH_COLUMN = "__match"  # a complex event's own match object, as JSON text
+RENDER_ROWS = 1 << 14  # matches rendered (and written) together
 
 
 def complex_event_id(pattern: str, bound: Mapping[str, Sequence[int]]) -> int:
@@ -60,10 +65,17 @@ class Renderer:
         """The JSON text of each event: id, type, ts, its type's attributes (and, for a
         complex event, its own pattern and events)."""
         ranks = np.asarray(ranks, dtype=np.int64)
-        todo = np.unique(ranks[~self._done[ranks]])
-        if len(todo):
-            self._render(todo)
+        self._render_missing(ranks)
         return self._texts[ranks]
+
+    def _render_missing(self, ranks: np.ndarray) -> None:
+        """Render the events among `ranks` not rendered yet (a mask, not a sort: cheap for
+        millions of ranks over a table of thousands)."""
+        need = np.zeros(len(self.table), dtype=bool)
+        need[ranks] = True
+        need &= ~self._done
+        if need.any():
+            self._render(np.flatnonzero(need))
 
     def _render(self, ranks: np.ndarray) -> None:
         table = self.table
@@ -89,30 +101,66 @@ class Renderer:
             self._done[mine] = True
 
     def match_lines(self, spec: PatternSpec, matches: Matches) -> str:
-        """All matches as JSON lines, each {"pattern": ..., "events": {var: event or
-        [events]}} and a newline: the pieces of every match interleaved in one array and
-        joined once, so each byte is copied once."""
-        if not matches.count:
-            return ""
-        columns: list[object] = ['{"pattern": ' + json.dumps(spec.name) + ', "events": {']
-        sep = ""
-        for var, ranks in matches.single.items():
-            columns += [f"{sep}{json.dumps(var)}: ", self.event_texts(ranks)]
-            sep = ", "
-        for var, sets in matches.kleene.items():
-            flat = np.fromiter((r for s in sets for r in s), np.int64)
-            events = self.event_texts(flat).tolist() if len(flat) else []
-            joined, at = [], 0
-            for chosen in sets:
-                joined.append("[" + ", ".join(events[at:at + len(chosen)]) + "]")
-                at += len(chosen)
-            columns += [f"{sep}{json.dumps(var)}: ", np.asarray(joined, dtype=object)]
-            sep = ", "
-        columns.append("}}\n")
-        pieces = np.empty((matches.count, len(columns)), dtype=object)
-        for i, column in enumerate(columns):
-            pieces[:, i] = column
-        return "".join(pieces.ravel().tolist())
+        """All matches as JSON lines (`match_array`'s text)."""
+        return lines_text(self.match_array(spec, matches))
+
+    def match_array(self, spec: PatternSpec, matches: Matches) -> pa.ChunkedArray:
+        """All matches as Arrow strings, each {"pattern": ..., "events": {var: event or
+        [events]}} and a newline, concatenated column by column in Arrow, `RENDER_ROWS`
+        matches a chunk: each chunk's data buffer is JSON lines ready to write, with no
+        Python string per match, and chunks small enough to reuse the allocator's memory."""
+        head = '{"pattern": ' + json.dumps(spec.name) + ', "events": {'
+        labels = [f"{', ' if i else head}{json.dumps(v)}: "
+                  for i, v in enumerate([*matches.single, *matches.kleene])]
+        texts = self._texts_array([*matches.single.values()])
+        chunks = []
+        for start in range(0, matches.count, RENDER_ROWS):
+            stop = min(matches.count, start + RENDER_ROWS)
+            columns = [pc.take(texts, ranks[start:stop]) for ranks in matches.single.values()]
+            columns += [self._kleene_texts(sets[start:stop]) for sets in matches.kleene.values()]
+            pieces = [p for label, column in zip(labels, columns, strict=True)
+                      for p in (_scalar(label), column)]
+            pieces.append(_scalar("}}\n"))
+            chunks.append(pc.binary_join_element_wise(*pieces, _scalar("")))
+        return pa.chunked_array(chunks, pa.large_string())
+
+    def _texts_array(self, ranks: list[np.ndarray]) -> pa.Array:
+        """The table's event texts as an Arrow column indexed by rank, the events at `ranks`
+        rendered (others may be null)."""
+        if ranks:
+            self._render_missing(np.concatenate(ranks))
+        return pa.array(self._texts, pa.large_string())
+
+    def _kleene_texts(self, sets: list[tuple[int, ...]]) -> pa.Array:
+        """Each set of a Kleene variable's events as a JSON list of their texts."""
+        flat = np.fromiter((r for s in sets for r in s), np.int64)
+        events = self.event_texts(flat).tolist() if len(flat) else []
+        joined, at = [], 0
+        for chosen in sets:
+            joined.append("[" + ", ".join(events[at:at + len(chosen)]) + "]")
+            at += len(chosen)
+        return pa.array(joined, pa.large_string())
+
+
+def _scalar(text: str) -> pa.Scalar:
+    return pa.scalar(text, pa.large_string())
+
+
+def lines_data(lines: pa.Array | pa.ChunkedArray) -> Iterator[pa.Buffer]:
+    """The bytes of Arrow strings whose values are whole lines: each chunk's data buffer,
+    sliced to its values (no copy)."""
+    for chunk in lines.chunks if isinstance(lines, pa.ChunkedArray) else [lines]:
+        if not len(chunk):
+            continue
+        width = np.int64 if pa.types.is_large_string(chunk.type) else np.int32
+        offsets = np.frombuffer(chunk.buffers()[1], dtype=width)
+        yield chunk.buffers()[2][int(offsets[chunk.offset]):
+                                 int(offsets[chunk.offset + len(chunk)])]
+
+
+def lines_text(lines: pa.Array | pa.ChunkedArray) -> str:
+    """The lines as one Python string."""
+    return b"".join(buffer.to_pybytes() for buffer in lines_data(lines)).decode()
 
 
 def _json_column(values: np.ndarray) -> np.ndarray:
@@ -121,12 +169,27 @@ def _json_column(values: np.ndarray) -> np.ndarray:
         return np.asarray(values.astype(str), dtype=object)
     if values.dtype.kind == "f":
         finite = np.isfinite(values)
-        out = np.asarray([repr(v) for v in values.tolist()], dtype=object) if finite.all() \
-            else np.asarray([json.dumps(plain_value(v)) for v in values.tolist()], dtype=object)
+        plain = np.where(finite, values, 0.0)
+        # orjson writes floats as repr does but in exponent ranges repr uses e-notation
+        out = np.asarray(orjson.dumps(plain, option=orjson.OPT_SERIALIZE_NUMPY)[1:-1]
+                         .decode().split(","), dtype=object)
+        magnitude = np.abs(plain)
+        odd = np.flatnonzero((magnitude >= 1e16) | ((magnitude < 1e-4) & (plain != 0))
+                            | ~finite)
+        out[odd] = [json.dumps(plain_value(v)) for v in values[odd].tolist()]
         return out
     if values.dtype.kind == "b":
         return np.where(values, "true", "false").astype(object)
-    return np.asarray([json.dumps(plain_value(v)) for v in values.tolist()], dtype=object)
+    items = values.tolist()
+    if all(v is None or type(v) is str for v in items):
+        text = "".join(v for v in items if v is not None)
+        if text.isascii() and not _ESCAPED.search(text):  # json.dumps adds only the quotes
+            return np.asarray(["null" if v is None else '"' + v + '"' for v in items],
+                              dtype=object)
+    return np.asarray([json.dumps(plain_value(v)) for v in items], dtype=object)
+
+
+_ESCAPED = re.compile(r'["\\\x00-\x1f\x7f]')
 
 
 def complex_events(table: Table, spec: PatternSpec, matches: Matches,
