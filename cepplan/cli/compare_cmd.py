@@ -32,6 +32,7 @@ def compare_command(
     """
     from cepplan.planner.compose import Settings
     from cepplan.report.compare import compare
+    from cepplan.report.measure import matches_equal
     from cepplan.report.write import report_paths, write_report
     from cepplan.stats.stats_file import read_stats
     from cepplan.workload import load_workload
@@ -51,7 +52,9 @@ def compare_command(
     if events:
         from cepplan.report.measure import measure_plans
 
-        report["measured"] = measure_plans(report, comparison.plans, loaded, files, say)
+        report["measured"] = measure_plans(
+            report, comparison.plans, loaded, files, say, shared=comparison.shared,
+            independent=comparison.independent, covering=comparison.covering)
     paths = write_report(report, output)
     if not quiet:
         best = report["best"]
@@ -60,7 +63,7 @@ def compare_command(
         typer.echo(f"best plan: {best}, {cost:.4g} {report['unit']} against {trivial:.4g} "
                    f"for the trivial plan")
         typer.echo("report written to " + ", ".join(str(p) for p in paths.values()))
-    if events and not report["measured"]["matches_equal"]:
+    if events and not matches_equal(report["measured"]):
         print("error: the plans found different matches on these events; plans must change "
               "cost, never results: please report this as a bug", file=sys.stderr)
         raise typer.Exit(1)

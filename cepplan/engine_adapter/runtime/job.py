@@ -78,12 +78,14 @@ def needed_attributes(job: Job, spec: PatternSpec) -> list[str]:
 class PartitionOutput:
     """What one partition of one pattern produced: its matches as JSON lines (one match
     object per line, each line ending in a newline; rendered once), how many, the matches as
-    complex events when asked, and the Kleene enumerations cut by the cap."""
+    complex events when asked, the Kleene enumerations cut by the cap, and the partial matches
+    the matcher built per join prefix length (empty when not counted)."""
 
     matches: str
     count: int
     complex: pd.DataFrame | None
     cap_hits: int
+    partials: list[int] = field(default_factory=list)
 
     def texts(self) -> list[str]:
         """One JSON text per match."""
@@ -96,12 +98,13 @@ def evaluate_partition(frame: pd.DataFrame, job: Job, spec: PatternSpec, *,
                        chunk_events: int = CHUNK_EVENTS) -> PartitionOutput:
     """Match one pattern over one partition's events (canonical columns)."""
     table = make_table(frame, needed_attributes(job, spec))
+    partials: list[int] = []
     results = match_partition(table, spec, job.stages[spec.name], own=own,
-                              chunk_events=chunk_events)
+                              chunk_events=chunk_events, partials=partials)
     renderer = Renderer(table, job.types)
     blocks = [renderer.match_lines(spec, m) for m in results if m.count]
     out = PartitionOutput("".join(blocks), sum(m.count for m in results), None,
-                          sum(m.cap_hits for m in results))
+                          sum(m.cap_hits for m in results), partials)
     if with_complex and out.count:
         parts = [complex_events(table, spec, m, block.split("\n")[:-1])
                  for m, block in zip((m for m in results if m.count), blocks, strict=True)]
