@@ -59,6 +59,19 @@ class Figure:
 Block = Heading | Note | Table | Figure
 
 
+def format_cell(cell: Cell, number: Callable[[float | int | None, str], Any],
+                percent: Callable[[float | None], Any], code: Callable[[str], Any],
+                text: Callable[[str], Any]) -> Any:
+    """A cell in a renderer's terms: each kind of cell by the renderer's own function."""
+    if isinstance(cell, Num):
+        return number(cell.value, cell.suffix)
+    if isinstance(cell, Percent):
+        return percent(cell.value)
+    if isinstance(cell, Code):
+        return code(cell.text)
+    return text(cell)
+
+
 def variant_blocks(report: Mapping[str, Any]) -> list[Block]:
     """Every later section the report has, in reading order."""
     measured = report.get("measured") or {}

@@ -10,13 +10,12 @@ from typing import Any
 from cepplan.report import plots
 from cepplan.report.blocks import (
     Block,
-    Code,
+    Cell,
     Figure,
     Heading,
     Note,
-    Num,
-    Percent,
     Table,
+    format_cell,
     variant_blocks,
 )
 from cepplan.report.text import notation, number, saving
@@ -151,14 +150,9 @@ def _block(block: Block) -> str:
     return _table(block.header, [[_html_cell(c) for c in row] for row in block.rows])
 
 
-def _html_cell(cell: str | Num | Percent | Code) -> str | tuple[str, float]:
-    if isinstance(cell, Num):
-        return _num(cell.value, cell.suffix)
-    if isinstance(cell, Percent):
-        return _percent(cell.value)
-    if isinstance(cell, Code):
-        return f"<code>{escape(cell.text)}</code>"
-    return escape(cell)
+def _html_cell(cell: Cell) -> str | tuple[str, float]:
+    return format_cell(cell, _num, _percent, lambda text: f"<code>{escape(text)}</code>",
+                       escape)
 
 
 def _inline_code(text: str) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from cepplan.report.blocks import Block, Code, Figure, Heading, Note, Num, Percent, variant_blocks
+from cepplan.report.blocks import Block, Cell, Figure, Heading, Note, format_cell, variant_blocks
 from cepplan.report.text import notation, number, saving
 
 
@@ -56,14 +56,8 @@ def _block(block: Block) -> list[str]:
     return [*_table(block.header, [[_md_cell(c) for c in row] for row in block.rows]), ""]
 
 
-def _md_cell(cell: str | Num | Percent | Code) -> str:
-    if isinstance(cell, Num):
-        return _fmt(cell.value, cell.suffix)
-    if isinstance(cell, Percent):
-        return _percent(cell.value)
-    if isinstance(cell, Code):
-        return f"`{cell.text}`"
-    return cell
+def _md_cell(cell: Cell) -> str:
+    return format_cell(cell, _fmt, _percent, lambda text: f"`{text}`", str)
 
 
 def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
