@@ -250,10 +250,12 @@ def _contexts_measured(contexts: Mapping[str, Any]) -> list[Block]:
         Table(("plan", "rows to matchers", "matches", "wall time"),
               tuple((r["variant"], Num(r["rows_to_matchers"]), Num(r["matches"]),
                      Num(r["seconds"], " s")) for r in contexts["runs"])),
-        Table(("pattern", "contexts", "suspended share of time", "matches independent",
-               "independent, in the windows", "matches with contexts", "equal"),
+        Table(("pattern", "contexts", "active share expected", "active share measured",
+               "matches independent", "independent, in the windows", "matches with contexts",
+               "equal"),
               tuple((p["pattern"], ", ".join(p["contexts"]) or "all the time",
-                     Percent(_percent(p["suspended_time_share"])),
+                     Percent(_percent(p.get("expected_active_share"))),
+                     Percent(_active(p["suspended_time_share"])),
                      Num(p["matches_independent"]), Num(p["matches_independent_in_windows"]),
                      Num(p["matches_with_contexts"]), "yes" if p["equal"] else "NO")
                     for p in contexts["patterns"])),
@@ -305,6 +307,10 @@ def _saving(operator: Mapping[str, Any]) -> float | None:
 
 def _percent(share: float | None) -> float | None:
     return None if share is None else 100.0 * share
+
+
+def _active(suspended: float | None) -> float | None:
+    return None if suspended is None else 100.0 * (1.0 - suspended)
 
 
 def _share(share: float | None) -> str:

@@ -168,7 +168,8 @@ def _contexts_measured(aware: Run, alone: Run, workload: Workload) -> dict[str, 
             "matches_independent": len(objects.get(name, [])),
             "matches_independent_in_windows": len(filtered),
             "equal": filtered == found.get(name, []),
-            "suspended_time_share": suspended.get(name, {}).get("suspended_time_share")})
+            "suspended_time_share": suspended.get(name, {}).get("suspended_time_share"),
+            "expected_active_share": suspended.get(name, {}).get("expected_active_share")})
     return {"runs": [{"variant": "with contexts", **_figures(aware)},
                      {"variant": "context-independent", **_figures(alone)}],
             "patterns": patterns, "matches_equal": all(p["equal"] for p in patterns)}

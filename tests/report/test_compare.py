@@ -312,3 +312,29 @@ def test_subtree_is_written_in_the_workload_language():
         "SEQ(a:GOOG, b:MSFT, c:AAPL) where a.price < b.price and c.price > 3 and "
         "a.price < c.price")
     assert tree_text([["a", "b"], "c"]) == "(a ⋈ b) ⋈ c"
+
+
+def test_contexts_comparison_fails_loudly_when_a_match_is_missing(traffic, tmp_path):
+    """The with/without-contexts comparison is not vacuous: drop one context-aware match and
+    that pattern, and the whole comparison, are reported unequal."""
+    from cepplan.planner.compose import Settings
+    from cepplan.planner.optimize import optimize
+    from cepplan.report.measure import Run, Runner, _contexts_measured
+    from cepplan.report.variants import independent_workload
+    from cepplan.workload import load_workload
+
+    folder, _ = traffic
+    workload = load_workload(EXAMPLES / "traffic" / "workload.json")
+    runner = Runner(workload, [str(folder / "events.csv")], tmp_path, lambda _: None)
+    aware = runner.run("aware", optimize(workload, workload.statistics, Settings()).plan)
+    alone = runner.run("alone", optimize(independent_workload(workload), workload.statistics,
+                                         Settings()).plan, contexts=False)
+    assert _contexts_measured(aware, alone, workload)["matches_equal"]
+    part = next(p for p in aware.directory.iterdir() if p.name.startswith("part-"))
+    lines = part.read_text().splitlines(True)
+    dropped = json.loads(lines[-1])["pattern"]
+    part.write_text("".join(lines[:-1]))
+    tampered = _contexts_measured(Run(aware.metrics, aware.seconds, aware.directory), alone,
+                                  workload)
+    assert not tampered["matches_equal"]
+    assert [p["pattern"] for p in tampered["patterns"] if not p["equal"]] == [dropped]
