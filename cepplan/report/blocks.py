@@ -100,14 +100,19 @@ def sharing_blocks(sharing: Mapping[str, Any],
               "users", f"modelled ({sharing['unit']})"]
     if measured is not None:
         header.append("measured per window")
-    table_rows = []
+    table_rows, points = [], []
     for node in nodes:
         row: list[Cell] = [node["id"], Code(node["subtree"]), Code(node["tree"]),
                            Num(node["window"]), ", ".join(node["patterns"]),
                            Num(len(node["patterns"])), Num(node["cost"])]
         if measured is not None:
-            row.append(Num(_measured_node(node, measured)))
+            found = _measured_node(node, measured)
+            row.append(Num(found))
+            if found and node["cost"]:
+                points.append((node["id"], node["cost"], found))
         table_rows.append(tuple(row))
+    scatter: list[Block] = [Figure(lambda: plots.predicted_vs_measured(
+        points, "partial matches per shared subtree", log=True))] if points else []
     return [
         Heading("Shared subtrees, by whom"),
         Note(f"The {sharing['search']} search's plan computes each of these subtrees once and "
@@ -117,6 +122,7 @@ def sharing_blocks(sharing: Mapping[str, Any],
         Figure(lambda: plots.membership(rows, patterns, cells, "Shared subtrees by pattern",
                                         "shared subtree", "pattern")),
         Table(tuple(header), tuple(table_rows)),
+        *scatter,
     ]
 
 
@@ -218,9 +224,9 @@ def measured_blocks(measured: Mapping[str, Any]) -> list[Block]:
             partial, "partial matches per window", log=True)))
     blocks += [
         Note("Partial matches: what the matcher built (each distinct partial match of each "
-             "join prefix once, and each shared subtree's once), per window of the stream, "
-             "beside the model's expected partial matches per window for the same patterns "
-             "(the plan's join order)."),
+             "join prefix once), per window of the stream, beside the model's expected "
+             "partial matches per window for the same patterns (the plan's join order). The "
+             "plan with shared subtrees is measured per subtree, in the sharing table."),
         Table(("planner", "rows to matchers", "measured factor", "predicted factor",
                "partial matches per window", "predicted partial matches", "matches",
                "wall time"),

@@ -119,17 +119,18 @@ def matches_equal(measured: Mapping[str, Any]) -> bool:
 
 def _run_row(name: str, run: Run, predicted: Mapping[str, Any] | None) -> dict[str, Any]:
     """One run's figures; partial matches over the patterns the matcher counted them for,
-    predicted over the same patterns (None where the model has no figure)."""
+    predicted over the same patterns (None where the model has no figure). A plan with shared
+    subtrees has none here: its users' own joins are not counted, only the shared subtrees
+    (`shared_nodes`, shown per subtree)."""
     partial = run.metrics.get("partial_matches", {})
-    nodes = run.metrics.get("shared_nodes", [])
-    measured = sum(p["per_window"] for p in partial.values()) + sum(
-        n["per_window"] for n in nodes)
+    shared = "shared_nodes" in run.metrics
     expected = None
-    if predicted is not None and partial:
+    if predicted is not None and partial and not shared:
         figures = [predicted[p].get("partial_matches") for p in partial]
         expected = None if any(f is None for f in figures) else sum(figures)
+    measured = sum(p["per_window"] for p in partial.values())
     return {"planner": name, "rows_to_matchers": run.metrics["rows_to_matchers"],
-            "partial_matches": round(measured, 4) if partial or nodes else None,
+            "partial_matches": round(measured, 4) if partial and not shared else None,
             "predicted_partial_matches": expected,
             "matches": sum(run.metrics["matches"].values()),
             "matches_by_pattern": dict(run.metrics["matches"]),

@@ -83,7 +83,7 @@ def predicted_vs_measured(points: Sequence[tuple[str, float, float]], what: str,
     xs = [p[1] for p in points]
     ys = [p[2] for p in points]
     ax.scatter(xs, ys, color=ACCENT, zorder=3)
-    for name, x, y in points:
+    for name, x, y in _merged_labels(points):
         ax.annotate(name, (x, y), xytext=(4, 4), textcoords="offset points")
     if log and all(v > 0 for v in [*xs, *ys]):
         low, high = _decades([*xs, *ys])
@@ -98,6 +98,23 @@ def predicted_vs_measured(points: Sequence[tuple[str, float, float]], what: str,
     ax.set_xlabel(f"predicted {what}")
     ax.set_ylabel(f"measured {what}")
     return _svg(fig, f"Predicted against measured {what}")
+
+
+def _merged_labels(points: Sequence[tuple[str, float, float]]
+                   ) -> list[tuple[str, float, float]]:
+    """One label per cluster of points within 3% of each other on both axes (planners that
+    chose the same plan would otherwise write their names over each other)."""
+    merged: list[tuple[str, float, float]] = []
+    for name, x, y in sorted(points, key=lambda p: (p[1], p[2])):
+        near = next((i for i, (_, mx, my) in enumerate(merged)
+                     if abs(mx - x) <= 0.03 * max(abs(mx), abs(x), 1e-12)
+                     and abs(my - y) <= 0.03 * max(abs(my), abs(y), 1e-12)), None)
+        if near is None:
+            merged.append((name, x, y))
+        else:
+            label, mx, my = merged[near]
+            merged[near] = (f"{label}, {name}", mx, my)
+    return merged
 
 
 def membership(rows: Sequence[str], columns: Sequence[str],

@@ -62,7 +62,7 @@ def contexts_comparison(workload: Workload, statistics: Statistics, settings: Se
                             "latency": body.detection.latency},
             "with_contexts": {
                 "cost": sum(s * c for s, c, _ in runs) if shares_known else None,
-                "cost_while_active": (pushed_down_cost(body.detection.expected_cost, active)
+                "cost_pushed_down": (pushed_down_cost(body.detection.expected_cost, active)
                                       if active is not None else None),
                 "latency": max((latency for _, _, latency in runs), default=None)}})
     total = (sum(g["expected_time_share"] * g["expected_cost"] for g in groups)

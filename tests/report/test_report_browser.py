@@ -70,6 +70,8 @@ def _labels(report) -> list[str]:
         labels.append("Search cost over time")
     if report.get("sharing"):
         labels.append("Shared subtrees by pattern")
+        if report["measured"].get("shared_nodes"):
+            labels.append("Predicted against measured partial matches per shared subtree")
     if report.get("contexts"):
         labels.append("Patterns each grouped window runs")
     if report.get("covering"):
