@@ -19,16 +19,19 @@ def compare_command(
                                   "beside it.", Path("report.html")),
     time_limit: float = typer.Option(60.0, "--time-limit", min=0.001,
                                      help="Seconds each planner may search."),
-    events: list[Path] = typer.Option([], "--events", help="Event files: run every plan on "
-                                      "them in-process and show measured beside predicted "
-                                      "figures (repeatable)."),
+    events: list[Path] = typer.Option([], "--events", help="Event files: run every plan (and "
+                                      "the plans with and without contexts, sharing and "
+                                      "covering) on them in-process and show measured beside "
+                                      "predicted figures (repeatable)."),
     seed: int = options.seed("Seed of the randomised planners."),
     quiet: bool = options.quiet(),
 ) -> None:
     """Plan the workload with every planner that applies and compare them in a report.
 
-    The report puts the planners side by side: modelled costs, latencies, Pareto fronts and
-    what the sharing, context and covering passes decide.
+    The report puts the planners side by side: modelled costs, latencies, Pareto fronts, the
+    subtrees patterns share and by whom, and a workload's contexts and consumer-query covering
+    with and without. With --events every plan and variant is also run, measured beside the
+    predictions; different matches exit 1.
     """
     from cepplan.planner.compose import Settings
     from cepplan.report.compare import compare
