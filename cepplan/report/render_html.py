@@ -79,12 +79,7 @@ def render_html(report: Mapping[str, Any]) -> str:
         _planner_table(planners, report["best"]),
         "<h2>Chosen plan per pattern</h2>",
         _pattern_table(planners, workload["patterns"]),
-        "<h2>Pareto fronts: cost against latency</h2>",
-        "<p class='note'>Each point is a plan no other plan beats on both cost and latency; "
-        "the highlighted one is the cheapest within the pattern's latency bound.</p>",
-        "<div class='grid'>" + "".join(
-            _figure(plots.pareto_front(name, front, unit))
-            for name, front in report["pareto"].items() if front) + "</div>",
+        *_pareto(report["pareto"], unit),
     ]
     if report.get("evaluation"):
         parts += _evaluation(report["evaluation"])
@@ -96,6 +91,25 @@ def render_html(report: Mapping[str, Any]) -> str:
             f"<title>{title}</title><style>{_CSS}</style></head>\n<body>\n{body}\n"
             f"<p class='note'>cepplan {escape(report['cepplan'])}</p>\n"
             f"<script>{_SORT_JS}</script></body></html>\n")
+
+
+def _pareto(fronts: Mapping[str, Sequence[Mapping[str, Any]]], unit: str) -> list[str]:
+    """A plot per pattern with a trade-off between cost and latency; the patterns with one
+    best plan whatever the latency are named, not drawn."""
+    traded = {name: front for name, front in fronts.items() if len(front) > 1}
+    single = [name for name, front in fronts.items() if len(front) == 1]
+    parts = ["<h2>Pareto fronts: cost against latency</h2>",
+             "<p class='note'>Each point is a plan no other plan beats on both cost and "
+             "latency; the highlighted one is the cheapest within the pattern's latency "
+             "bound.</p>"]
+    if traded:
+        parts.append("<div class='grid'>" + "".join(
+            _figure(plots.pareto_front(name, front, unit)) for name, front in traded.items())
+            + "</div>")
+    if single:
+        parts.append(f"<p class='note'>One plan is the cheapest at every latency (no "
+                     f"trade-off to draw) for: {escape(', '.join(single))}.</p>")
+    return parts
 
 
 def _planner_table(planners: Sequence[Mapping[str, Any]], best: str) -> str:

@@ -65,7 +65,8 @@ def page_url(request, tmp_path_factory):
 def _labels(report) -> list[str]:
     """The aria-label of every plot the page must draw, in page order."""
     labels = ["Modelled cost per planner"]
-    labels += [f"Pareto front of {name}" for name, front in report["pareto"].items() if front]
+    labels += [f"Pareto front of {name}" for name, front in report["pareto"].items()
+               if len(front) > 1]
     if report.get("evaluation"):
         labels.append("Search cost over time")
     if report.get("sharing"):
