@@ -1,6 +1,6 @@
 """`compare`: every planner that applies to a workload, run side by side, as `report.json` data.
 
-The report is plain JSON (format `cepplan.report/1`) so that the Markdown and HTML renderers,
+The report is plain JSON (format `cepplan.report/2`) so that the Markdown and HTML renderers,
 the HTTP service and tests all read the same thing. Costs keep the unit of the model that
 produced them (acquisition: expected events transmitted per time unit, seed 002 §4).
 """
@@ -27,7 +27,7 @@ from cepplan.report.variants import (
 from cepplan.search.problem import problem_from_workload
 from cepplan.workload.model import Statistics, Workload
 
-FORMAT = "cepplan.report/1"
+FORMAT = "cepplan.report/2"
 
 
 @dataclass(frozen=True)

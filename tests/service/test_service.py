@@ -118,7 +118,7 @@ def test_validate_and_compare(server):
     assert status == 200 and json.loads(body)["patterns"][0] == "tcp_session"
     status, _, body = post(port, "/v1/compare", {"workload": workload("fraud")})
     report = json.loads(body)
-    assert status == 200 and report["format"] == "cepplan.report/1"
+    assert status == 200 and report["format"] == "cepplan.report/2"
     assert {p["name"] for p in report["planners"]} >= {"trivial", "dp", "heuristic"}
     status, headers, body = post(port, "/v1/compare", {"workload": workload("fraud")},
                                  headers={"Accept": "text/html"})
