@@ -19,19 +19,23 @@ def compare_command(
                                   "beside it.", Path("report.html")),
     time_limit: float = typer.Option(60.0, "--time-limit", min=0.001,
                                      help="Seconds each planner may search."),
-    events: list[Path] = typer.Option([], "--events", help="Event files: run every plan on "
-                                      "them in-process and show measured beside predicted "
-                                      "figures (repeatable)."),
+    events: list[Path] = typer.Option([], "--events", help="Event files: run every plan (and "
+                                      "the plans with and without contexts, sharing and "
+                                      "covering) on them in-process and show measured beside "
+                                      "predicted figures (repeatable)."),
     seed: int = options.seed("Seed of the randomised planners."),
     quiet: bool = options.quiet(),
 ) -> None:
     """Plan the workload with every planner that applies and compare them in a report.
 
-    The report puts the planners side by side: modelled costs, latencies, Pareto fronts and
-    what the sharing, context and covering passes decide.
+    The report puts the planners side by side: modelled costs, latencies, Pareto fronts, the
+    subtrees patterns share and by whom, and a workload's contexts and consumer-query covering
+    with and without. With --events every plan and variant is also run, measured beside the
+    predictions; different matches exit 1.
     """
     from cepplan.planner.compose import Settings
     from cepplan.report.compare import compare
+    from cepplan.report.measure import matches_equal
     from cepplan.report.write import report_paths, write_report
     from cepplan.stats.stats_file import read_stats
     from cepplan.workload import load_workload
@@ -51,7 +55,9 @@ def compare_command(
     if events:
         from cepplan.report.measure import measure_plans
 
-        report["measured"] = measure_plans(report, comparison.plans, loaded, files, say)
+        report["measured"] = measure_plans(
+            report, comparison.plans, loaded, files, say, shared=comparison.shared,
+            independent=comparison.independent, covering=comparison.covering)
     paths = write_report(report, output)
     if not quiet:
         best = report["best"]
@@ -60,7 +66,7 @@ def compare_command(
         typer.echo(f"best plan: {best}, {cost:.4g} {report['unit']} against {trivial:.4g} "
                    f"for the trivial plan")
         typer.echo("report written to " + ", ".join(str(p) for p in paths.values()))
-    if events and not report["measured"]["matches_equal"]:
+    if events and not matches_equal(report["measured"]):
         print("error: the plans found different matches on these events; plans must change "
               "cost, never results: please report this as a bug", file=sys.stderr)
         raise typer.Exit(1)

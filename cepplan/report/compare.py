@@ -1,6 +1,6 @@
 """`compare`: every planner that applies to a workload, run side by side, as `report.json` data.
 
-The report is plain JSON (format `cepplan.report/1`) so that the Markdown and HTML renderers,
+The report is plain JSON (format `cepplan.report/2`) so that the Markdown and HTML renderers,
 the HTTP service and tests all read the same thing. Costs keep the unit of the model that
 produced them (acquisition: expected events transmitted per time unit, seed 002 §4).
 """
@@ -8,18 +8,26 @@ produced them (acquisition: expected events transmitted per time unit, seed 002 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import cepplan
+from cepplan.costmodels.trees import cost_ord
 from cepplan.planner.compose import Settings
 from cepplan.planner.evaluation import EvaluationSettings, evaluation
 from cepplan.planner.optimize import Optimized, optimize
 from cepplan.planner.plan import Plan, trivial_plan
+from cepplan.report.sharing import shared_nodes
+from cepplan.report.variants import (
+    COVERING_SOLVERS,
+    contexts_comparison,
+    covering_comparison,
+)
+from cepplan.search.problem import problem_from_workload
 from cepplan.workload.model import Statistics, Workload
 
-FORMAT = "cepplan.report/1"
+FORMAT = "cepplan.report/2"
 
 
 @dataclass(frozen=True)
@@ -42,13 +50,22 @@ PLANNERS = (
 
 SEARCHES = ("tabu", "sa")  # the evaluation pass's local searches, each run on its own
 
+# Runs of one comparison that may each spend the time limit: the planners, the searches, the
+# context-independent plan and the covering solvers (the service's timeout per compare)
+TIME_LIMITS = len(PLANNERS) + len(SEARCHES) + 1 + len(COVERING_SOLVERS)
+
 
 @dataclass(frozen=True)
 class Comparison:
-    """The `report.json` document and each planner's plan (to run them on events)."""
+    """The `report.json` document and each planner's plan (to run them on events), with the
+    variants: the plan whose shared subtrees run once, the context-independent plan, and each
+    covering solver's plan section."""
 
     report: dict[str, Any]
     plans: dict[str, Plan]
+    shared: Plan | None = None
+    independent: Plan | None = None
+    covering: dict[str, dict] = field(default_factory=dict)
 
 
 def compare(workload: Workload, statistics: Statistics, settings: Settings, *,
@@ -61,6 +78,7 @@ def compare(workload: Workload, statistics: Statistics, settings: Settings, *,
     planners: list[dict[str, Any]] = []
     plans: dict[str, Plan] = {"trivial": trivial_plan(workload)}
     reference: Optimized | None = None
+    partials = PartialMatches(workload, statistics)
     for planner in PLANNERS:
         progress(f"planning with {planner.name}")
         start = time.perf_counter()
@@ -70,10 +88,9 @@ def compare(workload: Workload, statistics: Statistics, settings: Settings, *,
         reference = reference or result
         plans[planner.name] = result.plan
         planners.append(_planner_entry(planner, result.plan, result.outcome.total, seconds,
-                                       unit))
+                                       unit, partials))
     assert reference is not None  # PLANNERS is not empty
-    planners.insert(0, _trivial_entry(reference, unit))
-    document = reference.plan.to_json()
+    planners.insert(0, _trivial_entry(reference, unit, partials, plans["trivial"]))
     best = min(planners, key=lambda p: p["total_cost"])
     report = {
         "format": FORMAT,
@@ -86,22 +103,32 @@ def compare(workload: Workload, statistics: Statistics, settings: Settings, *,
         "planners": planners,
         "best": best["name"],
         "pareto": _pareto(reference.plan),
-        "sections": {k: document[k] for k in ("sharing", "contexts", "covering")
-                     if document.get(k)},
     }
-    evaluation_report = _evaluation_searches(workload, statistics, reference.plan, settings,
-                                             progress)
+    evaluation_report, shared = _evaluation_searches(workload, statistics, reference.plan,
+                                                     settings, progress)
     if evaluation_report:
         report["evaluation"] = evaluation_report
-    return Comparison(report, plans)
+    if shared is not None and shared.sharing.get("shared"):
+        report["sharing"] = shared_nodes(workload, shared.sharing)
+    independent, covering = None, {}
+    if workload.contexts is not None:
+        progress("planning with and without contexts")
+        report["contexts"], independent = contexts_comparison(
+            workload, statistics, replace(settings, solver="dp"), reference.plan, stats_file)
+    if workload.consumers is not None and workload.consumers.queries:
+        progress("covering consumer queries with each solver")
+        report["covering"], covering = covering_comparison(workload, statistics, settings)
+    return Comparison(report, plans, shared, independent, covering)
 
 
 def _evaluation_searches(workload: Workload, statistics: Statistics, plan: Plan,
-                         settings: Settings,
-                         progress: Callable[[str], None]) -> dict[str, Any] | None:
+                         settings: Settings, progress: Callable[[str], None]
+                         ) -> tuple[dict[str, Any] | None, Plan | None]:
     """Each evaluation search of `SEARCHES` on its own, beside the trivial, sharing-only (SH)
-    and reordering-only (RE) evaluation plans; None when no two patterns share anything."""
+    and reordering-only (RE) evaluation plans, and the first search's plan; (None, None) when
+    no two patterns share anything."""
     rows: list[dict[str, Any]] = []
+    first: Plan | None = None
     traces: dict[str, list] = {}
     baselines: dict[str, float] = {}
     unit = ""
@@ -111,7 +138,8 @@ def _evaluation_searches(workload: Workload, statistics: Statistics, plan: Plan,
             algorithm, "edge", settings.time_limit, settings.seed))
         sharing = searched.sharing
         if not sharing or "note" in sharing:
-            return None
+            return None, None
+        first = first or searched
         unit = sharing["cost_unit"]
         cost = sharing["modelled_cost"]
         baselines = {"trivial": cost["trivial"], "sh": cost["sh"], "re": cost["re"]}
@@ -127,28 +155,49 @@ def _evaluation_searches(workload: Workload, statistics: Statistics, plan: Plan,
             for name, cost in baselines.items()] + [
         {**row, "description": f"{searches[row['name']]}: {row['shared']} subtree(s) "
                                "computed once"} for row in rows]
-    return {"unit": unit, "planners": rows, "traces": traces}
+    return {"unit": unit, "planners": rows, "traces": traces}, first
+
+
+class PartialMatches:
+    """Expected partial matches per window of a pattern joined in a given order (Cost_ord,
+    seed 004 §3.3): what the matcher builds, beside what `--events` measures."""
+
+    def __init__(self, workload: Workload, statistics: Statistics):
+        problem = problem_from_workload(workload, statistics)
+        self.patterns = {p.name: p for p in problem.patterns}
+
+    def of(self, name: str, order: Sequence[str]) -> float | None:
+        """None for a pattern the model does not cost (OR, complex subevents, too large)."""
+        pattern = self.patterns.get(name)
+        if pattern is None:
+            return None
+        positive = [v for v in order if v in pattern.rates]
+        return cost_ord(positive, pattern.window, pattern.rates, pattern.selectivities,
+                        pattern.seq)
 
 
 def _planner_entry(planner: Planner, plan: Plan, total: float, seconds: float,
-                   unit: str) -> dict[str, Any]:
+                   unit: str, partials: PartialMatches) -> dict[str, Any]:
     patterns = {}
     for name, body in plan.patterns.items():
         detection = body.detection
         patterns[name] = {"steps": [sorted(s) for s in detection.steps],
                           "cost": detection.expected_cost, "latency": detection.latency,
-                          "solver": body.solver}
+                          "solver": body.solver,
+                          "partial_matches": partials.of(name, body.order)}
     return {"name": planner.name, "description": planner.description, "unit": unit,
             "total_cost": total, "seconds": round(seconds, 4), "patterns": patterns}
 
 
-def _trivial_entry(reference: Optimized, unit: str) -> dict[str, Any]:
+def _trivial_entry(reference: Optimized, unit: str, partials: PartialMatches,
+                   trivial: Plan) -> dict[str, Any]:
     """The push-everything plan: one step per pattern, its cost the model's naive cost."""
     patterns = {}
     for name, body in reference.plan.patterns.items():
         variables = sorted(v for step in body.detection.steps for v in step)
         patterns[name] = {"steps": [variables], "cost": body.naive_cost, "latency": 1,
-                          "solver": "trivial"}
+                          "solver": "trivial",
+                          "partial_matches": partials.of(name, trivial.patterns[name].order)}
     return {"name": "trivial", "description": "push every event, detect in one step",
             "unit": unit, "total_cost": reference.outcome.naive_total, "seconds": 0.0,
             "patterns": patterns}

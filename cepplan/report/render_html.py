@@ -8,7 +8,17 @@ from html import escape
 from typing import Any
 
 from cepplan.report import plots
-from cepplan.report.text import notation, saving, section_rows
+from cepplan.report.blocks import (
+    Block,
+    Cell,
+    Figure,
+    Heading,
+    Note,
+    Table,
+    format_cell,
+    variant_blocks,
+)
+from cepplan.report.text import notation, number, saving
 
 _CSS = """
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;color:#1f2328;margin:0 auto;
@@ -17,14 +27,16 @@ h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 8px;border-bott
 #d0d7de;padding-bottom:4px}.lead{color:#57606a;margin:0 0 16px}
 table{border-collapse:collapse;margin:8px 0;font-variant-numeric:tabular-nums}
 th,td{border-bottom:1px solid #d8dee4;padding:4px 10px;text-align:left;vertical-align:top}
-th{background:#f6f8fa;cursor:pointer;user-select:none;white-space:nowrap}
+th{background:#f6f8fa;cursor:pointer;user-select:none;min-width:4em}
+.wide{overflow-x:auto;max-width:100%}
 th[aria-sort=ascending]::after{content:" \\25B2"}th[aria-sort=descending]::after{content:" \\25BC"}
 td.num{text-align:right}.best{font-weight:600;color:#1f6feb}
 .grid{display:flex;flex-wrap:wrap;gap:12px}.grid figure{margin:0}
 figure svg{max-width:100%;height:auto}.note{color:#57606a;font-size:13px}
+code{font-size:12px;overflow-wrap:anywhere}
 .bad{color:#cf222e;font-weight:600}
-@media print{body{max-width:none;padding:0}th{cursor:auto}h2{break-after:avoid}
-figure,table{break-inside:avoid}}
+@media print{body{max-width:none;padding:0}th{cursor:auto}.wide{overflow:visible}
+h2{break-after:avoid}figure,table{break-inside:avoid}}
 """
 
 _SORT_JS = """
@@ -67,18 +79,11 @@ def render_html(report: Mapping[str, Any]) -> str:
         _planner_table(planners, report["best"]),
         "<h2>Chosen plan per pattern</h2>",
         _pattern_table(planners, workload["patterns"]),
-        "<h2>Pareto fronts: cost against latency</h2>",
-        "<p class='note'>Each point is a plan no other plan beats on both cost and latency; "
-        "the highlighted one is the cheapest within the pattern's latency bound.</p>",
-        "<div class='grid'>" + "".join(
-            _figure(plots.pareto_front(name, front, unit))
-            for name, front in report["pareto"].items() if front) + "</div>",
+        *_pareto(report["pareto"], unit),
     ]
     if report.get("evaluation"):
         parts += _evaluation(report["evaluation"])
-    parts += _sections(report.get("sections", {}), unit)
-    if report.get("measured"):
-        parts += _measured(report["measured"])
+    parts += [_block(b) for b in variant_blocks(report)]
     body = "\n".join(parts)
     title = escape(f"cepplan plans: {workload['name'] or workload['path']}")
     return (f"<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
@@ -86,6 +91,25 @@ def render_html(report: Mapping[str, Any]) -> str:
             f"<title>{title}</title><style>{_CSS}</style></head>\n<body>\n{body}\n"
             f"<p class='note'>cepplan {escape(report['cepplan'])}</p>\n"
             f"<script>{_SORT_JS}</script></body></html>\n")
+
+
+def _pareto(fronts: Mapping[str, Sequence[Mapping[str, Any]]], unit: str) -> list[str]:
+    """A plot per pattern with a trade-off between cost and latency; the patterns with one
+    best plan whatever the latency are named, not drawn."""
+    traded = {name: front for name, front in fronts.items() if len(front) > 1}
+    single = [name for name, front in fronts.items() if len(front) == 1]
+    parts = ["<h2>Pareto fronts: cost against latency</h2>",
+             "<p class='note'>Each point is a plan no other plan beats on both cost and "
+             "latency; the highlighted one is the cheapest within the pattern's latency "
+             "bound.</p>"]
+    if traded:
+        parts.append("<div class='grid'>" + "".join(
+            _figure(plots.pareto_front(name, front, unit)) for name, front in traded.items())
+            + "</div>")
+    if single:
+        parts.append(f"<p class='note'>One plan is the cheapest at every latency (no "
+                     f"trade-off to draw) for: {escape(', '.join(single))}.</p>")
+    return parts
 
 
 def _planner_table(planners: Sequence[Mapping[str, Any]], best: str) -> str:
@@ -128,49 +152,34 @@ def _evaluation(evaluation: Mapping[str, Any]) -> list[str]:
                     "search steps", "search time"], rows)]
 
 
-def _sections(sections: Mapping[str, Any], unit: str) -> list[str]:
-    """Sharing, contexts and covering, as the passes that made them describe them."""
-    parts = []
-    titles = {"sharing": "Sharing between patterns", "contexts": "Context windows",
-              "covering": "Covering selections"}
-    for key, title in titles.items():
-        section = sections.get(key)
-        if not section:
-            continue
-        parts.append(f"<h2>{title}</h2>")
-        traces = section.get("traces") if isinstance(section, Mapping) else None
-        if traces:
-            parts.append(_figure(plots.convergence(traces, unit)))
-        rows = [[escape(k), escape(v)] for k, v in section_rows(section)]
-        parts.append(_table(["what", "value"], rows))
-    return parts
+def _block(block: Block) -> str:
+    """One renderer-neutral block as HTML."""
+    if isinstance(block, Heading):
+        return f"<h2>{escape(block.text)}</h2>"
+    if isinstance(block, Note):
+        return f"<p class='{'bad' if block.bad else 'note'}'>{_inline_code(block.text)}</p>"
+    if isinstance(block, Figure):
+        return _figure(block.draw())
+    assert isinstance(block, Table)
+    return _table(block.header, [[_html_cell(c) for c in row] for row in block.rows])
 
 
-def _measured(measured: Mapping[str, Any]) -> list[str]:
-    runs = measured["runs"]
-    parts = ["<h2>Measured on the events</h2>"]
-    if not measured["matches_equal"]:
-        parts.append("<p class='bad'>The plans found different matches. Plans must change "
-                     "cost, never results: this is a bug, please report it.</p>")
-    else:
-        parts.append("<p class='note'>Every plan found the same matches.</p>")
-    points = [(r["planner"], r["predicted_factor"], r["measured_factor"]) for r in runs
-              if r.get("predicted_factor") is not None]
-    if points:
-        parts.append(_figure(plots.predicted_vs_measured(points, "transmission factor")))
-    rows = [[escape(r["planner"]), _num(r["rows_to_matchers"]),
-             _num(r["measured_factor"]), _num(r.get("predicted_factor")),
-             _num(r["matches"]), _num(r["seconds"], " s")] for r in runs]
-    parts.append(_table(["planner", "rows to matchers", "measured factor", "predicted factor",
-                         "matches", "wall time"], rows))
-    return parts
+def _html_cell(cell: Cell) -> str | tuple[str, float]:
+    return format_cell(cell, _num, _percent, lambda text: f"<code>{escape(text)}</code>",
+                       escape)
+
+
+def _inline_code(text: str) -> str:
+    """Escaped text with `backquoted` parts as code."""
+    parts = escape(text).split("`")
+    return "".join(f"<code>{p}</code>" if i % 2 else p for i, p in enumerate(parts))
 
 
 def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     head = "".join(f"<th scope='col'>{escape(h)}</th>" for h in header)
     body = "".join("<tr>" + "".join(_cell(c) for c in row) + "</tr>" for row in rows)
-    return (f"<table class='sortable'><thead><tr>{head}</tr></thead>"
-            f"<tbody>{body}</tbody></table>")
+    return (f"<div class='wide'><table class='sortable'><thead><tr>{head}</tr></thead>"
+            f"<tbody>{body}</tbody></table></div>")
 
 
 def _cell(cell: str | tuple[str, float]) -> str:
@@ -183,7 +192,7 @@ def _cell(cell: str | tuple[str, float]) -> str:
 def _num(value: float | int | None, suffix: str = "") -> str | tuple[str, float]:
     if value is None:
         return "–"
-    return (f"{value:.4g}{escape(suffix)}", float(value))
+    return (escape(number(value, suffix)), float(value))
 
 
 def _percent(value: float | None) -> str | tuple[str, float]:

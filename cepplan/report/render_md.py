@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from cepplan.report.text import notation, saving, section_rows
+from cepplan.report.blocks import Block, Cell, Figure, Heading, Note, format_cell, variant_blocks
+from cepplan.report.text import notation, number, saving
 
 
 def render_markdown(report: Mapping[str, Any]) -> str:
@@ -39,21 +40,24 @@ def render_markdown(report: Mapping[str, Any]) -> str:
                         [[p["name"], p["description"], _fmt(p["cost"]),
                           _percent(saving(p["cost"], base)), _fmt(p.get("steps")),
                           _fmt(p.get("seconds"), " s")] for p in evaluation["planners"]])
-    for key, section in report.get("sections", {}).items():
-        lines += ["", f"## {key.capitalize()}", ""]
-        lines += _table(["what", "value"], [[k, v] for k, v in section_rows(section)])
-    measured = report.get("measured")
-    if measured:
-        lines += ["", "## Measured on the events", "",
-                  "Every plan found the same matches." if measured["matches_equal"] else
-                  "**The plans found different matches: this is a bug, please report it.**", ""]
-        lines += _table(["planner", "rows to matchers", "measured factor", "predicted factor",
-                         "matches", "wall time"],
-                        [[r["planner"], _fmt(r["rows_to_matchers"]),
-                          _fmt(r["measured_factor"]), _fmt(r.get("predicted_factor")),
-                          _fmt(r["matches"]), _fmt(r["seconds"], " s")]
-                         for r in measured["runs"]])
+    for block in variant_blocks(report):
+        lines += _block(block)
     return "\n".join(lines) + "\n"
+
+
+def _block(block: Block) -> list[str]:
+    """One renderer-neutral block as Markdown lines (plots are the page's)."""
+    if isinstance(block, Heading):
+        return ["", f"## {block.text}", ""]
+    if isinstance(block, Note):
+        return [f"**{block.text}**" if block.bad else block.text, ""]
+    if isinstance(block, Figure):
+        return []
+    return [*_table(block.header, [[_md_cell(c) for c in row] for row in block.rows]), ""]
+
+
+def _md_cell(cell: Cell) -> str:
+    return format_cell(cell, _fmt, _percent, lambda text: f"`{text}`", str)
 
 
 def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
@@ -64,7 +68,7 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
 
 
 def _fmt(value: float | int | None, suffix: str = "") -> str:
-    return "–" if value is None else f"{value:.4g}{suffix}"
+    return "–" if value is None else number(value, suffix)
 
 
 def _percent(value: float | None) -> str:

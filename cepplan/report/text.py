@@ -1,12 +1,8 @@
-"""Words and numbers the Markdown and HTML reports share: plan notation, savings, and a flat
-view of the sections the later passes add to a plan."""
+"""Words and numbers the Markdown and HTML reports share: plan notation and savings."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
-
-import orjson
+from collections.abc import Sequence
 
 
 def notation(steps: Sequence[Sequence[str]]) -> str:
@@ -21,16 +17,9 @@ def saving(cost: float, baseline: float) -> float | None:
     return 100.0 * (1.0 - cost / baseline)
 
 
-def section_rows(section: Any, prefix: str = "") -> Iterator[tuple[str, str]]:
-    """(dotted key, value text) for the scalars and short lists of a plan section; long or
-    nested lists are summarised by their length so the table stays readable."""
-    if isinstance(section, Mapping):
-        for key, value in section.items():
-            if key == "traces":
-                continue
-            yield from section_rows(value, f"{prefix}.{key}" if prefix else str(key))
-    elif isinstance(section, list) and (len(section) > 8 or any(
-            isinstance(v, (Mapping, list)) for v in section)):
-        yield prefix, f"{len(section)} entries"
-    else:
-        yield prefix, orjson.dumps(section).decode() if isinstance(section, list) else str(section)
+def number(value: float | int, suffix: str = "") -> str:
+    """A figure for a table: whole numbers in full with thousands separators, others to four
+    significant digits."""
+    if float(value).is_integer() and abs(value) < 1e15:
+        return f"{int(value):,}{suffix}"
+    return f"{value:.4g}{suffix}"

@@ -20,7 +20,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 
 import cepplan
-from cepplan.report.compare import PLANNERS
+from cepplan.report.compare import TIME_LIMITS
 from cepplan.service import work
 from cepplan.service.cache import AnswerCache, request_key
 from cepplan.service.problems import ProblemError, problem_body, problem_response
@@ -145,7 +145,7 @@ def create_app(config: ServiceConfig) -> FastAPI:
         html = "text/html" in request.headers.get("accept", "")
         return await answer("compare-html" if html else "compare", request,
                             partial(_compare_job, html=html), planning=True,
-                            searches=len(PLANNERS))
+                            searches=TIME_LIMITS)
 
     return app
 

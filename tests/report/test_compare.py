@@ -69,9 +69,11 @@ def test_report_files_are_self_contained_and_complete(reports, name):
     assert not re.search(r"url\((?!#)", page)  # only references inside the page
     for pattern in report["workload"]["patterns"]:
         assert pattern in page and pattern in markdown
-    fronts = [f for f in report["pareto"].values() if f]
-    assert page.count("<svg") == 1 + len(fronts) + (1 if report.get("evaluation") else 0)
-    for front in fronts:
+    fronts = [f for f in report["pareto"].values() if len(f) > 1]  # trade-offs are drawn
+    plots = (1 + len(fronts) + bool(report.get("evaluation")) + bool(report.get("sharing"))
+             + bool(report.get("contexts")) + 2 * bool(report.get("covering")))
+    assert page.count("<svg") == plots
+    for front in report["pareto"].values():
         assert sum(p["chosen"] for p in front) == 1
 
 
@@ -115,4 +117,224 @@ def test_compare_with_events_measures_every_plan_like_cepplan_run(tmp_path):
         metrics = json.loads((out / "metrics.json").read_text())
         assert runs[name]["rows_to_matchers"] == metrics["rows_to_matchers"]
         assert runs[name]["matches"] == sum(metrics["matches"].values())
+        assert runs[name]["partial_matches"] == pytest.approx(
+            sum(p["per_window"] for p in metrics["partial_matches"].values()))
     assert runs["dp"]["rows_to_matchers"] < runs["trivial"]["rows_to_matchers"]
+
+
+def _without_contexts(example, tmp_path):
+    """The example's workload.json with its contexts removed: every pattern always runs."""
+    raw = json.loads((example / "workload.json").read_text())
+    raw.pop("contexts")
+    path = tmp_path / "independent.json"
+    path.write_text(json.dumps(raw))
+    return path
+
+
+@pytest.fixture(scope="module")
+def traffic(tmp_path_factory):
+    """The traffic example on its first 1,200 events: statistics with the share of time each
+    set of contexts held, and a report run with and without contexts on those events."""
+    folder = tmp_path_factory.mktemp("traffic")
+    example = EXAMPLES / "traffic"
+    events = folder / "events.csv"
+    events.write_text("".join((example / "events.csv").read_text().splitlines(True)[:1201]))
+    stats = folder / "stats.json"
+    done = cepplan("stats", str(events), "-w", str(example / "workload.json"), "-o", str(stats),
+                   "--engine", "local", "-q")
+    assert done.returncode == 0, done.stderr
+    done = cepplan("compare", str(example / "workload.json"), "--stats", str(stats), "--events",
+                   str(events), "-o", str(folder / "r.html"), "-q")
+    assert done.returncode == 0, done.stderr
+    return folder, json.loads((folder / "r.json").read_text())
+
+
+def test_contexts_with_and_without_equal_separate_optimize_runs(traffic, tmp_path):
+    """The context-independent plan is `cepplan optimize` on the workload without contexts;
+    the cost with contexts weighs each grouped window of `cepplan optimize --stats` by the
+    share of time it held; every group's suspended patterns are the others."""
+    folder, report = traffic
+    example = EXAMPLES / "traffic"
+    contexts = report["contexts"]
+    variants = {v["name"]: v["total_cost"] for v in contexts["variants"]}
+    alone, stats = tmp_path / "alone.json", tmp_path / "stats.json"
+    independent = _without_contexts(example, tmp_path)
+    assert cepplan("stats", str(folder / "events.csv"), "-w", str(independent), "-o",
+                   str(stats), "--engine", "local", "-q").returncode == 0
+    assert cepplan("optimize", str(independent), "--stats", str(stats), "-o", str(alone),
+                   "--solver", "dp", "-q").returncode == 0
+    plan = json.loads(alone.read_text())
+    assert variants["context-independent"] == pytest.approx(
+        plan["provenance"]["total_expected_cost"], rel=1e-9)
+    aware = tmp_path / "aware.json"
+    assert cepplan("optimize", str(example / "workload.json"), "--stats",
+                   str(folder / "stats.json"), "-o", str(aware), "--solver", "dp",
+                   "-q").returncode == 0
+    groups = json.loads(aware.read_text())["contexts"]["groups"]
+    assert [g["contexts"] for g in contexts["groups"]] == [g["contexts"] for g in groups]
+    shares = [g["expected_time_share"] for g in groups]
+    assert sum(shares) == pytest.approx(1.0, abs=1e-3)
+    assert variants["with contexts"] == pytest.approx(
+        sum(g["expected_time_share"] * g["expected_cost"] for g in groups), rel=1e-9)
+    assert variants["with contexts"] < variants["context-independent"]
+    names = {p["pattern"] for p in contexts["patterns"]}
+    for group in contexts["groups"]:
+        assert set(group["suspended"]) == names - set(group["patterns"])
+    for entry in contexts["patterns"]:
+        assert entry["independent"]["cost"] == pytest.approx(
+            plan["patterns"][entry["pattern"]]["detection"]["expected_cost"])
+
+
+def test_compare_runs_the_plan_with_and_without_contexts_like_cepplan_run(traffic, tmp_path):
+    """With --events, the context-aware and context-independent runs equal `cepplan run` of
+    each plan, and the independent matches kept to the windows equal the context-aware ones."""
+    folder, report = traffic
+    example = EXAMPLES / "traffic"
+    measured = report["measured"]["contexts"]
+    assert measured["matches_equal"]
+    runs = {r["variant"]: r for r in measured["runs"]}
+    for variant, workload in (("with contexts", example / "workload.json"),
+                              ("context-independent", _without_contexts(example, tmp_path))):
+        plan = tmp_path / "plan.json"
+        assert cepplan("optimize", str(workload), "-o", str(plan), "--solver", "dp",
+                       "-q").returncode == 0  # which plan does not change the matches
+        out = tmp_path / variant.replace(" ", "-")
+        done = cepplan("run", str(plan), str(folder / "events.csv"), "-o", str(out), "-q")
+        assert done.returncode == 0, done.stderr
+        metrics = json.loads((out / "metrics.json").read_text())
+        assert runs[variant]["matches"] == sum(metrics["matches"].values())
+        assert runs[variant]["rows_to_matchers"] == metrics["rows_to_matchers"]
+        for entry in measured["patterns"]:
+            key = ("matches_with_contexts" if variant == "with contexts"
+                   else "matches_independent")
+            assert entry[key] == metrics["matches"][entry["pattern"]]
+    for entry in measured["patterns"]:
+        assert entry["matches_independent_in_windows"] == entry["matches_with_contexts"]
+        assert entry["matches_with_contexts"] <= entry["matches_independent"]
+    assert any(e["matches_with_contexts"] < e["matches_independent"]
+               for e in measured["patterns"])  # the windows do keep matches out
+
+
+def test_covering_with_and_without_equal_optimize_and_run_per_solver(tmp_path):
+    """Each covering solver's cover and expected executions equal `cepplan optimize
+    --covering-solver`; measured, they equal `cepplan run` of that plan, and the exact
+    CP-SAT cover never executes more than the greedy ones."""
+    example = EXAMPLES / "mobile"
+    events = tmp_path / "events.jsonl"
+    events.write_text("".join((example / "events.jsonl").read_text().splitlines(True)[:2000]))
+    done = cepplan("compare", str(example / "workload.json"), "--events", str(events), "-o",
+                   str(tmp_path / "r.html"), "-q")
+    assert done.returncode == 0, done.stderr
+    report = json.loads((tmp_path / "r.json").read_text())
+    measured = {r["solver"]: r for r in report["measured"]["covering"]}
+    assert set(measured) == {"cpsat", "mqc", "mnh"}
+    for solver in report["covering"]["solvers"]:
+        plan = tmp_path / f"{solver['solver']}.json"
+        assert cepplan("optimize", str(example / "workload.json"), "-o", str(plan),
+                       "--covering-solver", solver["solver"], "-q").returncode == 0
+        section = json.loads(plan.read_text())["covering"]
+        assert solver["executions_with_reuse"] == pytest.approx(
+            section["expected"]["executions_with_reuse"])
+        assert solver["executions_without_reuse"] == pytest.approx(
+            section["expected"]["executions_without_reuse"])
+        for operator, group in zip(solver["operators"], section["groups"], strict=True):
+            assert operator["cover"] == group["expected"]["covering_queries"]
+            assert operator["cover_size"] == len(group["expected"]["covering_queries"])
+            assert operator["queries"] == len(group["queries"])
+        assert measured[solver["solver"]]["threshold_violations"] == 0
+        if solver["solver"] != "mnh":
+            continue
+        out = tmp_path / "run"  # one solver's run against `cepplan run` (time)
+        assert cepplan("run", str(plan), str(events), "-o", str(out), "-q").returncode == 0
+        metrics = json.loads((out / "metrics.json").read_text())["covering"]
+        row = measured[solver["solver"]]
+        assert row["executions_with_reuse"] == metrics["executions_with_reuse"]
+        assert row["executions_without_reuse"] == metrics["selections"]
+    assert measured["cpsat"]["executions_with_reuse"] <= min(
+        measured["mqc"]["executions_with_reuse"], measured["mnh"]["executions_with_reuse"])
+    pairs = report["covering"]["pairs"]
+    assert any(p["meets_thresholds"] for p in pairs) and not all(
+        p["meets_thresholds"] for p in pairs)
+    for pair in pairs:
+        limits = pair["thresholds"]
+        assert pair["meets_thresholds"] == (pair["precision"] >= limits["precision"]
+                                            and pair["recall"] >= limits["recall"]
+                                            and pair["disparity"] >= limits.get("disparity", 0))
+
+
+def test_shared_subtrees_name_the_same_events_for_every_user(reports):
+    """Each shared subtree binds, in every pattern using it, the same event types in the same
+    tree shape; the table lists exactly the patterns the matrix shows."""
+    from cepplan.report.sharing import leaves
+    from cepplan.workload import load_workload
+
+    report = json.loads((reports / "trading_rules.json").read_text())
+    workload = load_workload(EXAMPLES / "trading_rules" / "workload.json")
+    sharing = report["sharing"]
+    assert sharing["nodes"]
+    for node in sharing["nodes"]:
+        assert len(node["patterns"]) >= 2 and node["patterns"] == list(node["users"])
+        shapes = set()
+        for name, tree in node["users"].items():
+            pattern = workload.pattern(name)
+            assert len(leaves(tree)) == node["size"]
+            shapes.add(json.dumps(_typed(tree, pattern)))
+        assert len(shapes) == 1
+        first = workload.pattern(node["patterns"][0])
+        for var in leaves(node["users"][first.name]):
+            assert f"{var}:{first.operand(var).event_type}" in node["subtree"]
+    used = {p for n in sharing["nodes"] for p in n["patterns"]}
+    assert set(sharing["patterns"]) == used
+
+
+def _typed(tree, pattern):
+    """The tree with each variable replaced by its event type, children in a fixed order
+    (a join's two sides commute)."""
+    if isinstance(tree, list):
+        return sorted((_typed(t, pattern) for t in tree), key=json.dumps)
+    return pattern.operand(tree).event_type
+
+
+def test_subtree_is_written_in_the_workload_language():
+    from cepplan.report.sharing import subtree_text, tree_text
+    from cepplan.workload.loader import build_workload
+
+    raw = {"format": "cepplan.workload/1", "name": "w", "time_unit": "s",
+           "event_types": {t: {"attributes": {"price": "double"}}
+                           for t in ("GOOG", "MSFT", "AAPL")},
+           "patterns": [{"name": "p", "structure": ["SEQ", "a:GOOG", "b:MSFT", "c:AAPL"],
+                         "where": ["a.price < b.price", "c.price > 3", "a.price < c.price"],
+                         "within": "5s"}],
+           "statistics": {"rates": {"GOOG": 1, "MSFT": 1, "AAPL": 1}}}
+    pattern = build_workload(raw, file="w.json", digest="0").pattern("p")
+    assert subtree_text(pattern, ["b", "a"]) == "SEQ(a:GOOG, b:MSFT) where a.price < b.price"
+    assert subtree_text(pattern, [["a", "b"], "c"]) == (
+        "SEQ(a:GOOG, b:MSFT, c:AAPL) where a.price < b.price and c.price > 3 and "
+        "a.price < c.price")
+    assert tree_text([["a", "b"], "c"]) == "(a ⋈ b) ⋈ c"
+
+
+def test_contexts_comparison_fails_loudly_when_a_match_is_missing(traffic, tmp_path):
+    """The with/without-contexts comparison is not vacuous: drop one context-aware match and
+    that pattern, and the whole comparison, are reported unequal."""
+    from cepplan.planner.compose import Settings
+    from cepplan.planner.optimize import optimize
+    from cepplan.report.measure import Run, Runner, _contexts_measured
+    from cepplan.report.variants import independent_workload
+    from cepplan.workload import load_workload
+
+    folder, _ = traffic
+    workload = load_workload(EXAMPLES / "traffic" / "workload.json")
+    runner = Runner(workload, [str(folder / "events.csv")], tmp_path, lambda _: None)
+    aware = runner.run("aware", optimize(workload, workload.statistics, Settings()).plan)
+    alone = runner.run("alone", optimize(independent_workload(workload), workload.statistics,
+                                         Settings()).plan, contexts=False)
+    assert _contexts_measured(aware, alone, workload)["matches_equal"]
+    part = next(p for p in aware.directory.iterdir() if p.name.startswith("part-"))
+    lines = part.read_text().splitlines(True)
+    dropped = json.loads(lines[-1])["pattern"]
+    part.write_text("".join(lines[:-1]))
+    tampered = _contexts_measured(Run(aware.metrics, aware.seconds, aware.directory), alone,
+                                  workload)
+    assert not tampered["matches_equal"]
+    assert [p["pattern"] for p in tampered["patterns"] if not p["equal"]] == [dropped]

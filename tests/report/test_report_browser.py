@@ -31,21 +31,58 @@ def browser():
         launched.close()
 
 
-@pytest.fixture(scope="module")
-def page_url(tmp_path_factory):
-    """The richest page: 50 overlapping rules (every planner, the evaluation searches' cost
-    over time) run on the first 2,000 of their events (predicted against measured)."""
-    folder = tmp_path_factory.mktemp("page")
-    example = EXAMPLES / "trading_rules"
-    events = folder / "events.csv"
-    events.write_text("".join((example / "events.csv").read_text().splitlines(True)[:2001]))
+PAGES = {  # example, its events file, events run: each page shows other sections
+    "trading_rules": ("events.csv", 2000),  # evaluation searches, shared subtrees
+    "traffic": ("events.csv", 1200),  # contexts with and without
+    "mobile": ("events.jsonl", 2000),  # covering with and without
+}
+
+
+@pytest.fixture(scope="module", params=sorted(PAGES))
+def page_url(request, tmp_path_factory):
+    """A page per example with its own sections: 50 overlapping rules (every planner, the
+    searches' cost over time, shared subtrees by pattern), road traffic in contexts, mobile
+    consumer queries; each run on its first events (predicted against measured)."""
+    name = request.param
+    events_name, count = PAGES[name]
+    folder = tmp_path_factory.mktemp(name)
+    example = EXAMPLES / name
+    events = folder / events_name
+    lines = (example / events_name).read_text().splitlines(True)
+    events.write_text("".join(lines[:count + (events_name.endswith(".csv"))]))
     workload = load_workload(example / "workload.json")
     comparison = compare(workload, workload.statistics, Settings(time_limit=2.0))
     report = comparison.report
-    report["measured"] = measure_plans(report, comparison.plans, workload, [str(events)])
+    report["measured"] = measure_plans(report, comparison.plans, workload, [str(events)],
+                                       shared=comparison.shared,
+                                       independent=comparison.independent,
+                                       covering=comparison.covering)
     assert report["measured"]["matches_equal"]
     paths = write_report(report, folder / "report.html")
     return paths[".html"].as_uri(), report
+
+
+def _labels(report) -> list[str]:
+    """The aria-label of every plot the page must draw, in page order."""
+    labels = ["Modelled cost per planner"]
+    labels += [f"Pareto front of {name}" for name, front in report["pareto"].items()
+               if len(front) > 1]
+    if report.get("evaluation"):
+        labels.append("Search cost over time")
+    if report.get("sharing"):
+        labels.append("Shared subtrees by pattern")
+        if report["measured"].get("shared_nodes"):
+            labels.append("Predicted against measured partial matches per shared subtree")
+    if report.get("contexts"):
+        labels.append("Patterns each grouped window runs")
+    if report.get("covering"):
+        labels += ["Operator executions with and without reuse",
+                   "Neighbour pairs against quality thresholds"]
+    labels.append("Predicted against measured transmission factor")
+    if any(r.get("predicted_partial_matches") and r.get("partial_matches")
+           for r in report["measured"]["runs"]):
+        labels.append("Predicted against measured partial matches per window")
+    return labels
 
 
 def _open(browser, url, width):
@@ -61,21 +98,44 @@ def test_page_loads_without_errors_and_every_plot_renders(browser, page_url):
     url, report = page_url
     page, errors = _open(browser, url, 1280)
     assert errors == []
-    fronts = sum(1 for f in report["pareto"].values() if f)
-    boxes = [page.locator("figure svg").nth(i).bounding_box()
-             for i in range(page.locator("figure svg").count())]
-    assert len(boxes) == 1 + fronts + 2  # cost bars, fronts, search over time, measured
-    for label in ("Modelled cost per planner", "Search cost over time",
-                  "Predicted against measured transmission factor"):
-        assert page.locator(f"svg[aria-label='{label}']").count() == 1
+    plots = page.locator("figure svg")
+    labels = _labels(report)
+    assert [plots.nth(i).get_attribute("aria-label") for i in range(plots.count())] == labels
+    boxes = [plots.nth(i).bounding_box() for i in range(plots.count())]
     for box in boxes:
         assert box["width"] > 150 and box["height"] > 100
     for i, a in enumerate(boxes):  # no two plots overlap
         for b in boxes[i + 1:]:
             assert (a["x"] + a["width"] <= b["x"] + 1 or b["x"] + b["width"] <= a["x"] + 1
                     or a["y"] + a["height"] <= b["y"] + 1 or b["y"] + b["height"] <= a["y"] + 1)
-    rows = {round(b["y"]) for b in boxes[1:1 + fronts]}
-    assert len(rows) < fronts  # the Pareto fronts sit side by side on a laptop screen
+    fronts = sum(1 for label in labels if label.startswith("Pareto front"))
+    if fronts > 1:
+        rows = {round(b["y"]) for b in boxes[1:1 + fronts]}
+        assert len(rows) < fronts  # the Pareto fronts sit side by side on a laptop screen
+    page.close()
+
+
+def test_new_sections_show_their_tables(browser, page_url):
+    """Shared subtrees, grouped context windows and covers are tables a reader can sort,
+    one row per shared subtree, grouped window, and solver."""
+    url, report = page_url
+    page, errors = _open(browser, url, 1280)
+    sections = {"sharing": ("Shared subtrees, by whom", len(report.get("sharing", {})
+                                                             .get("nodes", ()))),
+                "contexts": ("Contexts: with and without", len(report.get("contexts", {})
+                                                                .get("groups", ()))),
+                "covering": ("Covering: with and without reuse", len(report.get(
+                    "covering", {}).get("solvers", ())))}
+    for key, (title, rows) in sections.items():
+        heading = page.locator("h2", has_text=title)
+        if not report.get(key):
+            assert heading.count() == 0
+            continue
+        table = page.locator(f"h2:has-text('{title}') ~ div.wide table").nth(
+            1 if key == "contexts" else 0)  # contexts: the variants come first
+        assert table.locator("tbody tr").count() == rows
+        assert table.locator("th").first.is_visible()
+    assert errors == []
     page.close()
 
 

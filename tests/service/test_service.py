@@ -128,12 +128,31 @@ def test_validate_and_compare(server):
     assert status == 200 and json.loads(body)["patterns"][0] == "tcp_session"
     status, _, body = post(port, "/v1/compare", {"workload": workload("fraud")})
     report = json.loads(body)
-    assert status == 200 and report["format"] == "cepplan.report/1"
+    assert status == 200 and report["format"] == "cepplan.report/2"
     assert {p["name"] for p in report["planners"]} >= {"trivial", "dp", "heuristic"}
     status, headers, body = post(port, "/v1/compare", {"workload": workload("fraud")},
                                  headers={"Accept": "text/html"})
     assert status == 200 and headers["content-type"].startswith("text/html")
     assert body.startswith(b"<!DOCTYPE html>")
+
+
+@pytest.mark.parametrize(("name", "section"), [("traffic", "contexts"),
+                                               ("mobile", "covering")])
+def test_compare_answers_the_variants_the_cli_writes(server, tmp_path, name, section):
+    """/v1/compare carries the with-and-without sections of `cepplan compare`, equal to the
+    CLI's: contexts planned both ways, covering with each solver."""
+    port, _ = server
+    status, _, body = post(port, "/v1/compare", {"workload": workload(name),
+                                                 "settings": {"time_limit": 5}})
+    assert status == 200
+    served = json.loads(body)
+    done = subprocess.run([sys.executable, "-m", "cepplan", "compare",
+                           str(EXAMPLES / name / "workload.json"), "--time-limit", "5", "-o",
+                           str(tmp_path / "r.html"), "-q"], capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
+    written = json.loads((tmp_path / "r.json").read_text())
+    assert served[section] == written[section]
 
 
 def test_validate_reports_every_problem_with_its_path(server):

@@ -13,6 +13,7 @@ import math
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from itertools import zip_longest
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,7 @@ from cepplan.engine_adapter.local.shared import group_members, node_metrics, run
 from cepplan.engine_adapter.local.source import read_batches
 from cepplan.engine_adapter.local.writer import staged_output
 from cepplan.engine_adapter.runtime.job import Job, evaluate_partition, job_from_json, partitions
+from cepplan.engine_adapter.runtime.matcher import partials_per_window
 from cepplan.engine_adapter.runtime.records import MATCH_COLUMN
 from cepplan.engine_adapter.runtime.shared_plan import SharingPlan, sharing_plan
 from cepplan.engine_adapter.runtime.spec import PatternSpec
@@ -67,6 +69,7 @@ def run_local_job(data: dict[str, Any], events: Sequence[str], out: Path, *,
     derived: dict[str, list[dict]] = {}
     cap = data["options"].get("kleene_cap", 16)
     sharing, shared, partials = sharing_plan(job), {}, {}
+    partial_counts: dict[str, list[int]] = {}  # pattern -> partial matches per join prefix
     with staged_output(out, output_format) as (writer, finish):
         if stage is not None:  # deriving patterns first (docs/contexts.md)
             clock = time.perf_counter()
@@ -90,7 +93,7 @@ def run_local_job(data: dict[str, Any], events: Sequence[str], out: Path, *,
             frame = frame.loc[keep, [c for c in frame.columns if "\t" not in c]]  # no tags
             seconds[f"acquire {spec.name}"] = time.perf_counter() - clock
             clock = time.perf_counter()
-            count, hits, made = 0, 0, []
+            count, hits, made, built = 0, 0, [], []
             if stage is None and spec.name in sharing.uses:  # the shared plan, together
                 if spec.name not in shared:
                     shared.update(_shared_group(pool, job, sharing, spec.name, consumers,
@@ -101,6 +104,7 @@ def run_local_job(data: dict[str, Any], events: Sequence[str], out: Path, *,
                                               with_complex=spec.name in consumers)
                            for group, own in _slices(frame, spec))
             for result in results:
+                built = _added(built, result.partials)  # before contexts keep what counts
                 if stage is not None:
                     result = stage.counted(result, spec)
                 writer.write(spec.name, result.matches, result.count)
@@ -110,6 +114,8 @@ def run_local_job(data: dict[str, Any], events: Sequence[str], out: Path, *,
                     made.append(result.complex)
             seconds[f"match {spec.name}"] = time.perf_counter() - clock
             _count(metrics, spec.name, int(keep.sum()), count, hits, say, cap)
+            if built:
+                partial_counts[spec.name] = built
             if stage is not None:
                 stage.done(spec, sum(map(len, made)))
             if made:
@@ -128,6 +134,8 @@ def run_local_job(data: dict[str, Any], events: Sequence[str], out: Path, *,
         metrics["plan"] = data.get("plan", {})
         if stage is None and sharing.uses:
             metrics["shared_nodes"] = node_metrics(job, sharing, partials, pool)
+        if partial_counts:
+            metrics["partial_matches"] = _partial_metrics(job, partial_counts, pool)
         metrics["seconds"] = {k: round(v, 3) for k, v in seconds.items()}
         finish(metrics)
     return metrics
@@ -240,6 +248,22 @@ def _count(metrics: dict[str, Any], name: str, sent: int, count: int, hits: int,
     say(f"pattern {name}: {sent} rows to matchers, {count} matches")
     if hits:
         say(f"warning: pattern {name}: {hits} Kleene enumerations cut at kleene_cap={cap}")
+
+
+def _added(total: list[int], more: list[int]) -> list[int]:
+    """Two per-prefix counts added (the longer's length)."""
+    return [a + b for a, b in zip_longest(total, more, fillvalue=0)]
+
+
+def _partial_metrics(job: Job, counts: Mapping[str, list[int]],
+                     pool: pd.DataFrame) -> dict[str, dict[str, Any]]:
+    """metrics.json's `partial_matches`: per pattern the partial matches its matcher built per
+    join prefix length and, like `shared_nodes`, per window of the stream (docs/engine.md)."""
+    ts = pool[EVENT_TS].to_numpy(dtype=np.float64) if len(pool) else np.zeros(1)
+    span = float(ts.max() - ts.min()) or 1.0
+    return {name: {"by_prefix": built, "per_window": round(partials_per_window(
+                built, job.pattern(name).window or 0.0, span), 4)}
+            for name, built in counts.items()}
 
 
 def _shared_group(pool: pd.DataFrame, job: Job, sharing: SharingPlan, name: str,

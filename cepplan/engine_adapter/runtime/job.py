@@ -83,13 +83,15 @@ def needed_attributes(job: Job, spec: PatternSpec) -> list[str]:
 class PartitionOutput:
     """What one partition of one pattern produced: its matches as JSON lines (one match
     object per line, each line ending in a newline; rendered once: one string, or Arrow
-    strings, one line each), how many, the matches as complex events when asked, and the
-    Kleene enumerations cut by the cap."""
+    strings, one line each), how many, the matches as complex events when asked, the Kleene
+    enumerations cut by the cap, and the partial matches the matcher built per join prefix
+    length (empty when not counted)."""
 
     matches: str | pa.ChunkedArray
     count: int
     complex: pd.DataFrame | None
     cap_hits: int
+    partials: list[int] = field(default_factory=list)
 
     def texts(self) -> list[str]:
         """One JSON text per match."""
@@ -106,13 +108,15 @@ def evaluate_partition(frame: pd.DataFrame, job: Job, spec: PatternSpec, *,
                        chunk_events: int = CHUNK_EVENTS) -> PartitionOutput:
     """Match one pattern over one partition's events (canonical columns)."""
     table = make_table(frame, needed_attributes(job, spec))
+    partials: list[int] = []
     results = [m for m in match_partition(table, spec, job.stages[spec.name], own=own,
-                                          chunk_events=chunk_events) if m.count]
+                                          chunk_events=chunk_events, partials=partials)
+               if m.count]
     renderer = Renderer(table, job.types)
     arrays = [renderer.match_array(spec, m) for m in results]
     lines = pa.chunked_array([c for a in arrays for c in a.chunks], pa.large_string())
     out = PartitionOutput(lines, sum(m.count for m in results), None,
-                          sum(m.cap_hits for m in results))
+                          sum(m.cap_hits for m in results), partials)
     if with_complex and out.count:
         parts = [complex_events(table, spec, m, [t[:-1] for t in array.to_pylist()])
                  for m, array in zip(results, arrays, strict=True)]

@@ -69,13 +69,16 @@ class Matches:
 
 def match_partition(table: Table, spec: PatternSpec, stages: Stages, *,
                     own: tuple[float, float] = (-math.inf, math.inf),
-                    chunk_events: int = CHUNK_EVENTS) -> list[Matches]:
+                    chunk_events: int = CHUNK_EVENTS,
+                    partials: list[int] | None = None) -> list[Matches]:
     """All matches of `spec` in one partition whose latest event's timestamp lies in `own`
     (the time range this partition owns; matches outside it belong to a neighbour).
 
     One `Matches` per operand group: the whole pattern for SEQ/AND, each operand for OR.
+    With a `partials` list, adds the partial matches built per join prefix (`_count_partials`).
     """
     context = _Context(table, spec, stages)
+    context.partials = partials
     groups = [(o,) for o in spec.positive] if spec.operator == "OR" else [spec.positive]
     results = [Matches() for _ in groups]
     n = len(table)
@@ -90,6 +93,9 @@ def match_partition(table: Table, spec: PatternSpec, stages: Stages, *,
 
 class _Context:
     """One pattern over one table: candidate events per variable and the stage functions."""
+
+    partials: list[int] | None = None  # distinct partial matches per join prefix length
+    own: tuple[float, float] = (-math.inf, math.inf)  # the owned range of the current chunk
 
     def __init__(self, table: Table, spec: PatternSpec, stages: Stages):
         self.table = table
@@ -115,6 +121,7 @@ class _Context:
     def chunk(self, operands: tuple[OperandSpec, ...], start: int, stop: int,
               own: tuple[float, float]) -> Matches:
         """Matches over `operands` whose latest event has a rank in [start, stop)."""
+        self.own = own
         rows = self.join(operands, start, stop)
         if rows:
             latest = np.max(np.vstack(list(rows.values())), axis=0)
@@ -153,9 +160,21 @@ class _Context:
             pending = [p for p in pending if not p.variables <= bound_vars]
             for pred in ready:
                 rows = _filter_rows(rows, self._holds_on_rows(pred.tree, rows))
+            if self.partials is not None:
+                self._count_partials(rows, start)
             if not len(rows[var]):
                 return {}
         return rows
+
+    def _count_partials(self, rows: dict[str, np.ndarray], start: int) -> None:
+        """Count the prefix's partial matches (its variables bound, the conditions among them
+        applied) whose latest event is in this chunk and owned: each is built again by the
+        chunks whose window reaches back to it, but counted once (docs/engine.md)."""
+        latest = np.maximum.reduce(list(rows.values()))
+        stamps = self.table.ts[latest]
+        owned = (latest >= start) & (stamps >= self.own[0]) & (stamps < self.own[1])
+        self.partials.extend([0] * (len(rows) - len(self.partials)))
+        self.partials[len(rows) - 1] += int(np.count_nonzero(owned))
 
     def _extend(self, rows: dict[str, np.ndarray], operand: OperandSpec, cand: np.ndarray,
                 cand_ts: np.ndarray, stop: int, last_position: int,
@@ -365,6 +384,13 @@ class _Context:
                 source = lasts[var][which]
             columns[key] = self.table.column(attr)[source]
         return np.asarray(evaluate(pred.tree, columns, len(events)), dtype=bool)
+
+
+def partials_per_window(counts: list[int], window: float, span: float) -> float:
+    """Partial matches alive in one window, from the counts per prefix length over a stream
+    of `span` time units: a partial match of k events is built when its latest arrives, at
+    k·C/W per time unit for C alive per window (docs/sharing.md), so C = n_k·W/(span·k)."""
+    return sum(n * window / (span * k) for k, n in enumerate(counts, start=1)) if span else 0.0
 
 
 def _filter_rows(rows: dict[str, np.ndarray], keep: np.ndarray) -> dict[str, np.ndarray]:
