@@ -68,6 +68,9 @@ def test_ranges_give_the_reference_matches(tmp_path, monkeypatch):
         whole = _run(data, [str(path)], tmp_path / f"{kind}-whole", monkeypatch,
                      by_range=False)
         assert {k: ranged[k] for k in SAME} == {k: whole[k] for k in SAME}, kind
+        # each partial match counted once, by the range owning its latest event
+        assert ranged["partial_matches"] == whole["partial_matches"], kind
+        assert any(sum(p["by_prefix"]) for p in ranged["partial_matches"].values()), kind
 
 
 def test_out_of_order_input_falls_back_to_the_whole_pool(tmp_path, monkeypatch):

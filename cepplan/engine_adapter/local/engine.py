@@ -135,7 +135,7 @@ def run_local_job(data: dict[str, Any], events: Sequence[str], out: Path, *,
         if stage is None and sharing.uses:
             metrics["shared_nodes"] = node_metrics(job, sharing, partials, pool)
         if partial_counts:
-            metrics["partial_matches"] = _partial_metrics(job, partial_counts, pool)
+            metrics["partial_matches"] = _partial_metrics(job, partial_counts, _span(pool))
         metrics["seconds"] = {k: round(v, 3) for k, v in seconds.items()}
         finish(metrics)
     return metrics
@@ -173,14 +173,16 @@ def _run_by_time_range(job: Job, data: dict[str, Any], events: Sequence[str], ou
                                "rows_to_matchers": 0, "rows_to_matchers_by_pattern": {},
                                "rows_shuffled": 0, "matches": {}, "kleene_cap_hits": {}}
     totals = {p.name: [0, 0, 0] for p in job.patterns}  # rows sent, matches, cap hits
+    built: dict[str, list[int]] = {}  # pattern -> partial matches per join prefix
     margin = _margin(job)
     with staged_output(out, output_format) as (writer, finish):
         held: list[pd.DataFrame] = []
-        rows, low, latest = 0, -math.inf, -math.inf
+        rows, low, latest, first = 0, -math.inf, -math.inf, None
         for part in _tagged_batches(job, data["reader"], events, seconds, counts):
             ts = part[EVENT_TS].to_numpy(dtype=np.float64)
             if len(ts) and (ts[0] < latest or np.any(np.diff(ts) < 0)):
                 raise _OutOfOrder
+            first = ts[0] if first is None and len(ts) else first
             latest = ts[-1] if len(ts) else latest
             held.append(part)
             rows += len(part)
@@ -188,13 +190,13 @@ def _run_by_time_range(job: Job, data: dict[str, Any], events: Sequence[str], ou
                 continue
             pool = pd.concat(held, ignore_index=True)
             high = latest - margin
-            _match_range(pool, job, (low, high), writer, totals, seconds)
+            _match_range(pool, job, (low, high), writer, totals, built, seconds)
             stamps = pool[EVENT_TS].to_numpy(dtype=np.float64)
             held = [pool.iloc[int(np.searchsorted(stamps, high - margin, "left")):]]
             rows, low = len(held[0]), high
         pool = pd.concat(held, ignore_index=True) if held else pd.DataFrame(
             columns=[EVENT_TYPE, EVENT_TS, EVENT_ID])
-        _match_range(pool, job, (low, math.inf), writer, totals, seconds)
+        _match_range(pool, job, (low, math.inf), writer, totals, built, seconds)
         metrics["rows_read"] = counts.pop(_ROWS_READ, 0)
         metrics["rows_rejected"] = dict(counts)
         say(f"read {metrics['rows_read']} rows ({sum(counts.values())} rejected), "
@@ -202,6 +204,9 @@ def _run_by_time_range(job: Job, data: dict[str, Any], events: Sequence[str], ou
         cap = data["options"].get("kleene_cap", 16)
         for spec in job.patterns:
             _count(metrics, spec.name, *totals[spec.name], say, cap)
+        if built:
+            metrics["partial_matches"] = _partial_metrics(
+                job, built, (latest - first) if first is not None else 0.0)
         metrics["plan"] = data.get("plan", {})
         metrics["seconds"] = {k: round(v, 3) for k, v in seconds.items()}
         finish(metrics)
@@ -209,9 +214,11 @@ def _run_by_time_range(job: Job, data: dict[str, Any], events: Sequence[str], ou
 
 
 def _match_range(pool: pd.DataFrame, job: Job, owned: tuple[float, float], writer: Any,
-                 totals: dict[str, list[int]], seconds: dict[str, float]) -> None:
+                 totals: dict[str, list[int]], built: dict[str, list[int]],
+                 seconds: dict[str, float]) -> None:
     """Every pattern's matches whose latest event lies in `owned`, over `pool` (the events
-    of that range and a margin around it), written; rows sent counted for the range."""
+    of that range and a margin around it), written; rows sent and partial matches built
+    counted for the range."""
     if not len(pool):
         return
     stamps = pool[EVENT_TS].to_numpy(dtype=np.float64)
@@ -234,6 +241,7 @@ def _match_range(pool: pd.DataFrame, job: Job, owned: tuple[float, float], write
             writer.write(spec.name, result.matches, result.count)
             total[1] += result.count
             total[2] += result.cap_hits
+            built[spec.name] = _added(built.get(spec.name, []), result.partials)
         seconds[f"match {spec.name}"] = (seconds.get(f"match {spec.name}", 0.0)
                                          + time.perf_counter() - clock)
 
@@ -256,14 +264,20 @@ def _added(total: list[int], more: list[int]) -> list[int]:
 
 
 def _partial_metrics(job: Job, counts: Mapping[str, list[int]],
-                     pool: pd.DataFrame) -> dict[str, dict[str, Any]]:
+                     span: float) -> dict[str, dict[str, Any]]:
     """metrics.json's `partial_matches`: per pattern the partial matches its matcher built per
-    join prefix length and, like `shared_nodes`, per window of the stream (docs/engine.md)."""
-    ts = pool[EVENT_TS].to_numpy(dtype=np.float64) if len(pool) else np.zeros(1)
-    span = float(ts.max() - ts.min()) or 1.0
+    join prefix length and, like `shared_nodes`, per window of the tagged rows' time span
+    `span` (docs/engine.md)."""
+    span = float(span) or 1.0
     return {name: {"by_prefix": built, "per_window": round(partials_per_window(
                 built, job.pattern(name).window or 0.0, span), 4)}
             for name, built in counts.items()}
+
+
+def _span(pool: pd.DataFrame) -> float:
+    """The time span of the tagged rows."""
+    ts = pool[EVENT_TS].to_numpy(dtype=np.float64)
+    return float(ts.max() - ts.min()) if len(ts) else 0.0
 
 
 def _shared_group(pool: pd.DataFrame, job: Job, sharing: SharingPlan, name: str,
