@@ -16,10 +16,14 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 
 import numpy as np
-import orjson
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
+
+try:  # faster float text; optional, as Spark executors need only numpy, pandas and pyarrow
+    import orjson
+except ImportError:  # the isolated spark-submit test runs without it
+    orjson = None
 
 from cepplan.engine_adapter.runtime.matcher import Matches
 from cepplan.engine_adapter.runtime.spec import PatternSpec
@@ -171,8 +175,9 @@ def _json_column(values: np.ndarray) -> np.ndarray:
         finite = np.isfinite(values)
         plain = np.where(finite, values, 0.0)
         # orjson writes floats as repr does but in exponent ranges repr uses e-notation
-        out = np.asarray(orjson.dumps(plain, option=orjson.OPT_SERIALIZE_NUMPY)[1:-1]
-                         .decode().split(","), dtype=object)
+        out = (np.asarray(orjson.dumps(plain, option=orjson.OPT_SERIALIZE_NUMPY)[1:-1]
+                          .decode().split(","), dtype=object) if orjson is not None
+               else np.asarray([repr(v) for v in plain.tolist()], dtype=object))
         magnitude = np.abs(plain)
         odd = np.flatnonzero((magnitude >= 1e16) | ((magnitude < 1e-4) & (plain != 0))
                             | ~finite)
