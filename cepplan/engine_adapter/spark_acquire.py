@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column, DataFrame, Observation
 from pyspark.sql import functions as F
 
 from cepplan.engine_adapter.runtime.spec import NEGATED, PatternSpec
@@ -123,8 +123,10 @@ def _summarise(rows: DataFrame, anchors: list[Tag], step: int) -> Summary:
                       F.max(F.when(mine & (shifted == 0), ts)).alias("__max0" + suffix),
                       F.max(F.when(mine & (shifted == 1), ts)).alias("__max_before" + suffix),
                       F.min(F.when(mine & (shifted == -1), ts)).alias("__min_after" + suffix)]
-    frame = spread.groupBy(_CLASS, _KEY, _BUCKET).agg(*stats).localCheckpoint(eager=True)
-    return Summary(step, frame, dict(numbered), frame.count() <= BROADCAST_ROWS)
+    size = Observation(f"summary {step}")  # its row count, without another job
+    frame = spread.groupBy(_CLASS, _KEY, _BUCKET).agg(*stats) \
+        .observe(size, F.count(F.lit(1)).alias("rows")).localCheckpoint(eager=True)
+    return Summary(step, frame, dict(numbered), size.get["rows"] <= BROADCAST_ROWS)
 
 
 def _verified(frame: DataFrame, checks: dict[Tag, list[Tag]],
@@ -171,6 +173,8 @@ def _key(spec: PatternSpec) -> Column:
     """The pattern's key as one string; NULL when a key value is missing (matches nothing)."""
     if not spec.partition_by:
         return F.lit("")
+    if len(spec.partition_by) == 1:
+        return F.col(spec.partition_by[0]).cast("string")
     missing = F.lit(False)
     for key in spec.partition_by:
         missing = missing | F.col(key).isNull()
