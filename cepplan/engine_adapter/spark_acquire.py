@@ -32,7 +32,14 @@ from pyspark.sql import Column, DataFrame, Observation
 from pyspark.sql import functions as F
 
 from cepplan.engine_adapter.runtime.spec import NEGATED, PatternSpec
-from cepplan.engine_adapter.spark_tags import TAGS, Layout, Tag, acquisition_steps, any_of
+from cepplan.engine_adapter.spark_tags import (
+    TAGS,
+    Layout,
+    Tag,
+    acquisition_steps,
+    any_of,
+    present,
+)
 from cepplan.workload.columns import EVENT_ID, EVENT_TS
 
 _CLASS, _KEY, _BUCKET, _SHIFT = "__class", "__key", "__bucket", "__shift"
@@ -98,12 +105,11 @@ def _summarise(rows: DataFrame, anchors: list[Tag], step: int) -> Summary:
     for anchor in anchors:
         classes.setdefault(class_of(anchor.pattern), []).append(anchor)
     numbered = list(classes.items())
-    present = F.filter(F.array(*[F.when(any_of(found), F.lit(n))
-                                 for n, (_, found) in enumerate(numbered)]),
-                       lambda x: x.isNotNull())
+    classes_present = present([F.when(any_of(found), F.lit(n))
+                               for n, (_, found) in enumerate(numbered)])
     keys = sorted({k for a in anchors for k in a.pattern.partition_by})
     rows = rows.filter(any_of(anchors)).select(EVENT_TS, TAGS, *keys,
-                                               F.explode(present).alias(_CLASS))
+                                               F.explode(classes_present).alias(_CLASS))
     key, bucket = None, None
     for n, (_, found) in enumerate(numbered):
         clause, spec = F.col(_CLASS) == n, found[0].pattern
@@ -154,11 +160,10 @@ def _verified(frame: DataFrame, checks: dict[Tag, list[Tag]],
             key = F.coalesce(key, F.concat(F.lit("\u0001"), F.col(EVENT_ID).cast("string")))
         frame = frame.join(found, (key == F.col(_KEY + suffix))
                            & (_bucket(spec) == F.col(_BUCKET + suffix)), "left")
-    failed = F.filter(F.array(*[F.when(~_passes(tag, anchors), F.lit(tag.index))
-                                for tag, anchors in checks.items()]),
-                      lambda x: x.isNotNull())
-    return frame.select(*[F.array_except(TAGS, failed).alias(TAGS) if c == TAGS else c
-                          for c in columns])
+    failed = F.array(*[F.when(~_passes(tag, anchors), F.lit(tag.index))
+                       for tag, anchors in checks.items()])  # NULLs remove nothing
+    kept = F.when(any_of(list(checks)), F.array_except(TAGS, failed)).otherwise(F.col(TAGS))
+    return frame.select(*[kept.alias(TAGS) if c == TAGS else c for c in columns])
 
 
 def _passes(tag: Tag, anchors: list[Tag]) -> Column:
