@@ -109,5 +109,9 @@ def present(values: list[Column]) -> Column:
 
 
 def any_of(tags: list[Tag]) -> Column:
-    """Whether a row's tags include any of `tags`."""
-    return F.arrays_overlap(F.col(TAGS), F.array(*[F.lit(t.index) for t in tags]))
+    """Whether a row's tags include any of `tags`: one `array_contains` per tag, a scan of the
+    row's few tags without allocation (`arrays_overlap` builds a hash set per row)."""
+    found = F.lit(False)
+    for tag in tags:
+        found = found | F.array_contains(TAGS, tag.index)
+    return found
