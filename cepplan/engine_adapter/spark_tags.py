@@ -96,12 +96,22 @@ def tag_column(job: Job, plan: Layout, tags: list[Tag], columns: list[str]) -> C
     empty = F.array().cast("array<int>")
     result = None
     for type_name, options in by_type.items():
-        chosen = F.filter(F.array(*options), lambda x: x.isNotNull())
+        chosen = present(options)
         clause = F.col(EVENT_TYPE) == type_name
         result = F.when(clause, chosen) if result is None else result.when(clause, chosen)
     return empty if result is None else result.otherwise(empty)
 
 
+def present(values: list[Column]) -> Column:
+    """The array of `values` that are not NULL, in order: `array_except` with a NULL, which
+    Spark compiles (a lambda `filter` would be interpreted row by row)."""
+    return F.array_except(F.array(*values), F.array(F.lit(None).cast("int")))
+
+
 def any_of(tags: list[Tag]) -> Column:
-    """Whether a row's tags include any of `tags`."""
-    return F.arrays_overlap(F.col(TAGS), F.array(*[F.lit(t.index) for t in tags]))
+    """Whether a row's tags include any of `tags`: one `array_contains` per tag, a scan of the
+    row's few tags without allocation (`arrays_overlap` builds a hash set per row)."""
+    found = F.lit(False)
+    for tag in tags:
+        found = found | F.array_contains(TAGS, tag.index)
+    return found

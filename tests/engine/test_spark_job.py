@@ -66,9 +66,6 @@ def property_workload() -> Workload:
         "options": {"kleene_cap": 30}, "patterns": patterns})
 
 
-@pytest.mark.skip(reason="known defect: the one-pass job over all 15 property patterns with "
-                  "many-step plans exhausts the test session's 1 GiB driver heap (query plan "
-                  "size); the examples above and the local-vs-Spark tests cover the job")
 @pytest.mark.parametrize("seed", [1])
 def test_one_pass_equals_reference_on_property_workloads(spark, tmp_path, seed):
     """All property-test patterns in one job (one read, shared acquisition rounds, one shuffle
