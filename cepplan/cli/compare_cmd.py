@@ -30,12 +30,15 @@ def compare_command(
     The report puts the planners side by side: modelled costs, latencies, Pareto fronts and
     what the sharing, context and covering passes decide.
     """
+    from cepplan.cli.optimize_cmd import MAX_TIME_LIMIT
+    from cepplan.limits import bounded
     from cepplan.planner.compose import Settings
     from cepplan.report.compare import compare
     from cepplan.report.write import report_paths, write_report
     from cepplan.stats.stats_file import read_stats
     from cepplan.workload import load_workload
 
+    bounded("--time-limit", time_limit, low=0, high=MAX_TIME_LIMIT)
     report_paths(output)  # refuse a bad output before planning
     loaded = load_workload(workload)
     statistics = read_stats(stats, loaded) if stats else loaded.statistics
