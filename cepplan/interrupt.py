@@ -27,6 +27,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -70,6 +71,14 @@ def _raise(signum: int, _frame: object) -> None:
     raise Interrupted(signum)
 
 
+def raise_if_interrupted() -> None:
+    """Raise the interruption received meanwhile, if any. A signal handled inside a callback
+    whose exceptions Python ignores (logging's at-fork hook, run while `subprocess` forks)
+    loses its `Interrupted`; the places where that matters check again."""
+    if _received:
+        raise Interrupted(_received[0])
+
+
 def interrupted() -> bool:
     """A SIGINT or SIGTERM has been received (inside `signals_interrupt`)."""
     return bool(_received)
@@ -94,11 +103,23 @@ def signals_interrupt() -> Iterator[None]:
         return
     _received.clear()
     previous = {s: signal.signal(s, _raise) for s in (signal.SIGINT, signal.SIGTERM)}
+    unraisable = sys.unraisablehook
+    sys.unraisablehook = _quiet_interruption(unraisable)
     try:
         yield
     finally:
+        sys.unraisablehook = unraisable
         for signum, handler in previous.items():
             signal.signal(signum, handler)
+
+
+def _quiet_interruption(hook: Callable) -> Callable:
+    """An unraisable-exception hook that prints no "Exception ignored in" traceback for our
+    `Interrupted` (raise_if_interrupted raises it again where it matters)."""
+    def quiet(info) -> None:
+        if not isinstance(info.exc_value, Interrupted):
+            hook(info)
+    return quiet
 
 
 def _child_setup() -> None:
@@ -116,6 +137,7 @@ def run_child_group(command: Sequence[str], *, env: dict[str, str] | None = None
                                env=env, text=True, bufsize=1, start_new_session=True,
                                preexec_fn=_child_setup)
     try:
+        raise_if_interrupted()  # a signal during the fork itself
         assert process.stdout is not None
         for line in process.stdout:
             on_line(line)
@@ -201,6 +223,7 @@ def staged_directory(out: str | Path) -> Iterator[Path]:
         yield target
         if not target.is_dir():
             raise FileNotFoundError(f"the run wrote nothing to {target}")
+        raise_if_interrupted()
         replace_directory(target, out)
     finally:
         shutil.rmtree(staging, ignore_errors=True)

@@ -100,6 +100,33 @@ def test_child_group_stopped_whole_on_interruption():
     assert not _gone(_descendants(os.getpid()) - before, 5)
 
 
+def test_signal_lost_in_an_at_fork_hook_still_stops_the_child(capfd):
+    """A signal handled inside a callback whose exceptions Python ignores (here an at-fork
+    hook, as logging's runs while subprocess forks): no "Exception ignored" traceback, and the
+    child is stopped and the interruption raised all the same (a SIGTERM at that moment let
+    `cepplan run` finish and exit 0)."""
+    import cepplan.interrupt as interrupt_module
+    from cepplan.interrupt import signals_interrupt
+
+    armed = [True]
+
+    def fire() -> None:
+        if armed:
+            armed.clear()
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(0.05)  # the handler runs here, inside the hook
+
+    os.register_at_fork(after_in_parent=fire)
+    before = _descendants(os.getpid())
+    try:
+        with pytest.raises(Interrupted), signals_interrupt():
+            run_child_group(["sleep", "30"])
+    finally:
+        interrupt_module._received.clear()  # as a new command starts: nothing received yet
+    assert "Exception ignored" not in capfd.readouterr().err
+    assert not _gone(_descendants(os.getpid()) - before, 10)
+
+
 def test_child_group_exit_code_and_lines():
     lines = []
     code = run_child_group(["sh", "-c", "echo one; echo two >&2; exit 3"], on_line=lines.append)
