@@ -27,6 +27,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -58,10 +59,39 @@ class Interrupted(BaseException):
         return f"{what}: the work was cancelled and earlier output left as it was"
 
 
+_received: list[int] = []  # the signals `_raise` turned into `Interrupted` in this block
+
+
 def _raise(signum: int, _frame: object) -> None:
-    # py4j logs a traceback when a call into the JVM is cut short; the line we print is enough
-    logging.getLogger("py4j").setLevel(logging.CRITICAL)
+    # A call into the JVM cut short makes py4j log tracebacks through the *root* logger
+    # (module-level `logging.exception`), while unwinding and at exit; cepplan is ending with
+    # its one line, so no log record is shown from here on.
+    logging.disable(logging.CRITICAL)
+    _received.append(signum)
     raise Interrupted(signum)
+
+
+def raise_if_interrupted() -> None:
+    """Raise the interruption received meanwhile, if any. A signal handled inside a callback
+    whose exceptions Python ignores (logging's at-fork hook, run while `subprocess` forks)
+    loses its `Interrupted`; the places where that matters check again."""
+    if _received:
+        raise Interrupted(_received[0])
+
+
+def interrupted() -> bool:
+    """A SIGINT or SIGTERM has been received (inside `signals_interrupt`)."""
+    return bool(_received)
+
+
+def interruption(err: BaseException) -> Interrupted | None:
+    """`err` itself if it is an `Interrupted`, else the interruption received meanwhile, if
+    any: libraries catch our exception and raise their own (pyspark, reading Arrow from the
+    JVM, raises a Py4JJavaError "during handling" of it), so what ends the command was still
+    the interruption."""
+    if isinstance(err, Interrupted):
+        return err
+    return Interrupted(_received[0]) if _received else None
 
 
 @contextlib.contextmanager
@@ -71,12 +101,25 @@ def signals_interrupt() -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
         return
+    _received.clear()
     previous = {s: signal.signal(s, _raise) for s in (signal.SIGINT, signal.SIGTERM)}
+    unraisable = sys.unraisablehook
+    sys.unraisablehook = _quiet_interruption(unraisable)
     try:
         yield
     finally:
+        sys.unraisablehook = unraisable
         for signum, handler in previous.items():
             signal.signal(signum, handler)
+
+
+def _quiet_interruption(hook: Callable) -> Callable:
+    """An unraisable-exception hook that prints no "Exception ignored in" traceback for our
+    `Interrupted` (raise_if_interrupted raises it again where it matters)."""
+    def quiet(info) -> None:
+        if not isinstance(info.exc_value, Interrupted):
+            hook(info)
+    return quiet
 
 
 def _child_setup() -> None:
@@ -94,6 +137,7 @@ def run_child_group(command: Sequence[str], *, env: dict[str, str] | None = None
                                env=env, text=True, bufsize=1, start_new_session=True,
                                preexec_fn=_child_setup)
     try:
+        raise_if_interrupted()  # a signal during the fork itself
         assert process.stdout is not None
         for line in process.stdout:
             on_line(line)
@@ -150,11 +194,9 @@ def _children() -> list[int]:
 
 
 def _running(pid: int) -> bool:
-    """Still running and not yet reaped (a zombie has stopped running)."""
+    """Still running (a zombie has stopped). Never reaps: the library that started the child
+    waits for it itself (pyspark takes a reaped JVM for one that exited 0 and waits forever)."""
     try:
-        with contextlib.suppress(ChildProcessError):
-            if os.waitpid(pid, os.WNOHANG)[0] == pid:
-                return False
         state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
     except (OSError, IndexError):
         return False
@@ -181,6 +223,7 @@ def staged_directory(out: str | Path) -> Iterator[Path]:
         yield target
         if not target.is_dir():
             raise FileNotFoundError(f"the run wrote nothing to {target}")
+        raise_if_interrupted()
         replace_directory(target, out)
     finally:
         shutil.rmtree(staging, ignore_errors=True)

@@ -28,7 +28,7 @@ from cepplan.cli import (
 )
 from cepplan.cli.options import command_with_aliases
 from cepplan.errors import CepplanError, InputError
-from cepplan.interrupt import Interrupted, signals_interrupt, stop_children
+from cepplan.interrupt import interruption, signals_interrupt, stop_children
 
 app = typer.Typer(
     name="cepplan",
@@ -82,6 +82,20 @@ def main() -> None:
     """Console entry point: run the app, turning cepplan's errors into exit code 2 and an
     interruption (Ctrl-C, SIGTERM) into one line and exit code 130 / 143."""
     try:
+        _main()
+    except BaseException as err:
+        stop = interruption(err)  # also when a library turned it into an error of its own
+        if stop is None:
+            raise
+        for signum in (signal.SIGINT, signal.SIGTERM):  # a second Ctrl-C: finish tidying up
+            signal.signal(signum, signal.SIG_IGN)
+        stop_children()  # e.g. the JVM of `cepplan stats`, which would outlive us
+        print(f"cepplan: {stop.describe()}", file=sys.stderr)
+        sys.exit(stop.exit_code)
+
+
+def _main() -> None:
+    try:
         with signals_interrupt():
             code = app(standalone_mode=False)
         if isinstance(code, int) and code:
@@ -90,13 +104,9 @@ def main() -> None:
         if type(err).__name__ != "NoArgsIsHelpError":  # that one has printed the help
             print(f"error: {_usage_message(err)}", file=sys.stderr)
         sys.exit(err.exit_code)
-    except Interrupted as stop:
-        for signum in (signal.SIGINT, signal.SIGTERM):  # a second Ctrl-C: finish tidying up
-            signal.signal(signum, signal.SIG_IGN)
-        stop_children()  # e.g. the JVM of `cepplan stats`, which would outlive us
-        print(f"cepplan: {stop.describe()}", file=sys.stderr)
-        sys.exit(stop.exit_code)
     except CepplanError as err:
+        if interruption(err):
+            raise
         if _state["debug"]:
             traceback.print_exc()
         problems = err.problems if isinstance(err, InputError) else ()

@@ -33,6 +33,8 @@ def compare_command(
     with and without. With --events every plan and variant is also run, measured beside the
     predictions; different matches exit 1.
     """
+    from cepplan.cli.optimize_cmd import MAX_TIME_LIMIT
+    from cepplan.limits import bounded
     from cepplan.planner.compose import Settings
     from cepplan.report.compare import compare
     from cepplan.report.measure import matches_equal
@@ -40,6 +42,7 @@ def compare_command(
     from cepplan.stats.stats_file import read_stats
     from cepplan.workload import load_workload
 
+    bounded("--time-limit", time_limit, low=0, high=MAX_TIME_LIMIT)
     report_paths(output)  # refuse a bad output before planning
     loaded = load_workload(workload)
     statistics = read_stats(stats, loaded) if stats else loaded.statistics

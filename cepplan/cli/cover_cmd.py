@@ -32,7 +32,9 @@ def cover_command(
     from cepplan.engine_adapter.inputs import event_paths, plan_and_workload
     from cepplan.engine_adapter.metrics_table import covering_lines
     from cepplan.errors import InputError
+    from cepplan.limits import check_output_dir
 
+    check_output_dir(out, "--output")  # before any work
     chosen, loaded = plan_and_workload(plan, workload)
     if not chosen.covering:
         raise InputError.single(str(plan), "covering", "the plan has no consumer queries "

@@ -10,6 +10,8 @@ import typer
 
 from cepplan.cli import options
 
+STEP_SECONDS = 0.5  # the simulation step of cepplan.stats.mobility.simulate_cars
+
 
 def synth_mobile(
     out: Path = options.output("Directory to write events.jsonl and workload.json into."),
@@ -27,13 +29,24 @@ def synth_mobile(
     quiet: bool = options.quiet(),
 ) -> None:
     """Simulate mobile consumers whose interests overlap, for `cepplan optimize` and `cover`."""
+    from cepplan.cli.synth_cmd import MAX_EVENTS
     from cepplan.fileio import write_bytes_atomic, write_json_atomic
+    from cepplan.limits import bounded, check_output_dir
     from cepplan.stats.mobility import MobilitySpec, mobility_workload, simulate_cars
+    from cepplan.workload.durations import MAX_DURATION
 
-    for flag, value in (("--cars", cars), ("--interest", interest), ("--duration", duration),
-                        ("--side", side), ("--window", window), ("--batch", batch)):
+    check_output_dir(out, "--output")
+    if not cars > 0:
+        raise options.option_error("--cars", f"must be positive, got {cars}")
+    for flag, value in (("--interest", interest), ("--duration", duration), ("--side", side),
+                        ("--window", window), ("--batch", batch)):
         if not value > 0:
             raise options.option_error(flag, f"must be positive, got {value}")
+        bounded(flag, value, low=0, high=MAX_DURATION)
+    if cars * duration / STEP_SECONDS > MAX_EVENTS:  # checked before allocating the positions
+        raise options.option_error("--duration", f"{cars} cars for {duration:g} s make "
+                                   f"{cars * duration / STEP_SECONDS:,.0f} car positions; the "
+                                   f"most synth-mobile simulates is {MAX_EVENTS:,}")
     if not 0 <= threshold <= 1:
         raise options.option_error("--threshold", f"must be in [0, 1], got {threshold}")
     if not 0 <= consumers <= cars:

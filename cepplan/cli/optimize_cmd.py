@@ -155,6 +155,7 @@ def sharing_summary(sharing: dict) -> list[str]:
 
 def _check_search(neighborhood: str, time_limit: float, covering_time_limit: float) -> None:
     """Options Click cannot check: the neighbourhood's spelling and positive time limits."""
+    from cepplan.limits import bounded
     from cepplan.search.neighbourhood import parse_neighbourhood
 
     try:
@@ -165,6 +166,7 @@ def _check_search(neighborhood: str, time_limit: float, covering_time_limit: flo
                         ("--covering-time-limit", covering_time_limit)):
         if not value > 0:
             raise options.option_error(flag, f"must be more than 0 seconds, got {value}")
+        bounded(flag, value, low=0, high=MAX_TIME_LIMIT)
 
 
 def _shared_users(workload: Workload, shared: tuple[str, ...]) -> list[tuple[str, str]]:

@@ -142,9 +142,12 @@ def time_step(help_text: str, default: str | None = None) -> Any:
                         "in the workload's time unit.")
 
 
+SEED_MAX = 2**63 - 1  # seeds are written into plan.json and stats.json as 64-bit integers
+
+
 def seed(help_text: str) -> Any:
     """`--seed N`: the random seed of a randomised step."""
-    return typer.Option(0, "--seed", help=help_text)
+    return typer.Option(0, "--seed", min=0, max=SEED_MAX, help=help_text)
 
 
 def duration_value(option: str, text: str, time_unit: str) -> float:

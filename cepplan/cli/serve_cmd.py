@@ -33,9 +33,12 @@ def serve_command(
     <token>' (compared in constant time). Identical requests are answered from a cache."""
     import uvicorn
 
+    from cepplan.cli.optimize_cmd import MAX_TIME_LIMIT
+    from cepplan.limits import bounded
     from cepplan.service.app import ServiceConfig, create_app
     from cepplan.service.requests import Limits
 
+    bounded("--max-time-limit", max_time_limit, low=0, high=MAX_TIME_LIMIT)
     token = os.environ.get("CEPPLAN_TOKEN") or None
     if token is not None and len(token) < 16:
         raise InputError.single("<environment>", "CEPPLAN_TOKEN",

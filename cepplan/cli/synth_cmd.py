@@ -16,6 +16,7 @@ from cepplan.cli import options
 from cepplan.cli.options import option_error
 
 MAX_EVENTS = 50_000_000  # what one machine generates and writes comfortably in memory
+LINEAR_ROAD_REPORTS = 12 / 30  # per segment and time unit: linear_road's 12 cars, every 30
 MAX_GROUPS = 1_000_000
 MAX_DRAWS = 10_000_000
 
@@ -147,6 +148,13 @@ def _linear_road(loaded: Workload, output: Path, duration: float, seed: int, seg
         wanted = ", ".join(f"{a}: {t}" for a, t in ATTRIBUTES.items())
         raise InputError.single(loaded.path, "event_types", f"--linear-road writes {REPORT} "
                                 f"events with {wanted}; declare that type")
+    if segments < 1:
+        raise option_error("--segments", f"must be at least 1, got {segments}")
+    reports = segments * duration * LINEAR_ROAD_REPORTS  # checked before any allocation
+    if reports > MAX_EVENTS:
+        raise option_error("--duration", f"about {reports:.3g} position reports would be "
+                           f"generated; the most synth writes is {MAX_EVENTS:,}: shorten "
+                           "--duration or use fewer --segments")
     try:
         result = generate_linear_road(segments=segments, duration=duration, seed=seed,
                                       congestion_share=congestion_share)

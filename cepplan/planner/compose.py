@@ -66,7 +66,10 @@ def compose(workload: Workload, statistics: Statistics, settings: Settings,
     if deadline is None:
         deadline = time.perf_counter() + settings.time_limit
     results: dict[str, NodeResult] = {}
-    for name in bottom_up_order(detection_graph(workload)):
+    order = bottom_up_order(detection_graph(workload))
+    floors: list[float] = []  # each pattern's model and naive plan: what every one needs
+    for position, name in enumerate(order):
+        began = time.perf_counter()
         pattern = workload.pattern(name)
         summaries = {c: ChildSummary(results[c].rate, results[c].model.window) for c in results}
         model = pattern_model(workload, pattern, statistics, summaries, settings.step)
@@ -91,11 +94,16 @@ def compose(workload: Workload, statistics: Statistics, settings: Settings,
         if solver == AUTO:
             solver = front_mod.DP if positives <= settings.dp_limit else front_mod.HEURISTIC
         bound = pattern.latency.max_steps if pattern.latency else None
-        front, used = front_mod.pattern_front(model, options, solver, bound, deadline)
+        front_mod.naive_plan(model, options)  # cheap (ms), timed as what every pattern needs
+        rate = occurrence_rate(model)
+        floors.append(time.perf_counter() - began)
+        # the solvers stop early enough for every pattern still to come to get its plan
+        reserve = (len(order) - position - 1) * sum(floors) / len(floors)
+        front, used = front_mod.pattern_front(model, options, solver, bound, deadline - reserve)
         feasible = [c for c in front if bound is None or c.latency <= bound]
         offered = limit(feasible or front[:1], settings.k, settings.strategy, settings.seed)
         results[name] = NodeResult(name, model, options, plain, front, offered,
-                                   occurrence_rate(model), naive, used, children)
+                                   rate, naive, used, children)
     return results
 
 

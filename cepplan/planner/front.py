@@ -20,12 +20,14 @@ def pattern_front(model: PatternModel, options: Mapping[str, Sequence[Option]], 
     """(Pareto front, solver used). `solver` is dp or heuristic; a DP past its deadline falls
     back to the heuristics and says so. Variables bound to the same source are re-costed with
     shared transmissions (`grouped_cost`); the DP is exact for distinct sources."""
-    fastest = {v: min(range(len(opts)), key=lambda i: (opts[i].latency, opts[i].cost))
-               for v, opts in options.items()}
-    naive = evaluate(model, (frozenset(options),), options, fastest)
+    naive = naive_plan(model, options)
     if model.operator == OR:
         return [naive], NAIVE
     used = solver
+    if deadline is not None and time.perf_counter() > deadline:
+        # the time limit is spent: the naive plan, already costed, is the best found so far
+        # (costing even one heuristic plan per remaining pattern overran the limit 3x)
+        return [naive], f"{NAIVE} (time limit reached)"
     if solver == DP:
         try:
             positive = dp.solve(model, options, _reserve(deadline))
@@ -46,6 +48,14 @@ def pattern_front(model: PatternModel, options: Mapping[str, Sequence[Option]], 
             steps = (*plan.steps, frozenset(negated))
             complete.append(evaluate(model, steps, options, {**plan.choices, **neg_choice}))
     return pareto_front(complete), used
+
+
+def naive_plan(model: PatternModel, options: Mapping[str, Sequence[Option]]) -> Candidate:
+    """Every subevent monitored in one step, each with its fastest option: the plan every
+    pattern gets whatever the time left."""
+    fastest = {v: min(range(len(opts)), key=lambda i: (opts[i].latency, opts[i].cost))
+               for v, opts in options.items()}
+    return evaluate(model, (frozenset(options),), options, fastest)
 
 
 def _reserve(deadline: float | None) -> float | None:

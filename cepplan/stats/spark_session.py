@@ -1,26 +1,90 @@
 """The SparkSession the statistics job runs in (CLI and benchmark): UTC session time zone, so
-formatted timestamps mean the same everywhere; Arrow for the small tables brought to the driver."""
+formatted timestamps mean the same everywhere; Arrow for the small tables brought to the driver.
+
+Started from a helper thread, so that Ctrl-C stays cepplan's (docs/reliability.md): started from
+the main thread, pyspark's SparkContext installs its own SIGINT handler, which calls into the
+JVM from inside the running call (py4j: "reentrant call") and raises `KeyboardInterrupt` with
+py4j tracebacks. And an interruption during the JVM's start-up no longer makes pyspark delete
+the folder the JVM is about to write its port to (the JVM printed a `NoSuchFileException`):
+the start-up is left alone, the JVM stopped, then the helper thread finishes its own clean-up.
+The JVM's output comes through cepplan (`_relay`), which stops passing it on once interrupted:
+a JVM whose Python end went away mid-transfer logs Java stack traces before it is stopped.
+"""
 
 from __future__ import annotations
 
-import logging
+import subprocess
+import sys
+import threading
+from typing import IO
 
+from pyspark import SparkConf, SparkContext
+from pyspark.java_gateway import launch_gateway
 from pyspark.sql import SparkSession
+
+from cepplan.interrupt import interrupted, stop_children
+
+START_CLEANUP_SECONDS = 5.0  # after an interruption: pyspark's own tidying once the JVM is gone
 
 
 def stats_session(master: str = "local[*]", *, driver_memory: str = "4g",
                   console_progress: bool = False, shuffle_partitions: int = 0) -> SparkSession:
     """Start (or reuse) a session for the statistics job. The job's aggregates are small, so
     `shuffle_partitions` 0 means 4 per core (Spark's 200 cost more in task overhead locally)."""
-    session = (SparkSession.builder.master(master).appName("cepplan-stats")
-               .config("spark.sql.session.timeZone", "UTC")
-               .config("spark.sql.execution.arrow.pyspark.enabled", "true")
-               .config("spark.driver.memory", driver_memory)
-               .config("spark.ui.showConsoleProgress", str(console_progress).lower())
-               .config("spark.ui.enabled", "false")
-               .getOrCreate())
+    conf = (SparkConf().setMaster(master).setAppName("cepplan-stats")
+            .set("spark.sql.session.timeZone", "UTC")
+            .set("spark.sql.execution.arrow.pyspark.enabled", "true")
+            .set("spark.driver.memory", driver_memory)
+            .set("spark.ui.showConsoleProgress", str(console_progress).lower())
+            .set("spark.ui.enabled", "false"))
+    session = _start_off_main_thread(conf)
     session.sparkContext.setLogLevel("ERROR")
-    logging.getLogger("py4j").setLevel(logging.CRITICAL)  # Ctrl-C mid-call: our one line only
     partitions = shuffle_partitions or 4 * session.sparkContext.defaultParallelism
     session.conf.set("spark.sql.shuffle.partitions", str(partitions))
     return session
+
+
+def _start_off_main_thread(conf: SparkConf) -> SparkSession:
+    """`_start(conf)` in a helper thread while the main thread waits, ready for signals.
+    Interrupted meanwhile: stop the JVM, let the helper finish, then go on."""
+    outcome: dict[str, object] = {}
+    done = threading.Event()  # not Thread.join: one cut short by a signal returns early after
+
+    def start() -> None:
+        try:
+            outcome["session"] = _start(conf)
+        except BaseException as err:  # handed to the main thread
+            outcome["error"] = err
+        finally:
+            done.set()
+
+    threading.Thread(target=start, name="cepplan-spark-start", daemon=True).start()
+    try:
+        while not done.wait(0.1):
+            pass
+    except BaseException:
+        stop_children()
+        done.wait(START_CLEANUP_SECONDS)
+        raise
+    if "error" in outcome:
+        raise outcome["error"]  # type: ignore[misc]
+    return outcome["session"]  # type: ignore[return-value]
+
+
+def _start(conf: SparkConf) -> SparkSession:
+    """A session on `conf`; a new JVM has its output passed on by `_relay`."""
+    if SparkContext._active_spark_context is None:
+        gateway = launch_gateway(conf, popen_kwargs={"stdout": subprocess.PIPE,
+                                                     "stderr": subprocess.STDOUT})
+        threading.Thread(target=_relay, args=(gateway.proc.stdout,), name="cepplan-jvm-output",
+                         daemon=True).start()
+        SparkContext(conf=conf, gateway=gateway)
+    return SparkSession.builder.config(conf=conf).getOrCreate()
+
+
+def _relay(stream: IO[bytes]) -> None:
+    """Copy the JVM's output lines to our stderr until cepplan is interrupted."""
+    for line in iter(stream.readline, b""):
+        if not interrupted():
+            sys.stderr.buffer.write(line)
+            sys.stderr.flush()

@@ -94,3 +94,76 @@ def test_exact_dp_unchanged_below_the_limits():
     exact = dp.solve(model, options, deadline=time.perf_counter() + 30)
     greedy = heuristics.solve(model, options)
     assert min(c.cost for c in exact) <= min(c.cost for c in greedy) + 1e-12
+
+
+# -- the evaluation search, the covering CP-SAT and many patterns at once ---------------------
+
+def _synthetic(n: int, window: str) -> dict:
+    from cepplan.search.synthetic import synthetic_workload
+    raw = synthetic_workload(n, seed=5)
+    for pattern in raw["patterns"]:
+        pattern["within"] = window
+    return raw
+
+
+@pytest.mark.parametrize("algorithm", ["sa", "tabu"])
+def test_search_time_limit_holds(algorithm):
+    """300 patterns with 100 ms windows keep both searches busy past the limit: they stop
+    within 10 % of it with a multitree no worse than the trivial one."""
+    from cepplan.search.problem import problem_from_workload
+    from cepplan.search.solve import search
+
+    workload = build_workload(_synthetic(300, "100ms"))
+    problem = problem_from_workload(workload, workload.statistics)
+    limit = 1.5
+    started = time.perf_counter()
+    result = search(problem, algorithm=algorithm, seed=0, time_limit=limit)
+    wall = time.perf_counter() - started
+    print(f"{algorithm}: {wall:.2f} s of {limit} s, {result.steps} steps")
+    assert wall <= 1.1 * limit and result.seconds <= 1.1 * limit
+    assert result.seconds >= 0.5 * limit  # the limit bound (it did not converge first)
+    assert result.cost <= result.trivial_cost
+
+
+@pytest.mark.parametrize("size", [4_000, 20_000])
+def test_covering_cpsat_time_limit_holds(size):
+    """Weighted set cover: CP-SAT (forced) within 10 % of its limit, with a valid cover, even
+    when the model cannot be built in time (20,000 selections: the greedy cover, at once)."""
+    import random
+
+    from cepplan.planner.covering import instance, solve_cpsat
+
+    rng = random.Random(size)
+    inst = instance([set(rng.sample(range(size), 25)) for _ in range(size)],
+                    weight=[rng.uniform(1, 10) for _ in range(size)])
+    limit = 1.5
+    started = time.perf_counter()
+    cover = solve_cpsat(inst, time_limit=limit)
+    wall = time.perf_counter() - started
+    print(f"{size} selections: {wall:.2f} s of {limit} s, {cover.solver} {cover.status}")
+    assert wall <= 1.1 * limit
+    chosen = set(cover.chosen)
+    assert all(cover.assignment[i] in chosen and i in inst.serves[cover.assignment[i]]
+               for i in range(inst.size))
+
+
+def test_many_patterns_planned_within_the_limit(tmp_path):
+    """200 patterns whose exact plans take far longer than the limit (was 8x over): planning
+    ends within 10 % of it, every pattern with a plan over all its subevents."""
+    workload = tmp_path / "w.json"
+    workload.write_text(json.dumps(_synthetic(200, "900s")))
+    plan = tmp_path / "plan.json"
+    limit = 4.0  # what planning does around the solvers (reading, selecting, writing) fits 10 %
+    result = subprocess.run([sys.executable, "-c", PEAK, "optimize", workload, "--search",
+                             "none", "--time-limit", str(limit), "-o", plan],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    planned = float(re.search(r"planned in ([0-9.]+) s", result.stdout).group(1))
+    peak_mb = int(re.search(r"peak-rss-kb (\d+)", result.stderr).group(1)) / 1024
+    patterns = json.loads(plan.read_text())["patterns"]
+    solvers = [p["solver"] for p in patterns.values()]
+    print(f"200 patterns: planned in {planned:.2f} s of {limit} s, peak {peak_mb:.0f} MB, "
+          f"{solvers.count('naive (time limit reached)')} reached after the limit")
+    assert planned <= 1.1 * limit
+    assert len(patterns) == 200 and "naive (time limit reached)" in solvers
+    assert peak_mb < 512
