@@ -36,9 +36,10 @@ class EvaluationSettings:
 
 
 def evaluation(workload: Workload, statistics: Statistics, plan: Plan,
-               settings: EvaluationSettings) -> Plan:
+               settings: EvaluationSettings, budget: float | None = None) -> Plan:
     """The plan with every plannable pattern's tree and join order, and the sharing section;
-    unchanged with `--search none`."""
+    unchanged with `--search none`. The search runs at most `budget` seconds (what planning
+    has left; `settings.time_limit` when not given), and the plan records the time limit."""
     if settings.search == NONE:
         return plan
     problem = problem_from_workload(workload, statistics, _together(plan))
@@ -47,7 +48,8 @@ def evaluation(workload: Workload, statistics: Statistics, plan: Plan,
             raise ValueError(f"{settings.sharing!r} is not one of {', '.join(SHARING_SHAPES)}")
         result = search(problem, algorithm=settings.search, neighbourhood=settings.neighborhood,
                         shape=SHARING_SHAPES[settings.sharing], seed=settings.seed,
-                        time_limit=settings.time_limit, patience=settings.patience)
+                        time_limit=settings.time_limit if budget is None else budget,
+                        patience=settings.patience)
     except ValueError as exc:
         raise InputError([Problem("<command line>", "--search", str(exc))]) from exc
     patterns = dict(plan.patterns)
@@ -55,7 +57,9 @@ def evaluation(workload: Workload, statistics: Statistics, plan: Plan,
         negated = [o.var for o in workload.pattern(name).negated]
         patterns[name] = replace(patterns[name], tree=_json_tree(tree),
                                  order=(*result.orders[name], *negated))
-    return replace(plan, patterns=MappingProxyType(patterns), sharing=sharing_section(result))
+    section = sharing_section(result)
+    section["search"]["time_limit"] = settings.time_limit
+    return replace(plan, patterns=MappingProxyType(patterns), sharing=section)
 
 
 def _together(plan: Plan) -> tuple[frozenset[str], ...]:

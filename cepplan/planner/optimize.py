@@ -14,6 +14,7 @@ terminal summary reports.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
@@ -30,6 +31,7 @@ from cepplan.planner.shared import SharedOutcome, plan_workload
 from cepplan.workload.model import Statistics, Workload
 
 NO_SEARCH = EvaluationSettings(search=NONE)
+SEARCH_FLOOR = 0.05  # share of its limit the search gets when acquisition used all the time
 
 
 @dataclass(frozen=True)
@@ -43,6 +45,7 @@ class PlanRequest:
     share: bool = True
     evaluation: EvaluationSettings = NO_SEARCH
     covering: CoveringSettings = field(default_factory=CoveringSettings)
+    deadline: float = math.inf  # perf_counter time by which planning should end
 
 
 @dataclass(frozen=True)
@@ -61,8 +64,12 @@ def contexts_pass(request: PlanRequest, plan: Plan) -> Plan:
 
 
 def evaluation_pass(request: PlanRequest, plan: Plan) -> Plan:
-    """Evaluation trees and shared subtrees (`cepplan.planner.evaluation`)."""
-    return evaluation(request.workload, request.statistics, plan, request.evaluation)
+    """Evaluation trees and shared subtrees (`cepplan.planner.evaluation`), searched in the
+    time the passes before it left (at least `SEARCH_FLOOR` of its limit)."""
+    settings = request.evaluation
+    left = request.deadline - time.perf_counter()
+    budget = min(settings.time_limit, max(left, settings.time_limit * SEARCH_FLOOR))
+    return evaluation(request.workload, request.statistics, plan, settings, budget)
 
 
 def covering_pass(request: PlanRequest, plan: Plan) -> Plan:
@@ -83,7 +90,8 @@ def optimize(workload: Workload, statistics: Statistics, settings: Settings,
     missing rates or unmeetable latency bounds."""
     start = time.perf_counter()
     request = PlanRequest(workload, statistics, settings, stats_file, share,
-                          evaluation_settings, covering or CoveringSettings())
+                          evaluation_settings, covering or CoveringSettings(),
+                          deadline=start + settings.time_limit)
     plan, outcome = acquisition(request)
     for run_pass in PASSES:
         plan = run_pass(request, plan)
