@@ -33,7 +33,7 @@ from cepplan.workload.spark_source import spark_type
 
 PATTERN = "pattern"
 _RANGE, _PART = "__range", "__part"
-GROUP_EVENTS = 200_000  # events per range and key group the matcher holds at once (at most)
+GROUP_EVENTS = 50_000  # events per range and key group the matcher holds at once (at most)
 
 
 class Counts(AccumulatorParam):

@@ -26,8 +26,10 @@ JOB_SETTINGS = {
     "spark.sql.adaptive.enabled": "true",
     "spark.sql.adaptive.coalescePartitions.enabled": "true",
     "spark.sql.execution.arrow.maxRecordsPerBatch": "20000",
-    "spark.driver.extraJavaOptions": "-XX:+ExitOnOutOfMemoryError",
-    "spark.executor.extraJavaOptions": "-XX:+ExitOnOutOfMemoryError",
+    # Arrow reads each match group's output as one message off-heap; the JVM's default
+    # direct-memory cap (the heap size) is too small for dense patterns (docs/engine.md)
+    "spark.driver.extraJavaOptions": "-XX:+ExitOnOutOfMemoryError -XX:MaxDirectMemorySize=4g",
+    "spark.executor.extraJavaOptions": "-XX:+ExitOnOutOfMemoryError -XX:MaxDirectMemorySize=4g",
 }
 _PYTHON_ERROR = re.compile(r"^\s*([A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt)): (.+)$")
 _NOISE = ("py4j.protocol.Py4JJavaError", "org.apache.spark.SparkException: Job aborted",
