@@ -57,9 +57,8 @@ def evaluation(workload: Workload, statistics: Statistics, plan: Plan,
         negated = [o.var for o in workload.pattern(name).negated]
         patterns[name] = replace(patterns[name], tree=_json_tree(tree),
                                  order=(*result.orders[name], *negated))
-    section = sharing_section(result)
-    section["search"]["time_limit"] = settings.time_limit
-    return replace(plan, patterns=MappingProxyType(patterns), sharing=section)
+    return replace(plan, patterns=MappingProxyType(patterns),
+                   sharing=sharing_section(result, settings.time_limit))
 
 
 def _together(plan: Plan) -> tuple[frozenset[str], ...]:
@@ -70,8 +69,9 @@ def _together(plan: Plan) -> tuple[frozenset[str], ...]:
     return tuple(frozenset(g["patterns"]) for g in groups)
 
 
-def sharing_section(result: SearchResult) -> dict[str, Any]:
-    """plan.json's `sharing`: shared nodes, modelled costs, the search and its trace."""
+def sharing_section(result: SearchResult, time_limit: float) -> dict[str, Any]:
+    """plan.json's `sharing`: shared nodes, modelled costs, the search and its trace; the
+    time limit recorded is the user's (`result`'s is what the search was left of it)."""
     section: dict[str, Any] = {
         "cost_unit": "expected partial matches per window",
         "modelled_cost": {"chosen": result.cost, "trivial": result.trivial_cost,
@@ -81,7 +81,7 @@ def sharing_section(result: SearchResult) -> dict[str, Any]:
                    for s in result.shared],
         "search": {"algorithm": result.algorithm, "neighborhood": result.neighbourhood,
                    "sharing": "prefix" if result.shape == LEFT_DEEP else "subtree",
-                   "shape": result.shape, "seed": result.seed, "time_limit": result.time_limit,
+                   "shape": result.shape, "seed": result.seed, "time_limit": time_limit,
                    "steps": result.steps, "seconds": round(result.seconds, 4),
                    "components": result.components, "graph_edges": result.edges},
         "trace": [list(point) for point in result.trace],
