@@ -15,6 +15,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -219,6 +220,28 @@ def _common_prefix_workload(n: int) -> dict:
     }
 
 
+def best_runs(runs: Sequence[str], run: Callable[[str, Path], dict],
+              matching: Callable[[dict], float], tmp: Path, repeats: int
+              ) -> tuple[dict[str, float], dict[str, float], dict[str, dict], dict[str, dict]]:
+    """Each named plan run `repeats` rounds, interleaved so that drift in the machine's load
+    hits every plan alike: the best wall and matching seconds per plan, its matches (from
+    the last round) and its metrics. `run(name, out)` runs one plan into `out`; `matching`
+    reads the matching seconds from its metrics."""
+    wall: dict[str, float] = {}
+    match_s: dict[str, float] = {}
+    found: dict[str, dict] = {}
+    metrics: dict[str, dict] = {}
+    for _ in range(repeats):
+        for name in runs:
+            out = tmp / name.replace(" ", "_")
+            start = time.perf_counter()
+            metrics[name] = run(name, out)
+            wall[name] = min(wall.get(name, math.inf), time.perf_counter() - start)
+            match_s[name] = min(match_s.get(name, math.inf), matching(metrics[name]))
+            found[name] = _matches(out)
+    return wall, match_s, found, metrics
+
+
 def _compare(title: str, wl, events: Path, limit: float, tmp: Path, repeats: int) -> None:
     """Every plan on the same events, `repeats` rounds interleaved; best wall per plan."""
     base = trivial_plan(wl)
@@ -227,21 +250,11 @@ def _compare(title: str, wl, events: Path, limit: float, tmp: Path, repeats: int
         plans[name] = evaluation(wl, wl.statistics, base, EvaluationSettings(search, "edge", limit))
     jobs = {name: job_data(wl, plan) for name, plan in plans.items()}
     jobs["chosen unshared"] = {k: v for k, v in jobs["chosen"].items() if k != "sharing"}
-    wall: dict[str, float] = {}
-    match_s: dict[str, float] = {}
-    found: dict[str, dict] = {}
-    metrics: dict[str, dict] = {}
-    for _ in range(repeats):
-        for name in RUNS:
-            out = tmp / name.replace(" ", "_")
-            start = time.perf_counter()
-            metrics[name] = run_local_job(jobs[name], [str(events)], out, say=lambda _: None)
-            elapsed = time.perf_counter() - start
-            matching = sum(v for k, v in metrics[name]["seconds"].items()
-                           if k.startswith("match "))
-            wall[name] = min(wall.get(name, np.inf), elapsed)
-            match_s[name] = min(match_s.get(name, np.inf), matching)
-            found[name] = _matches(out)
+    wall, match_s, found, metrics = best_runs(
+        RUNS, lambda name, out: run_local_job(jobs[name], [str(events)], out,
+                                              say=lambda _: None),
+        lambda m: sum(v for k, v in m["seconds"].items() if k.startswith("match ")),
+        tmp, repeats)
     frame = _canonical(events)
     joins = {name: min(_join_seconds(jobs[name], frame, name == "chosen")
                        for _ in range(repeats)) for name in RUNS}

@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import os
 import tempfile
-import time
 from pathlib import Path
 
 import pandas as pd
 
-from benchmarks.bench_sharing_engine import _common_prefix_workload, _matches, _synthetic_events
+from benchmarks.bench_sharing_engine import (
+    _common_prefix_workload,
+    _synthetic_events,
+    best_runs,
+)
 from cepplan.engine_adapter.job_spec import job_data
 from cepplan.engine_adapter.spark_job import run_job
 from cepplan.planner.evaluation import EvaluationSettings, evaluation
@@ -64,20 +67,10 @@ def _jobs(wl, limit: float) -> dict[str, dict]:
 
 
 def _compare(title: str, spark, jobs: dict, events: Path, tmp: Path, repeats: int) -> None:
-    wall: dict[str, float] = {}
-    matching: dict[str, float] = {}
-    found: dict[str, dict] = {}
-    metrics: dict[str, dict] = {}
-    for _ in range(repeats):
-        for name in RUNS:
-            out = tmp / name.replace(" ", "_")
-            start = time.perf_counter()
-            metrics[name] = run_job(spark, jobs[name], [str(events)], str(out),
-                                    say=lambda _: None)
-            wall[name] = min(wall.get(name, float("inf")), time.perf_counter() - start)
-            matching[name] = min(matching.get(name, float("inf")),
-                                 metrics[name]["seconds"]["match and write"])
-            found[name] = _matches(out)
+    wall, matching, found, metrics = best_runs(
+        RUNS, lambda name, out: run_job(spark, jobs[name], [str(events)], str(out),
+                                        say=lambda _: None),
+        lambda m: m["seconds"]["match and write"], tmp, repeats)
     same = all(found[n] == found["trivial"] for n in RUNS)
     total = sum(metrics["trivial"]["matches"].values())
     print(f"\n-- {title}, Spark local[2]: {metrics['trivial']['rows_read']} "
