@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
-from cepplan.search.graph import build_graph, maximal_common
+import random
+from itertools import combinations
+
+from cepplan.search.graph import build_graph, maximal_common, subpattern_key
 from cepplan.search.local import Compiled, Interner
 from cepplan.search.problem import problem_from_workload
 from cepplan.workload.loader import build_workload
+from tests.search.helpers import random_pattern
 
 
 def compiled(*patterns: dict) -> list[Compiled]:
@@ -59,3 +63,29 @@ def test_hash_tables_and_components():
     (key,) = [k for k in graph.owners if len(k[1]) == 2 and k[0] == "SEQ"]
     assert graph.owners[key] == {0, 1, 2}
     assert all(key in graph.peers[i] for i in (0, 1, 2))
+
+
+def test_graph_equals_brute_force_over_every_subset_of_common_events():
+    """Every edge's maximal common subpatterns equal the maximal subsets of the common events
+    on which both patterns project to the same subpattern (enumerated), on random workloads."""
+    rng = random.Random(11)
+    for _ in range(30):
+        interner = Interner()
+        patterns = [Compiled(random_pattern(rng, rng.randint(2, 5), f"p{i}", "ABCDEF"), interner)
+                    for i in range(12)]
+        graph = build_graph(patterns)
+        owners: dict = {}
+        for (i, a), (j, b) in combinations(enumerate(patterns), 2):
+            common = sorted(set(a.labels) & set(b.labels))
+            equal = [frozenset(s) for r in range(2, len(common) + 1)
+                     for s in combinations(common, r)
+                     if a.pattern.operator == b.pattern.operator
+                     and subpattern_key(a, frozenset(s)) == subpattern_key(b, frozenset(s))]
+            expected = {subpattern_key(a, s) for s in equal if not any(s < t for t in equal)}
+            assert set(graph.edges.get((i, j), ())) == expected
+            for key in expected:
+                owners.setdefault(key, set()).update((i, j))
+        assert graph.owners == owners
+        assert {k: set(v) for k, v in graph.peers.items() if v} == \
+            {k: {key for key, users in owners.items() if k in users}
+             for k in range(len(patterns)) if any(k in u for u in owners.values())}
