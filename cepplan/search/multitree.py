@@ -47,14 +47,21 @@ class Multitree:
         if old == tree:
             return old
         window = self.compiled[p].window
+        # only the nodes one tree has and the other lacks change users (never the leaves)
+        new_nodes = self.nodes(p, tree)
+        kept: set[int] = set()
         if old is not None:
             self.signature ^= hash((p, old))
-            for node, _, _ in self.nodes(p, old):
+            old_ids = {node for node, _, _ in self.nodes(p, old)}
+            kept = {node for node, _, _ in new_nodes if node in old_ids}
+            for node in old_ids - kept:
                 self.users[node].pop(p, None)
                 self._recost(node)
         self.trees[p] = tree
         self.signature ^= hash((p, tree))
-        for node, size, base in self.nodes(p, tree):
+        for node, size, base in new_nodes:
+            if node in kept:
+                continue
             self.users.setdefault(node, {})[p] = window
             self.info[node] = (size, base)
             self._recost(node)
