@@ -22,9 +22,22 @@ from cepplan.engine_adapter.runtime.job import job_from_json
 from cepplan.engine_adapter.runtime.local import run_local
 from cepplan.planner.evaluation import EvaluationSettings, evaluation
 from cepplan.planner.plan import trivial_plan
+from cepplan.search.baselines import (
+    greedy_trees,
+    reordered_trees,
+    trivial_trees,
+    unshared_cost,
+)
 from cepplan.search.graph import build_graph
-from cepplan.search.local import Compiled, Interner, best_tree, local_cost, pattern_order_tree
-from cepplan.search.multitree import Multitree
+from cepplan.search.local import (
+    BUSHY,
+    Compiled,
+    Interner,
+    best_tree,
+    local_cost,
+    pattern_order_tree,
+)
+from cepplan.search.multitree import Multitree, multi_cost
 from cepplan.search.neighbourhood import Neighbourhood
 from cepplan.search.problem import Problem, problem_from_workload
 from cepplan.search.solve import search
@@ -34,33 +47,92 @@ from tests.search.helpers import all_trees, random_problem
 from tests.search.test_search import reference_multi_cost
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "trading_rules"
+LOG = "log-uniform"
 COMBOS = (("sa", "edge"), ("sa", "vertex:4"), ("tabu", "edge"), ("tabu", "vertex:4"))
 
 
 def main(quick: bool = False) -> None:
     print(f"load: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} (1, 5 min)")
     limit = 2.0 if quick else 10.0
+    seeds = (1,) if quick else (1, 2)
+    _bounds(seeds)
     for window in ("50ms", "100ms", "200ms", "1s", "900s"):
-        _quality(window, limit, seeds=(1,) if quick else (1, 2))
+        _quality(window, limit, seeds)
+    for window in ("100ms", "200ms", "500ms", "1s"):
+        _quality(window, limit, seeds, spread=LOG)
     _exactness(20 if quick else 100)
     _planning_time(300 if quick else 1000)
     _realised(limit, seconds=100.0 if quick else 400.0)
 
 
-def _problem(n: int, seed: int, window: str) -> tuple[Problem, object]:
-    raw = synthetic_workload(n, seed=seed)
+def _problem(n: int, seed: int, window: str, spread: str = "uniform",
+             pair_share: float | None = None) -> tuple[Problem, object]:
+    raw = synthetic_workload(n, seed=seed, spread=spread, pair_share=pair_share)
     for pattern in raw["patterns"]:
         pattern["within"] = window
     wl = build_workload(raw)
     return problem_from_workload(wl, wl.statistics), wl
 
 
-def _quality(window: str, limit: float, seeds: tuple[int, ...]) -> None:
-    print(f"\n-- 100 patterns, avg size 5, window {window}, time limit {limit:g} s --")
+def _bounds(seeds: tuple[int, ...]) -> None:
+    """How far any plan can get below trivial, without searching, as the two choices the
+    seed leaves open vary: how rates and selectivities fill its ranges, and how many pairs
+    get a comparison (seed 004 §6.1: about half the pattern size; issue 11: half the pairs).
+    'start' is every pattern's cheapest tree with each type's leaf once (the search's
+    start); 'bound' is trivial ÷ (complete matches + negation + one leaf per type)."""
+    print("\n-- what any plan can reach, 100 patterns (no search): trivial ÷ start / bound; "
+          "share of trivial's cost in complete matches --")
+    windows = ("20ms", "50ms", "100ms", "200ms", "500ms", "1s", "10s")
+    print(f"{'spread':>11} {'comparisons':>12} {'seed':>4} " +
+          " ".join(f"{w:>17}" for w in windows))
+    for spread in ("uniform", LOG):
+        for pair_share, label in ((None, "size/2"), (0.5, "pairs/2")):
+            for seed in seeds:
+                cells = []
+                for window in windows:
+                    problem, _ = _problem(100, seed, window, spread, pair_share)
+                    start, bound, roots = _reach(problem)
+                    cells.append(f"{start:5.1f}/{bound:5.1f}x {100 * roots:3.0f}%")
+                print(f"{spread:>11} {label:>12} {seed:>4} " + " ".join(f"{c:>17}" for c in cells))
+
+
+def _reach(problem: Problem) -> tuple[float, float, float]:
+    """trivial ÷ the search's start, trivial ÷ the bound, complete matches' share of trivial."""
+    interner = Interner()
+    compiled = [Compiled(p, interner) for p in problem.patterns]
+    trivial = unshared_cost(compiled, trivial_trees(compiled))
+    start = multi_cost(compiled, reordered_trees(compiled, BUSHY))
+    roots = sum(c.cost[(1 << c.m) - 1] + c.pattern.negation_cost for c in compiled)
+    once: dict[str, float] = {}
+    for c in compiled:
+        for i, label in enumerate(c.labels):
+            once[label] = max(once.get(label, 0.0), c.cost[1 << i])
+    return trivial / start, trivial / (roots + sum(once.values())), roots / trivial
+
+
+def _degree(problem: Problem) -> str:
+    """How much the workload can share: the MPG's density and patterns per subpattern."""
+    interner = Interner()
+    compiled = [Compiled(p, interner) for p in problem.patterns]
+    graph = build_graph(compiled)
+    owners = sorted(len(users) for users in graph.owners.values())
+    n = len(compiled)
+    greedy = unshared_cost(compiled, greedy_trees(compiled))
+    best = unshared_cost(compiled, reordered_trees(compiled, BUSHY))
+    return (f"MPG: {len(graph.edges)} edges (density {2 * len(graph.edges) / (n * (n - 1)):.2f}), "
+            f"{len(owners)} maximal common subpatterns shared by {owners[len(owners) // 2]} "
+            f"patterns (median), {owners[-1]} (most); RE as the seed builds it (greedy order) "
+            f"costs {greedy / best:.3f}x the RE used here (each pattern's cheapest tree)")
+
+
+def _quality(window: str, limit: float, seeds: tuple[int, ...], spread: str = "uniform") -> None:
+    print(f"\n-- 100 patterns, avg size 5, window {window}, rates and selectivities {spread} "
+          f"over the seed's ranges, time limit {limit:g} s --")
     print(f"{'seed':>4} {'search':>14} {'cost':>10} {'trivial/cost':>12} "
           f"{'below best SH/RE':>16} {'steps':>7} {'seconds':>7} {'shared':>6}")
     for seed in seeds:
-        problem, _ = _problem(100, seed, window)
+        problem, _ = _problem(100, seed, window, spread)
+        print(f"{'':>4} {_degree(problem)}")
         for algorithm, neighbourhood in COMBOS:
             r = search(problem, algorithm=algorithm, neighbourhood=neighbourhood,
                        time_limit=limit, seed=seed)

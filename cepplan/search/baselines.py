@@ -24,6 +24,21 @@ def reordered_trees(compiled: Sequence[Compiled], shape: str) -> list[IndexTree]
     return [best_tree(c, shape=shape)[0] for c in compiled]
 
 
+def greedy_trees(compiled: Sequence[Compiled]) -> list[IndexTree]:
+    """RE as seed 004 §6.2 defines it (from its [40]): a left-deep order built greedily, each
+    step appending the event that makes the next partial matches fewest."""
+    trees: list[IndexTree] = []
+    for c in compiled:
+        chosen, tree = 0, None
+        for _ in range(c.m):
+            step = min((i for i in range(c.m) if not chosen >> i & 1),
+                       key=lambda i, chosen=chosen: c.cost[chosen | 1 << i])
+            tree = step if tree is None else (tree, step)
+            chosen |= 1 << step
+        trees.append(tree)
+    return trees
+
+
 def unshared_cost(compiled: Sequence[Compiled], trees: Sequence[IndexTree]) -> float:
     """Σ_i Cost_tree(T_i) + the negation nodes: no node shared."""
     return sum(local_cost(c, t) + c.pattern.negation_cost

@@ -13,18 +13,26 @@ that put 0.1–47 events of a type in a window (bench_search.py prints the fixed
 
 from __future__ import annotations
 
+import math
 import random
 from typing import Any
 
 
 def synthetic_workload(n_patterns: int = 100, avg_size: float = 5.0, n_types: int = 20, *,
                        seed: int = 0, special: float = 0.2, window_s: int = 900,
-                       max_size: int = 8, equal_windows: bool = True) -> dict[str, Any]:
-    """A workload of `n_patterns` random patterns (seed 004 §6.1)."""
+                       max_size: int = 8, equal_windows: bool = True,
+                       pair_share: float | None = None, spread: str = "uniform"
+                       ) -> dict[str, Any]:
+    """A workload of `n_patterns` random patterns (seed 004 §6.1). `pair_share`: the share of
+    a pattern's pairs of events that get a comparison (issue 11: "about half the pairs");
+    None: about half as many comparisons as events (§6.1: "roughly equal to half the
+    pattern size"). `spread`: how rates and selectivities fill the seed's ranges — "uniform"
+    or "log-uniform" (§6.1 gives the ranges only)."""
+    draw = _DRAWS[spread]
     rng = random.Random(seed)
     types = [f"T{i:02d}" for i in range(n_types)]
     weights = [1.0 / (i + 1) ** 0.8 for i in range(n_types)]
-    rates = {t: round(rng.uniform(2, 47), 2) for t in types}
+    rates = {t: round(draw(rng, 2, 47), 2) for t in types}
     comparisons: dict[tuple[str, str], float] = {}
     patterns, selectivities = [], {}
     for index in range(n_patterns):
@@ -42,10 +50,11 @@ def synthetic_workload(n_patterns: int = 100, avg_size: float = 5.0, n_types: in
                 operands.insert(spot, ["NOT", f"n:{spare}"])
         where, sels = [], {}
         pairs = [(i, j) for i in range(size) for j in range(i + 1, size)]
-        for i, j in rng.sample(pairs, min(len(pairs), max(1, size // 2))):
+        count = size // 2 if pair_share is None else round(pair_share * len(pairs))
+        for i, j in rng.sample(pairs, min(len(pairs), max(1, count))):
             key = (chosen[i], chosen[j])
             if key not in comparisons:
-                comparisons[key] = round(rng.uniform(0.003, 0.92), 3)
+                comparisons[key] = round(draw(rng, 0.003, 0.92), 3)
             text = f"{variables[i]}.diff < {variables[j]}.diff"
             where.append(text)
             sels[text] = comparisons[key]
@@ -61,6 +70,12 @@ def synthetic_workload(n_patterns: int = 100, avg_size: float = 5.0, n_types: in
         "patterns": patterns,
         "statistics": {"rates": rates, "selectivities": selectivities},
     }
+
+
+_DRAWS = {
+    "uniform": lambda rng, low, high: rng.uniform(low, high),
+    "log-uniform": lambda rng, low, high: math.exp(rng.uniform(math.log(low), math.log(high))),
+}
 
 
 def _distinct(rng: random.Random, items: list[str], weights: list[float] | None,

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 
 import pytest
 
-from cepplan.costmodels.trees import cost_tree
+from cepplan.costmodels.trees import cost_tree, tree_leaves
+from cepplan.search.baselines import greedy_trees
 from cepplan.search.local import BUSHY, LEFT_DEEP, Compiled, Interner, best_tree
 from tests.search.helpers import all_trees, contains, left_deep_trees, random_pattern
 
@@ -58,3 +60,20 @@ def test_cheapest_tree_containing_given_subtrees_equals_brute_force(seed):
     brute = min(reference_cost(pattern, t) for t in left_deep_trees(tuple(range(size)))
                 if contains(t, prefix))
     assert cost == pytest.approx(brute, rel=1e-9)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_greedy_reordering_sorts_unconditioned_events_by_rate_and_never_beats_the_dp(seed):
+    """RE as seed 004 §6.2 defines it: without conditions an AND's greedy order is by
+    ascending rate (the analytic optimum of a left-deep order); with conditions it costs at
+    least the cheapest order over all n! of them."""
+    rng = random.Random(seed)
+    plain = random_pattern(rng, 5, operator="AND")
+    plain = replace(plain, conditions=())
+    (tree,) = greedy_trees([Compiled(plain, Interner())])
+    assert list(tree_leaves(_named(plain, tree))) == sorted(plain.variables,
+                                                           key=plain.rates.__getitem__)
+    pattern = random_pattern(rng, 5)
+    (tree,) = greedy_trees([Compiled(pattern, Interner())])
+    brute = min(reference_cost(pattern, t) for t in left_deep_trees(tuple(range(5))))
+    assert reference_cost(pattern, tree) >= brute * (1 - 1e-9)
