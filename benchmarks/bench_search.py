@@ -43,6 +43,7 @@ from cepplan.search.problem import Problem, problem_from_workload
 from cepplan.search.solve import search
 from cepplan.search.synthetic import synthetic_workload
 from cepplan.workload.loader import build_workload, load_workload
+from cepplan.workload.model import KLEENE
 from tests.search.helpers import all_trees, random_problem
 from tests.search.test_search import reference_multi_cost
 
@@ -169,6 +170,12 @@ def _fixed_share(problem: Problem, trivial: float) -> float:
     assert abs(sum(local_cost(c, pattern_order_tree(c.m)) for c in compiled) + negation
                - trivial) <= 1e-9 * trivial
     inner = trivial - roots - negation - leaves
+    kleene = [c for c in compiled if any(json.loads(label.rsplit("#", 1)[0])[1] == KLEENE
+                                         for label in c.labels)]
+    kleene_cost = sum(local_cost(c, pattern_order_tree(c.m)) + c.pattern.negation_cost
+                      for c in kleene)
+    print(f"{'':>4} the {len(kleene)} patterns with a Kleene variable are "
+          f"{100 * kleene_cost / trivial:.1f}% of trivial's cost")
     print(f"{'':>4} trivial's cost: complete matches {100 * roots / trivial:.1f}%, negation "
           f"{100 * negation / trivial:.1f}%, leaves {100 * leaves / trivial:.1f}% "
           f"(each type once: {100 * sum(once.values()) / trivial:.1f}%), inner nodes "
