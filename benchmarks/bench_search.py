@@ -23,6 +23,7 @@ from cepplan.engine_adapter.runtime.local import run_local
 from cepplan.planner.evaluation import EvaluationSettings, evaluation
 from cepplan.planner.plan import trivial_plan
 from cepplan.search.baselines import (
+    cost_floor,
     greedy_trees,
     reordered_trees,
     trivial_trees,
@@ -103,12 +104,8 @@ def _reach(problem: Problem) -> tuple[float, float, float]:
     compiled = [Compiled(p, interner) for p in problem.patterns]
     trivial = unshared_cost(compiled, trivial_trees(compiled))
     start = multi_cost(compiled, reordered_trees(compiled, BUSHY))
-    roots = sum(c.cost[(1 << c.m) - 1] + c.pattern.negation_cost for c in compiled)
-    once: dict[str, float] = {}
-    for c in compiled:
-        for i, label in enumerate(c.labels):
-            once[label] = max(once.get(label, 0.0), c.cost[1 << i])
-    return trivial / start, trivial / (roots + sum(once.values())), roots / trivial
+    roots, negation, leaves = cost_floor(compiled)
+    return trivial / start, trivial / (roots + negation + leaves), (roots + negation) / trivial
 
 
 def _degree(problem: Problem) -> str:
@@ -155,18 +152,15 @@ def _quality(window: str, limit: float, seeds: tuple[int, ...], spread: str = "u
 
 def _fixed_share(problem: Problem, trivial: float) -> float:
     """Where trivial's cost lies, and the best trivial/cost any plan could reach: every plan
-    keeps each pattern's root (its complete matches, seed 004 App. C counts them), the
-    negation veto nodes and at least one copy of every distinct leaf. Returns trivial's cost
+    keeps each distinct root (complete matches, seed 004 App. C counts them), the negation
+    veto nodes and one copy of every distinct leaf (`cost_floor`). Returns trivial's cost
     with each type's leaf counted once (§5: a multitree shares all leaves of a type)."""
     interner = Interner()
     compiled = [Compiled(p, interner) for p in problem.patterns]
     roots = sum(c.cost[(1 << c.m) - 1] for c in compiled)
     negation = sum(c.pattern.negation_cost for c in compiled)
     leaves = sum(c.cost[1 << i] for c in compiled for i in range(c.m))
-    once: dict[str, float] = {}
-    for c in compiled:
-        for i, label in enumerate(c.labels):
-            once[label] = max(once.get(label, 0.0), c.cost[1 << i])
+    distinct_roots, _, once = cost_floor(compiled)
     assert abs(sum(local_cost(c, pattern_order_tree(c.m)) for c in compiled) + negation
                - trivial) <= 1e-9 * trivial
     inner = trivial - roots - negation - leaves
@@ -178,10 +172,10 @@ def _fixed_share(problem: Problem, trivial: float) -> float:
           f"{100 * kleene_cost / trivial:.1f}% of trivial's cost")
     print(f"{'':>4} trivial's cost: complete matches {100 * roots / trivial:.1f}%, negation "
           f"{100 * negation / trivial:.1f}%, leaves {100 * leaves / trivial:.1f}% "
-          f"(each type once: {100 * sum(once.values()) / trivial:.1f}%), inner nodes "
+          f"(each type once: {100 * once / trivial:.1f}%), inner nodes "
           f"{100 * inner / trivial:.1f}%; no plan beats trivial by more than "
-          f"{trivial / (roots + negation + sum(once.values())):.2f}x")
-    return trivial - leaves + sum(once.values())
+          f"{trivial / (distinct_roots + negation + once):.2f}x")
+    return trivial - leaves + once
 
 
 def _at(trace, seconds: float) -> float:

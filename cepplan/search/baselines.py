@@ -39,6 +39,22 @@ def greedy_trees(compiled: Sequence[Compiled]) -> list[IndexTree]:
     return trees
 
 
+def cost_floor(compiled: Sequence[Compiled]) -> tuple[float, float, float]:
+    """What no multitree goes below (seed 004 App. C), as (complete matches, negation,
+    leaves): every distinct root once (patterns equal over labels share theirs) with the
+    widest window of its patterns, every negation node, and each event type's leaf once."""
+    roots: dict[int, float] = {}
+    leaves: dict[str, float] = {}
+    for c in compiled:
+        full = (1 << c.m) - 1
+        key = c.signature(full)
+        roots[key] = max(roots.get(key, 0.0), c.cost[full])
+        for i, label in enumerate(c.labels):
+            leaves[label] = max(leaves.get(label, 0.0), c.cost[1 << i])
+    negation = sum(c.pattern.negation_cost for c in compiled)
+    return sum(roots.values()), negation, sum(leaves.values())
+
+
 def unshared_cost(compiled: Sequence[Compiled], trees: Sequence[IndexTree]) -> float:
     """Σ_i Cost_tree(T_i) + the negation nodes: no node shared."""
     return sum(local_cost(c, t) + c.pattern.negation_cost

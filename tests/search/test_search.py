@@ -6,10 +6,12 @@ from __future__ import annotations
 import itertools
 import random
 import time
+from dataclasses import replace
 
 import pytest
 
 from cepplan.costmodels.trees import cost_tree_multi, node_cost
+from cepplan.search.baselines import cost_floor
 from cepplan.search.local import Compiled, Interner
 from cepplan.search.multitree import Multitree
 from cepplan.search.problem import Problem, problem_from_workload
@@ -146,3 +148,18 @@ def test_prefix_sharing_mode_keeps_every_tree_left_deep():
         while isinstance(tree, tuple):
             assert not isinstance(tree[1], tuple)
             tree = tree[0]
+
+
+def test_no_multitree_goes_below_the_cost_floor_and_the_floor_is_tight_for_one_pattern():
+    """The floor the benchmark divides by (distinct roots, negation, one leaf per type) is a
+    lower bound of the brute-force optimum, also with identical patterns (one root)."""
+    for seed in range(12):
+        rng = random.Random(seed)
+        patterns = random_problem(rng, 3, (2, 3), "ABCD")
+        patterns.append(replace(patterns[0], name="copy"))
+        interner = Interner()
+        compiled = [Compiled(p, interner) for p in patterns]
+        assert sum(cost_floor(compiled)) <= brute_force_optimum(patterns) * (1 + 1e-9)
+    pair = random_problem(random.Random(1), 1, (2, 2), "AB")
+    assert sum(cost_floor([Compiled(pair[0], Interner())])) == \
+        pytest.approx(brute_force_optimum(pair), rel=1e-9)
