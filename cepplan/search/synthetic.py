@@ -30,6 +30,7 @@ def synthetic_workload(n_patterns: int = 100, avg_size: float = 5.0, n_types: in
     pattern size"). `spread`: how rates and selectivities fill the seed's ranges — "uniform"
     or "log-uniform" (§6.1 gives the ranges only)."""
     draw = _DRAWS[spread]
+    max_size = min(max_size, n_types - 1)  # distinct types, and one spare for a NOT
     rng = random.Random(seed)
     types = [f"T{i:02d}" for i in range(n_types)]
     weights = [1.0 / (i + 1) ** 0.8 for i in range(n_types)]

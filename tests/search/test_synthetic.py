@@ -38,3 +38,11 @@ def test_rates_and_selectivities_fill_the_seed_ranges_as_asked(spread, rate_medi
     assert len(sels) > 150
     assert statistics.median(sels) == pytest.approx(sel_median, rel=0.3)
     assert statistics.median(rates) == pytest.approx(rate_median, rel=0.3)
+
+
+def test_few_types_cap_the_pattern_size_instead_of_looping():
+    raw = synthetic_workload(50, n_types=4, seed=2, special=1.0)
+    for pattern in raw["patterns"]:
+        types = [o.split(":")[1] if isinstance(o, str) else o[1].split(":")[1]
+                 for o in pattern["structure"][1:]]
+        assert len(types) == len(set(types)) <= 4
