@@ -13,20 +13,23 @@ import os
 from collections import Counter
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import orjson
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 
+from cepplan.engine_adapter.runtime.table import Columns
 from cepplan.errors import InputError
 from cepplan.stats.synth_write import strftime_pattern
 from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_TYPE, merged_attribute_types
 from cepplan.workload.durations import SECONDS_PER_UNIT
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 # The reasons of cepplan.workload.spark_source (kept equal by tests/engine/test_local_engine.py).
 REJECT_MALFORMED = "malformed row"
@@ -42,11 +45,25 @@ _FALSE = frozenset({"f", "false", "n", "no", "0"})
 
 @dataclass
 class Batch:
-    """Good rows of one batch in canonical columns, and the rejected rows' reasons."""
+    """Good rows of one batch in canonical columns (Arrow; as pandas or as NumPy `Columns`
+    on demand), and the rejected rows' reasons."""
 
-    events: pd.DataFrame
+    good: pa.Table
     rejected: Counter
     read: int = 0  # rows read: good (handed over or not), rejected, malformed
+
+    @property
+    def events(self) -> pd.DataFrame:
+        """The good rows as pandas (the event type categorical)."""
+        return self.good.to_pandas()
+
+    def columns(self) -> Columns:
+        """The good rows as NumPy columns (`column_values` form), without pandas."""
+        types = self.good[EVENT_TYPE].combine_chunks()
+        return Columns({n: self.good[n].to_numpy() for n in self.good.column_names
+                        if n != EVENT_TYPE},
+                       codes=types.indices.to_numpy(zero_copy_only=False),
+                       types=types.dictionary.to_pylist())
 
 
 def read_batches(paths: Sequence[str], source: Mapping[str, Any],
@@ -229,7 +246,7 @@ def _canonical(raw: pa.Table, source: Mapping[str, Any],
     codes = pc.index_in(_contiguous(types),
                         value_set=pa.array(list(attributes), pa.string()))
     reasons = _reasons(raw, out, source, attributes, keys, codes)
-    bad = ~pd.isna(reasons)
+    bad = reasons != None  # noqa: E711 (elementwise over objects)
     rejected = Counter(reasons[bad].tolist())
     out[EVENT_TYPE] = pa.DictionaryArray.from_arrays(
         codes, pa.array(list(attributes), pa.string()))  # pandas: categorical, fixed categories
@@ -240,8 +257,7 @@ def _canonical(raw: pa.Table, source: Mapping[str, Any],
                           [i for i, t in enumerate(attributes) if t in only_types])
     if not wanted.all():
         table = table.filter(pa.array(wanted))
-    good = table.to_pandas()
-    return Batch(good, rejected, n)
+    return Batch(table, rejected, n)
 
 
 def _contiguous(values) -> pa.Array:

@@ -13,10 +13,11 @@ import hashlib
 import json
 import math
 import re
+import sys
 from collections.abc import Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -30,6 +31,9 @@ from cepplan.engine_adapter.runtime.spec import PatternSpec
 from cepplan.engine_adapter.runtime.table import Table
 from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_TYPE
 from cepplan.workload.expr.vectorized import evaluate, referenced_keys
+
+if TYPE_CHECKING:  # imported where used: the in-process engine's plain path runs without it
+    import pandas as pd
 
 MATCH_COLUMN = "__match"  # a complex event's own match object, as JSON text
 RENDER_ROWS = 1 << 14  # matches rendered (and written) together
@@ -49,7 +53,8 @@ def plain_value(value: object) -> object:
         value = value.item()
     if isinstance(value, float) and math.isnan(value):
         return None
-    if value is pd.NA or value is pd.NaT:
+    pandas = sys.modules.get("pandas")  # pandas' missing values exist only once it is loaded
+    if pandas is not None and (value is pandas.NA or value is pandas.NaT):
         return None
     return value
 
@@ -226,4 +231,6 @@ def complex_events(table: Table, spec: PatternSpec, matches: Matches,
                 columns[key] = table.column(key[2])[source[key[1]]]
         frame[attr] = evaluate(tree, columns, count)
     frame[MATCH_COLUMN] = np.asarray(texts, dtype=object)
+    import pandas as pd
+
     return pd.DataFrame(frame)
