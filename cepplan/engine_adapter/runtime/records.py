@@ -115,38 +115,49 @@ class Renderer:
 
     def match_array(self, spec: PatternSpec, matches: Matches) -> pa.ChunkedArray:
         """All matches as Arrow strings, each {"pattern": ..., "events": {var: event or
-        [events]}} and a newline, concatenated column by column in Arrow, `RENDER_ROWS`
-        matches a chunk: each chunk's data buffer is JSON lines ready to write, with no
-        Python string per match, and chunks small enough to reuse the allocator's memory."""
+        [events]}} and a newline, `RENDER_ROWS` matches a chunk, each chunk's data buffer
+        JSON lines ready to write. A line is its pieces one after the other: per variable,
+        its label and event text (rendered once per event, label included) or its Kleene
+        list, the closing braces on the last piece; one `take` per chunk lays the pieces of
+        every line out in order, so no Python string per match is built."""
         head = '{"pattern": ' + json.dumps(spec.name) + ', "events": {'
-        labels = [f"{', ' if i else head}{json.dumps(v)}: "
-                  for i, v in enumerate([*matches.single, *matches.kleene])]
-        texts = self._texts_array([*matches.single.values()])
+        names = [*matches.single, *matches.kleene]
+        labels = {v: f"{', ' if i else head}{json.dumps(v)}: " for i, v in enumerate(names)}
+        ends = {v: "}}\n" if v == names[-1] else "" for v in names}
+        self._render_missing(np.concatenate([*matches.single.values(),
+                                             np.empty(0, np.int64)]))
+        texts = pa.array(self._texts, pa.large_string()) if matches.single else None
+        pieces = [pc.binary_join_element_wise(_scalar(labels[v]), texts, _scalar(ends[v]),
+                                              _scalar("")) for v in matches.single]
+        fixed = pa.concat_arrays(pieces) if pieces else None
         chunks = []
         for start in range(0, matches.count, RENDER_ROWS):
             stop = min(matches.count, start + RENDER_ROWS)
-            columns = [pc.take(texts, ranks[start:stop]) for ranks in matches.single.values()]
-            columns += [self._kleene_texts(sets[start:stop]) for sets in matches.kleene.values()]
-            pieces = [p for label, column in zip(labels, columns, strict=True)
-                      for p in (_scalar(label), column)]
-            pieces.append(_scalar("}}\n"))
-            chunks.append(pc.binary_join_element_wise(*pieces, _scalar("")))
+            sets = [self._kleene_texts(s[start:stop], labels[v], ends[v])
+                    for v, s in matches.kleene.items()]
+            layout = pa.concat_arrays([fixed, *sets] if pieces else sets) if sets else fixed
+            at = np.cumsum([0] + [len(p) for p in [*pieces, *sets]])
+            rows = np.arange(stop - start, dtype=np.int64)
+            order = np.empty((stop - start, len(names)), dtype=np.int64)
+            for i, ranks in enumerate(matches.single.values()):
+                order[:, i] = ranks[start:stop] + at[i]
+            for i in range(len(sets)):
+                order[:, len(pieces) + i] = rows + at[len(pieces) + i]
+            laid = pc.take(layout, order.ravel())
+            offsets = np.frombuffer(laid.buffers()[1], np.int64)[laid.offset:][
+                :len(order.ravel()) + 1:len(names)]
+            chunks.append(pa.LargeStringArray.from_buffers(
+                len(rows), pa.py_buffer(np.ascontiguousarray(offsets)), laid.buffers()[2]))
         return pa.chunked_array(chunks, pa.large_string())
 
-    def _texts_array(self, ranks: list[np.ndarray]) -> pa.Array:
-        """The table's event texts as an Arrow column indexed by rank, the events at `ranks`
-        rendered (others may be null)."""
-        if ranks:
-            self._render_missing(np.concatenate(ranks))
-        return pa.array(self._texts, pa.large_string())
-
-    def _kleene_texts(self, sets: list[tuple[int, ...]]) -> pa.Array:
-        """Each set of a Kleene variable's events as a JSON list of their texts."""
+    def _kleene_texts(self, sets: list[tuple[int, ...]], label: str, end: str) -> pa.Array:
+        """Each set of a Kleene variable's events as its label, a JSON list of their texts
+        and `end`."""
         flat = np.fromiter((r for s in sets for r in s), np.int64)
         events = self.event_texts(flat).tolist() if len(flat) else []
         joined, at = [], 0
         for chosen in sets:
-            joined.append("[" + ", ".join(events[at:at + len(chosen)]) + "]")
+            joined.append(label + "[" + ", ".join(events[at:at + len(chosen)]) + "]" + end)
             at += len(chosen)
         return pa.array(joined, pa.large_string())
 
