@@ -87,26 +87,27 @@ class Renderer:
             self._render(np.flatnonzero(need))
 
     def _render(self, ranks: np.ndarray) -> None:
+        """Each event's text: its values as JSON column by column, put together row by row
+        by one %-format per event (no intermediate string per field)."""
         table = self.table
         types = table.types[ranks]
         for kind in np.unique(types.astype(str)):
             mine = ranks[types == kind]
-            text = ('{"id": ' + _json_column(table.ids[mine]) + ', "type": '
-                    + json.dumps(kind) + ', "ts": ' + _json_column(table.ts[mine]))
-            for attr in self.type_attrs.get(kind, ()):
-                text = text + f", {json.dumps(attr)}: " + _json_column(table.column(attr)[mine])
-            if MATCH_COLUMN in table.columns:
-                nested = table.columns[MATCH_COLUMN][mine]
-                own = np.array([isinstance(t, str) for t in nested], dtype=bool)
-                if own.any():
-                    text[own] = text[own] + ", " + np.array([t[1:] for t in nested[own]],
-                                                            dtype=object)
-                    text[~own] = text[~own] + "}"
-                else:
-                    text = text + "}"
-            else:
-                text = text + "}"
-            self._texts[mine] = text
+            attrs = self.type_attrs.get(kind, ())
+            form = "".join(["{\"id\": %s, \"type\": ", _literal(json.dumps(kind)),
+                            ", \"ts\": %s", *(f", {_literal(json.dumps(a))}: %s" for a in attrs)])
+            columns = [_json_column(table.ids[mine]), _json_column(table.ts[mine]),
+                       *(_json_column(table.column(a)[mine]) for a in attrs)]
+            nested = (table.columns[MATCH_COLUMN][mine] if MATCH_COLUMN in table.columns
+                      else None)
+            if nested is None or not any(isinstance(t, str) for t in nested):
+                text = [(form + "}") % row for row in zip(*map(list, columns), strict=True)]
+            else:  # a complex event: its own pattern and events follow, from its match
+                text = [(form + ", " + t[1:].replace("%", "%%") if isinstance(t, str)
+                         else form + "}") % row
+                        for row, t in zip(zip(*map(list, columns), strict=True), nested,
+                                          strict=True)]
+            self._texts[mine] = np.asarray(text, dtype=object) if text else text
             self._done[mine] = True
 
     def match_lines(self, spec: PatternSpec, matches: Matches) -> str:
@@ -160,6 +161,11 @@ class Renderer:
             joined.append(label + "[" + ", ".join(events[at:at + len(chosen)]) + "]" + end)
             at += len(chosen)
         return pa.array(joined, pa.large_string())
+
+
+def _literal(text: str) -> str:
+    """`text` as it reads inside a %-format."""
+    return text.replace("%", "%%")
 
 
 def _scalar(text: str) -> pa.Scalar:
