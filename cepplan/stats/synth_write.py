@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import io
 import re
-from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
+import pandas as pd
 
 from cepplan.errors import InputError
 from cepplan.fileio import write_bytes_atomic
@@ -20,14 +19,11 @@ from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_TYPE
 from cepplan.workload.durations import SECONDS_PER_UNIT
 from cepplan.workload.model import Workload
 
-if TYPE_CHECKING:  # the in-process engine reads `strftime_pattern` without loading pandas
-    import pandas as pd
-
 # Spark datetime pattern letters synth can write, with their strftime codes and resolution (s).
 _LETTERS = {"yyyy": ("%Y", 0), "yy": ("%y", 0), "MM": ("%m", 0), "dd": ("%d", 86400),
             "HH": ("%H", 3600), "mm": ("%M", 60), "ss": ("%S", 1), "SSS": ("%f", 0.001)}
 _TOKEN = re.compile(r"'[^']*'|([A-Za-z])\1*|[^A-Za-z']+")
-EPOCH_BASE = datetime(2024, 1, 1, tzinfo=timezone.utc)  # formatted timestamps start here
+EPOCH_BASE = pd.Timestamp("2024-01-01T00:00:00Z")  # formatted timestamps start here
 
 
 def strftime_pattern(spark_pattern: str, file: str = "<workload>") -> tuple[str, float]:
@@ -92,8 +88,6 @@ def write_events(events: pd.DataFrame, workload: Workload, path: str | Path) -> 
 
 def _format_times(seconds: pd.Series, fmt: str) -> pd.Series:
     """Seconds since the epoch as text; `%f` stands for Spark's `SSS` (milliseconds)."""
-    import pandas as pd
-
     millis_since_epoch = np.round(seconds.to_numpy() * 1000.0).astype(np.int64)
     stamps = pd.Series(pd.to_datetime(millis_since_epoch, unit="ms", utc=True),
                        index=seconds.index)
