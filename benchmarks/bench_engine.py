@@ -16,6 +16,7 @@ e. peak memory (max RSS of the run's process) at 10^6 rows, and at 10^7 with
 
 from __future__ import annotations
 
+import compileall
 import json
 import os
 import resource
@@ -232,7 +233,11 @@ def main(quick: bool = False) -> None:
     rows = int(os.environ.get("CEPPLAN_BENCH_ROWS", 100_000 if quick else 1_000_000))
     peer_rows = int(os.environ.get("CEPPLAN_BENCH_PEER_ROWS", 10_000 if quick else 100_000))
     only = set(os.environ.get("CEPPLAN_BENCH_ONLY", "abcde").replace(",", ""))
-    print(f"load: {os.getloadavg()[0]:.1f} (1-minute average, {os.cpu_count()} cores)")
+    print(f"load: {_load()} ({os.cpu_count()} cores)")
+    if sys.dont_write_bytecode:  # as installing the package does; else every run compiles
+        compileall.compile_dir(ROOT / "cepplan", quiet=1)
+        print("(PYTHONDONTWRITEBYTECODE is set: cepplan's modules compiled to bytecode first, "
+              "as `pip install` does)")
     with tempfile.TemporaryDirectory(prefix="bench-engine-") as name:
         scratch = Path(name)
         bars = scratch / "bars.txt"
@@ -248,4 +253,9 @@ def main(quick: bool = False) -> None:
             many_patterns(scratch, bars, rows)
         if "e" in only:
             memory(scratch, bars, rows)
-    print(f"load: {os.getloadavg()[0]:.1f}")
+    print(f"load: {_load()}")
+
+
+def _load() -> str:
+    """The load averages over 1, 5 and 15 minutes, as `uptime` shows them."""
+    return "{:.2f}, {:.2f}, {:.2f} (1, 5, 15 minutes)".format(*os.getloadavg())

@@ -9,14 +9,15 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
 from cepplan.cli import options
 from cepplan.cli.options import Engine
+
+if TYPE_CHECKING:  # rich loads slowly: imported when a summary is printed
+    from rich.console import Console
 
 
 def stats(
@@ -92,6 +93,8 @@ def stats(
         print(f"warning: {rows['rejected']} of {rows['read']} rows rejected ({reasons})",
               file=sys.stderr)
     if not quiet:
+        from rich.console import Console
+
         print_summary(document, Console(width=None if sys.stdout.isatty() else 110))
         engine_text = ("in-process engine" if chosen == "local"
                        else f"Spark engine ({master or 'local[*]'})")
@@ -102,6 +105,8 @@ def stats(
 def print_summary(document: dict[str, Any], console: Console) -> None:
     """The summary tables: per type rate, interval, dispersion index, burstiness and chosen
     model; per predicate selectivity with its interval and sample size."""
+    from rich.table import Table
+
     unit = document["time_unit"]
     rows = document["rows"]
     table = Table(title=f"{rows['read']} rows read, {rows['rejected']} rejected; "

@@ -1,5 +1,7 @@
 """Read event files through a workload's `source` with pyarrow, batch by batch, into the
-canonical columns of `cepplan.workload.spark_source.read_events` (no JVM).
+canonical columns of `cepplan.workload.spark_source.read_events` (no JVM): the one in-process
+reader, used by the statistics engine (`read_batches`, pandas) and the in-process engine
+(`read_canonical`, NumPy, via `engine_adapter/local/source.py`).
 
 Same plain arguments, same columns (`__type`, `__ts`, `__id`, non-attribute keys as strings,
 one column per attribute name, `__reject`), same reject reasons in the same priority and the
@@ -11,10 +13,11 @@ same casts as Spark's `try_cast` (checked side by side in tests/stats/test_local
 `__type` and `__reject` are pandas Categoricals (cheap to group by), the attributes float64,
 Int64, boolean or object (str) by their declared type.
 
-Imports only pyarrow, pandas, numpy, orjson and stdlib modules of cepplan, so the local path
-starts fast. Known departures from Spark, on inputs a CEP file rarely holds: CSV fields quoted
-over several lines are read as one field (Spark reads line by line); hexadecimal floats are
-unparsable; a non-string Parquet column read as a string formats doubles Python's way.
+Imports only pyarrow, numpy, orjson and stdlib modules of cepplan (pandas when a pandas frame
+is asked for), so the local path starts fast. Known departures from Spark, on inputs a CEP
+file rarely holds: CSV fields quoted over several lines are read as one field (Spark reads line
+by line); hexadecimal floats are unparsable; a non-string Parquet column read as a string
+formats doubles Python's way.
 """
 
 from __future__ import annotations
@@ -27,18 +30,20 @@ import math
 import os
 import re
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import orjson
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
-import pyarrow.parquet as pq
 
 from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_TYPE, merged_attribute_types
 from cepplan.workload.durations import SECONDS_PER_UNIT
+
+if TYPE_CHECKING:  # imported where a pandas frame is built
+    import pandas as pd
 
 # The reasons of spark_source.py, word for word (a test holds them equal).
 REJECT = "__reject"
@@ -55,12 +60,14 @@ _HEADER_SAMPLE = 1000  # JSON lines: columns are taken from this many first line
 
 
 class SourceError(ValueError):
-    """The files cannot be read as the source describes (as `spark_source.SourceError`)."""
+    """The files cannot be read as the source describes (as `spark_source.SourceError`);
+    `place`: the workload's JSON path at fault, if it is the workload's `source`."""
 
-    def __init__(self, message: str, path: str = ""):
+    def __init__(self, message: str, path: str = "", place: str = ""):
         super().__init__(f"{path}: {message}" if path else message)
         self.message = message
         self.path = path
+        self.place = place
 
 
 def expand_paths(paths: str | Sequence[str]) -> list[str]:
@@ -92,23 +99,78 @@ def input_bytes(paths: str | Sequence[str]) -> int:
 
 
 
-def read_batches(paths: str | Sequence[str], source: Mapping[str, Any],
-                 attributes: Mapping[str, Mapping[str, str]], time_unit: str, *,
-                 columns: Sequence[str] | None = None) -> Iterator[pd.DataFrame]:
-    """Yield the canonical columns of `paths` batch by batch (file order; ids are the row's
-    0-based position over all files unless `id_column`). `columns` limits the key / attribute
-    columns returned (all are still read: every attribute of a row's type is checked)."""
+@dataclass
+class Canonical:
+    """One batch in canonical columns as NumPy, and the first reason each row is unusable:
+    `reject` indexes `reasons` (-1: a good row). Types are codes into `type_names` (-1:
+    missing); attributes are (values, parsed) pairs from `cast_values`; `ids_ok` is None when
+    the ids are row positions."""
+
+    type_codes: np.ndarray
+    type_names: list[str]
+    ts: np.ndarray
+    ids: np.ndarray
+    ids_ok: np.ndarray | None
+    keys: dict[str, np.ndarray]
+    attributes: dict[str, tuple[np.ndarray, np.ndarray]]
+    attribute_types: dict[str, str]
+    reject: np.ndarray
+    reasons: list[str]
+
+    def __len__(self) -> int:
+        return len(self.ts)
+
+
+def read_canonical(paths: str | Sequence[str], source: Mapping[str, Any],
+                   attributes: Mapping[str, Mapping[str, str]], time_unit: str, *,
+                   batch_bytes: int = BATCH_BYTES) -> Iterator[Canonical]:
+    """The canonical columns of `paths` batch by batch (file order; ids are the row's 0-based
+    position over all files unless `id_column`); `SourceError` naming the file when a file
+    cannot be read as the source says."""
     if time_unit not in SECONDS_PER_UNIT:
         raise SourceError(f"unknown time_unit {time_unit!r}")
     files = expand_paths(paths)
     attr_types = merged_attribute_types(attributes.values())
     keys = [k for k in source.get("key_columns", ()) if k not in attr_types]
     needed = list(dict.fromkeys(_row_columns(source) + list(attr_types)))
-    raw_batches = _raw_batches(files, source, needed)
     time_parser = _time_parser(source.get("time_format"), time_unit)
-    for raw, malformed, positions in raw_batches:
+    where = {"file": ", ".join(files)}  # the file being read, for errors
+    raw_batches = _raw_batches(files, source, needed, batch_bytes, where)
+    while True:
+        try:
+            raw, malformed, positions = next(raw_batches)
+        except StopIteration:
+            return
+        except (pa.ArrowInvalid, UnicodeDecodeError) as err:
+            raise SourceError(f"cannot read as {source['format']}: "
+                              f"{str(err).splitlines()[0]}", where["file"]) from None
         yield _canonical(raw, malformed, source, attributes, attr_types, keys, time_parser,
-                         time_unit, positions, columns)
+                         time_unit, positions)
+
+
+def read_batches(paths: str | Sequence[str], source: Mapping[str, Any],
+                 attributes: Mapping[str, Mapping[str, str]], time_unit: str, *,
+                 columns: Sequence[str] | None = None) -> Iterator[pd.DataFrame]:
+    """Yield the canonical columns of `paths` batch by batch as pandas frames with `__reject`
+    (`read_canonical`). `columns` limits the key / attribute columns returned (all are still
+    read: every attribute of a row's type is checked)."""
+    import pandas as pd
+
+    wanted = None if columns is None else set(columns)
+    for batch in read_canonical(paths, source, attributes, time_unit):
+        ids = (pd.Series(batch.ids) if batch.ids_ok is None
+               else _pandas_values(batch.ids, batch.ids_ok, "long"))
+        out: dict[str, Any] = {
+            EVENT_TYPE: pd.Series(pd.Categorical.from_codes(batch.type_codes,
+                                                            batch.type_names)),
+            EVENT_TS: batch.ts, EVENT_ID: ids}
+        out.update({k: pd.Series(v, dtype=object) for k, v in batch.keys.items()
+                    if wanted is None or k in wanted})
+        out.update({a: _pandas_values(v, ok, batch.attribute_types[a])
+                    for a, (v, ok) in batch.attributes.items() if wanted is None or a in wanted})
+        frame = pd.DataFrame(out)
+        frame[REJECT] = pd.Categorical.from_codes(batch.reject, batch.reasons)
+        yield frame
 
 
 def _row_columns(source: Mapping[str, Any]) -> list[str]:
@@ -119,15 +181,16 @@ def _row_columns(source: Mapping[str, Any]) -> list[str]:
 
 # ---- raw batches per format: (needed columns, malformed-row mask, row positions) ----
 
-def _raw_batches(files: list[str], source: Mapping[str, Any],
-                 needed: list[str]) -> Iterator[tuple[pa.Table, np.ndarray, np.ndarray]]:
+def _raw_batches(files: list[str], source: Mapping[str, Any], needed: list[str],
+                 batch_bytes: int, where: dict[str, str]
+                 ) -> Iterator[tuple[pa.Table, np.ndarray, np.ndarray]]:
     fmt = source["format"]
     if fmt == "csv":
-        return _csv_batches(files, source, needed)
+        return _csv_batches(files, source, needed, batch_bytes, where)
     if fmt == "jsonl":
-        return _json_batches(files, source, needed)
+        return _json_batches(files, source, needed, batch_bytes, where)
     if fmt == "parquet":
-        return _parquet_batches(files, needed)
+        return _parquet_batches(files, needed, where)
     raise SourceError(f"unknown source format {fmt!r} (csv, parquet or jsonl)")
 
 
@@ -151,8 +214,9 @@ def _csv_header(files: list[str], source: Mapping[str, Any]) -> list[str]:
     return []
 
 
-def _csv_batches(files: list[str], source: Mapping[str, Any],
-                 needed: list[str]) -> Iterator[tuple[pa.Table, np.ndarray, np.ndarray]]:
+def _csv_batches(files: list[str], source: Mapping[str, Any], needed: list[str],
+                 batch_bytes: int, where: dict[str, str]
+                 ) -> Iterator[tuple[pa.Table, np.ndarray, np.ndarray]]:
     """CSV as strings like Spark's PERMISSIVE reader: a row with too few or too many fields is
     malformed (and keeps its position), blank lines are skipped, empty fields are NULL,
     backslash escapes quotes."""
@@ -164,6 +228,7 @@ def _csv_batches(files: list[str], source: Mapping[str, Any],
     header = int(bool(source.get("header", True)))
     offset = 0
     for file in files:
+        where["file"] = file
         bad: list[int] = []  # positions in the file of malformed rows not yet emitted
 
         def invalid(row: Any, bad: list[int] = bad) -> str:
@@ -174,7 +239,7 @@ def _csv_batches(files: list[str], source: Mapping[str, Any],
         reader = pa_csv.open_csv(
             file,
             read_options=pa_csv.ReadOptions(column_names=names, skip_rows=header,
-                                            use_threads=False, block_size=BATCH_BYTES),
+                                            use_threads=False, block_size=batch_bytes),
             parse_options=pa_csv.ParseOptions(escape_char="\\", double_quote=False,
                                               invalid_row_handler=invalid),
             convert_options=pa_csv.ConvertOptions(
@@ -219,8 +284,9 @@ def _json_text(value: Any) -> str | None:
     return orjson.dumps(value).decode()
 
 
-def _json_batches(files: list[str], source: Mapping[str, Any],
-                  needed: list[str]) -> Iterator[tuple[pa.Table, np.ndarray, np.ndarray]]:
+def _json_batches(files: list[str], source: Mapping[str, Any], needed: list[str],
+                  batch_bytes: int, where: dict[str, str]
+                  ) -> Iterator[tuple[pa.Table, np.ndarray, np.ndarray]]:
     """JSON lines: the columns are the fields of the first lines (each needed one must be
     there, as in Spark); a line that is not a JSON object is malformed; blank lines skipped."""
     seen = _json_fields(files)
@@ -231,9 +297,10 @@ def _json_batches(files: list[str], source: Mapping[str, Any],
     _missing(needed, list(seen), files)
     offset = 0
     for file in files:
+        where["file"] = file
         with open(file, "rb") as handle:
             while True:
-                lines = handle.readlines(BATCH_BYTES)
+                lines = handle.readlines(batch_bytes)
                 if not lines:
                     break
                 values: dict[str, list] = {n: [] for n in needed}
@@ -281,11 +348,17 @@ def _json_fields(files: list[str]) -> dict[str, None]:
     return seen
 
 
-def _parquet_batches(files: list[str],
-                     needed: list[str]) -> Iterator[tuple[pa.Table, np.ndarray, np.ndarray]]:
+def _parquet_batches(files: list[str], needed: list[str], where: dict[str, str]
+                     ) -> Iterator[tuple[pa.Table, np.ndarray, np.ndarray]]:
+    import pyarrow.parquet as pq
+
     offset = 0
     for file in files:
-        reader = pq.ParquetFile(file)
+        where["file"] = file
+        try:
+            reader = pq.ParquetFile(file)
+        except (pa.ArrowInvalid, OSError) as err:
+            raise SourceError(f"cannot read as Parquet: {err}", file) from None
         _missing(needed, reader.schema_arrow.names, [file])
         for batch in reader.iter_batches(batch_size=BATCH_ROWS, columns=needed):
             table = pa.Table.from_batches([batch])
@@ -310,7 +383,24 @@ def _strip(array: pa.Array) -> pa.Array:
     return pc.utf8_trim(array, characters="".join(chr(c) for c in range(33)))
 
 
+def _plain_cast(array: pa.Array, kind: str) -> np.ndarray | None:
+    """The common case cheaply: every value a number Arrow's cast reads, which is in the
+    syntax Spark's cast accepts (Arrow reads a subset of `_DOUBLE` and the special literals,
+    and of the long syntax except hexadecimal, excluded here); None when some value needs the
+    trimming and checking path."""
+    if kind == "long" and pc.any(pc.match_substring(array, "x", ignore_case=True)).as_py():
+        return None
+    try:
+        return pc.cast(array, pa.int64() if kind == "long" else pa.float64())
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return None
+
+
 def _string_to_double(array: pa.Array) -> np.ndarray:
+    fast = _plain_cast(array, "double")
+    if fast is not None:
+        return (fast.to_numpy(zero_copy_only=False),
+                ~pc.is_null(fast).to_numpy(zero_copy_only=False))
     text = _strip(array)
     out = np.full(len(text), np.nan)
     valid = np.zeros(len(text), dtype=bool)
@@ -329,6 +419,10 @@ def _string_to_double(array: pa.Array) -> np.ndarray:
 
 
 def _string_to_long(array: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    fast = _plain_cast(array, "long")
+    if fast is not None:
+        ok = ~pc.is_null(fast).to_numpy(zero_copy_only=False)
+        return pc.fill_null(fast, 0).to_numpy(zero_copy_only=False), ok
     text = _strip(array)
     good = pc.fill_null(pc.match_substring_regex(text, r"^[+-]?\d{1,19}$"), False)
     good_np = good.to_numpy(zero_copy_only=False)
@@ -362,15 +456,15 @@ def _float_to_long(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.where(ok, np.trunc(np.where(ok, values, 0)), 0).astype(np.int64), ok
 
 
-def cast_column(array: pa.ChunkedArray | pa.Array, kind: str) -> tuple[pd.Series, np.ndarray]:
+def cast_values(array: pa.ChunkedArray | pa.Array, kind: str) -> tuple[np.ndarray, np.ndarray]:
     """`array` as the workload type `kind` (double, long, bool, string) with Spark's try_cast
-    rules, and which values are not NULL (a value that cannot be cast is NULL; NaN is a
-    double). Nullable pandas dtypes for long and bool (Int64, boolean)."""
+    rules, as NumPy, and which values are not NULL (a value that cannot be cast is NULL; NaN
+    is a double): float64 (NaN where NULL), int64 (0 where NULL), bool, or objects (None)."""
     array = array.combine_chunks() if isinstance(array, pa.ChunkedArray) else array
     present = ~pc.is_null(array).to_numpy(zero_copy_only=False)
     typ = array.type
     if kind == "string":
-        return pd.Series(_as_string(array), dtype=object), present
+        return _as_string(array), present
     if pa.types.is_string(typ) or pa.types.is_large_string(typ):
         if kind == "double":
             values, ok = _string_to_double(array)
@@ -398,13 +492,29 @@ def cast_column(array: pa.ChunkedArray | pa.Array, kind: str) -> tuple[pd.Series
         else:
             values, ok = numbers != 0, present
     else:
-        values, ok = cast_column(pa.array(_as_string(array), pa.string()), kind)
+        values, ok = cast_values(pa.array(_as_string(array), pa.string()), kind)
         return values, ok & present
     ok = ok & present
     if kind == "double":
-        return pd.Series(np.where(ok, values, np.nan), dtype=np.float64), ok
+        return np.where(ok, values, np.nan), ok
+    return values, ok
+
+
+def cast_column(array: pa.ChunkedArray | pa.Array, kind: str) -> tuple[pd.Series, np.ndarray]:
+    """`cast_values` as a pandas Series: nullable dtypes for long and bool (Int64, boolean)."""
+    values, ok = cast_values(array, kind)
+    return _pandas_values(values, ok, kind), ok
+
+
+def _pandas_values(values: np.ndarray, ok: np.ndarray, kind: str) -> pd.Series:
+    import pandas as pd
+
+    if kind == "string":
+        return pd.Series(values, dtype=object)
+    if kind == "double":
+        return pd.Series(values, dtype=np.float64)
     dtype = "Int64" if kind == "long" else "boolean"
-    return pd.Series(pd.array(values, dtype=dtype)).mask(~ok), ok
+    return pd.Series(pd.array(values, dtype=dtype)).mask(~ok)
 
 
 def _as_string(array: pa.Array) -> np.ndarray:
@@ -462,6 +572,7 @@ def _time_parser(pattern: str | None, time_unit: str):
     if pattern is None:
         return None
     regex = time_format_regex(pattern)
+    layout = _fixed_layout(pattern)
     per_unit = SECONDS_PER_UNIT[time_unit]
 
     def parse(array: pa.Array) -> np.ndarray:
@@ -471,28 +582,28 @@ def _time_parser(pattern: str | None, time_unit: str):
                                                                        pa.string())
         if regex == _NEVER:
             return np.full(len(text), np.nan)
-        fields = pc.extract_regex(text, regex)
-        valid = ~pc.is_null(fields).to_numpy(zero_copy_only=False)
+        firsts = _run_starts(text)
+        if firsts is not None and len(firsts) <= len(text) // 2:  # a coarse clock: each once
+            return np.repeat(parse(text.take(firsts)), np.diff(np.append(firsts, len(text))))
+        fields, valid = _fixed_fields(text, layout) if layout else ({}, None)
+        if valid is None or not valid.all():  # the rows of other shapes: the regex
+            rest = None if valid is None else np.flatnonzero(~valid)
+            found, matched = _regex_fields(text if rest is None else text.take(rest), regex)
+            if rest is None:
+                fields, valid = found, matched
+            else:
+                for name, column in found.items():
+                    fields.setdefault(name, np.zeros(len(text), dtype=np.int64))[rest] = column
+                valid[rest] = matched
         n = len(text)
 
         def part(name: str, default: int) -> np.ndarray:
-            if fields.type.get_field_index(name) < 0:
-                return np.full(n, default, dtype=np.int64)
-            column = pc.struct_field(fields, name)
-            return pc.cast(pc.fill_null(column, "0"), pa.int64()).to_numpy(
-                zero_copy_only=False)
+            return fields[name] if name in fields else np.full(n, default, dtype=np.int64)
 
-        year = (part("year", 1970) if fields.type.get_field_index("year2") < 0
-                else 2000 + part("year2", 0))
+        year = part("year", 1970) if "year2" not in fields else 2000 + part("year2", 0)
         month, day = part("month", 1), part("day", 1)
         hour, minute, second = part("hour", 0), part("minute", 0), part("second", 0)
-        micros = np.zeros(n, dtype=np.int64)
-        if fields.type.get_field_index("fraction") >= 0:
-            digits = pc.fill_null(pc.struct_field(fields, "fraction"), "0")
-            width = pc.utf8_length(digits).to_numpy(zero_copy_only=False).astype(np.int64)
-            value = pc.cast(digits, pa.int64()).to_numpy(zero_copy_only=False)
-            micros = np.where(width <= 6, value * 10 ** np.clip(6 - width, 0, 6),
-                              value // 10 ** np.clip(width - 6, 0, 3))
+        micros = part("micros", 0)
         valid &= (year <= 9999) & (month >= 1) & (month <= 12)
         valid &= (hour <= 23) & (minute <= 59) & (second <= 59)
         valid &= (day >= 1) & (day <= _days_in_month(year, np.clip(month, 1, 12)))
@@ -501,6 +612,104 @@ def _time_parser(pattern: str | None, time_unit: str):
         return np.where(valid, total / (1e6 * per_unit), np.nan)
 
     return parse
+
+
+def _run_starts(text: pa.Array) -> np.ndarray | None:
+    """Where each run of equal consecutive values starts, when all values have one length
+    (compared as bytes); None otherwise."""
+    n = len(text)
+    if n < 2 or text.null_count or not text.buffers()[2]:
+        return None
+    offsets = np.frombuffer(text.buffers()[1], dtype=np.int32)[text.offset:text.offset + n + 1]
+    width = int(offsets[1] - offsets[0])
+    if width == 0 or offsets[-1] - offsets[0] != n * width or (np.diff(offsets) != width).any():
+        return None
+    data = np.frombuffer(text.buffers()[2], dtype=np.uint8)
+    rows = data[offsets[0]:offsets[-1]].view(np.dtype((np.void, width)))
+    return np.flatnonzero(np.concatenate([[True], rows[1:] != rows[:-1]]))
+
+
+def _regex_fields(text: pa.Array, regex: str) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """The fields of `time_format_regex` per value (0 where it does not match), and which
+    values match; a fraction as microseconds."""
+    found = pc.extract_regex(text, regex)
+    valid = ~pc.is_null(found).to_numpy(zero_copy_only=False)
+    fields = {}
+    for index in range(found.type.num_fields):
+        name = found.type.field(index).name
+        digits = pc.fill_null(pc.struct_field(found, name), "0")
+        value = pc.cast(digits, pa.int64()).to_numpy(zero_copy_only=False)
+        if name == "fraction":
+            width = pc.utf8_length(digits).to_numpy(zero_copy_only=False).astype(np.int64)
+            name, value = "micros", np.where(width <= 6, value * 10 ** np.clip(6 - width, 0, 6),
+                                             value // 10 ** np.clip(width - 6, 0, 3))
+        fields[name] = value
+    return fields, valid
+
+
+_FIXED_WIDTHS = {"yyyy": 4, "yy": 2, "MM": 2, "dd": 2, "HH": 2, "mm": 2, "ss": 2}
+
+
+def _fixed_layout(pattern: str) -> list[tuple[str, str | bytes]] | None:
+    """The pattern as fixed-width pieces, ("field", name) of its digits or ("text", bytes),
+    when a value of that exact length can only parse one way: no fraction (its width varies)
+    and ASCII literals; else None."""
+    layout: list[tuple[str, str | bytes]] = []
+    for match in _TOKEN.finditer(pattern):
+        token = match.group(0)
+        literal = token[1:-1] or "'" if token.startswith("'") else (
+            token if not token[0].isalpha() else None)
+        if literal is not None:
+            if not literal.isascii():
+                return None
+            layout.append(("text", literal.encode()))
+        elif token in _FIXED_WIDTHS:
+            layout.append(("field", token))
+        else:
+            return None
+    return layout
+
+
+def _fixed_fields(text: pa.Array, layout: list[tuple[str, str | bytes]]
+                  ) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """The fields of the values whose bytes fit `layout` exactly (digits where fields are,
+    the literals elsewhere), read from the string buffer with NumPy; which values fit. A
+    value fits exactly when the regex matches it with the year taking 4 digits, the only
+    way it can at that length."""
+    n = len(text)
+    width = sum(len(piece) if kind == "text" else _FIXED_WIDTHS[piece]
+                for kind, piece in layout)
+    offsets = np.frombuffer(text.buffers()[1], dtype=np.int32)[text.offset:text.offset + n + 1]
+    fits = (np.diff(offsets) == width) & ~pc.is_null(text).to_numpy(zero_copy_only=False)
+    rows = np.flatnonzero(fits)
+    data = np.frombuffer(text.buffers()[2], dtype=np.uint8) if text.buffers()[2] else None
+    if not len(rows) or data is None:
+        return {}, fits
+    start = int(offsets[0])
+    if len(rows) == n and offsets[-1] - start == n * width:  # all of one width: a view
+        chars = data[start:start + n * width].reshape(n, width)
+    else:
+        chars = data[offsets[rows][:, None] + np.arange(width)]
+    digits = chars - np.uint8(48)  # a digit's value; anything else wraps above 9
+    is_digit = np.concatenate([np.full(len(piece), kind == "field") if kind == "text" else
+                               np.ones(_FIXED_WIDTHS[piece], dtype=bool)
+                               for kind, piece in layout]).astype(bool)
+    literals = np.frombuffer(b"".join(piece if kind == "text" else b"0" * _FIXED_WIDTHS[piece]
+                                      for kind, piece in layout), dtype=np.uint8)
+    good = np.where(is_digit, digits <= 9, chars == literals).all(axis=1)
+    fields, at = {}, 0
+    for kind, piece in layout:
+        if kind == "text":
+            at += len(piece)
+            continue
+        value = np.zeros(len(rows), dtype=np.int64)
+        for column in range(at, at + _FIXED_WIDTHS[piece]):
+            value = value * 10 + digits[:, column]
+        fields[_TIME_LETTERS[piece][0]] = np.zeros(n, dtype=np.int64)
+        fields[_TIME_LETTERS[piece][0]][rows] = value
+        at += _FIXED_WIDTHS[piece]
+    fits[rows[~good]] = False
+    return fields, fits
 
 
 def _days_in_month(year: np.ndarray, month: np.ndarray) -> np.ndarray:
@@ -532,7 +741,7 @@ def _time_values(column: pa.Array, parser, time_unit: str) -> np.ndarray:
         days = pc.cast(pc.cast(column, pa.date32()), pa.int32())
         values = pc.cast(days, pa.float64()).to_numpy(zero_copy_only=False) * (86400.0 / per_unit)
     else:
-        values = cast_column(column, "double")[0].to_numpy()
+        values = cast_values(column, "double")[0]
     values = np.where(pc.is_null(column).to_numpy(zero_copy_only=False), np.nan, values)
     return np.where(np.isfinite(values), values, np.nan)
 
@@ -541,46 +750,36 @@ def _time_values(column: pa.Array, parser, time_unit: str) -> np.ndarray:
 
 def _canonical(raw: pa.Table, malformed: np.ndarray, source: Mapping[str, Any],
                attributes: Mapping[str, Mapping[str, str]], attr_types: Mapping[str, str],
-               keys: list[str], parser, time_unit: str, positions: np.ndarray,
-               columns: Sequence[str] | None) -> pd.DataFrame:
+               keys: list[str], parser, time_unit: str, positions: np.ndarray) -> Canonical:
     n = len(raw)
     type_column = source.get("type_column")
     if type_column:
         column = raw.column(type_column).combine_chunks()
         if not pa.types.is_string(column.type):
             column = pa.array(_as_string(column), pa.string())
-        types = pd.Series(pc.dictionary_encode(column).to_pandas())
+        encoded = pc.dictionary_encode(column)
+        type_codes = pc.fill_null(encoded.indices, -1).to_numpy(zero_copy_only=False)
+        type_names = encoded.dictionary.to_pylist()
     else:
-        types = pd.Series(pd.Categorical.from_codes(np.zeros(n, dtype=np.int8),
-                                                    [source["type"]]))
+        type_codes, type_names = np.zeros(n, dtype=np.int8), [source["type"]]
     ts = _time_values(raw.column(source.get("time_column", "ts")).combine_chunks(), parser,
                       time_unit)
+    ids, ids_ok = positions, None
     if source.get("id_column"):
-        ids = cast_column(raw.column(source["id_column"]), "long")[0]
-    else:
-        ids = pd.Series(positions)
-    out: dict[str, Any] = {EVENT_TYPE: types, EVENT_TS: ts, EVENT_ID: ids}
-    key_values = {k: pd.Series(_as_string(raw.column(k).combine_chunks()), dtype=object)
-                  for k in keys}
-    cast = {a: cast_column(raw.column(a), kind) for a, kind in attr_types.items()}
-    reject = _reasons(raw, malformed, source, attributes, types, ts, ids, key_values,
-                      {a: ok for a, (_, ok) in cast.items()})
-    wanted = None if columns is None else set(columns)
-    out.update({k: v for k, v in key_values.items() if wanted is None or k in wanted})
-    out.update({a: v for a, (v, _) in cast.items() if wanted is None or a in wanted})
-    frame = pd.DataFrame(out)
-    frame[REJECT] = reject
-    return frame
+        ids, ids_ok = cast_values(raw.column(source["id_column"]), "long")
+    key_values = {k: _as_string(raw.column(k).combine_chunks()) for k in keys}
+    cast = {a: cast_values(raw.column(a), kind) for a, kind in attr_types.items()}
+    batch = Canonical(type_codes, type_names, ts, ids, ids_ok, key_values, cast,
+                      dict(attr_types), np.full(n, -1, dtype=np.int16), [])
+    _reasons(batch, raw, malformed, attributes)
+    return batch
 
 
-def _reasons(raw: pa.Table, malformed: np.ndarray, source: Mapping[str, Any],
-             attributes: Mapping[str, Mapping[str, str]], types: pd.Series, ts: np.ndarray,
-             ids: pd.Series, key_values: Mapping[str, pd.Series],
-             parsed: Mapping[str, np.ndarray]) -> pd.Categorical:
-    """The first reason each row is unusable, in spark_source's priority, else NULL."""
-    n = len(raw)
-    code = np.full(n, -1, dtype=np.int16)
-    texts: list[str] = []
+def _reasons(batch: Canonical, raw: pa.Table, malformed: np.ndarray,
+             attributes: Mapping[str, Mapping[str, str]]) -> None:
+    """The first reason each row is unusable, in spark_source's priority, into
+    `batch.reject` / `batch.reasons`."""
+    code, texts = batch.reject, batch.reasons
 
     def mark(mask: np.ndarray, text: str) -> None:
         free = mask & (code < 0)
@@ -589,24 +788,31 @@ def _reasons(raw: pa.Table, malformed: np.ndarray, source: Mapping[str, Any],
             texts.append(text)
 
     mark(malformed, REJECT_MALFORMED)
-    type_codes = types.cat.codes.to_numpy()
+    type_codes = batch.type_codes
     type_missing = type_codes < 0
     mark(type_missing, REJECT_TYPE_MISSING)
-    known = np.isin(types.cat.categories.to_numpy(dtype=object), list(attributes))
-    mark(~type_missing & ~known[type_codes], REJECT_TYPE_UNKNOWN)
-    mark(np.isnan(ts) | (np.abs(ts) > MAX_TIME), REJECT_TIME)  # as spark_source's MAX_TIME
-    if source.get("id_column"):
-        mark(ids.isna().to_numpy(), REJECT_ID)
-    for key, values in key_values.items():
-        mark(values.isna().to_numpy(), f"missing key {key!r}")
+    categories = np.asarray(batch.type_names, dtype=object)
+
+    def of_types(names: list[str]) -> np.ndarray:
+        """Rows whose type is one of `names`."""
+        if not len(categories):
+            return np.zeros(len(type_codes), dtype=bool)
+        return ~type_missing & np.isin(categories, names)[type_codes]
+
+    mark(~type_missing & ~of_types(list(attributes)), REJECT_TYPE_UNKNOWN)
+    mark(np.isnan(batch.ts) | (np.abs(batch.ts) > MAX_TIME), REJECT_TIME)  # spark_source's
+    if batch.ids_ok is not None:
+        mark(~batch.ids_ok, REJECT_ID)
+    for key, values in batch.keys.items():
+        mark(values == None, f"missing key {key!r}")  # noqa: E711 (elementwise)
     by_schema: dict[tuple, list[str]] = {}
     for type_name, attrs in attributes.items():
         by_schema.setdefault(tuple(sorted(attrs)), []).append(type_name)
-    categories = types.cat.categories.to_numpy(dtype=object)
     for names, type_names in by_schema.items():
-        rows = ~type_missing & np.isin(categories, type_names)[type_codes]
+        rows = of_types(type_names)
+        if not names or not rows.any():
+            continue
         for name in names:
             absent = pc.is_null(raw.column(name)).to_numpy(zero_copy_only=False)
             mark(rows & absent, f"missing attribute {name!r}")
-            mark(rows & ~parsed[name], f"unparsable attribute {name!r}")
-    return pd.Categorical.from_codes(code, texts)
+            mark(rows & ~batch.attributes[name][1], f"unparsable attribute {name!r}")

@@ -17,9 +17,8 @@ from importlib import resources
 from itertools import pairwise
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import jsonschema
 import orjson
 
 from cepplan.errors import InputError, Problem
@@ -53,6 +52,9 @@ from cepplan.workload.model import (
     Workload,
 )
 from cepplan.workload.paths import json_path
+
+if TYPE_CHECKING:  # imported when a workload does not conform (schema_check.conforms)
+    import jsonschema
 from cepplan.workload.structure import RawOperand, read_structure
 
 FORMAT = "cepplan.workload/1"
@@ -104,6 +106,12 @@ def schema_problems(raw: Any, file: str) -> list[Problem]:
                 "workload: " if isinstance(found, str) and found.startswith("cepplan.") else "")
         return [Problem(file, "format", f"{kind}expected \"format\": \"{FORMAT}\", "
                         f"found {found!r:.60}")]
+    from cepplan.schema_check import conforms
+
+    if conforms(raw, workload_schema()):
+        return []
+    import jsonschema
+
     validator = jsonschema.Draft202012Validator(workload_schema())
     problems = []
     for error in sorted(validator.iter_errors(raw), key=lambda e: list(map(str, e.absolute_path))):

@@ -10,21 +10,25 @@ allows. Each test is a range semi-join: anchors sorted by (key code, time rank),
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from cepplan.engine_adapter.runtime.spec import PatternSpec
+from cepplan.engine_adapter.runtime.table import Columns, values
 from cepplan.engine_adapter.runtime.tagging import tag
 from cepplan.workload.columns import EVENT_TS
 
+if TYPE_CHECKING:
+    import pandas as pd
 
-def acquire(pool: pd.DataFrame, masks: Mapping[str, np.ndarray],
+
+def acquire(pool: pd.DataFrame | Columns, masks: Mapping[str, np.ndarray],
             spec: PatternSpec) -> np.ndarray:
     """Which rows of `pool` the pattern's matchers receive (a boolean mask)."""
     steps = ([[o.var for o in spec.operands]] if spec.operator == "OR" or spec.window is None
              else [list(s) for s in spec.steps])
-    ts = pool[EVENT_TS].to_numpy(dtype=np.float64)
+    ts = np.asarray(values(pool, EVENT_TS), dtype=np.float64)
     codes = _key_codes(pool, spec.partition_by)
     kept: dict[str, np.ndarray] = {}
     earlier: list[str] = []
@@ -43,10 +47,12 @@ def acquire(pool: pd.DataFrame, masks: Mapping[str, np.ndarray],
     return out
 
 
-def _key_codes(pool: pd.DataFrame, keys: tuple[str, ...]) -> np.ndarray:
+def _key_codes(pool: pd.DataFrame | Columns, keys: tuple[str, ...]) -> np.ndarray:
     """An integer per distinct key value (-1: a value is missing, which joins nothing)."""
     if not keys:
         return np.zeros(len(pool), dtype=np.int64)
+    if isinstance(pool, Columns):
+        pool = pool.take(slice(None), keys).to_pandas()
     return pool.groupby(list(keys), sort=False, dropna=True).ngroup().to_numpy(np.int64)
 
 

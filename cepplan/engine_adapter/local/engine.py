@@ -15,23 +15,26 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from itertools import zip_longest
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from cepplan.engine_adapter.local.acquire import acquire
-from cepplan.engine_adapter.local.contexts import LocalContexts
-from cepplan.engine_adapter.local.shared import group_members, node_metrics, run_shared_group
+from cepplan.engine_adapter.local.pandas_hold import hold_pandas_back
 from cepplan.engine_adapter.local.source import read_batches
 from cepplan.engine_adapter.local.writer import staged_output
 from cepplan.engine_adapter.runtime.job import Job, evaluate_partition, job_from_json, partitions
 from cepplan.engine_adapter.runtime.matcher import partials_per_window
 from cepplan.engine_adapter.runtime.records import MATCH_COLUMN
-from cepplan.engine_adapter.runtime.shared_plan import SharingPlan, sharing_plan
 from cepplan.engine_adapter.runtime.spec import PatternSpec
+from cepplan.engine_adapter.runtime.table import Columns, values
 from cepplan.engine_adapter.runtime.tagging import tag_masks
 from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_TYPE
+
+if TYPE_CHECKING:  # the time-range path runs on NumPy `Columns`; pandas only for the others
+    import pandas as pd
+
+    from cepplan.engine_adapter.runtime.shared_plan import SharingPlan
 
 SLICE_ROWS = 1 << 14  # events per owned time range of one key
 REGION_ROWS = 1 << 16  # tagged rows matched and released together, time-ordered input
@@ -49,6 +52,11 @@ def run_local_job(data: dict[str, Any], events: Sequence[str], out: Path, *,
             return _run_by_time_range(job, data, events, out, output_format, say)
         except _OutOfOrder:
             say("the events are not in time order: matching them after reading them all")
+    import pandas as pd
+
+    from cepplan.engine_adapter.local.contexts import LocalContexts
+    from cepplan.engine_adapter.runtime.shared_plan import sharing_plan
+
     seconds: dict[str, float] = {"read": 0.0, "tag": 0.0}
     stage = LocalContexts.of(job)
     observers: list[Callable[[pd.DataFrame], None]] = [] if stage is None else [stage.observe]
@@ -133,6 +141,8 @@ def run_local_job(data: dict[str, Any], events: Sequence[str], out: Path, *,
                 f"for {run.metrics['selections']} query windows")
         metrics["plan"] = data.get("plan", {})
         if stage is None and sharing.uses:
+            from cepplan.engine_adapter.local.shared import node_metrics
+
             metrics["shared_nodes"] = node_metrics(job, sharing, partials, pool)
         if partial_counts:
             metrics["partial_matches"] = _partial_metrics(job, partial_counts, _span(pool))
@@ -149,9 +159,14 @@ def _streamable(job: Job) -> bool:
     """Whether the job can be matched time range by time range as the events are read:
     every pattern has a window, and none reads another's matches, contexts or a shared plan."""
     names = {p.name for p in job.patterns}
+    if (job.data.get("sharing") or {}).get("shared"):  # shared_plan loads pandas
+        from cepplan.engine_adapter.runtime.shared_plan import sharing_plan
+
+        if sharing_plan(job).uses:
+            return False
     return (all(p.window is not None and p.window > 0 for p in job.patterns)
             and not any(o.type in names for p in job.patterns for o in p.operands)
-            and not job.data.get("contexts") and not sharing_plan(job).uses)
+            and not job.data.get("contexts"))
 
 
 def _margin(job: Job) -> float:
@@ -167,6 +182,7 @@ def _run_by_time_range(job: Job, data: dict[str, Any], events: Sequence[str], ou
     read, so that memory holds about `REGION_ROWS` tagged rows and a margin, not the file
     (docs/engine.md, "Memory"). Raises `_OutOfOrder` (the output left unwritten) when an
     event comes earlier than a range already matched."""
+    hold_pandas_back()  # NumPy columns only: pandas is loaded when a stage needs it
     seconds: dict[str, float] = {"read": 0.0, "tag": 0.0}
     counts: Counter = Counter()
     metrics: dict[str, Any] = {"engine": "local", "rows_read": 0, "rows_rejected": {},
@@ -176,10 +192,10 @@ def _run_by_time_range(job: Job, data: dict[str, Any], events: Sequence[str], ou
     built: dict[str, list[int]] = {}  # pattern -> partial matches per join prefix
     margin = _margin(job)
     with staged_output(out, output_format) as (writer, finish):
-        held: list[pd.DataFrame] = []
+        held: list[Columns] = []
         rows, low, latest, first = 0, -math.inf, -math.inf, None
-        for part in _tagged_batches(job, data["reader"], events, seconds, counts):
-            ts = part[EVENT_TS].to_numpy(dtype=np.float64)
+        for part in _tagged_batches(job, data["reader"], events, seconds, counts, plain=True):
+            ts = part[EVENT_TS]
             if len(ts) and (ts[0] < latest or np.any(np.diff(ts) < 0)):
                 raise _OutOfOrder
             first = ts[0] if first is None and len(ts) else first
@@ -188,14 +204,13 @@ def _run_by_time_range(job: Job, data: dict[str, Any], events: Sequence[str], ou
             rows += len(part)
             if rows < REGION_ROWS or latest - margin <= low:
                 continue
-            pool = pd.concat(held, ignore_index=True)
+            pool = Columns.concat(held, _EMPTY)
             high = latest - margin
             _match_range(pool, job, (low, high), writer, totals, built, seconds)
-            stamps = pool[EVENT_TS].to_numpy(dtype=np.float64)
-            held = [pool.iloc[int(np.searchsorted(stamps, high - margin, "left")):]]
+            stamps = pool[EVENT_TS]
+            held = [pool.take(slice(int(np.searchsorted(stamps, high - margin, "left")), None))]
             rows, low = len(held[0]), high
-        pool = pd.concat(held, ignore_index=True) if held else pd.DataFrame(
-            columns=[EVENT_TYPE, EVENT_TS, EVENT_ID])
+        pool = Columns.concat(held, _EMPTY)
         _match_range(pool, job, (low, math.inf), writer, totals, built, seconds)
         metrics["rows_read"] = counts.pop(_ROWS_READ, 0)
         metrics["rows_rejected"] = dict(counts)
@@ -213,7 +228,7 @@ def _run_by_time_range(job: Job, data: dict[str, Any], events: Sequence[str], ou
     return metrics
 
 
-def _match_range(pool: pd.DataFrame, job: Job, owned: tuple[float, float], writer: Any,
+def _match_range(pool: Columns, job: Job, owned: tuple[float, float], writer: Any,
                  totals: dict[str, list[int]], built: dict[str, list[int]],
                  seconds: dict[str, float]) -> None:
     """Every pattern's matches whose latest event lies in `owned`, over `pool` (the events
@@ -221,13 +236,13 @@ def _match_range(pool: pd.DataFrame, job: Job, owned: tuple[float, float], write
     counted for the range."""
     if not len(pool):
         return
-    stamps = pool[EVENT_TS].to_numpy(dtype=np.float64)
+    stamps = pool[EVENT_TS]
     inside = (stamps >= owned[0]) & (stamps < owned[1])
     for spec in job.patterns:
         clock = time.perf_counter()
         labels = [c for c in pool.columns if c.startswith(spec.name + "\t")]
-        keep = acquire(pool, {c: pool[c].to_numpy(dtype=bool) for c in labels}, spec)
-        frame = pool.loc[keep, [c for c in pool.columns if "\t" not in c]]
+        keep = acquire(pool, {c: pool[c] for c in labels}, spec)
+        frame = pool.take(keep, [c for c in pool.columns if "\t" not in c])
         seconds[f"acquire {spec.name}"] = (seconds.get(f"acquire {spec.name}", 0.0)
                                            + time.perf_counter() - clock)
         clock = time.perf_counter()
@@ -283,6 +298,8 @@ def _span(pool: pd.DataFrame) -> float:
 def _shared_group(pool: pd.DataFrame, job: Job, sharing: SharingPlan, name: str,
                   consumers: set[str], partials: dict[int, int]) -> dict[str, list]:
     """Outputs of the sharing group of pattern `name` (docs/engine.md, "Shared plan")."""
+    from cepplan.engine_adapter.local.shared import group_members, run_shared_group
+
     names = group_members(job, sharing, name)
     keeps = {}
     for member in names:
@@ -293,8 +310,8 @@ def _shared_group(pool: pd.DataFrame, job: Job, sharing: SharingPlan, name: str,
                             partials=partials, slices=_slices)
 
 
-def _slices(frame: pd.DataFrame, spec: PatternSpec,
-            rows: int = SLICE_ROWS) -> Iterator[tuple[pd.DataFrame, tuple[float, float]]]:
+def _slices(frame: pd.DataFrame | Columns, spec: PatternSpec, rows: int = SLICE_ROWS
+            ) -> Iterator[tuple[pd.DataFrame | Columns, tuple[float, float]]]:
     """Per key, time ranges of about `rows` events, each with the window before it (and
     after it, when a negation can look ahead): a range owns the matches whose latest event
     falls in it, as in the Spark job, so matches are rendered and written range by range and
@@ -305,13 +322,13 @@ def _slices(frame: pd.DataFrame, spec: PatternSpec,
         if len(group) <= rows:
             yield group, (-math.inf, math.inf)
             continue
-        ts = np.sort(group[EVENT_TS].to_numpy(dtype=np.float64))
-        cuts = np.unique(ts[::rows])
-        values = group[EVENT_TS].to_numpy(dtype=np.float64)
+        stamps = np.asarray(values(group, EVENT_TS), dtype=np.float64)
+        cuts = np.unique(np.sort(stamps)[::rows])
         for i, low in enumerate(cuts):
             high = cuts[i + 1] if i + 1 < len(cuts) else math.inf
-            inside = (values >= low - back) & (values <= high + ahead)
-            yield group[inside], (-math.inf if i == 0 else low, high)
+            inside = (stamps >= low - back) & (stamps <= high + ahead)
+            yield (group.take(inside) if isinstance(group, Columns) else group[inside],
+                   (-math.inf if i == 0 else low, high))
 
 
 def _read_and_tag(job: Job, reader: dict[str, Any], events: Sequence[str],
@@ -321,37 +338,44 @@ def _read_and_tag(job: Job, reader: dict[str, Any], events: Sequence[str],
     """All batches read and tagged; only rows some variable can bind are kept, with the
     columns the matchers read and one boolean column per variable tag. Each observer sees
     every batch's good rows first (the context stage's metrics, the consumer queries)."""
+    import pandas as pd
+
     counts: Counter = Counter()
     parts = list(_tagged_batches(job, reader, events, seconds, counts, observers))
-    pool = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(
-        columns=[EVENT_TYPE, EVENT_TS, EVENT_ID])
+    pool = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=_EMPTY)
     rows_read = counts.pop(_ROWS_READ, 0)
     return pool, rows_read, counts
 
 
 def _tagged_batches(job: Job, reader: dict[str, Any], events: Sequence[str],
                     seconds: dict[str, float], counts: Counter,
-                    observers: Sequence[Callable[[pd.DataFrame], None]] = ()
-                    ) -> Iterator[pd.DataFrame]:
-    """Each batch's tagged rows (`_tagged`), as read; rows read and rejected by reason are
-    added to `counts` (rows read under `_ROWS_READ`)."""
+                    observers: Sequence[Callable[[pd.DataFrame], None]] = (), *,
+                    plain: bool = False) -> Iterator[pd.DataFrame | Columns]:
+    """Each batch's tagged rows (`_tagged`), as read: NumPy `Columns` if `plain`, else
+    pandas; rows read and rejected by reason are added to `counts` (rows read under
+    `_ROWS_READ`). Seconds reading and tagging exclude the consumer's work between batches."""
     wanted = _wanted_columns(job)
-    clock = time.perf_counter()
     used = None if observers else {o.type for p in job.patterns for o in p.operands}
-    for batch in read_batches(events, **reader, only_types=used):
+    batches = read_batches(events, **reader, only_types=used)
+    while True:
+        clock = time.perf_counter()
+        batch = next(batches, None)
+        if batch is None:
+            break
         counts[_ROWS_READ] += batch.read
         counts.update(batch.rejected)
+        frame = batch.columns() if plain else batch.events
         for observe in observers:
-            observe(batch.events)
+            observe(frame)
         now = time.perf_counter()
         seconds["read"] += now - clock
-        part = _tagged(batch.events, job, wanted)
-        clock = time.perf_counter()
-        seconds["tag"] += clock - now
+        part = _tagged(frame, job, wanted)
+        seconds["tag"] += time.perf_counter() - now
         yield part
 
 
 _ROWS_READ = "\trows read"  # no reject reason starts with a tab
+_EMPTY = [EVENT_TYPE, EVENT_TS, EVENT_ID]  # the columns of a pool without events
 
 
 def _wanted_columns(job: Job) -> list[str]:
@@ -363,11 +387,18 @@ def _wanted_columns(job: Job) -> list[str]:
     return [c for c in dict.fromkeys(columns) if c != MATCH_COLUMN]
 
 
-def _tagged(frame: pd.DataFrame, job: Job, wanted: list[str] | None = None) -> pd.DataFrame:
+def _tagged(frame: pd.DataFrame | Columns, job: Job,
+            wanted: list[str] | None = None) -> pd.DataFrame | Columns:
     """The rows of `frame` some variable can bind, with a boolean column per tag."""
     masks = tag_masks(frame, job)
     any_tag = np.logical_or.reduce(list(masks.values())) if masks else np.zeros(len(frame), bool)
     columns = [c for c in (wanted or frame.columns) if c in frame.columns]
+    if isinstance(frame, Columns):
+        out = frame.take(any_tag, columns)
+        out.data.update({label: mask[any_tag] for label, mask in masks.items()})
+        return out
+    import pandas as pd
+
     out = frame.loc[any_tag, columns].reset_index(drop=True)
     tags = pd.DataFrame({label: mask[any_tag] for label, mask in masks.items()})
     return pd.concat([out, tags], axis=1) if len(tags.columns) else out
@@ -375,4 +406,6 @@ def _tagged(frame: pd.DataFrame, job: Job, wanted: list[str] | None = None) -> p
 
 def _with_tags(pool: pd.DataFrame, made: pd.DataFrame, job: Job) -> pd.DataFrame:
     """The pool with a pattern's matches added as complex events, tagged like any event."""
+    import pandas as pd
+
     return pd.concat([pool, _tagged(made, job)], ignore_index=True)

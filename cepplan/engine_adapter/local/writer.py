@@ -1,11 +1,16 @@
 """The run's output directory: matches as part files and metrics.json, written into a hidden
 staging directory beside `--out` and renamed over it only when everything succeeded
 (`cepplan.interrupt.staged_directory`, which also clears what killed runs left behind).
+
+JSON lines are written by a thread of their own, so that the disk writes the matches of one
+range while the next are matched and rendered (Arrow and file writes release the GIL).
 """
 
 from __future__ import annotations
 
 import json
+import queue
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -13,7 +18,6 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from cepplan.engine_adapter.runtime.records import lines_data
 from cepplan.fileio import write_bytes_atomic
@@ -33,10 +37,12 @@ class MatchWriter:
         self._parquet = None
         self._text = None
         if output_format == "parquet":
+            import pyarrow.parquet as pq
+
             self._parquet = pq.ParquetWriter(matches / "part-00000.parquet", PARQUET_SCHEMA)
         else:
             # closed by close(), which every path through staged_output calls
-            self._text = open(matches / "part-00000.jsonl", "wb")  # noqa: SIM115
+            self._text = _BackgroundFile(matches / "part-00000.jsonl")
 
     def write(self, pattern: str, lines: str | pa.ChunkedArray, count: int) -> None:
         """Append `count` matches given as JSON lines (`PartitionOutput.matches`: one string,
@@ -44,8 +50,8 @@ class MatchWriter:
         if not count:
             return
         if self._text is not None:
-            for data in [lines.encode()] if isinstance(lines, str) else lines_data(lines):
-                self._text.write(data)
+            self._text.write([lines.encode()] if isinstance(lines, str) else
+                             list(lines_data(lines)))
         else:
             texts = (pa.array(lines.split("\n")[:-1], pa.string()) if isinstance(lines, str)
                      else pc.utf8_rtrim(lines, characters="\n").cast(pa.string()))
@@ -58,9 +64,10 @@ class MatchWriter:
         (self._staging / "results").mkdir()
         (self._staging / "results" / "part-00000.jsonl").write_bytes(lines)
 
-    def close(self) -> None:
+    def close(self, *, complete: bool = True) -> None:
+        """Finish the files (`complete`: every match written; else pending ones dropped)."""
         if self._text is not None:
-            self._text.close()
+            self._text.close(complete=complete)
         if self._parquet is not None:
             self._parquet.close()
             self._parquet = None
@@ -82,4 +89,50 @@ def staged_output(out: Path, output_format: str) -> Iterator[tuple[MatchWriter, 
         try:
             yield writer, finish
         finally:
-            writer.close()
+            writer.close(complete=False)  # after finish: already closed
+
+
+class _BackgroundFile:
+    """A binary file written by a thread: `write` queues buffers (at most `PENDING` lists
+    of them, which bounds memory) and returns; an error of the thread is raised by the
+    next `write` or by `close`."""
+
+    PENDING = 4
+
+    def __init__(self, path: Path):
+        self._file = open(path, "wb")  # noqa: SIM115 (closed by the thread)
+        self._queue: queue.Queue = queue.Queue(self.PENDING)
+        self._error: BaseException | None = None
+        self._drop = False
+        self._thread = threading.Thread(target=self._run, name="cepplan-writer", daemon=True)
+        self._thread.start()
+
+    def write(self, buffers: list) -> None:
+        self._raise()
+        self._queue.put(buffers)
+
+    def close(self, *, complete: bool = True) -> None:
+        if self._thread.is_alive():
+            self._drop = not complete
+            self._queue.put(None)
+            self._thread.join()
+        if complete:
+            self._raise()
+
+    def _raise(self) -> None:
+        if self._error is not None:
+            error, self._error = self._error, None
+            raise error
+
+    def _run(self) -> None:
+        try:
+            while (buffers := self._queue.get()) is not None:
+                if self._error is None and not self._drop:
+                    for data in buffers:
+                        self._file.write(data)
+        except BaseException as err:  # e.g. a full disk: raised in the main thread
+            self._error = err
+            while self._queue.get() is not None:  # unblock the writer until close
+                pass
+        finally:
+            self._file.close()

@@ -9,9 +9,8 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
 import pyarrow as pa
 
 from cepplan.engine_adapter.runtime.matcher import CHUNK_EVENTS, match_partition
@@ -27,7 +26,10 @@ from cepplan.engine_adapter.runtime.spec import (
     compile_pattern,
     pattern_from_json,
 )
-from cepplan.engine_adapter.runtime.table import make_table
+from cepplan.engine_adapter.runtime.table import Columns, make_table
+
+if TYPE_CHECKING:  # imported where used: the in-process engine's plain path runs without it
+    import pandas as pd
 
 FORMAT = "cepplan.job/1"
 
@@ -102,7 +104,7 @@ class PartitionOutput:
         return [text[:-1] for text in self.matches.to_pylist()]
 
 
-def evaluate_partition(frame: pd.DataFrame, job: Job, spec: PatternSpec, *,
+def evaluate_partition(frame: pd.DataFrame | Columns, job: Job, spec: PatternSpec, *,
                        own: tuple[float, float] = (-math.inf, math.inf),
                        with_complex: bool = False,
                        chunk_events: int = CHUNK_EVENTS) -> PartitionOutput:
@@ -118,16 +120,20 @@ def evaluate_partition(frame: pd.DataFrame, job: Job, spec: PatternSpec, *,
     out = PartitionOutput(lines, sum(m.count for m in results), None,
                           sum(m.cap_hits for m in results), partials)
     if with_complex and out.count:
+        import pandas as pd
+
         parts = [complex_events(table, spec, m, [t[:-1] for t in array.to_pylist()])
                  for m, array in zip(results, arrays, strict=True)]
         out.complex = pd.concat(parts, ignore_index=True)
     return out
 
 
-def partitions(frame: pd.DataFrame, keys: Sequence[str]):
+def partitions(frame: pd.DataFrame | Columns, keys: Sequence[str]):
     """The frame split by the pattern's key; events with a missing key value match nothing."""
     if not keys:
         yield frame
         return
+    if isinstance(frame, Columns):
+        frame = frame.to_pandas()
     for _, group in frame.dropna(subset=list(keys)).groupby(list(keys), sort=False):
         yield group

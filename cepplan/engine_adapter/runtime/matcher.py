@@ -60,6 +60,20 @@ class Matches:
         self.count += other.count
         self.cap_hits += other.cap_hits
 
+    @staticmethod
+    def joined(parts: list[Matches]) -> Matches:
+        """Batches of matches over the same table, one after the other (one concatenation
+        per variable, however many batches)."""
+        out = Matches()
+        for var in dict.fromkeys(v for part in parts for v in part.single):
+            out.single[var] = np.concatenate([p.single[var] for p in parts if var in p.single])
+        for part in parts:
+            for var, tuples in part.kleene.items():
+                out.kleene.setdefault(var, []).extend(tuples)
+            out.count += part.count
+            out.cap_hits += part.cap_hits
+        return out
+
     def ranks_of(self, var: str, row: int) -> tuple[int, ...]:
         """The ranks bound to `var` in match `row`."""
         if var in self.kleene:
@@ -80,15 +94,15 @@ def match_partition(table: Table, spec: PatternSpec, stages: Stages, *,
     context = _Context(table, spec, stages)
     context.partials = partials
     groups = [(o,) for o in spec.positive] if spec.operator == "OR" else [spec.positive]
-    results = [Matches() for _ in groups]
+    found: list[list[Matches]] = [[] for _ in groups]
     n = len(table)
     for start in range(0, n, chunk_events):
         stop = min(n, start + chunk_events)
         if not (table.ts[start] < own[1] and table.ts[stop - 1] >= own[0]):
             continue
-        for group, result in zip(groups, results, strict=True):
-            result.extend(context.chunk(group, start, stop, own))
-    return results
+        for group, parts in zip(groups, found, strict=True):
+            parts.append(context.chunk(group, start, stop, own))
+    return [Matches.joined(parts) for parts in found]
 
 
 class _Context:

@@ -13,10 +13,11 @@ import hashlib
 import json
 import math
 import re
+import sys
 from collections.abc import Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -30,6 +31,9 @@ from cepplan.engine_adapter.runtime.spec import PatternSpec
 from cepplan.engine_adapter.runtime.table import Table
 from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_TYPE
 from cepplan.workload.expr.vectorized import evaluate, referenced_keys
+
+if TYPE_CHECKING:  # imported where used: the in-process engine's plain path runs without it
+    import pandas as pd
 
 MATCH_COLUMN = "__match"  # a complex event's own match object, as JSON text
 RENDER_ROWS = 1 << 14  # matches rendered (and written) together
@@ -49,7 +53,8 @@ def plain_value(value: object) -> object:
         value = value.item()
     if isinstance(value, float) and math.isnan(value):
         return None
-    if value is pd.NA or value is pd.NaT:
+    pandas = sys.modules.get("pandas")  # pandas' missing values exist only once it is loaded
+    if pandas is not None and (value is pandas.NA or value is pandas.NaT):
         return None
     return value
 
@@ -82,26 +87,27 @@ class Renderer:
             self._render(np.flatnonzero(need))
 
     def _render(self, ranks: np.ndarray) -> None:
+        """Each event's text: its values as JSON column by column, put together row by row
+        by one %-format per event (no intermediate string per field)."""
         table = self.table
         types = table.types[ranks]
         for kind in np.unique(types.astype(str)):
             mine = ranks[types == kind]
-            text = ('{"id": ' + _json_column(table.ids[mine]) + ', "type": '
-                    + json.dumps(kind) + ', "ts": ' + _json_column(table.ts[mine]))
-            for attr in self.type_attrs.get(kind, ()):
-                text = text + f", {json.dumps(attr)}: " + _json_column(table.column(attr)[mine])
-            if MATCH_COLUMN in table.columns:
-                nested = table.columns[MATCH_COLUMN][mine]
-                own = np.array([isinstance(t, str) for t in nested], dtype=bool)
-                if own.any():
-                    text[own] = text[own] + ", " + np.array([t[1:] for t in nested[own]],
-                                                            dtype=object)
-                    text[~own] = text[~own] + "}"
-                else:
-                    text = text + "}"
-            else:
-                text = text + "}"
-            self._texts[mine] = text
+            attrs = self.type_attrs.get(kind, ())
+            form = "".join(["{\"id\": %s, \"type\": ", _literal(json.dumps(kind)),
+                            ", \"ts\": %s", *(f", {_literal(json.dumps(a))}: %s" for a in attrs)])
+            columns = [_json_column(table.ids[mine]), _json_column(table.ts[mine]),
+                       *(_json_column(table.column(a)[mine]) for a in attrs)]
+            nested = (table.columns[MATCH_COLUMN][mine] if MATCH_COLUMN in table.columns
+                      else None)
+            if nested is None or not any(isinstance(t, str) for t in nested):
+                text = [(form + "}") % row for row in zip(*map(list, columns), strict=True)]
+            else:  # a complex event: its own pattern and events follow, from its match
+                text = [(form + ", " + t[1:].replace("%", "%%") if isinstance(t, str)
+                         else form + "}") % row
+                        for row, t in zip(zip(*map(list, columns), strict=True), nested,
+                                          strict=True)]
+            self._texts[mine] = np.asarray(text, dtype=object) if text else text
             self._done[mine] = True
 
     def match_lines(self, spec: PatternSpec, matches: Matches) -> str:
@@ -110,40 +116,56 @@ class Renderer:
 
     def match_array(self, spec: PatternSpec, matches: Matches) -> pa.ChunkedArray:
         """All matches as Arrow strings, each {"pattern": ..., "events": {var: event or
-        [events]}} and a newline, concatenated column by column in Arrow, `RENDER_ROWS`
-        matches a chunk: each chunk's data buffer is JSON lines ready to write, with no
-        Python string per match, and chunks small enough to reuse the allocator's memory."""
+        [events]}} and a newline, `RENDER_ROWS` matches a chunk, each chunk's data buffer
+        JSON lines ready to write. A line is its pieces one after the other: per variable,
+        its label and event text (rendered once per event, label included) or its Kleene
+        list, the closing braces on the last piece; one `take` per chunk lays the pieces of
+        every line out in order, so no Python string per match is built."""
         head = '{"pattern": ' + json.dumps(spec.name) + ', "events": {'
-        labels = [f"{', ' if i else head}{json.dumps(v)}: "
-                  for i, v in enumerate([*matches.single, *matches.kleene])]
-        texts = self._texts_array([*matches.single.values()])
+        names = [*matches.single, *matches.kleene]
+        labels = {v: f"{', ' if i else head}{json.dumps(v)}: " for i, v in enumerate(names)}
+        ends = {v: "}}\n" if v == names[-1] else "" for v in names}
+        self._render_missing(np.concatenate([*matches.single.values(),
+                                             np.empty(0, np.int64)]))
+        texts = pa.array(self._texts, pa.large_string()) if matches.single else None
+        pieces = [pc.binary_join_element_wise(_scalar(labels[v]), texts, _scalar(ends[v]),
+                                              _scalar("")) for v in matches.single]
+        fixed = pa.concat_arrays(pieces) if pieces else None
         chunks = []
         for start in range(0, matches.count, RENDER_ROWS):
             stop = min(matches.count, start + RENDER_ROWS)
-            columns = [pc.take(texts, ranks[start:stop]) for ranks in matches.single.values()]
-            columns += [self._kleene_texts(sets[start:stop]) for sets in matches.kleene.values()]
-            pieces = [p for label, column in zip(labels, columns, strict=True)
-                      for p in (_scalar(label), column)]
-            pieces.append(_scalar("}}\n"))
-            chunks.append(pc.binary_join_element_wise(*pieces, _scalar("")))
+            sets = [self._kleene_texts(s[start:stop], labels[v], ends[v])
+                    for v, s in matches.kleene.items()]
+            layout = pa.concat_arrays([fixed, *sets] if pieces else sets) if sets else fixed
+            at = np.cumsum([0] + [len(p) for p in [*pieces, *sets]])
+            rows = np.arange(stop - start, dtype=np.int64)
+            order = np.empty((stop - start, len(names)), dtype=np.int64)
+            for i, ranks in enumerate(matches.single.values()):
+                order[:, i] = ranks[start:stop] + at[i]
+            for i in range(len(sets)):
+                order[:, len(pieces) + i] = rows + at[len(pieces) + i]
+            laid = pc.take(layout, order.ravel())
+            offsets = np.frombuffer(laid.buffers()[1], np.int64)[laid.offset:][
+                :len(order.ravel()) + 1:len(names)]
+            chunks.append(pa.LargeStringArray.from_buffers(
+                len(rows), pa.py_buffer(np.ascontiguousarray(offsets)), laid.buffers()[2]))
         return pa.chunked_array(chunks, pa.large_string())
 
-    def _texts_array(self, ranks: list[np.ndarray]) -> pa.Array:
-        """The table's event texts as an Arrow column indexed by rank, the events at `ranks`
-        rendered (others may be null)."""
-        if ranks:
-            self._render_missing(np.concatenate(ranks))
-        return pa.array(self._texts, pa.large_string())
-
-    def _kleene_texts(self, sets: list[tuple[int, ...]]) -> pa.Array:
-        """Each set of a Kleene variable's events as a JSON list of their texts."""
+    def _kleene_texts(self, sets: list[tuple[int, ...]], label: str, end: str) -> pa.Array:
+        """Each set of a Kleene variable's events as its label, a JSON list of their texts
+        and `end`."""
         flat = np.fromiter((r for s in sets for r in s), np.int64)
         events = self.event_texts(flat).tolist() if len(flat) else []
         joined, at = [], 0
         for chosen in sets:
-            joined.append("[" + ", ".join(events[at:at + len(chosen)]) + "]")
+            joined.append(label + "[" + ", ".join(events[at:at + len(chosen)]) + "]" + end)
             at += len(chosen)
         return pa.array(joined, pa.large_string())
+
+
+def _literal(text: str) -> str:
+    """`text` as it reads inside a %-format."""
+    return text.replace("%", "%%")
 
 
 def _scalar(text: str) -> pa.Scalar:
@@ -226,4 +248,6 @@ def complex_events(table: Table, spec: PatternSpec, matches: Matches,
                 columns[key] = table.column(key[2])[source[key[1]]]
         frame[attr] = evaluate(tree, columns, count)
     frame[MATCH_COLUMN] = np.asarray(texts, dtype=object)
+    import pandas as pd
+
     return pd.DataFrame(frame)

@@ -7,13 +7,16 @@ rank; every index the matcher handles is a rank into the table.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_TYPE
+
+if TYPE_CHECKING:  # pandas loads slowly: the in-process engine's plain path runs without it
+    import pandas as pd
 
 
 @dataclass(frozen=True)
@@ -33,16 +36,82 @@ class Table:
         return self.ts if attr == "ts" else self.columns[attr]
 
 
-def make_table(frame: pd.DataFrame, attributes: Iterable[str]) -> Table:
+class Columns:
+    """Canonical events as named NumPy columns of equal length, each already in
+    `column_values` form: the in-process engine's batches, without pandas (which takes a
+    fifth of a small run to import). The type column is held as codes into `types`."""
+
+    def __init__(self, data: Mapping[str, np.ndarray], codes: np.ndarray | None = None,
+                 types: Sequence[str] = ()):
+        self.data = dict(data)
+        self.codes = codes  # EVENT_TYPE as positions in `types` (instead of a column)
+        self.types = list(types)
+        self.length = len(codes) if codes is not None else len(next(iter(self.data.values())))
+
+    @property
+    def columns(self) -> list[str]:
+        return ([EVENT_TYPE] if self.codes is not None else []) + list(self.data)
+
+    def __len__(self) -> int:
+        return self.length
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        if name == EVENT_TYPE and self.codes is not None:
+            return np.asarray(self.types, dtype=object)[self.codes]
+        return self.data[name]
+
+    def type_mask(self, name: str) -> np.ndarray:
+        """Which rows are events of type `name`."""
+        if self.codes is None:
+            return self.data[EVENT_TYPE] == name
+        return self.codes == (self.types.index(name) if name in self.types else -1)
+
+    def take(self, rows: np.ndarray, names: Iterable[str] | None = None) -> Columns:
+        """The rows at `rows` (a mask or positions), of the columns `names` (default all);
+        the type column, if taken, as strings."""
+        names = self.columns if names is None else list(names)
+        return Columns({n: self[n][rows] for n in names})
+
+    def to_pandas(self) -> pd.DataFrame:
+        """The same columns as a pandas frame (for the engine's stages that use pandas)."""
+        import pandas as pd
+
+        frame = pd.DataFrame({n: self.data[n] for n in self.data})
+        if self.codes is not None:
+            frame.insert(0, EVENT_TYPE, pd.Categorical.from_codes(self.codes, self.types))
+        return frame
+
+    @staticmethod
+    def concat(parts: Sequence[Columns], names: Sequence[str]) -> Columns:
+        """Rows of `parts` one after the other (type columns as strings)."""
+        if not parts:
+            return Columns({n: np.empty(0, dtype=np.float64 if n == EVENT_TS else
+                                        np.int64 if n == EVENT_ID else object)
+                            for n in names})
+        if len(parts) == 1:
+            return parts[0]
+        return Columns({n: np.concatenate([p[n] for p in parts]) for n in parts[0].columns})
+
+
+def values(frame: pd.DataFrame | Columns, name: str) -> np.ndarray:
+    """A column of a pandas frame or of `Columns`, as `column_values` gives it."""
+    return frame[name] if isinstance(frame, Columns) else column_values(frame[name])
+
+
+def make_table(frame: pd.DataFrame | Columns, attributes: Iterable[str]) -> Table:
     """Sort a canonical event frame into the total order and keep the attributes needed."""
-    ts = frame[EVENT_TS].to_numpy(dtype=np.float64)
-    ids = frame[EVENT_ID].to_numpy(dtype=np.int64)
-    types = frame[EVENT_TYPE].to_numpy(dtype=object)
+    plain = isinstance(frame, Columns)
+    ts = np.asarray(frame[EVENT_TS], dtype=np.float64) if plain else frame[EVENT_TS].to_numpy(
+        dtype=np.float64)
+    ids = np.asarray(frame[EVENT_ID], dtype=np.int64) if plain else frame[EVENT_ID].to_numpy(
+        dtype=np.int64)
+    types = np.asarray(frame[EVENT_TYPE], dtype=object) if plain else frame[
+        EVENT_TYPE].to_numpy(dtype=object)
     order = np.lexsort((types.astype(str), ids, ts))
     columns = {}
     for attr in attributes:
         if attr in frame.columns:
-            columns[attr] = column_values(frame[attr])[order]
+            columns[attr] = values(frame, attr)[order]
         else:
             columns[attr] = np.full(len(frame), None, dtype=object)
     return Table(ts[order], ids[order], types[order], columns)
@@ -50,6 +119,8 @@ def make_table(frame: pd.DataFrame, attributes: Iterable[str]) -> Table:
 
 def column_values(series: pd.Series) -> np.ndarray:
     """A column as NumPy: numbers as float64 (missing -> NaN), anything else as objects."""
+    import pandas as pd
+
     if pd.api.types.is_bool_dtype(series.dtype) and not series.isna().any():
         return series.to_numpy(dtype=bool)
     if pd.api.types.is_numeric_dtype(series.dtype) and not pd.api.types.is_bool_dtype(series.dtype):

@@ -7,13 +7,17 @@ satisfies; the acquisition semi-joins and the matchers read only tagged rows.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import pandas as pd
 
 from cepplan.engine_adapter.runtime.job import Job
-from cepplan.engine_adapter.runtime.table import column_values
+from cepplan.engine_adapter.runtime.table import Columns, values
 from cepplan.workload.columns import EVENT_TS, EVENT_TYPE
 from cepplan.workload.expr.vectorized import evaluate, referenced_keys
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 TAGS = "__vars"
 
@@ -23,14 +27,16 @@ def tag(pattern: str, var: str) -> str:
     return f"{pattern}\t{var}"
 
 
-def tag_masks(frame: pd.DataFrame, job: Job) -> dict[str, np.ndarray]:
+def tag_masks(frame: pd.DataFrame | Columns, job: Job) -> dict[str, np.ndarray]:
     """Per variable tag, which rows of `frame` qualify (type and filter predicates)."""
     masks: dict[str, np.ndarray] = {}
-    types = frame[EVENT_TYPE]  # compared as a Series: fast when it is categorical
+    plain = isinstance(frame, Columns)
+    types = None if plain else frame[EVENT_TYPE]  # a Series: fast when it is categorical
     for spec in job.patterns:
         stages = job.stages[spec.name]
         for operand in spec.operands:
-            rows = np.flatnonzero((types == operand.type).to_numpy(dtype=bool))
+            rows = np.flatnonzero(frame.type_mask(operand.type) if plain else
+                                  (types == operand.type).to_numpy(dtype=bool))
             filters = (stages.negation_filters if operand.kind == "negated"
                        else stages.filters).get(operand.var, [])
             if not len(rows):  # no row of its type: the frame may lack its attributes
@@ -55,5 +61,5 @@ def tag_frame(frame: pd.DataFrame, job: Job) -> pd.DataFrame:
     return out
 
 
-def _values(frame: pd.DataFrame, attr: str) -> np.ndarray:
-    return column_values(frame[EVENT_TS if attr == "ts" else attr])
+def _values(frame: pd.DataFrame | Columns, attr: str) -> np.ndarray:
+    return values(frame, EVENT_TS if attr == "ts" else attr)
