@@ -15,8 +15,9 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -44,30 +45,34 @@ def main(quick: bool = False) -> None:
     print(f"load: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} (1, 5 min)")
     limit = 2.0 if quick else 10.0
     with tempfile.TemporaryDirectory() as tmp:
-        events = _example_events(Path(tmp), seconds=150.0 if quick else 600.0)
-        _compare("examples/trading_rules", load_workload(EXAMPLE / "workload.json"),
-                 events, limit, Path(tmp), repeats=1 if quick else 2)
-        for window in ("100ms",):  # 200 ms: millions of complete matches, minutes per plan
-            # no KLEENE: one Kleene pattern's complete matches (rendered and written, the
-            # same in every plan) would otherwise take nearly all the time
-            raw = synthetic_workload(40 if quick else 100, seed=1, window_s=1, special=0.1)
-            for pattern in raw["patterns"]:
-                pattern["structure"] = [o[1] if isinstance(o, list) and o[0] == "KLEENE" else o
-                                        for o in pattern["structure"]]
-                pattern["within"] = window
-            means = _calibrate(raw)
-            wl = build_workload(raw)
-            events = _synthetic_events(wl, Path(tmp), seconds=5.0 if quick else 20.0,
-                                       means=means)
-            title = f"synthetic {len(wl.patterns)} patterns, window {window}"
+        for title, wl, events in workloads(Path(tmp), quick):
             _compare(title, wl, events, limit, Path(tmp), repeats=1 if quick else 2)
-            _partials_per_pattern(title, wl, events, limit)
-        wl = build_workload(_common_prefix_workload(30 if quick else 60))
-        events = _synthetic_events(wl, Path(tmp), seconds=20.0 if quick else 60.0)
-        _compare(f"{len(wl.patterns)} patterns on one common prefix", wl, events, limit,
-                 Path(tmp), repeats=1 if quick else 2)
+            if title.startswith("synthetic"):
+                _partials_per_pattern(title, wl, events, limit)
         _versus_opencep(Path(tmp), limit, patterns=12 if quick else 24,
                         seconds=30.0 if quick else 90.0)
+
+
+def workloads(tmp: Path, quick: bool) -> Iterator[tuple[str, Any, Path]]:
+    """The three workloads (title, workload, events file): the trading-rules example, a
+    synthetic §6.1-like one (100 ms window, conditions calibrated), one common prefix."""
+    events = _example_events(tmp, seconds=150.0 if quick else 600.0)
+    yield "examples/trading_rules", load_workload(EXAMPLE / "workload.json"), events
+    # 100 ms: at 200 ms millions of complete matches, minutes per plan. No KLEENE: one
+    # Kleene pattern's complete matches (rendered and written, the same in every plan)
+    # would otherwise take nearly all the time
+    raw = synthetic_workload(40 if quick else 100, seed=1, window_s=1, special=0.1)
+    for pattern in raw["patterns"]:
+        pattern["structure"] = [o[1] if isinstance(o, list) and o[0] == "KLEENE" else o
+                                for o in pattern["structure"]]
+        pattern["within"] = "100ms"
+    means = _calibrate(raw)
+    wl = build_workload(raw)
+    events = _synthetic_events(wl, tmp, seconds=5.0 if quick else 20.0, means=means)
+    yield f"synthetic {len(wl.patterns)} patterns, window 100ms", wl, events
+    wl = build_workload(_common_prefix_workload(30 if quick else 60))
+    events = _synthetic_events(wl, tmp, seconds=20.0 if quick else 60.0, name="prefix")
+    yield f"{len(wl.patterns)} patterns on one common prefix", wl, events
 
 
 def _versus_opencep(tmp: Path, limit: float, patterns: int, seconds: float) -> None:
@@ -405,7 +410,7 @@ def _example_events(tmp: Path, seconds: float) -> Path:
 
 
 def _synthetic_events(wl, tmp: Path, seconds: float,
-                      means: dict[str, float] | None = None) -> Path:
+                      means: dict[str, float] | None = None, name: str = "synthetic") -> Path:
     """Poisson streams at the workload's statistics' rates; diff uniform in [0, 100), or
     normal around each type's mean (`_calibrate`)."""
     rng = np.random.default_rng(7)
@@ -417,6 +422,6 @@ def _synthetic_events(wl, tmp: Path, seconds: float,
     frame["price"] = rng.uniform(0, 100, len(frame)).round(2)
     frame["diff"] = rng.uniform(0, 100, len(frame)).round(2) if means is None else \
         rng.normal(frame["type"].map(means).to_numpy(dtype=float), 1.0)
-    path = tmp / "synthetic.csv"
+    path = tmp / f"{name}.csv"
     frame.to_csv(path, index=False)
     return path

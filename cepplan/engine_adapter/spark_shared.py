@@ -51,19 +51,21 @@ def evaluate_shared(cache: MutableMapping[str, Any], job: Job, group: pd.DataFra
     plan: SharingPlan | None = cache["sharing"]
     if plan is None:
         return set()
-    members: dict[int, list[str]] = {}
-    for name in flags:
-        if name in plan.uses:
-            members.setdefault(plan.uses[name].node, []).append(name)
+    if "groups" not in cache:
+        cache["groups"] = plan.groups()
     done: set[str] = set()
-    for node, names in members.items():
+    for members in cache["groups"]:
+        names = [n for n in members if n in flags]
+        if not names:
+            continue
         rows = np.logical_or.reduce([group[flags[n]].to_numpy(dtype=bool) for n in names])
         counts = dict.fromkeys(names, 0)
         caps = dict.fromkeys(names, 0)
-        partials = 0
+        partials: dict[int, int] = {}
         for events in partitions(group[rows], job.pattern(names[0]).partition_by):
             result = evaluate_group(events, job, plan, names, own=own, with_complex=names)
-            partials += result.partials.get(node, 0)
+            for node, count in result.partials.items():
+                partials[node] = partials.get(node, 0) + count
             for name, out in result.outputs.items():
                 counts[name] += out.count
                 caps[name] += out.cap_hits
@@ -72,7 +74,8 @@ def evaluate_shared(cache: MutableMapping[str, Any], job: Job, group: pd.DataFra
         for name in names:
             found[("matches", name)] = counts[name]
             found[("cap", name)] = caps[name]
-        found[(_PARTIALS, str(node))] = partials
+        for node, count in partials.items():
+            found[(_PARTIALS, str(node))] = count
         done.update(names)
     return done
 

@@ -15,9 +15,9 @@ from cepplan.workload.columns import EVENT_TS
 
 
 def group_members(job: Job, plan: SharingPlan, name: str) -> list[str]:
-    """The patterns evaluated together with `name`: the users of its shared node."""
-    node = plan.uses[name].node
-    return [s.name for s in job.patterns if s.name in plan.uses and plan.uses[s.name].node == node]
+    """The patterns evaluated together with `name`: its sharing group, in the job's order."""
+    members = set(plan.members(name))
+    return [s.name for s in job.patterns if s.name in members]
 
 
 def run_shared_group(pool: pd.DataFrame, keeps: Mapping[str, np.ndarray], job: Job,
