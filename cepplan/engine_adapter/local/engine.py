@@ -22,13 +22,13 @@ import pandas as pd
 
 from cepplan.engine_adapter.local.acquire import acquire
 from cepplan.engine_adapter.local.contexts import LocalContexts
-from cepplan.engine_adapter.local.shared import group_members, node_metrics, run_shared_group
+from cepplan.engine_adapter.local.shared import node_metrics, shared_group
 from cepplan.engine_adapter.local.source import read_batches
 from cepplan.engine_adapter.local.writer import staged_output
 from cepplan.engine_adapter.runtime.job import Job, evaluate_partition, job_from_json, partitions
 from cepplan.engine_adapter.runtime.matcher import partials_per_window
 from cepplan.engine_adapter.runtime.records import MATCH_COLUMN
-from cepplan.engine_adapter.runtime.shared_plan import SharingPlan, sharing_plan
+from cepplan.engine_adapter.runtime.shared_plan import sharing_plan
 from cepplan.engine_adapter.runtime.spec import PatternSpec
 from cepplan.engine_adapter.runtime.tagging import tag_masks
 from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_TYPE
@@ -76,6 +76,7 @@ def run_local_job(data: dict[str, Any], events: Sequence[str], out: Path, *,
             found = stage.derive(pool)
             seconds["contexts"] = time.perf_counter() - clock
             derived = found.matches
+            sharing = sharing_plan(job, alone=derived)  # the stage evaluated those already
             for name, objects in derived.items():
                 writer.write(name, "".join(json.dumps(o) + "\n" for o in objects), len(objects))
                 _count(metrics, name, stage.seen(name), len(objects), found.cap_hits[name], say,
@@ -94,10 +95,10 @@ def run_local_job(data: dict[str, Any], events: Sequence[str], out: Path, *,
             seconds[f"acquire {spec.name}"] = time.perf_counter() - clock
             clock = time.perf_counter()
             count, hits, made, built = 0, 0, [], []
-            if stage is None and spec.name in sharing.uses:  # the shared plan, together
+            if spec.name in sharing.uses:  # the shared plan, together
                 if spec.name not in shared:
-                    shared.update(_shared_group(pool, job, sharing, spec.name, consumers,
-                                                partials))
+                    shared.update(shared_group(pool, job, sharing, spec.name, consumers,
+                                               partials, stage, _slices))
                 results = iter(shared.pop(spec.name))
             else:
                 results = (evaluate_partition(group, job, spec, own=own,
@@ -132,7 +133,7 @@ def run_local_job(data: dict[str, Any], events: Sequence[str], out: Path, *,
             say(f"consumer queries: {run.metrics['executions_with_reuse']} operator executions "
                 f"for {run.metrics['selections']} query windows")
         metrics["plan"] = data.get("plan", {})
-        if stage is None and sharing.uses:
+        if sharing.uses:
             metrics["shared_nodes"] = node_metrics(job, sharing, partials, pool)
         if partial_counts:
             metrics["partial_matches"] = _partial_metrics(job, partial_counts, _span(pool))
@@ -278,19 +279,6 @@ def _span(pool: pd.DataFrame) -> float:
     """The time span of the tagged rows."""
     ts = pool[EVENT_TS].to_numpy(dtype=np.float64)
     return float(ts.max() - ts.min()) if len(ts) else 0.0
-
-
-def _shared_group(pool: pd.DataFrame, job: Job, sharing: SharingPlan, name: str,
-                  consumers: set[str], partials: dict[int, int]) -> dict[str, list]:
-    """Outputs of the sharing group of pattern `name` (docs/engine.md, "Shared plan")."""
-    names = group_members(job, sharing, name)
-    keeps = {}
-    for member in names:
-        spec = job.pattern(member)
-        labels = [c for c in pool.columns if c.startswith(member + "\t")]
-        keeps[member] = acquire(pool, {c: pool[c].to_numpy(dtype=bool) for c in labels}, spec)
-    return run_shared_group(pool, keeps, job, sharing, names, with_complex=consumers,
-                            partials=partials, slices=_slices)
 
 
 def _slices(frame: pd.DataFrame, spec: PatternSpec,

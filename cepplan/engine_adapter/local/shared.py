@@ -1,5 +1,6 @@
 """The local engine's side of the shared plan: one sharing group's patterns over the rows
-any of them acquires, sliced once (largest window), evaluated by `runtime.shared_plan`."""
+any of them acquires (within its context windows, with contexts), sliced once (largest
+window), evaluated by `runtime.shared_plan`."""
 
 from __future__ import annotations
 
@@ -9,26 +10,42 @@ from types import SimpleNamespace
 import numpy as np
 import pandas as pd
 
+from cepplan.engine_adapter.local.acquire import acquire
+from cepplan.engine_adapter.local.contexts import LocalContexts
 from cepplan.engine_adapter.runtime.job import Job, PartitionOutput
 from cepplan.engine_adapter.runtime.shared_plan import SharingPlan, evaluate_group, node_summaries
 from cepplan.workload.columns import EVENT_TS
 
 
-def group_members(job: Job, plan: SharingPlan, name: str) -> list[str]:
-    """The patterns evaluated together with `name`: its sharing group, in the job's order."""
+def shared_group(pool: pd.DataFrame, job: Job, plan: SharingPlan, name: str,
+                 consumers: Collection[str], partials: dict[int, int],
+                 stage: LocalContexts | None,
+                 slices: Callable) -> dict[str, list[PartitionOutput]]:
+    """Outputs of the sharing group of pattern `name` (docs/engine.md, "Shared plan"): per
+    member the rows it acquires (within its context windows, with contexts: the context
+    stage then keeps the matches that count, as for a pattern evaluated alone)."""
     members = set(plan.members(name))
-    return [s.name for s in job.patterns if s.name in members]
+    names = [s.name for s in job.patterns if s.name in members]
+    kept = []
+    for member in names:
+        spec = job.pattern(member)
+        labels = [c for c in pool.columns if c.startswith(member + "\t")]
+        frame, masks = pool, {c: pool[c].to_numpy(dtype=bool) for c in labels}
+        if stage is not None:
+            frame, masks = stage.push_down(pool, masks, spec)
+        kept.append(frame.index[acquire(frame, masks, spec)])
+    return run_shared_group(pool, kept[0].append(kept[1:]).unique(), job, plan, names,
+                            with_complex=consumers, partials=partials, slices=slices)
 
 
-def run_shared_group(pool: pd.DataFrame, keeps: Mapping[str, np.ndarray], job: Job,
-                     plan: SharingPlan, names: list[str], *, with_complex: Collection[str],
+def run_shared_group(pool: pd.DataFrame, rows: pd.Index, job: Job, plan: SharingPlan,
+                     names: list[str], *, with_complex: Collection[str],
                      partials: dict[int, int],
                      slices: Callable) -> dict[str, list[PartitionOutput]]:
     """Per member, its outputs slice by slice; each node's partial matches added to
-    `partials`. `keeps` holds each member's acquired rows of `pool`; `slices` is the
-    engine's split into owned time ranges per key."""
-    frame = pool.loc[np.logical_or.reduce([keeps[n] for n in names]),
-                     [c for c in pool.columns if "\t" not in c]]  # not the tag columns
+    `partials`. `rows` are the pool's rows any member acquires; `slices` is the engine's
+    split into owned time ranges per key."""
+    frame = pool.loc[rows.sort_values(), [c for c in pool.columns if "\t" not in c]]
     specs = [job.pattern(n) for n in names]
     shape = SimpleNamespace(window=max(s.window for s in specs),
                             negated=tuple(o for s in specs for o in s.negated),

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import product
 from typing import Any
@@ -98,13 +98,15 @@ class SharingPlan:
         return sorted(n for n, uses in self.uses.items() if any(u.node == node for u in uses))
 
 
-def sharing_plan(job: Job) -> SharingPlan:
-    """Read the job's `sharing` section (the plan's) into nodes each user provably equals."""
+def sharing_plan(job: Job, alone: Collection[str] = ()) -> SharingPlan:
+    """Read the job's `sharing` section (the plan's) into nodes each user provably equals;
+    the patterns `alone` are evaluated on their own (the context stage's deriving ones)."""
     section = job.data.get("sharing") or {}
     candidates: dict[str, list[tuple[int, NodeUse]]] = {}
     nodes: list[SharedNode] = []
     for index, entry in enumerate(section.get("shared", ())):
-        users = {n: t for n, t in entry.get("users", {}).items() if _plannable(job, n)}
+        users = {n: t for n, t in entry.get("users", {}).items()
+                 if n not in alone and _plannable(job, n)}
         if len(users) < 2:
             continue
         ref_name, ref_tree = next(iter(users.items()))
