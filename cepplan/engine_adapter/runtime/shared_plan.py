@@ -289,6 +289,7 @@ class NodeRows:
     ranks: dict[str, np.ndarray]
     latest: np.ndarray
     earliest: np.ndarray
+    window: float  # the node's: the largest of its users'
 
     def between(self, first: int, last: int, keep: np.ndarray | None = None,
                 names: Mapping[str, str] | None = None) -> dict[str, np.ndarray]:
@@ -317,7 +318,7 @@ def _node_rows(context: _SharedContext, chunk_events: int) -> NodeRows:
     order = np.argsort(latest, kind="stable")
     rows = {v: a[order] for v, a in rows.items()}
     earliest = context.table.ts[stacked.min(axis=0)[order]] if len(order) else np.empty(0)
-    return NodeRows(rows, latest[order], earliest)
+    return NodeRows(rows, latest[order], earliest, context.window)
 
 
 def _match(context: _Context, table: Table, own: tuple[float, float],
@@ -360,8 +361,10 @@ class _SharedContext(_Context):
         low = table.ts[start] - self.window
         first = np.searchsorted(node.latest, np.searchsorted(table.ts, low, "left"), "left")
         last = np.searchsorted(node.latest, stop, "left")
-        earliest = node.earliest[first:last]
-        keep = (earliest >= low) & (table.ts[node.latest[first:last]] - earliest <= self.window)
+        keep = None  # the node's own rows (views, no copy) when its window is this pattern's
+        if self.window < node.window:
+            earliest = node.earliest[first:last]
+            keep = table.ts[node.latest[first:last]] - earliest <= self.window
         rows = node.between(first, last, keep, use.names)
         if not len(next(iter(rows.values()))):
             return {}
