@@ -64,6 +64,7 @@ class Renderer:
         self.type_attrs = type_attrs
         self._texts = np.full(len(table), None, dtype=object)
         self._done = np.zeros(len(table), dtype=bool)
+        self._arrow: pa.Array | None = None  # `_texts` as Arrow, until more are rendered
 
     def event_texts(self, ranks: np.ndarray) -> np.ndarray:
         """The JSON text of each event: id, type, ts, its type's attributes (and, for a
@@ -103,6 +104,7 @@ class Renderer:
                 text = text + "}"
             self._texts[mine] = text
             self._done[mine] = True
+        self._arrow = None
 
     def match_lines(self, spec: PatternSpec, matches: Matches) -> str:
         """All matches as JSON lines (`match_array`'s text)."""
@@ -133,7 +135,9 @@ class Renderer:
         rendered (others may be null)."""
         if ranks:
             self._render_missing(np.concatenate(ranks))
-        return pa.array(self._texts, pa.large_string())
+        if self._arrow is None:  # converted once per table, not per call (a sharing group's
+            self._arrow = pa.array(self._texts, pa.large_string())  # patterns share one)
+        return self._arrow
 
     def _kleene_texts(self, sets: list[tuple[int, ...]]) -> pa.Array:
         """Each set of a Kleene variable's events as a JSON list of their texts."""

@@ -26,11 +26,16 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
 
-from cepplan.engine_adapter.runtime.job import Job, PartitionOutput, needed_attributes, partitions
+from cepplan.engine_adapter.runtime.job import (
+    Job,
+    PartitionOutput,
+    needed_attributes,
+    partitions,
+    rendered,
+)
 from cepplan.engine_adapter.runtime.matcher import CHUNK_EVENTS, Matches, _Context, _filter_rows
-from cepplan.engine_adapter.runtime.records import Renderer, complex_events
+from cepplan.engine_adapter.runtime.records import Renderer
 from cepplan.engine_adapter.runtime.spec import (
     NEGATED,
     PatternSpec,
@@ -268,16 +273,9 @@ def evaluate_group(frame: pd.DataFrame, job: Job, plan: SharingPlan, names: Sequ
         starts = [(use, node_rows[use.node]) for use in plan.uses.get(name, ())]
         context = _SharedContext(table, spec, job.stages[name], cache, starts)
         results = [m for m in _match(context, table, own, chunk_events) if m.count]
-        arrays = [renderer.match_array(spec, m) for m in results] if render else []
-        lines = pa.chunked_array([c for a in arrays for c in a.chunks], pa.large_string()) \
-            if render else ""
-        result = PartitionOutput(lines, sum(m.count for m in results), None,
-                                 sum(m.cap_hits for m in results))
-        if name in with_complex and result.count and render:
-            parts = [complex_events(table, spec, m, [t[:-1] for t in array.to_pylist()])
-                     for m, array in zip(results, arrays, strict=True)]
-            result.complex = pd.concat(parts, ignore_index=True)
-        out.outputs[name] = result
+        out.outputs[name] = rendered(renderer, spec, results, name in with_complex) \
+            if render else PartitionOutput("", sum(m.count for m in results), None,
+                                           sum(m.cap_hits for m in results))
     return out
 
 
