@@ -26,26 +26,26 @@ def shared_group(pool: pd.DataFrame, job: Job, plan: SharingPlan, name: str,
     stage then keeps the matches that count, as for a pattern evaluated alone)."""
     members = set(plan.members(name))
     names = [s.name for s in job.patterns if s.name in members]
-    kept = []
+    rows = np.zeros(len(pool), dtype=bool)
     for member in names:
         spec = job.pattern(member)
         labels = [c for c in pool.columns if c.startswith(member + "\t")]
         frame, masks = pool, {c: pool[c].to_numpy(dtype=bool) for c in labels}
         if stage is not None:
             frame, masks = stage.push_down(pool, masks, spec)
-        kept.append(frame.index[acquire(frame, masks, spec)])
-    return run_shared_group(pool, kept[0].append(kept[1:]).unique(), job, plan, names,
+        rows[pool.index.get_indexer(frame.index[acquire(frame, masks, spec)])] = True
+    return run_shared_group(pool, rows, job, plan, names,
                             with_complex=consumers, partials=partials, slices=slices)
 
 
-def run_shared_group(pool: pd.DataFrame, rows: pd.Index, job: Job, plan: SharingPlan,
+def run_shared_group(pool: pd.DataFrame, rows: np.ndarray, job: Job, plan: SharingPlan,
                      names: list[str], *, with_complex: Collection[str],
                      partials: dict[int, int],
                      slices: Callable) -> dict[str, list[PartitionOutput]]:
     """Per member, its outputs slice by slice; each node's partial matches added to
-    `partials`. `rows` are the pool's rows any member acquires; `slices` is the engine's
+    `partials`. `rows` flags the pool's rows any member acquires; `slices` is the engine's
     split into owned time ranges per key."""
-    frame = pool.loc[rows.sort_values(), [c for c in pool.columns if "\t" not in c]]
+    frame = pool.loc[rows, [c for c in pool.columns if "\t" not in c]]
     specs = [job.pattern(n) for n in names]
     shape = SimpleNamespace(window=max(s.window for s in specs),
                             negated=tuple(o for s in specs for o in s.negated),

@@ -108,13 +108,17 @@ class _Context:
 
     def _candidates(self, operand: OperandSpec) -> np.ndarray:
         """Ranks of the events of the operand's type that pass its filters (seed 001 step 1)."""
-        ranks = np.flatnonzero(self.table.types == operand.type)
+        ranks = self._of_type(operand.type)
         filters = (self.stages.negation_filters if operand.kind == "negated"
                    else self.stages.filters).get(operand.var, [])
         for tree in filters:
             columns = {key: self.table.column(key[1])[ranks] for key in referenced_keys(tree)}
             ranks = ranks[np.asarray(evaluate(tree, columns, len(ranks)), dtype=bool)]
         return ranks
+
+    def _of_type(self, type_name: str) -> np.ndarray:
+        """Ranks of the table's events of one type."""
+        return np.flatnonzero(self.table.types == type_name)
 
     # -- one chunk ------------------------------------------------------------------------
 

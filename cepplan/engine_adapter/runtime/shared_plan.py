@@ -241,10 +241,15 @@ class GroupOutput:
 
 
 class _Candidates:
-    """Candidate events per (type, filters), computed once for the whole group."""
+    """Candidate events per (type, filters), and each type's events, computed once for the
+    whole group (its table holds every member's types)."""
 
-    def __init__(self) -> None:
+    def __init__(self, table: Table) -> None:
         self.cache: dict[str, np.ndarray] = {}
+        codes, names = pd.factorize(table.types)
+        order = np.argsort(codes, kind="stable")
+        bounds = np.searchsorted(codes[order], np.arange(len(names) + 1))
+        self.types = {name: order[bounds[i]:bounds[i + 1]] for i, name in enumerate(names)}
 
 
 def evaluate_group(frame: pd.DataFrame, job: Job, plan: SharingPlan, names: Sequence[str], *,
@@ -259,7 +264,7 @@ def evaluate_group(frame: pd.DataFrame, job: Job, plan: SharingPlan, names: Sequ
     for spec in specs.values():
         attributes += [a for a in needed_attributes(job, spec) if a not in attributes]
     table = make_table(frame, attributes)
-    cache = _Candidates()
+    cache = _Candidates(table)
     out = GroupOutput()
     node_rows: dict[int, NodeRows] = {}
     for index in sorted({u.node for n in names for u in plan.uses.get(n, ())}):
@@ -350,6 +355,9 @@ class _SharedContext(_Context):
         if key not in self._cache.cache:
             self._cache.cache[key] = super()._candidates(operand)
         return self._cache.cache[key]
+
+    def _of_type(self, type_name: str) -> np.ndarray:
+        return self._cache.types.get(type_name, np.empty(0, np.int64))
 
     def join(self, operands, start, stop):
         if not self.starts:
