@@ -240,6 +240,28 @@ class GroupOutput:
     partials: dict[int, int] = field(default_factory=dict)
 
 
+@dataclass
+class GroupMatches:
+    """One partition of a sharing group matched, not yet rendered: per pattern its matches,
+    rendered by `output` when wanted (the local engine renders and writes one pattern at a
+    time, so that the group's rendered text is never all held at once)."""
+
+    renderer: Renderer
+    specs: dict[str, PatternSpec]
+    matches: dict[str, list[Matches]] = field(default_factory=dict)
+    partials: dict[int, int] = field(default_factory=dict)
+
+    def output(self, name: str, with_complex: bool) -> PartitionOutput:
+        """Pattern `name`'s matches rendered (and as complex events when asked)."""
+        return rendered(self.renderer, self.specs[name], self.matches[name], with_complex)
+
+    def counts(self, name: str) -> PartitionOutput:
+        """Pattern `name`'s counts only."""
+        found = self.matches[name]
+        return PartitionOutput("", sum(m.count for m in found), None,
+                               sum(m.cap_hits for m in found))
+
+
 class _Candidates:
     """Candidate events per (type, filters), and each type's events, computed once for the
     whole group (its table holds every member's types)."""
@@ -256,16 +278,27 @@ def evaluate_group(frame: pd.DataFrame, job: Job, plan: SharingPlan, names: Sequ
                    own: tuple[float, float] = (-math.inf, math.inf),
                    with_complex: Sequence[str] = (),
                    chunk_events: int = CHUNK_EVENTS, render: bool = True) -> GroupOutput:
+    """Match the patterns `names` (one sharing group, same key) over one partition's events
+    and render every pattern's output. Without `render`, only counts (benchmarks time the
+    joins apart from the output)."""
+    found = match_group(frame, job, plan, names, own=own, chunk_events=chunk_events)
+    outputs = {name: found.output(name, name in with_complex) if render else found.counts(name)
+               for name in names}
+    return GroupOutput(outputs, found.partials)
+
+
+def match_group(frame: pd.DataFrame, job: Job, plan: SharingPlan, names: Sequence[str], *,
+                own: tuple[float, float] = (-math.inf, math.inf),
+                chunk_events: int = CHUNK_EVENTS) -> GroupMatches:
     """Match the patterns `names` (one sharing group, same key) over one partition's events:
-    one table, each shared node's partial matches once, each pattern on top of its nodes.
-    Without `render`, only counts (benchmarks time the joins apart from the output)."""
+    one table, each shared node's partial matches once, each pattern on top of its nodes."""
     specs = {name: job.pattern(name) for name in names}
     attributes: list[str] = []
     for spec in specs.values():
         attributes += [a for a in needed_attributes(job, spec) if a not in attributes]
     table = make_table(frame, attributes)
     cache = _Candidates(table)
-    out = GroupOutput()
+    out = GroupMatches(Renderer(table, job.types), specs)
     node_rows: dict[int, NodeRows] = {}
     for index in sorted({u.node for n in names for u in plan.uses.get(n, ())}):
         node = plan.nodes[index]
@@ -273,14 +306,10 @@ def evaluate_group(frame: pd.DataFrame, job: Job, plan: SharingPlan, names: Sequ
         stamps = table.ts[rows.latest]
         out.partials[index] = int(np.count_nonzero((stamps >= own[0]) & (stamps < own[1])))
         node_rows[index] = rows  # counted by latest event, like matches
-    renderer = Renderer(table, job.types)
     for name, spec in specs.items():
         starts = [(use, node_rows[use.node]) for use in plan.uses.get(name, ())]
         context = _SharedContext(table, spec, job.stages[name], cache, starts)
-        results = [m for m in _match(context, table, own, chunk_events) if m.count]
-        out.outputs[name] = rendered(renderer, spec, results, name in with_complex) \
-            if render else PartitionOutput("", sum(m.count for m in results), None,
-                                           sum(m.cap_hits for m in results))
+        out.matches[name] = [m for m in _match(context, table, own, chunk_events) if m.count]
     return out
 
 
