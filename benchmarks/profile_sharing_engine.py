@@ -86,9 +86,9 @@ def _instrument(clock: PhaseClock) -> list[tuple[object, str, object]]:
         (matcher._Context, "join", "join"), (shared_plan._SharedContext, "join", "join"),
         (matcher._Context, "kleene", "kleene"), (matcher._Context, "negation", "negation"),
         (records.Renderer, "match_array", "render"), (records.Renderer, "match_lines", "render"),
-        (records, "lines_text", "render"), (shared_plan, "lines_text", "render"),
+        (records, "lines_text", "render"),
         (local_writer.MatchWriter, "write", "write"),
-        (runtime_job, "complex_events", "complex"), (shared_plan, "complex_events", "complex"),
+        (runtime_job, "complex_events", "complex"),
     ]
     saved = [(local_engine, "read_batches", local_engine.read_batches)]
     local_engine.read_batches = clock.timed_iter("read", local_engine.read_batches)
