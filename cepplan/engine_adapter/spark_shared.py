@@ -2,9 +2,10 @@
 
 Shipped in the job's runtime zip. Users of one shared node have the same key (the runtime
 proves it), so they are in one partition scheme and their events in the same key-hash ×
-time-range groups. In a group, each sharing group's patterns are evaluated together over the
-rows any of them acquired, per key, by `shared_plan.evaluate_group` — the function the local
-engine uses — so a node's partial matches are computed once and fed to its users. Partial
+time-range groups. In a group, each sharing group's patterns (those linked through shared
+nodes; a pattern may use several) are evaluated together over the rows any of them acquired,
+per key, by `shared_plan.evaluate_group` — the function the local engine uses — so a node's
+partial matches are computed once and fed to its users. Partial
 matches travel back in the match stage's accumulator (no extra pass over the matches);
 `shared_nodes` in metrics.json is then built by the same code as the local engine's.
 """
