@@ -15,8 +15,9 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -44,30 +45,34 @@ def main(quick: bool = False) -> None:
     print(f"load: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} (1, 5 min)")
     limit = 2.0 if quick else 10.0
     with tempfile.TemporaryDirectory() as tmp:
-        events = _example_events(Path(tmp), seconds=150.0 if quick else 600.0)
-        _compare("examples/trading_rules", load_workload(EXAMPLE / "workload.json"),
-                 events, limit, Path(tmp), repeats=1 if quick else 2)
-        for window in ("100ms",):  # 200 ms: millions of complete matches, minutes per plan
-            # no KLEENE: one Kleene pattern's complete matches (rendered and written, the
-            # same in every plan) would otherwise take nearly all the time
-            raw = synthetic_workload(40 if quick else 100, seed=1, window_s=1, special=0.1)
-            for pattern in raw["patterns"]:
-                pattern["structure"] = [o[1] if isinstance(o, list) and o[0] == "KLEENE" else o
-                                        for o in pattern["structure"]]
-                pattern["within"] = window
-            means = _calibrate(raw)
-            wl = build_workload(raw)
-            events = _synthetic_events(wl, Path(tmp), seconds=5.0 if quick else 20.0,
-                                       means=means)
-            title = f"synthetic {len(wl.patterns)} patterns, window {window}"
+        for title, wl, events in workloads(Path(tmp), quick):
             _compare(title, wl, events, limit, Path(tmp), repeats=1 if quick else 2)
-            _partials_per_pattern(title, wl, events, limit)
-        wl = build_workload(_common_prefix_workload(30 if quick else 60))
-        events = _synthetic_events(wl, Path(tmp), seconds=20.0 if quick else 60.0)
-        _compare(f"{len(wl.patterns)} patterns on one common prefix", wl, events, limit,
-                 Path(tmp), repeats=1 if quick else 2)
+            if title.startswith("synthetic"):
+                _partials_per_pattern(title, wl, events, limit)
         _versus_opencep(Path(tmp), limit, patterns=12 if quick else 24,
                         seconds=30.0 if quick else 90.0)
+
+
+def workloads(tmp: Path, quick: bool) -> Iterator[tuple[str, Any, Path]]:
+    """The three workloads (title, workload, events file): the trading-rules example, a
+    synthetic §6.1-like one (100 ms window, conditions calibrated), one common prefix."""
+    events = _example_events(tmp, seconds=150.0 if quick else 600.0)
+    yield "examples/trading_rules", load_workload(EXAMPLE / "workload.json"), events
+    # 100 ms: at 200 ms millions of complete matches, minutes per plan. No KLEENE: one
+    # Kleene pattern's complete matches (rendered and written, the same in every plan)
+    # would otherwise take nearly all the time
+    raw = synthetic_workload(40 if quick else 100, seed=1, window_s=1, special=0.1)
+    for pattern in raw["patterns"]:
+        pattern["structure"] = [o[1] if isinstance(o, list) and o[0] == "KLEENE" else o
+                                for o in pattern["structure"]]
+        pattern["within"] = "100ms"
+    means = _calibrate(raw)
+    wl = build_workload(raw)
+    events = _synthetic_events(wl, tmp, seconds=5.0 if quick else 20.0, means=means)
+    yield f"synthetic {len(wl.patterns)} patterns, window 100ms", wl, events
+    wl = build_workload(_common_prefix_workload(30 if quick else 60))
+    events = _synthetic_events(wl, tmp, seconds=20.0 if quick else 60.0, name="prefix")
+    yield f"{len(wl.patterns)} patterns on one common prefix", wl, events
 
 
 def _versus_opencep(tmp: Path, limit: float, patterns: int, seconds: float) -> None:
@@ -221,12 +226,14 @@ def _common_prefix_workload(n: int) -> dict:
 
 
 def best_runs(runs: Sequence[str], run: Callable[[str, Path], dict],
-              matching: Callable[[dict], float], tmp: Path, repeats: int
+              matching: Callable[[dict], float], tmp: Path, repeats: int,
+              cpu: dict[str, float] | None = None
               ) -> tuple[dict[str, float], dict[str, float], dict[str, dict], dict[str, dict]]:
     """Each named plan run `repeats` rounds, interleaved so that drift in the machine's load
     hits every plan alike: the best wall and matching seconds per plan, its matches (from
     the last round) and its metrics. `run(name, out)` runs one plan into `out`; `matching`
-    reads the matching seconds from its metrics."""
+    reads the matching seconds from its metrics. With `cpu`, the least CPU seconds of this
+    process per plan go there too (in-process runs)."""
     wall: dict[str, float] = {}
     match_s: dict[str, float] = {}
     found: dict[str, dict] = {}
@@ -234,9 +241,11 @@ def best_runs(runs: Sequence[str], run: Callable[[str, Path], dict],
     for _ in range(repeats):
         for name in runs:
             out = tmp / name.replace(" ", "_")
-            start = time.perf_counter()
+            start, clock = time.perf_counter(), time.process_time()
             metrics[name] = run(name, out)
             wall[name] = min(wall.get(name, math.inf), time.perf_counter() - start)
+            if cpu is not None:
+                cpu[name] = min(cpu.get(name, math.inf), time.process_time() - clock)
             match_s[name] = min(match_s.get(name, math.inf), matching(metrics[name]))
             found[name] = _matches(out)
     return wall, match_s, found, metrics
@@ -250,20 +259,24 @@ def _compare(title: str, wl, events: Path, limit: float, tmp: Path, repeats: int
         plans[name] = evaluation(wl, wl.statistics, base, EvaluationSettings(search, "edge", limit))
     jobs = {name: job_data(wl, plan) for name, plan in plans.items()}
     jobs["chosen unshared"] = {k: v for k, v in jobs["chosen"].items() if k != "sharing"}
+    cpu: dict[str, float] = {}
     wall, match_s, found, metrics = best_runs(
         RUNS, lambda name, out: run_local_job(jobs[name], [str(events)], out,
                                               say=lambda _: None),
         lambda m: sum(v for k, v in m["seconds"].items() if k.startswith("match ")),
-        tmp, repeats)
+        tmp, repeats, cpu)
     frame = _canonical(events)
-    joins = {name: min(_join_seconds(jobs[name], frame, name == "chosen")
-                       for _ in range(repeats)) for name in RUNS}
+    joins = {name: math.inf for name in RUNS}
+    for _ in range(repeats + 1):  # interleaved, least CPU seconds per plan
+        for name in RUNS:
+            joins[name] = min(joins[name], _join_seconds(jobs[name], frame, name == "chosen"))
     same = all(found[n] == found["trivial"] for n in RUNS)
     n_events = metrics["trivial"]["rows_read"]
     total = sum(metrics["trivial"]["matches"].values())
     print(f"\n-- {title}: {n_events} events, {total} matches; identical across plans: {same}")
-    print(f"{'plan':>16} {'modelled':>10} {'wall s':>8} {'vs trivial':>10} {'matching s':>10} "
-          f"{'vs trivial':>10} {'joins s':>8} {'vs trivial':>10}")
+    print(f"{'plan':>16} {'modelled':>10} {'wall s':>8} {'vs trivial':>10} {'CPU s':>8} "
+          f"{'vs trivial':>10} {'matching s':>10} {'vs trivial':>10} {'joins CPU s':>11} "
+          f"{'vs trivial':>10}")
     for name in RUNS:
         plan = plans[name.split()[0]]
         modelled = plan.sharing["modelled_cost"]["chosen"] if plan.sharing else \
@@ -271,9 +284,16 @@ def _compare(title: str, wl, events: Path, limit: float, tmp: Path, repeats: int
         if name == "chosen unshared":
             modelled = float("nan")
         print(f"{name:>16} {modelled:>10.4g} {wall[name]:>8.2f} "
-              f"{wall['trivial'] / wall[name]:>9.2f}x {match_s[name]:>10.2f} "
-              f"{match_s['trivial'] / match_s[name]:>9.2f}x {joins[name]:>8.2f} "
+              f"{wall['trivial'] / wall[name]:>9.2f}x {cpu[name]:>8.2f} "
+              f"{cpu['trivial'] / cpu[name]:>9.2f}x {match_s[name]:>10.2f} "
+              f"{match_s['trivial'] / match_s[name]:>9.2f}x {joins[name]:>11.3f} "
               f"{joins['trivial'] / joins[name]:>9.2f}x")
+    best = {label: min(values[n] for n in ("re", "sh")) / values["chosen"]
+            for label, values in (("wall", wall), ("CPU", cpu), ("matching", match_s),
+                                  ("joins", joins))}
+    print("chosen shared plan vs the best of SH and RE: " + ", ".join(
+        f"{label} {ratio:.2f}x ({abs(1 - 1 / ratio) * 100:.0f} % "
+        f"{'less' if ratio >= 1 else 'more'} time)" for label, ratio in best.items()))
     nodes = metrics["chosen"].get("shared_nodes", [])
     if nodes:
         measured = sum(n["per_window"] for n in nodes)
@@ -295,10 +315,11 @@ def _canonical(events: Path) -> pd.DataFrame:
 
 
 def _join_seconds(data: dict, frame: pd.DataFrame, share: bool) -> float:
-    """Seconds the matcher spends joining (Kleene and negation included) without rendering
-    or writing matches: every pattern on its own, or the sharing groups' nodes once each."""
+    """CPU seconds the matcher spends joining (Kleene and negation included) without
+    rendering or writing matches: every pattern on its own, or the sharing groups' nodes
+    once each."""
     job = job_from_json(data)
-    start = time.perf_counter()
+    start = time.process_time()
     plan = sharing_plan(job) if share else None
     done: set[str] = set()
     for names in plan.groups() if plan else ():
@@ -313,7 +334,7 @@ def _join_seconds(data: dict, frame: pd.DataFrame, share: bool) -> float:
         types = {o.type for o in spec.operands}
         for group in partitions(frame[frame["__type"].isin(types)], spec.partition_by):
             match_partition(make_table(group, ["price", "diff"]), spec, job.stages[spec.name])
-    return time.perf_counter() - start
+    return time.process_time() - start
 
 
 def _partials_per_pattern(title: str, wl, events: Path, limit: float) -> None:
@@ -405,7 +426,7 @@ def _example_events(tmp: Path, seconds: float) -> Path:
 
 
 def _synthetic_events(wl, tmp: Path, seconds: float,
-                      means: dict[str, float] | None = None) -> Path:
+                      means: dict[str, float] | None = None, name: str = "synthetic") -> Path:
     """Poisson streams at the workload's statistics' rates; diff uniform in [0, 100), or
     normal around each type's mean (`_calibrate`)."""
     rng = np.random.default_rng(7)
@@ -417,6 +438,6 @@ def _synthetic_events(wl, tmp: Path, seconds: float,
     frame["price"] = rng.uniform(0, 100, len(frame)).round(2)
     frame["diff"] = rng.uniform(0, 100, len(frame)).round(2) if means is None else \
         rng.normal(frame["type"].map(means).to_numpy(dtype=float), 1.0)
-    path = tmp / "synthetic.csv"
+    path = tmp / f"{name}.csv"
     frame.to_csv(path, index=False)
     return path

@@ -1,46 +1,146 @@
-"""Where the local engine's time goes on a synthetic many-pattern workload, with and without
-the shared plan: `python -m benchmarks.profile_sharing_engine` prints cProfile's cumulative
-times of the engine's own functions (the matcher's join is what the cost model counts)."""
+"""Where the local engine's wall time goes, per plan, on the three workloads of
+`bench_sharing_engine` (trading rules, synthetic §6.1-like, one common prefix):
+`python -m benchmarks.profile_sharing_engine [--quick]` prints, per plan, the CPU seconds
+of read, tag, acquisition, event tables and candidates, joins, Kleene expansion, negation,
+rendering, writing and the rest, each charged exclusively (a call's time less the timed
+calls inside it), so the columns add up to the run's CPU time (CPU, not wall: the machine
+is shared, and other processes' load would land in whichever phase was running).
+"""
 
 from __future__ import annotations
 
-import cProfile
-import pstats
+import argparse
+import functools
+import os
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
-from benchmarks.bench_sharing_engine import _synthetic_events
+from benchmarks.bench_sharing_engine import RUNS, workloads
 from cepplan.engine_adapter.job_spec import job_data
-from cepplan.engine_adapter.local.engine import run_local_job
+from cepplan.engine_adapter.local import engine as local_engine
+from cepplan.engine_adapter.local import writer as local_writer
+from cepplan.engine_adapter.runtime import job as runtime_job
+from cepplan.engine_adapter.runtime import matcher, records, shared_plan
 from cepplan.planner.evaluation import EvaluationSettings, evaluation
 from cepplan.planner.plan import trivial_plan
-from cepplan.search.synthetic import synthetic_workload
-from cepplan.workload.loader import build_workload
+
+PHASES = ("read", "tag", "acquire", "table", "join", "kleene", "negation", "render", "write",
+          "complex")
 
 
-def main() -> None:
-    raw = synthetic_workload(100, seed=1, window_s=1, special=0.1)
-    for pattern in raw["patterns"]:
-        pattern["within"] = "100ms"
-        pattern["structure"] = [o[1] if isinstance(o, list) and o[0] == "KLEENE" else o
-                                for o in pattern["structure"]]
-    wl = build_workload(raw)
-    tmp = Path(tempfile.mkdtemp())
-    events = _synthetic_events(wl, tmp, 10.0)
-    plan = evaluation(wl, wl.statistics, trivial_plan(wl), EvaluationSettings("tabu", "edge", 5))
-    data = job_data(wl, plan)
-    for name, job in (("unshared", {k: v for k, v in data.items() if k != "sharing"}),
-                      ("shared", data)):
-        profile = cProfile.Profile()
-        start = time.perf_counter()
-        profile.enable()
-        run_local_job(job, [str(events)], tmp / name, say=lambda _: None)
-        profile.disable()
-        print(f"\n== chosen plan, {name}: {time.perf_counter() - start:.2f} s wall")
-        pstats.Stats(profile).sort_stats("cumulative").print_stats(
-            "engine_adapter|TextIOWrapper", 20)
+class PhaseClock:
+    """Exclusive CPU seconds per phase: entering a timed call charges the time so far to
+    the phase it interrupts."""
+
+    def __init__(self) -> None:
+        self.seconds = dict.fromkeys(PHASES, 0.0)
+        self._stack: list[str] = []
+        self._mark = time.process_time()
+
+    def _switch(self) -> None:
+        now = time.process_time()
+        if self._stack:
+            self.seconds[self._stack[-1]] += now - self._mark
+        self._mark = now
+
+    def timed(self, phase: str, func: Callable) -> Callable:
+        @functools.wraps(func)
+        def wrapper(*args, **kwargs):
+            self._switch()
+            self._stack.append(phase)
+            try:
+                return func(*args, **kwargs)
+            finally:
+                self._switch()
+                self._stack.pop()
+        return wrapper
+
+    def timed_iter(self, phase: str, func: Callable) -> Callable:
+        """As `timed`, for a generator function: each step of the iteration is timed."""
+        @functools.wraps(func)
+        def wrapper(*args, **kwargs):
+            steps = iter(func(*args, **kwargs))
+            while True:
+                self._switch()
+                self._stack.append(phase)
+                try:
+                    item = next(steps)
+                except StopIteration:
+                    return
+                finally:
+                    self._switch()
+                    self._stack.pop()
+                yield item
+        return wrapper
+
+
+def _instrument(clock: PhaseClock) -> list[tuple[object, str, object]]:
+    """Wrap the engine's phase functions; returns what to restore."""
+    targets = [
+        (local_engine, "_tagged", "tag"), (local_engine, "acquire", "acquire"),
+        (runtime_job, "make_table", "table"), (shared_plan, "make_table", "table"),
+        (matcher._Context, "_candidates", "table"),
+        (shared_plan._SharedContext, "_candidates", "table"),
+        (matcher._Context, "join", "join"), (shared_plan._SharedContext, "join", "join"),
+        (matcher._Context, "kleene", "kleene"), (matcher._Context, "negation", "negation"),
+        (records.Renderer, "match_array", "render"), (records.Renderer, "match_lines", "render"),
+        (records, "lines_text", "render"),
+        (local_writer.MatchWriter, "write", "write"),
+        (runtime_job, "complex_events", "complex"),
+    ]
+    saved = [(local_engine, "read_batches", local_engine.read_batches)]
+    local_engine.read_batches = clock.timed_iter("read", local_engine.read_batches)
+    for owner, name, phase in targets:
+        if name not in vars(owner):
+            continue
+        original = vars(owner)[name]
+        saved.append((owner, name, original))
+        setattr(owner, name, clock.timed(phase, original))
+    return saved
+
+
+def profile_run(job: dict, events: Path, out: Path) -> dict[str, float]:
+    """One engine run of `job`: wall and CPU seconds, and the exclusive CPU seconds of every
+    phase; `other` is what no phase accounts for."""
+    clock = PhaseClock()
+    saved = _instrument(clock)
+    try:
+        start, cpu = time.perf_counter(), time.process_time()
+        local_engine.run_local_job(job, [str(events)], out, say=lambda _: None)
+        wall, cpu = time.perf_counter() - start, time.process_time() - cpu
+    finally:
+        for owner, name, original in reversed(saved):
+            setattr(owner, name, original)
+    row = {"wall": wall, "cpu": cpu, **clock.seconds}
+    row["other"] = cpu - sum(clock.seconds.values())
+    return row
+
+
+def main(quick: bool = False) -> None:
+    print(f"load: {os.getloadavg()[0]:.2f} (1 min)")
+    limit = 2.0 if quick else 10.0
+    columns = ("wall", "cpu", *PHASES, "other")
+    with tempfile.TemporaryDirectory() as tmp:
+        for title, wl, events in workloads(Path(tmp), quick):
+            base = trivial_plan(wl)
+            plans = {"trivial": base}
+            for name, search in (("re", "re"), ("sh", "sh"), ("chosen", "tabu")):
+                plans[name] = evaluation(wl, wl.statistics, base,
+                                         EvaluationSettings(search, "edge", limit))
+            jobs = {name: job_data(wl, plan) for name, plan in plans.items()}
+            jobs["chosen unshared"] = {k: v for k, v in jobs["chosen"].items()
+                                       if k != "sharing"}
+            print(f"\n-- {title}: exclusive CPU seconds per phase (run of least CPU of 2)")
+            print(f"{'plan':>16} " + " ".join(f"{c:>8}" for c in columns))
+            for name in RUNS:
+                rows = [profile_run(jobs[name], events, Path(tmp) / "out") for _ in range(2)]
+                best = min(rows, key=lambda r: r["cpu"])
+                print(f"{name:>16} " + " ".join(f"{best[c]:>8.3f}" for c in columns))
 
 
 if __name__ == "__main__":
-    main()
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.profile_sharing_engine")
+    parser.add_argument("--quick", action="store_true", help="smaller workloads")
+    main(parser.parse_args().quick)

@@ -2,9 +2,10 @@
 
 Shipped in the job's runtime zip. Users of one shared node have the same key (the runtime
 proves it), so they are in one partition scheme and their events in the same key-hash ×
-time-range groups. In a group, each sharing group's patterns are evaluated together over the
-rows any of them acquired, per key, by `shared_plan.evaluate_group` — the function the local
-engine uses — so a node's partial matches are computed once and fed to its users. Partial
+time-range groups. In a group, each sharing group's patterns (those linked through shared
+nodes; a pattern may use several) are evaluated together over the rows any of them acquired,
+per key, by `shared_plan.evaluate_group` — the function the local engine uses — so a node's
+partial matches are computed once and fed to its users. Partial
 matches travel back in the match stage's accumulator (no extra pass over the matches);
 `shared_nodes` in metrics.json is then built by the same code as the local engine's.
 """
@@ -51,19 +52,21 @@ def evaluate_shared(cache: MutableMapping[str, Any], job: Job, group: pd.DataFra
     plan: SharingPlan | None = cache["sharing"]
     if plan is None:
         return set()
-    members: dict[int, list[str]] = {}
-    for name in flags:
-        if name in plan.uses:
-            members.setdefault(plan.uses[name].node, []).append(name)
+    if "groups" not in cache:
+        cache["groups"] = plan.groups()
     done: set[str] = set()
-    for node, names in members.items():
+    for members in cache["groups"]:
+        names = [n for n in members if n in flags]
+        if not names:
+            continue
         rows = np.logical_or.reduce([group[flags[n]].to_numpy(dtype=bool) for n in names])
         counts = dict.fromkeys(names, 0)
         caps = dict.fromkeys(names, 0)
-        partials = 0
+        partials: dict[int, int] = {}
         for events in partitions(group[rows], job.pattern(names[0]).partition_by):
             result = evaluate_group(events, job, plan, names, own=own, with_complex=names)
-            partials += result.partials.get(node, 0)
+            for node, count in result.partials.items():
+                partials[node] = partials.get(node, 0) + count
             for name, out in result.outputs.items():
                 counts[name] += out.count
                 caps[name] += out.cap_hits
@@ -72,7 +75,8 @@ def evaluate_shared(cache: MutableMapping[str, Any], job: Job, group: pd.DataFra
         for name in names:
             found[("matches", name)] = counts[name]
             found[("cap", name)] = caps[name]
-        found[(_PARTIALS, str(node))] = partials
+        for node, count in partials.items():
+            found[(_PARTIALS, str(node))] = count
         done.update(names)
     return done
 

@@ -57,7 +57,7 @@ def test_random_workloads_match_the_reference_with_and_without_sharing(seed):
     assert {p: sorted(map(canonical, m)) for p, m in shared.matches.items()} == \
         {p: sorted(map(canonical, m)) for p, m in expected.items()}
     plan = sharing_plan(job)
-    assert set(shared.partials) == {u.node for u in plan.uses.values()}
+    assert set(shared.partials) == {u.node for uses in plan.uses.values() for u in uses}
 
 
 def test_random_workloads_do_share():
@@ -99,3 +99,73 @@ def test_counting_without_rendering_gives_the_same_counts():
             {n: o.count for n, o in full.outputs.items()}
         assert bare.partials == full.partials
         assert all(o.matches == "" for o in bare.outputs.values())
+
+
+def _two_node_workload(seed: int) -> tuple[dict, dict]:
+    """A pattern made of two shared parts (seed 004 §5: several disjoint shared subtrees),
+    each shared with another pattern, in a random arrangement: SEQ or AND, the parts' events
+    interleaved or not, a type in both parts, a condition across them, a NOT or KLEENE
+    on top; the windows differ. Returns the workload and the plan's `sharing` section."""
+    rng = random.Random(seed)
+    op = rng.choice(("SEQ", "AND"))
+    first, second = ("A", "B"), rng.choice((("C", "D"), ("C", "A")))
+    slots = rng.choice(([0, 1, 2, 3], [0, 2, 1, 3], [2, 3, 0, 1], [0, 3, 1, 2]))
+    names = ["a", "b", "c", "d"]
+    types = [*first, *second]
+    structure: list = [""] * 4
+    for var, kind, slot in zip(names, types, slots, strict=True):
+        structure[slot] = f"{var}:{kind}"
+    extra = rng.choice((None, ["NOT", "n:E"], ["KLEENE", "k:F"]))
+    if extra:
+        structure.insert(rng.randint(0, 4), extra)
+    where = ["a.diff < b.diff", "c.diff <= d.diff"]
+    where += rng.sample(["b.diff < c.diff", "a.price > d.price"], rng.randint(0, 2))
+    windows = [rng.choice((2, 3, 4)) for _ in range(3)]
+    if extra and extra[0] == "KLEENE":
+        windows[0] = 2  # the reference enumerates every subset of the window's F events
+    left = ["x:A", "y:B", "z:E"] if rng.random() < 0.5 else ["z:E", "x:A", "y:B"]
+    right = ["u:" + second[0], "w:" + second[1], "t:F"]
+    patterns = [
+        {"name": "both", "structure": [op, *structure], "where": where,
+         "within": f"{windows[0]}s"},
+        {"name": "left", "structure": [op, *left], "where": ["x.diff < y.diff"],
+         "within": f"{windows[1]}s"},
+        {"name": "right", "structure": [op, *right], "where": ["u.diff <= w.diff"],
+         "within": f"{windows[2]}s"},
+    ]
+    if extra and extra[0] == "NOT":
+        where.append("n.diff > 4")
+    raw = {"format": "cepplan.workload/1", "name": "two_nodes", "time_unit": "s",
+           "source": {"format": "csv", "header": True, "type_column": "type",
+                      "time_column": "ts"},
+           "schemas": {"Tick": {"price": "double", "diff": "double"}},
+           "event_types": {t: {"schema": "Tick"} for t in "ABCDEF"}, "patterns": patterns}
+    sharing = {"shared": [
+        {"size": 2, "window": float(max(windows[:2])),
+         "users": {"both": ["a", "b"], "left": ["x", "y"]}},
+        {"size": 2, "window": float(max(windows[0], windows[2])),
+         "users": {"both": ["c", "d"], "right": ["w", "u"]}}]}
+    return raw, sharing
+
+
+@pytest.mark.parametrize("seeds", [range(0, 6), range(6, 12)])
+def test_a_pattern_fed_from_two_shared_nodes_matches_the_reference(seeds):
+    with_matches = 0
+    for seed in seeds:
+        raw, sharing = _two_node_workload(seed)
+        wl = build_workload(raw)
+        data = job_data(wl, trivial_plan(wl))
+        data["sharing"] = sharing
+        job = job_from_json(data)
+        plan = sharing_plan(job)
+        assert [u.node for u in plan.uses["both"]] == [0, 1]
+        assert plan.groups() == [["both", "left", "right"]]
+        events = _events(list("ABCDEF"), 150, seed, 20.0)
+        shared = run_local(events, job, share=True)
+        assert _canonical(shared) == _canonical(run_local(events, job, share=False))
+        expected = reference_matches(wl, events)
+        assert {p: sorted(map(canonical, m)) for p, m in shared.matches.items()} == \
+            {p: sorted(map(canonical, m)) for p, m in expected.items()}
+        assert set(shared.partials) == {0, 1}
+        with_matches += len(shared.matches["both"]) > 0
+    assert with_matches >= len(seeds) - 1

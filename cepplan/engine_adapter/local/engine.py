@@ -34,7 +34,6 @@ from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_TYPE
 if TYPE_CHECKING:  # the time-range path runs on NumPy `Columns`; pandas only for the others
     import pandas as pd
 
-    from cepplan.engine_adapter.runtime.shared_plan import SharingPlan
 
 SLICE_ROWS = 1 << 14  # events per owned time range of one key
 REGION_ROWS = 1 << 16  # tagged rows matched and released together, time-ordered input
@@ -55,6 +54,7 @@ def run_local_job(data: dict[str, Any], events: Sequence[str], out: Path, *,
     import pandas as pd
 
     from cepplan.engine_adapter.local.contexts import LocalContexts
+    from cepplan.engine_adapter.local.shared import node_metrics, shared_group
     from cepplan.engine_adapter.runtime.shared_plan import sharing_plan
 
     seconds: dict[str, float] = {"read": 0.0, "tag": 0.0}
@@ -84,6 +84,7 @@ def run_local_job(data: dict[str, Any], events: Sequence[str], out: Path, *,
             found = stage.derive(pool)
             seconds["contexts"] = time.perf_counter() - clock
             derived = found.matches
+            sharing = sharing_plan(job, alone=derived)  # the stage evaluated those already
             for name, objects in derived.items():
                 writer.write(name, "".join(json.dumps(o) + "\n" for o in objects), len(objects))
                 _count(metrics, name, stage.seen(name), len(objects), found.cap_hits[name], say,
@@ -102,10 +103,10 @@ def run_local_job(data: dict[str, Any], events: Sequence[str], out: Path, *,
             seconds[f"acquire {spec.name}"] = time.perf_counter() - clock
             clock = time.perf_counter()
             count, hits, made, built = 0, 0, [], []
-            if stage is None and spec.name in sharing.uses:  # the shared plan, together
+            if spec.name in sharing.uses:  # the shared plan, together
                 if spec.name not in shared:
-                    shared.update(_shared_group(pool, job, sharing, spec.name, consumers,
-                                                partials))
+                    shared.update(shared_group(pool, job, sharing, spec.name, consumers,
+                                               partials, stage, _slices))
                 results = iter(shared.pop(spec.name))
             else:
                 results = (evaluate_partition(group, job, spec, own=own,
@@ -140,9 +141,7 @@ def run_local_job(data: dict[str, Any], events: Sequence[str], out: Path, *,
             say(f"consumer queries: {run.metrics['executions_with_reuse']} operator executions "
                 f"for {run.metrics['selections']} query windows")
         metrics["plan"] = data.get("plan", {})
-        if stage is None and sharing.uses:
-            from cepplan.engine_adapter.local.shared import node_metrics
-
+        if sharing.uses:
             metrics["shared_nodes"] = node_metrics(job, sharing, partials, pool)
         if partial_counts:
             metrics["partial_matches"] = _partial_metrics(job, partial_counts, _span(pool))
@@ -293,21 +292,6 @@ def _span(pool: pd.DataFrame) -> float:
     """The time span of the tagged rows."""
     ts = pool[EVENT_TS].to_numpy(dtype=np.float64)
     return float(ts.max() - ts.min()) if len(ts) else 0.0
-
-
-def _shared_group(pool: pd.DataFrame, job: Job, sharing: SharingPlan, name: str,
-                  consumers: set[str], partials: dict[int, int]) -> dict[str, list]:
-    """Outputs of the sharing group of pattern `name` (docs/engine.md, "Shared plan")."""
-    from cepplan.engine_adapter.local.shared import group_members, run_shared_group
-
-    names = group_members(job, sharing, name)
-    keeps = {}
-    for member in names:
-        spec = job.pattern(member)
-        labels = [c for c in pool.columns if c.startswith(member + "\t")]
-        keeps[member] = acquire(pool, {c: pool[c].to_numpy(dtype=bool) for c in labels}, spec)
-    return run_shared_group(pool, keeps, job, sharing, names, with_complex=consumers,
-                            partials=partials, slices=_slices)
 
 
 def _slices(frame: pd.DataFrame | Columns, spec: PatternSpec, rows: int = SLICE_ROWS

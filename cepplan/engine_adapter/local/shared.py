@@ -1,46 +1,74 @@
 """The local engine's side of the shared plan: one sharing group's patterns over the rows
-any of them acquires, sliced once (largest window), evaluated by `runtime.shared_plan`."""
+any of them acquires (within its context windows, with contexts), sliced once (largest
+window), evaluated by `runtime.shared_plan`."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
 
+from cepplan.engine_adapter.local.acquire import acquire
+from cepplan.engine_adapter.local.contexts import LocalContexts
 from cepplan.engine_adapter.runtime.job import Job, PartitionOutput
-from cepplan.engine_adapter.runtime.shared_plan import SharingPlan, evaluate_group, node_summaries
+from cepplan.engine_adapter.runtime.shared_plan import (
+    GroupMatches,
+    SharingPlan,
+    match_group,
+    node_summaries,
+)
 from cepplan.workload.columns import EVENT_TS
 
 
-def group_members(job: Job, plan: SharingPlan, name: str) -> list[str]:
-    """The patterns evaluated together with `name`: the users of its shared node."""
-    node = plan.uses[name].node
-    return [s.name for s in job.patterns if s.name in plan.uses and plan.uses[s.name].node == node]
+def shared_group(pool: pd.DataFrame, job: Job, plan: SharingPlan, name: str,
+                 consumers: Collection[str], partials: dict[int, int],
+                 stage: LocalContexts | None,
+                 slices: Callable) -> dict[str, Iterator[PartitionOutput]]:
+    """Outputs of the sharing group of pattern `name` (docs/engine.md, "Shared plan"): per
+    member the rows it acquires (within its context windows, with contexts: the context
+    stage then keeps the matches that count, as for a pattern evaluated alone)."""
+    members = set(plan.members(name))
+    names = [s.name for s in job.patterns if s.name in members]
+    rows = np.zeros(len(pool), dtype=bool)
+    for member in names:
+        spec = job.pattern(member)
+        labels = [c for c in pool.columns if c.startswith(member + "\t")]
+        frame, masks = pool, {c: pool[c].to_numpy(dtype=bool) for c in labels}
+        if stage is not None:
+            frame, masks = stage.push_down(pool, masks, spec)
+        rows[pool.index.get_indexer(frame.index[acquire(frame, masks, spec)])] = True
+    return run_shared_group(pool, rows, job, plan, names,
+                            with_complex=consumers, partials=partials, slices=slices)
 
 
-def run_shared_group(pool: pd.DataFrame, keeps: Mapping[str, np.ndarray], job: Job,
-                     plan: SharingPlan, names: list[str], *, with_complex: Collection[str],
+def run_shared_group(pool: pd.DataFrame, rows: np.ndarray, job: Job, plan: SharingPlan,
+                     names: list[str], *, with_complex: Collection[str],
                      partials: dict[int, int],
-                     slices: Callable) -> dict[str, list[PartitionOutput]]:
-    """Per member, its outputs slice by slice; each node's partial matches added to
-    `partials`. `keeps` holds each member's acquired rows of `pool`; `slices` is the
-    engine's split into owned time ranges per key."""
-    frame = pool.loc[np.logical_or.reduce([keeps[n] for n in names]),
-                     [c for c in pool.columns if "\t" not in c]]  # not the tag columns
+                     slices: Callable) -> dict[str, Iterator[PartitionOutput]]:
+    """Per member, its outputs slice by slice, each rendered when taken (so the group's
+    text is not all held at once); each node's partial matches added to
+    `partials`. `rows` flags the pool's rows any member acquires; `slices` is the engine's
+    split into owned time ranges per key."""
+    frame = pool.loc[rows, [c for c in pool.columns if "\t" not in c]]
     specs = [job.pattern(n) for n in names]
     shape = SimpleNamespace(window=max(s.window for s in specs),
                             negated=tuple(o for s in specs for o in s.negated),
                             partition_by=specs[0].partition_by)
-    outputs: dict[str, list[PartitionOutput]] = {n: [] for n in names}
+    found: list[GroupMatches] = []
     for group, own in slices(frame, shape):
-        result = evaluate_group(group, job, plan, names, own=own, with_complex=with_complex)
-        for n, out in result.outputs.items():
-            outputs[n].append(out)
-        for index, count in result.partials.items():
+        found.append(match_group(group, job, plan, names, own=own))
+        for index, count in found[-1].partials.items():
             partials[index] = partials.get(index, 0) + count
-    return outputs
+    return {n: _rendered(found, n, n in with_complex) for n in names}
+
+
+def _rendered(found: list[GroupMatches], name: str,
+              with_complex: bool) -> Iterator[PartitionOutput]:
+    """One member's outputs, slice by slice, each rendered as it is taken."""
+    for part in found:
+        yield part.output(name, with_complex)
 
 
 def node_metrics(job: Job, plan: SharingPlan, partials: Mapping[int, int],

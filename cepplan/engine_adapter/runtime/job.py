@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from cepplan.engine_adapter.runtime.matcher import CHUNK_EVENTS, match_partition
+from cepplan.engine_adapter.runtime.matcher import CHUNK_EVENTS, Matches, match_partition
 from cepplan.engine_adapter.runtime.records import (
     MATCH_COLUMN,
     Renderer,
@@ -114,15 +114,23 @@ def evaluate_partition(frame: pd.DataFrame | Columns, job: Job, spec: PatternSpe
     results = [m for m in match_partition(table, spec, job.stages[spec.name], own=own,
                                           chunk_events=chunk_events, partials=partials)
                if m.count]
-    renderer = Renderer(table, job.types)
+    out = rendered(Renderer(table, job.types), spec, results, with_complex)
+    out.partials = partials
+    return out
+
+
+def rendered(renderer: Renderer, spec: PatternSpec, results: list[Matches],
+             with_complex: bool) -> PartitionOutput:
+    """A partition's output from its non-empty matches: JSON lines as Arrow strings and,
+    when asked, the matches as complex events."""
     arrays = [renderer.match_array(spec, m) for m in results]
     lines = pa.chunked_array([c for a in arrays for c in a.chunks], pa.large_string())
     out = PartitionOutput(lines, sum(m.count for m in results), None,
-                          sum(m.cap_hits for m in results), partials)
+                          sum(m.cap_hits for m in results))
     if with_complex and out.count:
         import pandas as pd
 
-        parts = [complex_events(table, spec, m, [t[:-1] for t in array.to_pylist()])
+        parts = [complex_events(renderer.table, spec, m, [t[:-1] for t in array.to_pylist()])
                  for m, array in zip(results, arrays, strict=True)]
         out.complex = pd.concat(parts, ignore_index=True)
     return out

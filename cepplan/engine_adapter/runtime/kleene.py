@@ -11,6 +11,8 @@ matrix, masked by the chosen bits (and, for `NEXT`/`PREV`, by the existence of a
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import lru_cache
+from operator import itemgetter
 
 import numpy as np
 
@@ -37,6 +39,18 @@ def subsets(table: Table, var: str, candidates: np.ndarray, last: int,
         ok = _holding(table, var, bits, events, preds, fixed)
         bits = bits[ok]
     return [tuple(events[row].tolist()) for row in bits]
+
+
+@lru_cache(maxsize=64)
+def subset_getters(m: int) -> tuple[Callable[[tuple], tuple], ...]:
+    """Every subset of m candidates plus the last event, in `subsets`' order (bit j of the
+    subset's number takes candidate j), as getters over the tuple (candidates..., last):
+    the enumeration without predicates, with no NumPy call per binding."""
+    getters = []
+    for mask in range(1 << m):
+        chosen = [j for j in range(m) if mask >> j & 1]
+        getters.append(itemgetter(*chosen, m) if chosen else itemgetter(slice(m, m + 1)))
+    return tuple(getters)
 
 
 def _holding(table: Table, var: str, bits: np.ndarray, events: np.ndarray,

@@ -69,6 +69,7 @@ class Renderer:
         self.type_attrs = type_attrs
         self._texts = np.full(len(table), None, dtype=object)
         self._done = np.zeros(len(table), dtype=bool)
+        self._arrow: pa.Array | None = None  # `_texts` as Arrow, until more are rendered
 
     def event_texts(self, ranks: np.ndarray) -> np.ndarray:
         """The JSON text of each event: id, type, ts, its type's attributes (and, for a
@@ -109,6 +110,7 @@ class Renderer:
                                           strict=True)]
             self._texts[mine] = np.asarray(text, dtype=object) if text else text
             self._done[mine] = True
+        self._arrow = None
 
     def match_lines(self, spec: PatternSpec, matches: Matches) -> str:
         """All matches as JSON lines (`match_array`'s text)."""
@@ -127,7 +129,7 @@ class Renderer:
         ends = {v: "}}\n" if v == names[-1] else "" for v in names}
         self._render_missing(np.concatenate([*matches.single.values(),
                                              np.empty(0, np.int64)]))
-        texts = pa.array(self._texts, pa.large_string()) if matches.single else None
+        texts = self._texts_array() if matches.single else None
         pieces = [pc.binary_join_element_wise(_scalar(labels[v]), texts, _scalar(ends[v]),
                                               _scalar("")) for v in matches.single]
         fixed = pa.concat_arrays(pieces) if pieces else None
@@ -150,6 +152,14 @@ class Renderer:
             chunks.append(pa.LargeStringArray.from_buffers(
                 len(rows), pa.py_buffer(np.ascontiguousarray(offsets)), laid.buffers()[2]))
         return pa.chunked_array(chunks, pa.large_string())
+
+    def _texts_array(self) -> pa.Array:
+        """The table's event texts as an Arrow column indexed by rank (unrendered ones
+        null), converted once per table rather than per call: a sharing group's patterns
+        render from one table."""
+        if self._arrow is None:
+            self._arrow = pa.array(self._texts, pa.large_string())
+        return self._arrow
 
     def _kleene_texts(self, sets: list[tuple[int, ...]], label: str, end: str) -> pa.Array:
         """Each set of a Kleene variable's events as its label, a JSON list of their texts

@@ -8,15 +8,18 @@ plan's order, and its own Kleene expansion and negation follow (`matcher._Contex
 
 A user takes a node only when its part of the pattern provably is the node: same types and
 kinds, same SEQ order, the same filters and join conditions up to variable names (checked
-here, once per job), so matches are identical with and without sharing. A pattern uses its
-largest usable node; OR patterns are not shared.
+here, once per job), so matches are identical with and without sharing. A pattern uses
+several disjoint nodes when the plan has them (§5's multitrees): the largest first, then, for
+the others, its join goes on with each node's partial matches as one more operand
+(`_SharedContext.join_node`). Patterns linked through nodes form a sharing group, evaluated
+together per partition. OR patterns are not shared.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import product
 from typing import Any
@@ -24,16 +27,22 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from cepplan.engine_adapter.runtime.job import Job, PartitionOutput, needed_attributes, partitions
+from cepplan.engine_adapter.runtime.job import (
+    Job,
+    PartitionOutput,
+    needed_attributes,
+    partitions,
+    rendered,
+)
 from cepplan.engine_adapter.runtime.matcher import CHUNK_EVENTS, Matches, _Context, _filter_rows
-from cepplan.engine_adapter.runtime.records import Renderer, complex_events
+from cepplan.engine_adapter.runtime.records import Renderer
 from cepplan.engine_adapter.runtime.spec import (
     NEGATED,
     PatternSpec,
     Stages,
     compile_pattern,
 )
-from cepplan.engine_adapter.runtime.table import Table, make_table
+from cepplan.engine_adapter.runtime.table import Table, expand, make_table
 from cepplan.workload.columns import EVENT_TYPE
 
 
@@ -59,26 +68,50 @@ class SharedNode:
 
 @dataclass(frozen=True)
 class SharingPlan:
-    """The usable shared nodes of a job and each pattern's use of one."""
+    """The usable shared nodes of a job and each pattern's uses of them (disjoint parts of
+    the pattern, largest first)."""
 
     nodes: tuple[SharedNode, ...]
-    uses: Mapping[str, NodeUse]
+    uses: Mapping[str, tuple[NodeUse, ...]]
 
     def groups(self) -> list[list[str]]:
         """Patterns connected through shared nodes (evaluated together per partition)."""
-        members: dict[int, list[str]] = {}
-        for name, use in self.uses.items():
-            members.setdefault(use.node, []).append(name)
-        return [names for names in members.values() if len(names) > 1]
+        owner: dict[int, str] = {}
+        parent = {name: name for name in self.uses}
+
+        def root(name: str) -> str:
+            while parent[name] != name:
+                parent[name] = parent[parent[name]]
+                name = parent[name]
+            return name
+
+        for name, uses in self.uses.items():
+            for use in uses:
+                other = owner.setdefault(use.node, name)
+                parent[root(name)] = root(other)
+        members: dict[str, list[str]] = {}
+        for name in self.uses:
+            members.setdefault(root(name), []).append(name)
+        return list(members.values())
+
+    def members(self, name: str) -> list[str]:
+        """The sharing group of pattern `name` (the plan's order)."""
+        return next(g for g in self.groups() if name in g)
+
+    def users(self, node: int) -> list[str]:
+        """The patterns fed from node `node`."""
+        return sorted(n for n, uses in self.uses.items() if any(u.node == node for u in uses))
 
 
-def sharing_plan(job: Job) -> SharingPlan:
-    """Read the job's `sharing` section (the plan's) into nodes each user provably equals."""
+def sharing_plan(job: Job, alone: Collection[str] = ()) -> SharingPlan:
+    """Read the job's `sharing` section (the plan's) into nodes each user provably equals;
+    the patterns `alone` are evaluated on their own (the context stage's deriving ones)."""
     section = job.data.get("sharing") or {}
-    candidates: dict[str, list[tuple[int, int, NodeUse]]] = {}
+    candidates: dict[str, list[tuple[int, NodeUse]]] = {}
     nodes: list[SharedNode] = []
     for index, entry in enumerate(section.get("shared", ())):
-        users = {n: t for n, t in entry.get("users", {}).items() if _plannable(job, n)}
+        users = {n: t for n, t in entry.get("users", {}).items()
+                 if n not in alone and _plannable(job, n)}
         if len(users) < 2:
             continue
         ref_name, ref_tree = next(iter(users.items()))
@@ -90,14 +123,37 @@ def sharing_plan(job: Job) -> SharingPlan:
         for name, tree in users.items():
             mapping = _correspondence(ref_tree, tree, ref, job.pattern(name))
             if mapping is not None:
-                candidates.setdefault(name, []).append((len(leaves), node.index,
+                candidates.setdefault(name, []).append((len(leaves),
                                                         NodeUse(node.index, mapping)))
         nodes.append(node)
-    uses = {name: max(found, key=lambda c: c[0])[2] for name, found in candidates.items()}
-    # a node only one pattern ended up using is no sharing: that pattern runs alone
-    count = {i: sum(u.node == i for u in uses.values()) for i in range(len(nodes))}
-    uses = {n: u for n, u in uses.items() if count[u.node] > 1}
-    return SharingPlan(tuple(nodes), uses)
+    return SharingPlan(tuple(nodes), _chosen_uses(candidates))
+
+
+def _chosen_uses(candidates: Mapping[str, list[tuple[int, NodeUse]]]
+                 ) -> dict[str, tuple[NodeUse, ...]]:
+    """Per pattern, disjoint nodes, largest first; a node only one pattern would use is no
+    sharing, so it is dropped and the choice made again without it until none is left."""
+    dead: set[int] = set()
+    while True:
+        uses: dict[str, tuple[NodeUse, ...]] = {}
+        for name, found in candidates.items():
+            taken: set[str] = set()
+            chosen = []
+            for _, use in sorted(found, key=lambda c: (-c[0], c[1].node)):
+                if use.node in dead or taken & set(use.names.values()):
+                    continue
+                taken |= set(use.names.values())
+                chosen.append(use)
+            if chosen:
+                uses[name] = tuple(chosen)
+        count: dict[int, int] = {}
+        for chosen in uses.values():
+            for use in chosen:
+                count[use.node] = count.get(use.node, 0) + 1
+        lonely = {node for node, n in count.items() if n < 2}
+        if not lonely:
+            return uses
+        dead |= lonely
 
 
 def _plannable(job: Job, name: str) -> bool:
@@ -184,54 +240,100 @@ class GroupOutput:
     partials: dict[int, int] = field(default_factory=dict)
 
 
-class _Candidates:
-    """Candidate events per (type, filters), computed once for the whole group."""
+@dataclass
+class GroupMatches:
+    """One partition of a sharing group matched, not yet rendered: per pattern its matches,
+    rendered by `output` when wanted (the local engine renders and writes one pattern at a
+    time, so that the group's rendered text is never all held at once)."""
 
-    def __init__(self) -> None:
+    renderer: Renderer
+    specs: dict[str, PatternSpec]
+    matches: dict[str, list[Matches]] = field(default_factory=dict)
+    partials: dict[int, int] = field(default_factory=dict)
+
+    def output(self, name: str, with_complex: bool) -> PartitionOutput:
+        """Pattern `name`'s matches rendered (and as complex events when asked)."""
+        return rendered(self.renderer, self.specs[name], self.matches[name], with_complex)
+
+    def counts(self, name: str) -> PartitionOutput:
+        """Pattern `name`'s counts only."""
+        found = self.matches[name]
+        return PartitionOutput("", sum(m.count for m in found), None,
+                               sum(m.cap_hits for m in found))
+
+
+class _Candidates:
+    """Candidate events per (type, filters), and each type's events, computed once for the
+    whole group (its table holds every member's types)."""
+
+    def __init__(self, table: Table) -> None:
         self.cache: dict[str, np.ndarray] = {}
+        codes, names = pd.factorize(table.types)
+        order = np.argsort(codes, kind="stable")
+        bounds = np.searchsorted(codes[order], np.arange(len(names) + 1))
+        self.types = {name: order[bounds[i]:bounds[i + 1]] for i, name in enumerate(names)}
 
 
 def evaluate_group(frame: pd.DataFrame, job: Job, plan: SharingPlan, names: Sequence[str], *,
                    own: tuple[float, float] = (-math.inf, math.inf),
                    with_complex: Sequence[str] = (),
                    chunk_events: int = CHUNK_EVENTS, render: bool = True) -> GroupOutput:
+    """Match the patterns `names` (one sharing group, same key) over one partition's events
+    and render every pattern's output. Without `render`, only counts (benchmarks time the
+    joins apart from the output)."""
+    found = match_group(frame, job, plan, names, own=own, chunk_events=chunk_events)
+    outputs = {name: found.output(name, name in with_complex) if render else found.counts(name)
+               for name in names}
+    return GroupOutput(outputs, found.partials)
+
+
+def match_group(frame: pd.DataFrame, job: Job, plan: SharingPlan, names: Sequence[str], *,
+                own: tuple[float, float] = (-math.inf, math.inf),
+                chunk_events: int = CHUNK_EVENTS) -> GroupMatches:
     """Match the patterns `names` (one sharing group, same key) over one partition's events:
-    one table, each shared node's partial matches once, each pattern on top of its node.
-    Without `render`, only counts (benchmarks time the joins apart from the output)."""
+    one table, each shared node's partial matches once, each pattern on top of its nodes."""
+    specs = {name: job.pattern(name) for name in names}
     attributes: list[str] = []
-    for name in names:
-        attributes += [a for a in needed_attributes(job, job.pattern(name)) if a not in attributes]
+    for spec in specs.values():
+        attributes += [a for a in needed_attributes(job, spec) if a not in attributes]
     table = make_table(frame, attributes)
-    cache = _Candidates()
-    out = GroupOutput()
-    node_rows: dict[int, tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]] = {}
-    for index in sorted({plan.uses[n].node for n in names if n in plan.uses}):
+    cache = _Candidates(table)
+    out = GroupMatches(Renderer(table, job.types), specs)
+    node_rows: dict[int, NodeRows] = {}
+    for index in sorted({u.node for n in names for u in plan.uses.get(n, ())}):
         node = plan.nodes[index]
         rows = _node_rows(_SharedContext(table, node.spec, node.stages, cache), chunk_events)
-        owned = (table.ts[rows[1]] >= own[0]) & (table.ts[rows[1]] < own[1])
-        out.partials[index] = int(np.count_nonzero(owned))  # by latest event, like matches
-        node_rows[index] = rows
-    renderer = Renderer(table, job.types)
-    for name in names:
-        spec = job.pattern(name)
-        use = plan.uses.get(name)
-        context = _SharedContext(table, spec, job.stages[name], cache,
-                                 None if use is None else (use, node_rows[use.node]))
-        results = _match(context, table, own, chunk_events)
-        blocks = [renderer.match_lines(spec, m) for m in results if m.count and render]
-        result = PartitionOutput("".join(blocks), sum(m.count for m in results), None,
-                                 sum(m.cap_hits for m in results))
-        if name in with_complex and result.count and render:
-            parts = [complex_events(table, spec, m, block.split("\n")[:-1])
-                     for m, block in zip((m for m in results if m.count), blocks, strict=True)]
-            result.complex = pd.concat(parts, ignore_index=True)
-        out.outputs[name] = result
+        stamps = table.ts[rows.latest]
+        out.partials[index] = int(np.count_nonzero((stamps >= own[0]) & (stamps < own[1])))
+        node_rows[index] = rows  # counted by latest event, like matches
+    for name, spec in specs.items():
+        starts = [(use, node_rows[use.node]) for use in plan.uses.get(name, ())]
+        context = _SharedContext(table, spec, job.stages[name], cache, starts)
+        out.matches[name] = [m for m in _match(context, table, own, chunk_events) if m.count]
     return out
 
 
-def _node_rows(context: _SharedContext, chunk_events: int):
-    """All partial matches of a node over the partition, ordered by their latest event:
-    (rows per variable, latest ranks, earliest timestamps)."""
+@dataclass(frozen=True)
+class NodeRows:
+    """A node's partial matches over a partition, ordered by their latest event: the ranks
+    per variable, the latest ranks and the earliest timestamps."""
+
+    ranks: dict[str, np.ndarray]
+    latest: np.ndarray
+    earliest: np.ndarray
+    window: float  # the node's: the largest of its users'
+
+    def between(self, first: int, last: int, keep: np.ndarray | None = None,
+                names: Mapping[str, str] | None = None) -> dict[str, np.ndarray]:
+        """The ranks of partial matches [first, last) (those of `keep` among them), under
+        the user's variable names."""
+        names = names or {}
+        return {names.get(v, v): (a[first:last] if keep is None else a[first:last][keep])
+                for v, a in self.ranks.items()}
+
+
+def _node_rows(context: _SharedContext, chunk_events: int) -> NodeRows:
+    """All partial matches of a node over the partition, ordered by their latest event."""
     operands = context.spec.positive
     parts: list[dict[str, np.ndarray]] = []
     n = len(context.table)
@@ -248,7 +350,7 @@ def _node_rows(context: _SharedContext, chunk_events: int):
     order = np.argsort(latest, kind="stable")
     rows = {v: a[order] for v, a in rows.items()}
     earliest = context.table.ts[stacked.min(axis=0)[order]] if len(order) else np.empty(0)
-    return rows, latest[order], earliest
+    return NodeRows(rows, latest[order], earliest, context.window)
 
 
 def _match(context: _Context, table: Table, own: tuple[float, float],
@@ -265,13 +367,14 @@ def _match(context: _Context, table: Table, own: tuple[float, float],
 
 class _SharedContext(_Context):
     """The matcher's context with candidates shared across the group and, for a node's
-    user, the join started from the node's partial matches."""
+    user, the join started from its largest node's partial matches and its other nodes'
+    joined in as whole operands."""
 
     def __init__(self, table: Table, spec: PatternSpec, stages: Stages, cache: _Candidates,
-                 start_from: tuple[NodeUse, tuple] | None = None):
+                 starts: Sequence[tuple[NodeUse, NodeRows]] = ()):
         self._cache = cache
         super().__init__(table, spec, stages)
-        self.start_from = start_from
+        self.starts = list(starts)
 
     def _candidates(self, operand):
         filters = (self.stages.negation_filters if operand.kind == NEGATED
@@ -282,27 +385,39 @@ class _SharedContext(_Context):
             self._cache.cache[key] = super()._candidates(operand)
         return self._cache.cache[key]
 
+    def _of_type(self, type_name: str) -> np.ndarray:
+        return self._cache.types.get(type_name, np.empty(0, np.int64))
+
     def join(self, operands, start, stop):
-        if self.start_from is None:
+        if not self.starts:
             return super().join(operands, start, stop)
-        use, (node, latest, earliest) = self.start_from
+        (use, node), later = self.starts[0], self.starts[1:]
         table = self.table
         low = table.ts[start] - self.window
-        first = np.searchsorted(latest, np.searchsorted(table.ts, low, "left"), "left")
-        last = np.searchsorted(latest, stop, "left")
-        keep = earliest[first:last] >= low
-        keep &= table.ts[latest[first:last]] - earliest[first:last] <= self.window
-        rows = {use.names[v]: a[first:last][keep] for v, a in node.items()}
+        first = np.searchsorted(node.latest, np.searchsorted(table.ts, low, "left"), "left")
+        last = np.searchsorted(node.latest, stop, "left")
+        keep = None  # the node's own rows (views, no copy) when its window is this pattern's
+        if self.window < node.window:
+            earliest = node.earliest[first:last]
+            keep = table.ts[node.latest[first:last]] - earliest <= self.window
+        rows = node.between(first, last, keep, use.names)
         if not len(next(iter(rows.values()))):
             return {}
-        inside = set(rows)
+        joined = {v: (u, n) for u, n in later for v in u.names.values()}
+        done = [set(rows)]  # the conditions inside each node hold already
+        pending = [p for p in self.stages.joins if not p.variables <= done[0]]
         last_position = max(o.position for o in operands)
-        pending = [p for p in self.stages.joins if not p.variables <= inside]
-        for var in [v for v in self.spec.order if v not in inside
-                    and self.spec.operand(v).kind != NEGATED]:
-            operand = self.spec.operand(var)
-            cand = self.cands[var]
-            rows = self._extend(rows, operand, cand, table.ts[cand], stop, last_position, start)
+        for var in self.spec.order:
+            if var in rows or self.spec.operand(var).kind == NEGATED:
+                continue
+            if var in joined:
+                rows = self.join_node(rows, *joined[var], stop)
+                done.append(set(joined[var][0].names.values()))
+                pending = [p for p in pending if not p.variables <= done[-1]]
+            else:
+                cand = self.cands[var]
+                rows = self._extend(rows, self.spec.operand(var), cand, table.ts[cand], stop,
+                                    last_position, start)
             ready = [p for p in pending if p.variables <= set(rows)]
             pending = [p for p in pending if not p.variables <= set(rows)]
             for pred in ready:
@@ -311,16 +426,51 @@ class _SharedContext(_Context):
                 return {}
         return rows
 
+    def join_node(self, rows: dict[str, np.ndarray], use: NodeUse, node: NodeRows,
+                  stop: int) -> dict[str, np.ndarray]:
+        """Join a node's partial matches (latest event before rank `stop`) to the rows as one
+        operand: within the window together, in SEQ order with every bound variable, and on
+        distinct events where types are equal. The conditions across are left to the
+        caller, as for a variable."""
+        table = self.table
+        stamps = np.vstack([table.ts[a] for a in rows.values()])
+        latest_ts, earliest_ts = stamps.max(axis=0), stamps.min(axis=0)
+        node_ts = table.ts[node.latest]
+        high = np.minimum(np.searchsorted(node_ts, earliest_ts + self.window, "right"),
+                          np.searchsorted(node.latest, stop, "left"))
+        which, positions = expand(np.searchsorted(node_ts, latest_ts - self.window, "left"),
+                                  high)
+        keep = (node.earliest[positions] >= latest_ts[which] - self.window) & \
+            (node_ts[positions] - node.earliest[positions] <= self.window)
+        added = {use.names[v]: a[positions] for v, a in node.ranks.items()}
+        for var, ranks in added.items():
+            mine = self.spec.operand(var)
+            for other, bound in rows.items():
+                theirs = self.spec.operand(other)
+                if mine.type == theirs.type:
+                    keep &= ranks != bound[which]
+                if self.seq:
+                    keep &= self._in_order(bound[which], theirs.position, ranks, mine.position)
+        rows = {v: a[which[keep]] for v, a in rows.items()}
+        rows.update({v: a[keep] for v, a in added.items()})
+        return rows
+
+    def _in_order(self, a: np.ndarray, a_position: int, b: np.ndarray,
+                  b_position: int) -> np.ndarray:
+        """Whether events `a` and `b` lie in their SEQ positions' order (strictly later
+        timestamps, or with ties allowed not earlier)."""
+        if a_position > b_position:
+            a, b = b, a
+        ts = self.table.ts
+        return ts[a] < ts[b] if self.strict else ts[a] <= ts[b]
+
 
 def run_group(events: pd.DataFrame, job: Job, plan: SharingPlan, name: str, *,
               with_complex: Sequence[str] = (), chunk_events: int = CHUNK_EVENTS,
               partials: dict[int, int] | None = None) -> dict[str, list[PartitionOutput]]:
-    """In-process: the sharing group of pattern `name` (the users of its node) over every
-    partition of `events`; per pattern its partition outputs. Adds each node's partial
-    matches into `partials`."""
-    node = plan.uses[name].node
-    names = [n for n in (s.name for s in job.patterns) if plan.uses.get(n, None)
-             and plan.uses[n].node == node]
+    """In-process: the sharing group of pattern `name` over every partition of `events`;
+    per pattern its partition outputs. Adds each node's partial matches into `partials`."""
+    names = plan.members(name)
     types = {o.type for n in names for o in job.pattern(n).operands}
     frame = events[events[EVENT_TYPE].isin(types)]
     outputs: dict[str, list[PartitionOutput]] = {n: [] for n in names}
@@ -341,7 +491,7 @@ def node_summaries(plan: SharingPlan, partials: Mapping[int, int], span: float) 
     span = span or 1.0
     out = []
     for node in plan.nodes:
-        users = sorted(n for n, u in plan.uses.items() if u.node == node.index)
+        users = plan.users(node.index)
         if len(users) < 2:
             continue
         count = partials.get(node.index, 0)
