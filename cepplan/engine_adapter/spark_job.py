@@ -43,10 +43,11 @@ from cepplan.engine_adapter.spark_match import (
     match,
     schemes,
 )
+from cepplan.engine_adapter.spark_read import ReadFigures, plain_csv_splits, read_and_tag
 from cepplan.engine_adapter.spark_shared import note_span, shared_metrics
 from cepplan.engine_adapter.spark_stages import Stages
 from cepplan.engine_adapter.spark_tags import TAGS, Layout, layout, tag_column
-from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_TYPE
+from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_TYPE, merged_attribute_types
 from cepplan.workload.spark_source import (
     REJECT,
     SourceError,
@@ -66,17 +67,15 @@ def run_job(spark: SparkSession, data: dict[str, Any], events: Sequence[str], ou
     plan = layout(job, data)
     seconds: dict[str, float] = {}
     clock = time.perf_counter()
-    pool, read, reasons = _read_and_tag(spark, data, events, job, plan)
-    tagged = pool.count()  # materialises the cache: the one read of the input
-    observed = read.get
-    metrics = _read_metrics(observed, reasons)
+    counts = spark.sparkContext.accumulator({}, Counts())
+    pool, cached, figures = _read_and_tag(spark, data, events, job, plan, counts)
+    metrics = _read_metrics(figures)
     seconds["read and tag"] = time.perf_counter() - clock
     say(f"read {metrics['rows_read']:,} rows ({sum(metrics['rows_rejected'].values()):,} "
-        f"rejected), {tagged:,} events tagged for the patterns")
+        f"rejected), {figures.tagged:,} events tagged for the patterns")
     clock = time.perf_counter()
-    span = Span(observed["first"] or 0.0, observed["last"] or 0.0, tagged,
+    span = Span(figures.first, figures.last, figures.tagged,
                 spark.sparkContext.defaultParallelism)
-    counts = spark.sparkContext.accumulator({}, Counts())
     stages = Stages(spark, job, data, events)  # contexts, consumer queries (spark_stages)
     note_span(counts, pool, job)  # the shared plan's per-window scale (spark_shared)
     try:
@@ -84,7 +83,7 @@ def run_job(spark: SparkSession, data: dict[str, Any], events: Sequence[str], ou
         outputs = stages.outputs(_evaluate(spark, rows, job, plan, data, span, counts, stages))
         _write(outputs, out_dir, output_format, metrics, seconds, clock, data, counts, stages)
     finally:
-        pool.unpersist()
+        cached.unpersist()
     for name, hits in metrics["kleene_cap_hits"].items():
         if hits:
             say(f"warning: pattern {name}: {hits:,} Kleene enumerations cut at "
@@ -93,24 +92,39 @@ def run_job(spark: SparkSession, data: dict[str, Any], events: Sequence[str], ou
 
 
 def _read_and_tag(spark: SparkSession, data: dict[str, Any], events: Sequence[str], job,
-                  plan: Layout) -> tuple[DataFrame, Observation, list[str]]:
-    """The good rows carrying at least one tag, narrowed to the columns the matchers read, and
-    an observation of rows read, rejected by reason, and the time span of the good rows."""
+                  plan: Layout, counts) -> tuple[DataFrame, DataFrame, ReadFigures]:
+    """The good rows carrying at least one tag, narrowed to the columns the matchers read; the
+    cached frame behind them; rows read, rejected by reason, and the tagged rows' count and
+    time span. Read in Python workers with the in-process reader where it applies
+    (`spark_read`), else with Spark's reader and the native tag expression."""
+    primitive = [t for t in plan.tags if not job.is_complex(t.operand.type)]
+    splits = plain_csv_splits(data, events, spark.sparkContext.defaultParallelism)
+    if splits is not None:
+        reader = data["reader"]
+        keys = [k for k in reader["source"].get("key_columns", ())
+                if k not in merged_attribute_types(reader["attributes"].values())]
+        canonical = [EVENT_TYPE, EVENT_TS, EVENT_ID, *keys,
+                     *merged_attribute_types(reader["attributes"].values())]
+        return read_and_tag(spark, data, splits, job, plan, primitive,
+                            _columns(job, canonical), counts)
     reader = data["reader"]
     raw = read_events(spark, list(events), **reader)
     reasons = reject_reasons(reader["source"], reader["attributes"])
     observed = Observation("read")
-    good = F.col(REJECT).isNull()
     raw = raw.observe(observed, F.count(F.lit(1)).alias("rows"),
-                      F.min(F.when(good, F.col(EVENT_TS))).alias("first"),
-                      F.max(F.when(good, F.col(EVENT_TS))).alias("last"),
                       *[F.count_if(F.col(REJECT) == r).alias(f"reject {i}")
                         for i, r in enumerate(reasons)])
     rows = valid_rows(raw)
-    primitive = [t for t in plan.tags if not job.is_complex(t.operand.type)]
     wanted = _columns(job, rows.columns)
     pool = rows.select(*wanted, tag_column(job, plan, primitive, rows.columns).alias(TAGS))
-    return pool.filter(F.size(TAGS) > 0).persist(), observed, reasons
+    pool = pool.filter(F.size(TAGS) > 0).persist()
+    # materialises the cache: the one read of the input
+    tagged, first, last = pool.agg(F.count(F.lit(1)), F.min(EVENT_TS), F.max(EVENT_TS)).first()
+    values = observed.get
+    rejected = {r: int(values[f"reject {i}"]) for i, r in enumerate(reasons)
+                if values[f"reject {i}"]}
+    return pool, pool, ReadFigures(int(values["rows"]), rejected, tagged, first or 0.0,
+                                   last or 0.0)
 
 
 def _columns(job, available: list[str]) -> list[str]:
@@ -123,11 +137,9 @@ def _columns(job, available: list[str]) -> list[str]:
     return needed
 
 
-def _read_metrics(values: dict[str, Any], reasons: list[str]) -> dict[str, Any]:
+def _read_metrics(figures: ReadFigures) -> dict[str, Any]:
     """The metrics skeleton with rows read and rejected (reason -> count) filled in."""
-    rejected = {r: int(values[f"reject {i}"]) for i, r in enumerate(reasons)
-                if values[f"reject {i}"]}
-    return {"engine": "spark", "rows_read": int(values["rows"]), "rows_rejected": rejected,
+    return {"engine": "spark", "rows_read": figures.rows, "rows_rejected": figures.rejected,
             "rows_to_matchers": 0, "rows_to_matchers_by_pattern": {}, "rows_shuffled": 0,
             "matches": {}, "kleene_cap_hits": {}}
 

@@ -12,12 +12,14 @@ accumulator: no extra pass over the data.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark import AccumulatorParam
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
@@ -98,21 +100,23 @@ def match(acquired: DataFrame, plan: Layout, keys: tuple[str, ...],
     ranged = rows.select("*", F.explode(F.sequence(first, last)).alias(_RANGE),
                          part.alias(_PART))
     schema = output_schema(emit_types)
-    columns = [f.name for f in schema.fields]
     names = [p.name for p in patterns]
     cache: dict[str, Any] = {}
 
-    def evaluate(group: pd.DataFrame) -> pd.DataFrame:
+    def evaluate(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         if "job" not in cache:
             cache["job"] = job_from_json(data)
-        job = cache["job"]
+            cache["out"] = _Output(schema, cache["job"])
+        job, output = cache["job"], cache["out"]
+        group = pa.Table.from_batches(list(batches)).to_pandas()
         index = int(group[_RANGE].iloc[0])
         own = (start + index * width, start + (index + 1) * width)
         stamps = group[EVENT_TS].to_numpy()
         owned = (stamps >= own[0]) & (stamps < own[1])
         found: dict[tuple[str, str], int] = {("shuffled", ""): len(group)}
-        parts = []
+        parts: list[pd.DataFrame] = []
         shared = evaluate_shared(cache, job, group, flags, own, found, parts)  # sharing groups
+        yield from map(output.events, parts)
         for name in names:
             spec = job.pattern(name)
             mine = group[flags[name]].to_numpy(dtype=bool)
@@ -121,19 +125,46 @@ def match(acquired: DataFrame, plan: Layout, keys: tuple[str, ...],
                 continue
             matches = cap = 0
             for events in partitions(group[mine], spec.partition_by):
-                out = evaluate_partition(events, job, spec, own=own, with_complex=True)
+                out = evaluate_partition(events, job, spec, own=own,
+                                         with_complex=name in output.consumed)
                 cap += out.cap_hits
+                matches += out.count
                 if out.complex is not None and len(out.complex):
-                    matches += len(out.complex)
-                    parts.append(out.complex.assign(**{PATTERN: name}))
+                    yield output.events(out.complex.assign(**{PATTERN: name}))
+                elif out.count:
+                    yield from output.texts(name, out.matches)
             found[("matches", name)] = matches
             found[("cap", name)] = cap
         counts.add(found)
-        if not parts:
-            return pd.DataFrame({c: pd.Series([], dtype=object) for c in columns})
-        return pd.concat(parts, ignore_index=True).reindex(columns=columns).astype(object)
 
-    return ranged.groupBy(_PART, _RANGE).applyInPandas(evaluate, schema)
+    return ranged.groupBy(_PART, _RANGE).applyInArrow(evaluate, schema)
+
+
+class _Output:
+    """A match group's output as Arrow batches of the stage's schema: complex events (for
+    patterns others read), else only the pattern and the match text, rendered once (no
+    per-match Python object), one batch per rendered chunk."""
+
+    def __init__(self, schema: T.StructType, job):
+        self.schema = pa.schema([pa.field(f.name, ARROW_TYPES[type(f.dataType)]) for f in schema])
+        self.consumed = {o.type for p in job.patterns for o in p.operands
+                         if job.is_complex(o.type)}
+
+    def events(self, frame: pd.DataFrame) -> pa.RecordBatch:
+        columns = frame.reindex(columns=self.schema.names)
+        return pa.RecordBatch.from_pandas(columns, schema=self.schema, preserve_index=False)
+
+    def texts(self, name: str, lines: pa.ChunkedArray) -> Iterator[pa.RecordBatch]:
+        for chunk in lines.chunks:  # JSON lines: each value ends in a newline, the writer's
+            n = len(chunk)
+            text = pc.utf8_slice_codeunits(chunk, 0, -1).cast(pa.string())
+            yield pa.RecordBatch.from_arrays(
+                [pa.array(np.full(n, name, dtype=object), pa.string()), text,
+                 *[pa.nulls(n, f.type) for f in self.schema][2:]], schema=self.schema)
+
+
+ARROW_TYPES = {T.StringType: pa.string(), T.DoubleType: pa.float64(), T.LongType: pa.int64(),
+               T.BooleanType: pa.bool_(), T.IntegerType: pa.int32()}  # Spark type -> Arrow
 
 
 def complex_rows(results: DataFrame, consumed: set[str],

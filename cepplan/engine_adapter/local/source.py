@@ -62,22 +62,35 @@ def read_batches(paths: Sequence[str], source: Mapping[str, Any],
     for path in paths:
         if not os.path.exists(path):
             raise InputError.single(path, "", "no such file or directory")
-        batches = _raw_batches(path, source, attr_types, batch_bytes)
-        while True:
-            try:
-                raw, malformed = next(batches)
-            except StopIteration:
-                break
-            except (pa.ArrowInvalid, UnicodeDecodeError) as err:
-                raise InputError.single(path, "", f"cannot read as {source['format']}: "
-                                        f"{str(err).splitlines()[0]}") from None
-            batch = _canonical(raw, source, attributes, attr_types, time_unit, position, path,
-                               only_types)
-            if malformed:
-                batch.rejected[REJECT_MALFORMED] += malformed
-            batch.read += malformed
-            position += raw.num_rows + malformed
+        for batch in canonical_batches(_raw_batches(path, source, attr_types, batch_bytes),
+                                       path, source, attributes, time_unit, position,
+                                       only_types):
+            position += batch.read
             yield batch
+
+
+def canonical_batches(batches: Iterator[tuple[pa.Table, int]], path: str,
+                      source: Mapping[str, Any], attributes: Mapping[str, Mapping[str, str]],
+                      time_unit: str, position: int = 0,
+                      only_types: Collection[str] | None = None) -> Iterator[Batch]:
+    """Raw batches of one input (`_raw_batches`) as canonical ones, row ids from `position`
+    on (each batch's `read` advances it); also the Spark job's reader of byte ranges."""
+    attr_types = merged_attribute_types(attributes.values())
+    while True:
+        try:
+            raw, malformed = next(batches)
+        except StopIteration:
+            break
+        except (pa.ArrowInvalid, UnicodeDecodeError) as err:
+            raise InputError.single(path, "", f"cannot read as {source['format']}: "
+                                    f"{str(err).splitlines()[0]}") from None
+        batch = _canonical(raw, source, attributes, attr_types, time_unit, position, path,
+                           only_types)
+        if malformed:
+            batch.rejected[REJECT_MALFORMED] += malformed
+        batch.read += malformed
+        position += batch.read
+        yield batch
 
 
 
