@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pyspark
 
-from cepplan.engine_adapter.jvm_start import FAST_JIT, class_archive
+from cepplan.engine_adapter.jvm_start import FAST_JIT, ClassArchive, class_archive
 from cepplan.errors import CepplanError
 from cepplan.interrupt import run_child_group
 
@@ -47,19 +47,27 @@ def spark_submit() -> str:
     return str(Path(pyspark.__file__).parent / "bin" / "spark-submit")
 
 
+def submit_command(master: str, archive: ClassArchive,
+                   conf: Mapping[str, str] | None = None) -> list[str]:
+    """`spark-submit --master ... --conf ...` with the job's settings, the JVM options of a
+    fast start (`archive` and the client compiler), and `conf` over them."""
+    driver = " ".join([JOB_SETTINGS["spark.driver.extraJavaOptions"], FAST_JIT,
+                       *archive.options])
+    settings = {**JOB_SETTINGS, "spark.driver.extraJavaOptions": driver, **(conf or {})}
+    command = [spark_submit(), "--master", master]
+    for key, value in settings.items():
+        command += ["--conf", f"{key}={value}"]
+    return command
+
+
 def submit(job_dir: Path, events: list[str], out: Path, *, master: str = "local[*]",
            output_format: str = "jsonl", quiet: bool = False, verbose: bool = False,
            conf: Mapping[str, str] | None = None) -> None:
     """Run `job_dir/job.py` on `events`, writing into `out`; raise `JobFailed` on failure.
     `quiet` shows nothing while it runs; `verbose` shows Spark's own log lines too."""
     archive = class_archive()  # a fast JVM start (jvm_start)
-    driver = " ".join([JOB_SETTINGS["spark.driver.extraJavaOptions"], FAST_JIT,
-                       *archive.options])
-    settings = {**JOB_SETTINGS, "spark.driver.extraJavaOptions": driver,
-                "spark.ui.showConsoleProgress": "false" if quiet else "true", **(conf or {})}
-    command = [spark_submit(), "--master", master]
-    for key, value in settings.items():
-        command += ["--conf", f"{key}={value}"]
+    command = submit_command(master, archive, {
+        "spark.ui.showConsoleProgress": "false" if quiet else "true", **(conf or {})})
     command += ["--py-files", str(job_dir / "runtime.zip"), str(job_dir / "job.py"),
                 "--events", *events, "--out", str(out), "--format", output_format]
     if verbose:
