@@ -78,10 +78,19 @@ def run_job(spark: SparkSession, data: dict[str, Any], events: Sequence[str], ou
                 spark.sparkContext.defaultParallelism)
     stages = Stages(spark, job, data, events)  # contexts, consumer queries (spark_stages)
     note_span(counts, pool, job)  # the shared plan's per-window scale (spark_shared)
+    parent = os.path.dirname(os.path.abspath(out_dir)) or "."
+    os.makedirs(parent, exist_ok=True)
+    staging = tempfile.mkdtemp(prefix=".cepplan-run-", dir=parent)
+    direct = _direct_directory(spark, data, output_format, staging)
     try:
         rows, plan = stages.derive(pool, plan)  # deriving patterns first, when contexts exist
-        outputs = stages.outputs(_evaluate(spark, rows, job, plan, data, span, counts, stages))
-        _write(outputs, out_dir, output_format, metrics, seconds, clock, data, counts, stages)
+        outputs = stages.outputs(_evaluate(spark, rows, job, plan, data, span, counts, stages,
+                                           direct))
+        _write(outputs, staging, out_dir, output_format, metrics, seconds, clock, data, counts,
+               stages, direct)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
     finally:
         cached.unpersist()
     for name, hits in metrics["kleene_cap_hits"].items():
@@ -144,8 +153,21 @@ def _read_metrics(figures: ReadFigures) -> dict[str, Any]:
             "matches": {}, "kleene_cap_hits": {}}
 
 
+def _direct_directory(spark: SparkSession, data: dict[str, Any], output_format: str,
+                      staging: str) -> str | None:
+    """Where match groups write their JSON lines themselves: on a local master (the tasks
+    see the driver's files), for JSON lines output, when no context stage filters the
+    matches afterwards; None otherwise (matches go through Spark's writer)."""
+    if (output_format != "jsonl" or data.get("contexts")
+            or not spark.sparkContext.master.startswith("local")):
+        return None
+    direct = os.path.join(staging, "direct")
+    os.makedirs(direct)
+    return direct
+
+
 def _evaluate(spark: SparkSession, pool: DataFrame, job, plan: Layout, data: dict[str, Any],
-              span: Span, counts, stages: Stages) -> list[DataFrame]:
+              span: Span, counts, stages: Stages, direct: str | None) -> list[DataFrame]:
     """Every level's match frames; complex events flow to the level above."""
     consumed = {o.type for p in job.patterns for o in p.operands if job.is_complex(o.type)}
     emit_types = {a: k for p in data["patterns"] for a, k in p.get("emit_types", {}).items()}
@@ -160,7 +182,7 @@ def _evaluate(spark: SparkSession, pool: DataFrame, job, plan: Layout, data: dic
                                      allowMissingColumns=True)
         acquired = acquire(stages.push_down(frame, patterns), plan, patterns)
         results = [stages.held(match(acquired, plan, keys, group, data, span, emit_types,
-                                     counts), group)
+                                     counts, direct), group)
                    for keys, group in schemes(patterns).items()]
         level = results[0]
         for other in results[1:]:
@@ -173,41 +195,39 @@ def _evaluate(spark: SparkSession, pool: DataFrame, job, plan: Layout, data: dic
     return outputs
 
 
-def _write(outputs: list[DataFrame], out_dir: str, output_format: str, metrics: dict,
-           seconds: dict, clock: float, data: dict[str, Any], counts, stages: Stages) -> None:
-    """Write matches (from the executors) and metrics into a fresh directory, then swap it
-    into place."""
-    parent = os.path.dirname(os.path.abspath(out_dir)) or "."
-    os.makedirs(parent, exist_ok=True)
-    staging = tempfile.mkdtemp(prefix=".cepplan-run-", dir=parent)
-    try:
-        union = outputs[0]
-        for frame in outputs[1:]:
-            union = union.unionByName(frame)
-        target = os.path.join(staging, MATCHES_DIR)
-        if output_format == "parquet":
-            union.select(PATTERN, F.col(MATCH_COLUMN).alias("match")).write.parquet(target)
-        else:
-            union.select(MATCH_COLUMN).write.text(target)
-            _name_json_lines(target)
-        seconds["match and write"] = time.perf_counter() - clock
-        _counted(metrics, counts.value, data)
-        metrics.update(shared_metrics(counts.value, data))  # shared_nodes (spark_shared)
-        metrics["plan"] = data.get("plan", {})
-        metrics["seconds"] = {k: round(v, 3) for k, v in seconds.items()}
-        stages.finish(metrics, staging)
-        with open(os.path.join(staging, "metrics.json"), "w", encoding="utf-8") as handle:
-            json.dump(metrics, handle, indent=2)
-        if os.path.isdir(out_dir):
-            old = staging + ".old"
-            os.replace(out_dir, old)
-            os.replace(staging, out_dir)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.replace(staging, out_dir)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
+def _write(outputs: list[DataFrame], staging: str, out_dir: str, output_format: str,
+           metrics: dict, seconds: dict, clock: float, data: dict[str, Any], counts,
+           stages: Stages, direct: str | None) -> None:
+    """Write matches (from the executors) and metrics into the fresh `staging` directory,
+    then swap it into place."""
+    union = outputs[0]
+    for frame in outputs[1:]:
+        union = union.unionByName(frame)
+    target = os.path.join(staging, MATCHES_DIR)
+    if output_format == "parquet":
+        union.select(PATTERN, F.col(MATCH_COLUMN).alias("match")).write.parquet(target)
+    else:
+        union.select(MATCH_COLUMN).write.text(target)
+        _name_json_lines(target)
+    if direct is not None:  # the parts the match groups wrote
+        for name in os.listdir(direct):
+            os.replace(os.path.join(direct, name), os.path.join(target, name))
+        os.rmdir(direct)
+    seconds["match and write"] = time.perf_counter() - clock
+    _counted(metrics, counts.value, data)
+    metrics.update(shared_metrics(counts.value, data))  # shared_nodes (spark_shared)
+    metrics["plan"] = data.get("plan", {})
+    metrics["seconds"] = {k: round(v, 3) for k, v in seconds.items()}
+    stages.finish(metrics, staging)
+    with open(os.path.join(staging, "metrics.json"), "w", encoding="utf-8") as handle:
+        json.dump(metrics, handle, indent=2)
+    if os.path.isdir(out_dir):
+        old = staging + ".old"
+        os.replace(out_dir, old)
+        os.replace(staging, out_dir)
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        os.replace(staging, out_dir)
 
 
 def _name_json_lines(directory: str) -> None:

@@ -12,6 +12,7 @@ accumulator: no extra pass over the data.
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -26,7 +27,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from cepplan.engine_adapter.runtime.job import evaluate_partition, job_from_json, partitions
-from cepplan.engine_adapter.runtime.records import MATCH_COLUMN
+from cepplan.engine_adapter.runtime.records import MATCH_COLUMN, lines_data
 from cepplan.engine_adapter.runtime.spec import NEGATED, PatternSpec
 from cepplan.engine_adapter.spark_shared import evaluate_shared
 from cepplan.engine_adapter.spark_tags import TAGS, Layout, any_of
@@ -79,8 +80,10 @@ def output_schema(emit_types: Mapping[str, str]) -> T.StructType:
 
 def match(acquired: DataFrame, plan: Layout, keys: tuple[str, ...],
           patterns: list[PatternSpec], data: Mapping[str, Any], span: Span,
-          emit_types: Mapping[str, str], counts) -> DataFrame:
-    """All matches of `patterns` (one scheme) over their acquired events."""
+          emit_types: Mapping[str, str], counts, direct: str | None = None) -> DataFrame:
+    """All matches of `patterns` (one scheme) over their acquired events. With `direct` (a
+    directory the tasks can write), matches of patterns nobody reads are written there as
+    JSON lines by the match groups themselves instead of returned."""
     tags = {p.name: plan.of(p) for p in patterns}
     flags = {p.name: f"__in_{i}" for i, p in enumerate(patterns)}
     keep = [c for c in acquired.columns if c != TAGS]
@@ -106,7 +109,7 @@ def match(acquired: DataFrame, plan: Layout, keys: tuple[str, ...],
     def evaluate(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         if "job" not in cache:
             cache["job"] = job_from_json(data)
-            cache["out"] = _Output(schema, cache["job"])
+            cache["out"] = _Output(schema, cache["job"], direct)
         job, output = cache["job"], cache["out"]
         group = pa.Table.from_batches(list(batches)).to_pandas()
         index = int(group[_RANGE].iloc[0])
@@ -132,7 +135,8 @@ def match(acquired: DataFrame, plan: Layout, keys: tuple[str, ...],
                 if out.complex is not None and len(out.complex):
                     yield output.events(out.complex.assign(**{PATTERN: name}))
                 elif out.count:
-                    yield from output.texts(name, out.matches)
+                    where = f"{int(group[_PART].iloc[0])}-{index}-{names.index(name)}"
+                    yield from output.texts(name, out.matches, where)
             found[("matches", name)] = matches
             found[("cap", name)] = cap
         counts.add(found)
@@ -143,18 +147,26 @@ def match(acquired: DataFrame, plan: Layout, keys: tuple[str, ...],
 class _Output:
     """A match group's output as Arrow batches of the stage's schema: complex events (for
     patterns others read), else only the pattern and the match text, rendered once (no
-    per-match Python object), one batch per rendered chunk."""
+    per-match Python object), one batch per rendered chunk; or, with a `direct` directory,
+    that text written there from Arrow's buffers (nothing goes back to the JVM)."""
 
-    def __init__(self, schema: T.StructType, job):
-        self.schema = pa.schema([pa.field(f.name, ARROW_TYPES[type(f.dataType)]) for f in schema])
+    def __init__(self, schema: T.StructType, job, direct: str | None):
+        self.schema = pa.schema([pa.field(f.name, ARROW_TYPES[type(f.dataType)])
+                                 for f in schema])
         self.consumed = {o.type for p in job.patterns for o in p.operands
                          if job.is_complex(o.type)}
+        self.direct = direct
 
     def events(self, frame: pd.DataFrame) -> pa.RecordBatch:
         columns = frame.reindex(columns=self.schema.names)
         return pa.RecordBatch.from_pandas(columns, schema=self.schema, preserve_index=False)
 
-    def texts(self, name: str, lines: pa.ChunkedArray) -> Iterator[pa.RecordBatch]:
+    def texts(self, name: str, lines: pa.ChunkedArray, where: str) -> Iterator[pa.RecordBatch]:
+        if self.direct is not None:  # a retried task rewrites the same file
+            with open(os.path.join(self.direct, f"part-{where}.jsonl"), "wb") as handle:
+                for data in lines_data(lines):
+                    handle.write(data)
+            return
         for chunk in lines.chunks:  # JSON lines: each value ends in a newline, the writer's
             n = len(chunk)
             text = pc.utf8_slice_codeunits(chunk, 0, -1).cast(pa.string())
