@@ -139,6 +139,7 @@ def match(acquired: DataFrame, plan: Layout, keys: tuple[str, ...],
                     yield from output.texts(name, out.matches, where)
             found[("matches", name)] = matches
             found[("cap", name)] = cap
+        output.close()
         counts.add(found)
 
     return ranged.groupBy(_PART, _RANGE).applyInArrow(evaluate, schema)
@@ -156,14 +157,17 @@ class _Output:
         self.consumed = {o.type for p in job.patterns for o in p.operands
                          if job.is_complex(o.type)}
         self.direct = direct
+        self.started: set[str] = set()  # the group's part files written so far
 
     def events(self, frame: pd.DataFrame) -> pa.RecordBatch:
         columns = frame.reindex(columns=self.schema.names)
         return pa.RecordBatch.from_pandas(columns, schema=self.schema, preserve_index=False)
 
     def texts(self, name: str, lines: pa.ChunkedArray, where: str) -> Iterator[pa.RecordBatch]:
-        if self.direct is not None:  # a retried task rewrites the same file
-            with open(os.path.join(self.direct, f"part-{where}.jsonl"), "wb") as handle:
+        if self.direct is not None:  # one file per group and pattern, rewritten on a retry
+            mode = "ab" if where in self.started else "wb"
+            self.started.add(where)
+            with open(os.path.join(self.direct, f"part-{where}.jsonl"), mode) as handle:
                 for data in lines_data(lines):
                     handle.write(data)
             return
@@ -173,6 +177,11 @@ class _Output:
             yield pa.RecordBatch.from_arrays(
                 [pa.array(np.full(n, name, dtype=object), pa.string()), text,
                  *[pa.nulls(n, f.type) for f in self.schema][2:]], schema=self.schema)
+
+
+    def close(self) -> None:
+        """The group is done: the next one starts its part files afresh."""
+        self.started.clear()
 
 
 ARROW_TYPES = {T.StringType: pa.string(), T.DoubleType: pa.float64(), T.LongType: pa.int64(),

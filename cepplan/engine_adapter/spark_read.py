@@ -34,6 +34,7 @@ from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_TYPE, merged_attr
 from cepplan.workload.spark_source import SourceError, check_column_names, spark_type
 
 SPLIT_BYTES = 32 << 20  # at most this much of a file per task
+MIN_SPLIT_BYTES = 1 << 20  # and at least this much (unless the file is smaller)
 _SPLIT = "__split"
 
 
@@ -83,7 +84,7 @@ def plain_csv_splits(data: Mapping[str, Any], events: Sequence[str],
     reader = data["reader"]
     header = bool(source.get("header", True))
     total = sum(os.path.getsize(p) for p in events)
-    step = max(1 << 20, min(SPLIT_BYTES, math.ceil(total / (2 * parallelism))))
+    step = max(MIN_SPLIT_BYTES, min(SPLIT_BYTES, math.ceil(total / (2 * parallelism))))
     splits = []
     for path in events:
         names = tuple(_header(path)) if header else tuple(source.get("columns") or ())
