@@ -5,14 +5,16 @@ imports only pyspark, the runtime and the standalone modules shipped beside it (
 "The engine", "The generated Spark job"). Stages:
 
 1. read through the workload's `source` and tag every event with the (pattern, variable)
-   pairs it can bind, in one native expression (`spark_tags`); rows read and rejected by
-   reason are observed in the same pass; the tagged events are cached (the only forced
-   computation before the write);
+   pairs it can bind: CSV in the Python workers with the in-process engine's reader and
+   tagging (`spark_read`), else Spark's reader and one native expression (`spark_tags`); rows
+   read and rejected by reason are counted in the same pass; the tagged events are cached
+   (one aggregate over them is the only forced computation before the write);
 2. acquire (seed 002 §3.3) for all patterns of a level in shared rounds (`spark_acquire`);
 3. match: one shuffle per partition scheme, the recomputation matcher (seed 001) per group
    (`spark_match`); matches of patterns others read become events for the level above;
-4. write the matches with Spark's writers from the executors (JSON lines or Parquet part
-   files under `matches/`) and `metrics.json`, in a directory renamed over `--out` only when
+4. write the matches from the executors (JSON lines or Parquet part files under `matches/`,
+   by Spark's writers or, on a local master, by the match groups themselves) and
+   `metrics.json`, in a directory renamed over `--out` only when
    everything succeeded.
 """
 
@@ -107,7 +109,9 @@ def _read_and_tag(spark: SparkSession, data: dict[str, Any], events: Sequence[st
     time span. Read in Python workers with the in-process reader where it applies
     (`spark_read`), else with Spark's reader and the native tag expression."""
     primitive = [t for t in plan.tags if not job.is_complex(t.operand.type)]
-    splits = plain_csv_splits(data, events, spark.sparkContext.defaultParallelism)
+    context = spark.sparkContext
+    splits = plain_csv_splits(data, events, context.defaultParallelism,
+                              local=context.master.startswith("local"))
     if splits is not None:
         reader = data["reader"]
         keys = [k for k in reader["source"].get("key_columns", ())

@@ -6,10 +6,10 @@ the rows with `runtime/tagging.tag_masks` (the local engine's tagging); only row
 variable can bind reach the JVM, already typed and tagged. Spark's CSV reader and the
 native tag expression did the same work several times slower (docs/engine.md, "Measured").
 
-Used when the in-process reader can read the input (CSV; local files; a `time_format` it
-translates; its modules importable on the executors) and the plan has no contexts or consumer
-queries (they read the input again with Spark's reader and must see the same row ids);
-`plain_csv_splits` says None otherwise and the job reads with `spark_source`.
+Used on a local master when the in-process reader can read the input (CSV; local files; a
+`time_format` it translates; its modules importable, orjson among them) and the plan has no
+contexts or consumer queries (they read the input again with Spark's reader and must see the
+same row ids); `plain_csv_splits` says None otherwise and the job reads with `spark_source`.
 """
 
 from __future__ import annotations
@@ -61,11 +61,12 @@ class ReadFigures:
     last: float
 
 
-def plain_csv_splits(data: Mapping[str, Any], events: Sequence[str],
-                     parallelism: int) -> list[Split] | None:
-    """The byte ranges to read, or None when this reader does not apply (see module doc)."""
+def plain_csv_splits(data: Mapping[str, Any], events: Sequence[str], parallelism: int, *,
+                     local: bool = True) -> list[Split] | None:
+    """The byte ranges to read, or None when this reader does not apply (see module doc;
+    `local`: the master is local, so the tasks see the driver's files and Python)."""
     source = data["reader"]["source"]
-    if source["format"] != "csv" or data.get("contexts") or data.get("covering"):
+    if not local or source["format"] != "csv" or data.get("contexts") or data.get("covering"):
         return None
     if not all("://" not in p and not p.startswith("file:") and os.path.isfile(p)
                for p in events):
