@@ -135,7 +135,7 @@ def match(acquired: DataFrame, plan: Layout, keys: tuple[str, ...],
                 if out.complex is not None and len(out.complex):
                     yield output.events(out.complex.assign(**{PATTERN: name}))
                 elif out.count:
-                    where = f"{int(group[_PART].iloc[0])}-{index}-{names.index(name)}"
+                    where = f"{output.number[name]}-{int(group[_PART].iloc[0])}-{index}"
                     yield from output.texts(name, out.matches, where)
             found[("matches", name)] = matches
             found[("cap", name)] = cap
@@ -158,6 +158,7 @@ class _Output:
                          if job.is_complex(o.type)}
         self.direct = direct
         self.started: set[str] = set()  # the group's part files written so far
+        self.number = {p.name: i for i, p in enumerate(job.patterns)}  # unique across schemes
 
     def events(self, frame: pd.DataFrame) -> pa.RecordBatch:
         columns = frame.reindex(columns=self.schema.names)
