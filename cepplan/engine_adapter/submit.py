@@ -66,6 +66,9 @@ def submit(job_dir: Path, events: list[str], out: Path, *, master: str = "local[
     """Run `job_dir/job.py` on `events`, writing into `out`; raise `JobFailed` on failure.
     `quiet` shows nothing while it runs; `verbose` shows Spark's own log lines too."""
     archive = class_archive()  # a fast JVM start (jvm_start)
+    if archive.writing is not None and not quiet:
+        print("cepplan: this first Spark run also saves Spark's classes for a faster start "
+              "of the next ones (once)", file=sys.stderr, flush=True)
     command = submit_command(master, archive, {
         "spark.ui.showConsoleProgress": "false" if quiet else "true", **(conf or {})})
     command += ["--py-files", str(job_dir / "runtime.zip"), str(job_dir / "job.py"),
