@@ -1,12 +1,13 @@
 """Spark engine benchmarks: `cepplan run` on Spark against a bare Spark scan, OpenCEP, and the
 trivial plan, each measured side by side in one run (process start to files written).
 
-1. Minute bars in OpenCEP's NASDAQ format (`stock_bars`): a bare Spark read + count per ticker
-   of the file, then `cepplan run` (Spark engine, default JSON-lines output) of
-   SEQ(MSFT, DRIV, MSFT) (a.peak < c.peak, b.volume > 1000, 10 min) and of three GOOG bars with
-   rising peaks within 3 min, at `small` and `large` rows.
-2. OpenCEP (from OPENCEP_SRC; skipped, saying so, when unset) on the same patterns at the size
-   it finishes within its time limit; throughput ratio cepplan/OpenCEP.
+1. Minute bars in OpenCEP's NASDAQ format (`stock_bars`): the floor (an empty Spark job, and
+   a bare Spark read + count per ticker of the file, both with cepplan's JVM settings), then
+   `cepplan run` (Spark engine, default JSON-lines output) of three GOOG bars with rising
+   peaks within 3 min and of SEQ(MSFT, DRIV, MSFT) (a.peak < c.peak, b.volume > 1000, 10 min).
+2. OpenCEP (from OPENCEP_SRC; skipped, saying so, when unset) on the same patterns at each of
+   its sizes (it must finish within its time limit): matches compared, and the throughput
+   ratio of cepplan at its largest size over OpenCEP's.
 3. The fraud example at `fraud` events: optimised vs trivial plan on Spark — wall time, rows
    to matchers, and the planner's predicted ratio.
 """
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -28,25 +30,38 @@ from cepplan.workload import load_workload
 ROOT = Path(__file__).resolve().parent.parent
 CLI = [sys.executable, "-m", "cepplan"]
 OPENCEP_LIMIT = 600  # seconds OpenCEP may take at one size
+# SEQ(MSFT, DRIV, MSFT) writes 1.3 GB of JSON lines per 10^6 rows: CEPPLAN_BENCH_PATTERNS=goog
+# leaves it out where the disk is small
+PATTERNS = os.environ.get("CEPPLAN_BENCH_PATTERNS", "goog,msft").split(",")
 
 
 def uptime() -> str:
     return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
 
 
-def bare_scan(events: Path) -> float:
-    """Seconds for spark-submit of a bare read + count per type of the file (CSV, no cepplan)."""
-    script = events.with_suffix(".scan.py")
-    script.write_text(
-        "import sys\nfrom pyspark.sql import SparkSession\n"
-        "s = SparkSession.builder.getOrCreate()\ns.sparkContext.setLogLevel('ERROR')\n"
-        "s.read.csv(sys.argv[1]).groupBy('_c0').count().collect()\ns.stop()\n")
-    from cepplan.engine_adapter.submit import spark_submit
+def spark_seconds(script: str, *args: str) -> float:
+    """Wall seconds of spark-submit of a bare PySpark `script` with cepplan's settings and JVM
+    options (the class archive, the client compiler): the floor cepplan's job stands on."""
+    from cepplan.engine_adapter.jvm_start import class_archive
+    from cepplan.engine_adapter.submit import submit_command
+
+    path = Path(tempfile.mkdtemp(prefix="cepplan-floor-")) / "floor.py"
+    path.write_text(script)
+    archive = class_archive()
+    command = submit_command("local[*]", archive, {"spark.ui.showConsoleProgress": "false"})
     start = time.perf_counter()
-    subprocess.run([spark_submit(), "--master", "local[*]", "--conf",
-                    "spark.ui.showConsoleProgress=false", str(script), str(events)],
-                   check=True, capture_output=True)
-    return time.perf_counter() - start
+    done = subprocess.run([*command, str(path), *args], capture_output=True)
+    took = time.perf_counter() - start
+    archive.keep(done.returncode == 0)
+    done.check_returncode()
+    return took
+
+
+EMPTY_JOB = ("from pyspark.sql import SparkSession\ns = SparkSession.builder.getOrCreate()\n"
+             "s.range(1).count()\ns.stop()\n")
+BARE_SCAN = ("import sys\nfrom pyspark.sql import SparkSession\n"
+             "s = SparkSession.builder.getOrCreate()\ns.sparkContext.setLogLevel('ERROR')\n"
+             "s.read.csv(sys.argv[1]).groupBy('_c0').count().collect()\ns.stop()\n")
 
 
 def spark_run(workload: Path, events: Path, out: Path, *, plan: Path | None = None,
@@ -75,43 +90,57 @@ def opencep(events: Path, pattern: str, scratch: Path) -> tuple[float, int] | No
     return time.perf_counter() - start, len(json.loads(out.read_text())["matches"])
 
 
-def bars(sizes: list[int], opencep_rows: int, scratch: Path) -> None:
+def bar_file(rows: int, scratch: Path) -> Path:
+    """The bar file of `rows` rows, kept in CEPPLAN_BENCH_BARS_DIR (reused when there) or in
+    the scratch directory."""
+    folder = Path(os.environ.get("CEPPLAN_BENCH_BARS_DIR") or scratch)
+    path = folder / f"bars-{rows}.csv"
+    if not path.is_file():
+        write_bars(path, rows)
+    return path
+
+
+def bars(sizes: list[int], peer_sizes: list[int], scratch: Path) -> None:
     print(f"\n1. minute bars, Spark engine (local[*]); load: {uptime()}")
-    print(f"{'pattern':<8} {'rows':>11} {'cepplan s':>10} {'bare scan s':>12} {'ratio':>7} "
-          f"{'matches':>10} {'events/s':>11}")
+    print(f"{'pattern':<8} {'rows':>11} {'cepplan s':>10} {'read+tag s':>11} "
+          f"{'match+write s':>14} {'/bare scan':>11} {'matches':>11} {'rows/s':>10}")
     throughput: dict[str, float] = {}
     for rows in sizes:
-        events = scratch / f"bars-{rows}.csv"
-        write_bars(events, rows)
-        scan = bare_scan(events)
-        for pattern in ("msft", "goog"):
+        events = bar_file(rows, scratch)
+        empty, scan = spark_seconds(EMPTY_JOB), spark_seconds(BARE_SCAN, str(events))
+        print(f"floor at {rows:,} rows: empty Spark job {empty:.1f} s, bare read + count per "
+              f"ticker (Spark's CSV reader) {scan:.1f} s (cepplan's JVM settings)", flush=True)
+        for pattern in PATTERNS:
             workload = scratch / f"{pattern}.json"
             write_workload(workload, [pattern])
             took, metrics = spark_run(workload, events, scratch / f"out-{pattern}-{rows}")
-            found = metrics["matches"][pattern]
-            print(f"{pattern:<8} {rows:>11,} {took:>10.1f} {scan:>12.1f} {took / scan:>7.2f} "
-                  f"{found:>10,} {rows / took:>11,.0f}", flush=True)
+            shutil.rmtree(scratch / f"out-{pattern}-{rows}", ignore_errors=True)
+            found, stages = metrics["matches"][pattern], metrics["seconds"]
+            print(f"{pattern:<8} {rows:>11,} {took:>10.1f} {stages['read and tag']:>11.1f} "
+                  f"{stages['match and write']:>14.1f} {took / scan:>11.2f} {found:>11,} "
+                  f"{rows / took:>10,.0f}", flush=True)
             throughput[pattern] = rows / took
     if not os.environ.get("OPENCEP_SRC"):
         print("\n2. OpenCEP: skipped (set OPENCEP_SRC to an OpenCEP checkout to compare)")
         return
-    print(f"\n2. OpenCEP at {opencep_rows:,} rows (the largest size run here; limit "
-          f"{OPENCEP_LIMIT} s) vs cepplan Spark at {sizes[-1]:,} rows; load: {uptime()}")
-    events = scratch / f"bars-opencep-{opencep_rows}.csv"
-    write_bars(events, opencep_rows)
-    for pattern in ("msft", "goog"):
-        measured = opencep(events, pattern, scratch)
-        if measured is None:
-            print(f"{pattern:<8} OpenCEP did not finish in {OPENCEP_LIMIT} s")
-            continue
-        seconds, found = measured
-        workload = scratch / f"{pattern}.json"
-        _, metrics = spark_run(workload, events, scratch / f"out-oc-{pattern}")
-        same = "equal" if metrics["matches"][pattern] == found else "DIFFERENT"
-        peer = opencep_rows / seconds
-        print(f"{pattern:<8} OpenCEP {seconds:>7.1f} s, {peer:>9,.0f} events/s, {found:,} "
-              f"matches (cepplan: {metrics['matches'][pattern]:,}, {same}); cepplan/OpenCEP "
-              f"throughput {throughput[pattern] / peer:.1f}x (target >= 20x)", flush=True)
+    for peer_rows in peer_sizes:
+        print(f"\n2. OpenCEP at {peer_rows:,} rows (limit {OPENCEP_LIMIT} s) vs cepplan Spark "
+              f"at {sizes[-1]:,} rows; load: {uptime()}")
+        events = bar_file(peer_rows, scratch)
+        for pattern in PATTERNS:
+            measured = opencep(events, pattern, scratch)
+            if measured is None:
+                print(f"{pattern:<8} OpenCEP did not finish in {OPENCEP_LIMIT} s")
+                continue
+            seconds, found = measured
+            workload = scratch / f"{pattern}.json"
+            _, metrics = spark_run(workload, events, scratch / f"out-oc-{pattern}")
+            same = "equal" if metrics["matches"][pattern] == found else "DIFFERENT"
+            peer = peer_rows / seconds
+            print(f"{pattern:<8} OpenCEP {seconds:>7.1f} s, {peer:>9,.0f} rows/s, {found:,} "
+                  f"matches (cepplan: {metrics['matches'][pattern]:,}, {same}); cepplan at "
+                  f"{sizes[-1]:,} / OpenCEP throughput {throughput[pattern] / peer:.1f}x "
+                  f"(target >= 20x)", flush=True)
 
 
 def fraud(duration: int, scratch: Path) -> None:
@@ -154,13 +183,23 @@ def fraud(duration: int, scratch: Path) -> None:
 def main(quick: bool = False) -> None:
     """Quick: 10^4/10^5 bars, OpenCEP at 10^4, 2,000 min of fraud; full: 3·10^5 and 10^7
     bars, OpenCEP at 10^5, fraud at about 10^7 events (1.27M minutes at 7.9 events/min).
-    CEPPLAN_BENCH_SPARK=bars|fraud runs one part only; CEPPLAN_FRAUD_MINUTES sets its size."""
+    CEPPLAN_BENCH_SPARK=bars|fraud runs one part only; CEPPLAN_BENCH_SPARK_ROWS and
+    CEPPLAN_BENCH_PEER_ROWS (comma-separated row counts) set cepplan's and OpenCEP's sizes
+    (the OpenCEP comparison: CEPPLAN_BENCH_SPARK=bars CEPPLAN_BENCH_SPARK_ROWS=10000000
+    CEPPLAN_BENCH_PEER_ROWS=100000,1000000); CEPPLAN_BENCH_PATTERNS=goog|msft runs one pattern;
+    CEPPLAN_BENCH_BARS_DIR keeps the bar files for the next run; CEPPLAN_FRAUD_MINUTES sets
+    the fraud size."""
     part = os.environ.get("CEPPLAN_BENCH_SPARK", "")
     with tempfile.TemporaryDirectory(prefix="cepplan-bench-spark-") as scratch:
         where = Path(scratch)
         if part in ("", "bars"):
-            bars([10_000, 100_000] if quick else [300_000, 10_000_000],
-                 10_000 if quick else 100_000, where)
+            bars(_sizes("CEPPLAN_BENCH_SPARK_ROWS", "10000,100000" if quick else
+                        "300000,10000000"),
+                 _sizes("CEPPLAN_BENCH_PEER_ROWS", "10000" if quick else "100000"), where)
         if part in ("", "fraud"):
             fraud(int(os.environ.get("CEPPLAN_FRAUD_MINUTES", 2_000 if quick else 1_270_000)),
                   where)
+
+
+def _sizes(variable: str, default: str) -> list[int]:
+    return [int(float(n)) for n in os.environ.get(variable, default).split(",") if n.strip()]

@@ -40,6 +40,11 @@ SHIPPED = (
     "engine_adapter/spark_match.py",
     "engine_adapter/spark_shared.py",
     "engine_adapter/spark_tags.py",
+    "engine_adapter/spark_read.py",
+    # the in-process reader, used by spark_read where the executors can import it (orjson)
+    "engine_adapter/local/source.py",
+    "errors.py",
+    "stats/local_source.py",
     "engine_adapter/runtime/__init__.py",
     "engine_adapter/runtime/binding.py",
     "engine_adapter/runtime/job.py",
@@ -55,7 +60,8 @@ SHIPPED = (
     "workload/expr/vectorized.py",
     "workload/spark_source.py",
 )
-EMPTY_PACKAGES = ("", "engine_adapter", "workload", "workload/expr", "planner", "costmodels")
+EMPTY_PACKAGES = ("", "engine_adapter", "engine_adapter/local", "workload", "workload/expr",
+                  "planner", "costmodels", "stats")
 
 
 def runtime_zip() -> bytes:

@@ -5,14 +5,16 @@ imports only pyspark, the runtime and the standalone modules shipped beside it (
 "The engine", "The generated Spark job"). Stages:
 
 1. read through the workload's `source` and tag every event with the (pattern, variable)
-   pairs it can bind, in one native expression (`spark_tags`); rows read and rejected by
-   reason are observed in the same pass; the tagged events are cached (the only forced
-   computation before the write);
+   pairs it can bind: CSV in the Python workers with the in-process engine's reader and
+   tagging (`spark_read`), else Spark's reader and one native expression (`spark_tags`); rows
+   read and rejected by reason are counted in the same pass; the tagged events are cached
+   (one aggregate over them is the only forced computation before the write);
 2. acquire (seed 002 §3.3) for all patterns of a level in shared rounds (`spark_acquire`);
 3. match: one shuffle per partition scheme, the recomputation matcher (seed 001) per group
    (`spark_match`); matches of patterns others read become events for the level above;
-4. write the matches with Spark's writers from the executors (JSON lines or Parquet part
-   files under `matches/`) and `metrics.json`, in a directory renamed over `--out` only when
+4. write the matches from the executors (JSON lines or Parquet part files under `matches/`,
+   by Spark's writers or, on a local master, by the match groups themselves) and
+   `metrics.json`, in a directory renamed over `--out` only when
    everything succeeded.
 """
 
@@ -43,10 +45,11 @@ from cepplan.engine_adapter.spark_match import (
     match,
     schemes,
 )
+from cepplan.engine_adapter.spark_read import ReadFigures, plain_csv_splits, read_and_tag
 from cepplan.engine_adapter.spark_shared import note_span, shared_metrics
 from cepplan.engine_adapter.spark_stages import Stages
 from cepplan.engine_adapter.spark_tags import TAGS, Layout, layout, tag_column
-from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_TYPE
+from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_TYPE, merged_attribute_types
 from cepplan.workload.spark_source import (
     REJECT,
     SourceError,
@@ -66,25 +69,32 @@ def run_job(spark: SparkSession, data: dict[str, Any], events: Sequence[str], ou
     plan = layout(job, data)
     seconds: dict[str, float] = {}
     clock = time.perf_counter()
-    pool, read, reasons = _read_and_tag(spark, data, events, job, plan)
-    tagged = pool.count()  # materialises the cache: the one read of the input
-    observed = read.get
-    metrics = _read_metrics(observed, reasons)
+    counts = spark.sparkContext.accumulator({}, Counts())
+    pool, cached, figures = _read_and_tag(spark, data, events, job, plan, counts)
+    metrics = _read_metrics(figures)
     seconds["read and tag"] = time.perf_counter() - clock
     say(f"read {metrics['rows_read']:,} rows ({sum(metrics['rows_rejected'].values()):,} "
-        f"rejected), {tagged:,} events tagged for the patterns")
+        f"rejected), {figures.tagged:,} events tagged for the patterns")
     clock = time.perf_counter()
-    span = Span(observed["first"] or 0.0, observed["last"] or 0.0, tagged,
+    span = Span(figures.first, figures.last, figures.tagged,
                 spark.sparkContext.defaultParallelism)
-    counts = spark.sparkContext.accumulator({}, Counts())
     stages = Stages(spark, job, data, events)  # contexts, consumer queries (spark_stages)
     note_span(counts, pool, job)  # the shared plan's per-window scale (spark_shared)
+    parent = os.path.dirname(os.path.abspath(out_dir)) or "."
+    os.makedirs(parent, exist_ok=True)
+    staging = tempfile.mkdtemp(prefix=".cepplan-run-", dir=parent)
+    direct = _direct_directory(spark, data, output_format, staging)
     try:
         rows, plan = stages.derive(pool, plan)  # deriving patterns first, when contexts exist
-        outputs = stages.outputs(_evaluate(spark, rows, job, plan, data, span, counts, stages))
-        _write(outputs, out_dir, output_format, metrics, seconds, clock, data, counts, stages)
+        outputs = stages.outputs(_evaluate(spark, rows, job, plan, data, span, counts, stages,
+                                           direct))
+        _write(outputs, staging, out_dir, output_format, metrics, seconds, clock, data, counts,
+               stages, direct)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
     finally:
-        pool.unpersist()
+        cached.unpersist()
     for name, hits in metrics["kleene_cap_hits"].items():
         if hits:
             say(f"warning: pattern {name}: {hits:,} Kleene enumerations cut at "
@@ -93,24 +103,41 @@ def run_job(spark: SparkSession, data: dict[str, Any], events: Sequence[str], ou
 
 
 def _read_and_tag(spark: SparkSession, data: dict[str, Any], events: Sequence[str], job,
-                  plan: Layout) -> tuple[DataFrame, Observation, list[str]]:
-    """The good rows carrying at least one tag, narrowed to the columns the matchers read, and
-    an observation of rows read, rejected by reason, and the time span of the good rows."""
+                  plan: Layout, counts) -> tuple[DataFrame, DataFrame, ReadFigures]:
+    """The good rows carrying at least one tag, narrowed to the columns the matchers read; the
+    cached frame behind them; rows read, rejected by reason, and the tagged rows' count and
+    time span. Read in Python workers with the in-process reader where it applies
+    (`spark_read`), else with Spark's reader and the native tag expression."""
+    primitive = [t for t in plan.tags if not job.is_complex(t.operand.type)]
+    context = spark.sparkContext
+    splits = plain_csv_splits(data, events, context.defaultParallelism,
+                              local=context.master.startswith("local"))
+    if splits is not None:
+        reader = data["reader"]
+        keys = [k for k in reader["source"].get("key_columns", ())
+                if k not in merged_attribute_types(reader["attributes"].values())]
+        canonical = [EVENT_TYPE, EVENT_TS, EVENT_ID, *keys,
+                     *merged_attribute_types(reader["attributes"].values())]
+        return read_and_tag(spark, data, splits, job, plan, primitive,
+                            _columns(job, canonical), counts)
     reader = data["reader"]
     raw = read_events(spark, list(events), **reader)
     reasons = reject_reasons(reader["source"], reader["attributes"])
     observed = Observation("read")
-    good = F.col(REJECT).isNull()
     raw = raw.observe(observed, F.count(F.lit(1)).alias("rows"),
-                      F.min(F.when(good, F.col(EVENT_TS))).alias("first"),
-                      F.max(F.when(good, F.col(EVENT_TS))).alias("last"),
                       *[F.count_if(F.col(REJECT) == r).alias(f"reject {i}")
                         for i, r in enumerate(reasons)])
     rows = valid_rows(raw)
-    primitive = [t for t in plan.tags if not job.is_complex(t.operand.type)]
     wanted = _columns(job, rows.columns)
     pool = rows.select(*wanted, tag_column(job, plan, primitive, rows.columns).alias(TAGS))
-    return pool.filter(F.size(TAGS) > 0).persist(), observed, reasons
+    pool = pool.filter(F.size(TAGS) > 0).persist()
+    # materialises the cache: the one read of the input
+    tagged, first, last = pool.agg(F.count(F.lit(1)), F.min(EVENT_TS), F.max(EVENT_TS)).first()
+    values = observed.get
+    rejected = {r: int(values[f"reject {i}"]) for i, r in enumerate(reasons)
+                if values[f"reject {i}"]}
+    return pool, pool, ReadFigures(int(values["rows"]), rejected, tagged, first or 0.0,
+                                   last or 0.0)
 
 
 def _columns(job, available: list[str]) -> list[str]:
@@ -123,17 +150,28 @@ def _columns(job, available: list[str]) -> list[str]:
     return needed
 
 
-def _read_metrics(values: dict[str, Any], reasons: list[str]) -> dict[str, Any]:
+def _read_metrics(figures: ReadFigures) -> dict[str, Any]:
     """The metrics skeleton with rows read and rejected (reason -> count) filled in."""
-    rejected = {r: int(values[f"reject {i}"]) for i, r in enumerate(reasons)
-                if values[f"reject {i}"]}
-    return {"engine": "spark", "rows_read": int(values["rows"]), "rows_rejected": rejected,
+    return {"engine": "spark", "rows_read": figures.rows, "rows_rejected": figures.rejected,
             "rows_to_matchers": 0, "rows_to_matchers_by_pattern": {}, "rows_shuffled": 0,
             "matches": {}, "kleene_cap_hits": {}}
 
 
+def _direct_directory(spark: SparkSession, data: dict[str, Any], output_format: str,
+                      staging: str) -> str | None:
+    """Where match groups write their JSON lines themselves: on a local master (the tasks
+    see the driver's files), for JSON lines output, when no context stage filters the
+    matches afterwards; None otherwise (matches go through Spark's writer)."""
+    if (output_format != "jsonl" or data.get("contexts")
+            or not spark.sparkContext.master.startswith("local")):
+        return None
+    direct = os.path.join(staging, "direct")
+    os.makedirs(direct)
+    return direct
+
+
 def _evaluate(spark: SparkSession, pool: DataFrame, job, plan: Layout, data: dict[str, Any],
-              span: Span, counts, stages: Stages) -> list[DataFrame]:
+              span: Span, counts, stages: Stages, direct: str | None) -> list[DataFrame]:
     """Every level's match frames; complex events flow to the level above."""
     consumed = {o.type for p in job.patterns for o in p.operands if job.is_complex(o.type)}
     emit_types = {a: k for p in data["patterns"] for a, k in p.get("emit_types", {}).items()}
@@ -148,7 +186,7 @@ def _evaluate(spark: SparkSession, pool: DataFrame, job, plan: Layout, data: dic
                                      allowMissingColumns=True)
         acquired = acquire(stages.push_down(frame, patterns), plan, patterns)
         results = [stages.held(match(acquired, plan, keys, group, data, span, emit_types,
-                                     counts), group)
+                                     counts, direct), group)
                    for keys, group in schemes(patterns).items()]
         level = results[0]
         for other in results[1:]:
@@ -161,41 +199,39 @@ def _evaluate(spark: SparkSession, pool: DataFrame, job, plan: Layout, data: dic
     return outputs
 
 
-def _write(outputs: list[DataFrame], out_dir: str, output_format: str, metrics: dict,
-           seconds: dict, clock: float, data: dict[str, Any], counts, stages: Stages) -> None:
-    """Write matches (from the executors) and metrics into a fresh directory, then swap it
-    into place."""
-    parent = os.path.dirname(os.path.abspath(out_dir)) or "."
-    os.makedirs(parent, exist_ok=True)
-    staging = tempfile.mkdtemp(prefix=".cepplan-run-", dir=parent)
-    try:
-        union = outputs[0]
-        for frame in outputs[1:]:
-            union = union.unionByName(frame)
-        target = os.path.join(staging, MATCHES_DIR)
-        if output_format == "parquet":
-            union.select(PATTERN, F.col(MATCH_COLUMN).alias("match")).write.parquet(target)
-        else:
-            union.select(MATCH_COLUMN).write.text(target)
-            _name_json_lines(target)
-        seconds["match and write"] = time.perf_counter() - clock
-        _counted(metrics, counts.value, data)
-        metrics.update(shared_metrics(counts.value, data))  # shared_nodes (spark_shared)
-        metrics["plan"] = data.get("plan", {})
-        metrics["seconds"] = {k: round(v, 3) for k, v in seconds.items()}
-        stages.finish(metrics, staging)
-        with open(os.path.join(staging, "metrics.json"), "w", encoding="utf-8") as handle:
-            json.dump(metrics, handle, indent=2)
-        if os.path.isdir(out_dir):
-            old = staging + ".old"
-            os.replace(out_dir, old)
-            os.replace(staging, out_dir)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.replace(staging, out_dir)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
+def _write(outputs: list[DataFrame], staging: str, out_dir: str, output_format: str,
+           metrics: dict, seconds: dict, clock: float, data: dict[str, Any], counts,
+           stages: Stages, direct: str | None) -> None:
+    """Write matches (from the executors) and metrics into the fresh `staging` directory,
+    then swap it into place."""
+    union = outputs[0]
+    for frame in outputs[1:]:
+        union = union.unionByName(frame)
+    target = os.path.join(staging, MATCHES_DIR)
+    if output_format == "parquet":
+        union.select(PATTERN, F.col(MATCH_COLUMN).alias("match")).write.parquet(target)
+    else:
+        union.select(MATCH_COLUMN).write.text(target)
+        _name_json_lines(target)
+    if direct is not None:  # the parts the match groups wrote
+        for name in os.listdir(direct):
+            os.replace(os.path.join(direct, name), os.path.join(target, name))
+        os.rmdir(direct)
+    seconds["match and write"] = time.perf_counter() - clock
+    _counted(metrics, counts.value, data)
+    metrics.update(shared_metrics(counts.value, data))  # shared_nodes (spark_shared)
+    metrics["plan"] = data.get("plan", {})
+    metrics["seconds"] = {k: round(v, 3) for k, v in seconds.items()}
+    stages.finish(metrics, staging)
+    with open(os.path.join(staging, "metrics.json"), "w", encoding="utf-8") as handle:
+        json.dump(metrics, handle, indent=2)
+    if os.path.isdir(out_dir):
+        old = staging + ".old"
+        os.replace(out_dir, old)
+        os.replace(staging, out_dir)
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        os.replace(staging, out_dir)
 
 
 def _name_json_lines(directory: str) -> None:

@@ -12,19 +12,22 @@ accumulator: no extra pass over the data.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+import os
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark import AccumulatorParam
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from cepplan.engine_adapter.runtime.job import evaluate_partition, job_from_json, partitions
-from cepplan.engine_adapter.runtime.records import MATCH_COLUMN
+from cepplan.engine_adapter.runtime.records import MATCH_COLUMN, lines_data
 from cepplan.engine_adapter.runtime.spec import NEGATED, PatternSpec
 from cepplan.engine_adapter.spark_shared import evaluate_shared
 from cepplan.engine_adapter.spark_tags import TAGS, Layout, any_of
@@ -77,8 +80,10 @@ def output_schema(emit_types: Mapping[str, str]) -> T.StructType:
 
 def match(acquired: DataFrame, plan: Layout, keys: tuple[str, ...],
           patterns: list[PatternSpec], data: Mapping[str, Any], span: Span,
-          emit_types: Mapping[str, str], counts) -> DataFrame:
-    """All matches of `patterns` (one scheme) over their acquired events."""
+          emit_types: Mapping[str, str], counts, direct: str | None = None) -> DataFrame:
+    """All matches of `patterns` (one scheme) over their acquired events. With `direct` (a
+    directory the tasks can write), matches of patterns nobody reads are written there as
+    JSON lines by the match groups themselves instead of returned."""
     tags = {p.name: plan.of(p) for p in patterns}
     flags = {p.name: f"__in_{i}" for i, p in enumerate(patterns)}
     keep = [c for c in acquired.columns if c != TAGS]
@@ -98,21 +103,23 @@ def match(acquired: DataFrame, plan: Layout, keys: tuple[str, ...],
     ranged = rows.select("*", F.explode(F.sequence(first, last)).alias(_RANGE),
                          part.alias(_PART))
     schema = output_schema(emit_types)
-    columns = [f.name for f in schema.fields]
     names = [p.name for p in patterns]
     cache: dict[str, Any] = {}
 
-    def evaluate(group: pd.DataFrame) -> pd.DataFrame:
+    def evaluate(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         if "job" not in cache:
             cache["job"] = job_from_json(data)
-        job = cache["job"]
+            cache["out"] = _Output(schema, cache["job"], direct)
+        job, output = cache["job"], cache["out"]
+        group = pa.Table.from_batches(list(batches)).to_pandas()
         index = int(group[_RANGE].iloc[0])
         own = (start + index * width, start + (index + 1) * width)
         stamps = group[EVENT_TS].to_numpy()
         owned = (stamps >= own[0]) & (stamps < own[1])
         found: dict[tuple[str, str], int] = {("shuffled", ""): len(group)}
-        parts = []
+        parts: list[pd.DataFrame] = []
         shared = evaluate_shared(cache, job, group, flags, own, found, parts)  # sharing groups
+        yield from map(output.events, parts)
         for name in names:
             spec = job.pattern(name)
             mine = group[flags[name]].to_numpy(dtype=bool)
@@ -121,19 +128,65 @@ def match(acquired: DataFrame, plan: Layout, keys: tuple[str, ...],
                 continue
             matches = cap = 0
             for events in partitions(group[mine], spec.partition_by):
-                out = evaluate_partition(events, job, spec, own=own, with_complex=True)
+                out = evaluate_partition(events, job, spec, own=own,
+                                         with_complex=name in output.consumed)
                 cap += out.cap_hits
+                matches += out.count
                 if out.complex is not None and len(out.complex):
-                    matches += len(out.complex)
-                    parts.append(out.complex.assign(**{PATTERN: name}))
+                    yield output.events(out.complex.assign(**{PATTERN: name}))
+                elif out.count:
+                    where = f"{output.number[name]}-{int(group[_PART].iloc[0])}-{index}"
+                    yield from output.texts(name, out.matches, where)
             found[("matches", name)] = matches
             found[("cap", name)] = cap
+        output.close()
         counts.add(found)
-        if not parts:
-            return pd.DataFrame({c: pd.Series([], dtype=object) for c in columns})
-        return pd.concat(parts, ignore_index=True).reindex(columns=columns).astype(object)
 
-    return ranged.groupBy(_PART, _RANGE).applyInPandas(evaluate, schema)
+    return ranged.groupBy(_PART, _RANGE).applyInArrow(evaluate, schema)
+
+
+class _Output:
+    """A match group's output as Arrow batches of the stage's schema: complex events (for
+    patterns others read), else only the pattern and the match text, rendered once (no
+    per-match Python object), one batch per rendered chunk; or, with a `direct` directory,
+    that text written there from Arrow's buffers (nothing goes back to the JVM)."""
+
+    def __init__(self, schema: T.StructType, job, direct: str | None):
+        self.schema = pa.schema([pa.field(f.name, ARROW_TYPES[type(f.dataType)])
+                                 for f in schema])
+        self.consumed = {o.type for p in job.patterns for o in p.operands
+                         if job.is_complex(o.type)}
+        self.direct = direct
+        self.started: set[str] = set()  # the group's part files written so far
+        self.number = {p.name: i for i, p in enumerate(job.patterns)}  # unique across schemes
+
+    def events(self, frame: pd.DataFrame) -> pa.RecordBatch:
+        columns = frame.reindex(columns=self.schema.names)
+        return pa.RecordBatch.from_pandas(columns, schema=self.schema, preserve_index=False)
+
+    def texts(self, name: str, lines: pa.ChunkedArray, where: str) -> Iterator[pa.RecordBatch]:
+        if self.direct is not None:  # one file per group and pattern, rewritten on a retry
+            mode = "ab" if where in self.started else "wb"
+            self.started.add(where)
+            with open(os.path.join(self.direct, f"part-{where}.jsonl"), mode) as handle:
+                for data in lines_data(lines):
+                    handle.write(data)
+            return
+        for chunk in lines.chunks:  # JSON lines: each value ends in a newline, the writer's
+            n = len(chunk)
+            text = pc.utf8_slice_codeunits(chunk, 0, -1).cast(pa.string())
+            yield pa.RecordBatch.from_arrays(
+                [pa.array(np.full(n, name, dtype=object), pa.string()), text,
+                 *[pa.nulls(n, f.type) for f in self.schema][2:]], schema=self.schema)
+
+
+    def close(self) -> None:
+        """The group is done: the next one starts its part files afresh."""
+        self.started.clear()
+
+
+ARROW_TYPES = {T.StringType: pa.string(), T.DoubleType: pa.float64(), T.LongType: pa.int64(),
+               T.BooleanType: pa.bool_(), T.IntegerType: pa.int32()}  # Spark type -> Arrow
 
 
 def complex_rows(results: DataFrame, consumed: set[str],

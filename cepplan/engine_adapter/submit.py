@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pyspark
 
+from cepplan.engine_adapter.jvm_start import FAST_JIT, ClassArchive, class_archive
 from cepplan.errors import CepplanError
 from cepplan.interrupt import run_child_group
 
@@ -26,6 +27,7 @@ JOB_SETTINGS = {
     "spark.sql.adaptive.enabled": "true",
     "spark.sql.adaptive.coalescePartitions.enabled": "true",
     "spark.sql.execution.arrow.maxRecordsPerBatch": "20000",
+    "spark.ui.enabled": "false",  # nobody looks at it; its web server costs start-up time
     # Arrow reads each match group's output as one message off-heap; the JVM's default
     # direct-memory cap (the heap size) is too small for dense patterns (docs/engine.md)
     "spark.driver.extraJavaOptions": "-XX:+ExitOnOutOfMemoryError -XX:MaxDirectMemorySize=4g",
@@ -45,16 +47,30 @@ def spark_submit() -> str:
     return str(Path(pyspark.__file__).parent / "bin" / "spark-submit")
 
 
+def submit_command(master: str, archive: ClassArchive,
+                   conf: Mapping[str, str] | None = None) -> list[str]:
+    """`spark-submit --master ... --conf ...` with the job's settings, the JVM options of a
+    fast start (`archive` and the client compiler), and `conf` over them."""
+    driver = " ".join([JOB_SETTINGS["spark.driver.extraJavaOptions"], FAST_JIT,
+                       *archive.options])
+    settings = {**JOB_SETTINGS, "spark.driver.extraJavaOptions": driver, **(conf or {})}
+    command = [spark_submit(), "--master", master]
+    for key, value in settings.items():
+        command += ["--conf", f"{key}={value}"]
+    return command
+
+
 def submit(job_dir: Path, events: list[str], out: Path, *, master: str = "local[*]",
            output_format: str = "jsonl", quiet: bool = False, verbose: bool = False,
            conf: Mapping[str, str] | None = None) -> None:
     """Run `job_dir/job.py` on `events`, writing into `out`; raise `JobFailed` on failure.
     `quiet` shows nothing while it runs; `verbose` shows Spark's own log lines too."""
-    settings = {**JOB_SETTINGS,
-                "spark.ui.showConsoleProgress": "false" if quiet else "true", **(conf or {})}
-    command = [spark_submit(), "--master", master]
-    for key, value in settings.items():
-        command += ["--conf", f"{key}={value}"]
+    archive = class_archive()  # a fast JVM start (jvm_start)
+    if archive.writing is not None and not quiet:
+        print("cepplan: this first Spark run also saves Spark's classes for a faster start "
+              "of the next ones (once)", file=sys.stderr, flush=True)
+    command = submit_command(master, archive, {
+        "spark.ui.showConsoleProgress": "false" if quiet else "true", **(conf or {})})
     command += ["--py-files", str(job_dir / "runtime.zip"), str(job_dir / "job.py"),
                 "--events", *events, "--out", str(out), "--format", output_format]
     if verbose:
@@ -67,7 +83,12 @@ def submit(job_dir: Path, events: list[str], out: Path, *, master: str = "local[
         if verbose or (not quiet and _worth_showing(line)):
             print(line, end="", file=sys.stderr, flush=True)
 
-    code = run_child_group(command, env=env, on_line=on_line)  # stopped whole if interrupted
+    try:
+        code = run_child_group(command, env=env, on_line=on_line)  # stopped whole if interrupted
+    except BaseException:
+        archive.keep(False)
+        raise
+    archive.keep(code == 0)
     if code != 0:
         raise JobFailed(failure_message(tail, code))
 

@@ -123,10 +123,12 @@ class Canonical:
 
 def read_canonical(paths: str | Sequence[str], source: Mapping[str, Any],
                    attributes: Mapping[str, Mapping[str, str]], time_unit: str, *,
-                   batch_bytes: int = BATCH_BYTES) -> Iterator[Canonical]:
+                   batch_bytes: int = BATCH_BYTES, text: bytes | None = None
+                   ) -> Iterator[Canonical]:
     """The canonical columns of `paths` batch by batch (file order; ids are the row's 0-based
     position over all files unless `id_column`); `SourceError` naming the file when a file
-    cannot be read as the source says."""
+    cannot be read as the source says. With `text` (CSV only): these bytes, whole lines of
+    the one file `paths` names, are read instead of the file (the Spark job's byte ranges)."""
     if time_unit not in SECONDS_PER_UNIT:
         raise SourceError(f"unknown time_unit {time_unit!r}")
     files = expand_paths(paths)
@@ -135,7 +137,7 @@ def read_canonical(paths: str | Sequence[str], source: Mapping[str, Any],
     needed = list(dict.fromkeys(_row_columns(source) + list(attr_types)))
     time_parser = _time_parser(source.get("time_format"), time_unit)
     where = {"file": ", ".join(files)}  # the file being read, for errors
-    raw_batches = _raw_batches(files, source, needed, batch_bytes, where)
+    raw_batches = _raw_batches(files, source, needed, batch_bytes, where, text)
     while True:
         try:
             raw, malformed, positions = next(raw_batches)
@@ -182,11 +184,13 @@ def _row_columns(source: Mapping[str, Any]) -> list[str]:
 # ---- raw batches per format: (needed columns, malformed-row mask, row positions) ----
 
 def _raw_batches(files: list[str], source: Mapping[str, Any], needed: list[str],
-                 batch_bytes: int, where: dict[str, str]
+                 batch_bytes: int, where: dict[str, str], text: bytes | None = None
                  ) -> Iterator[tuple[pa.Table, np.ndarray, np.ndarray]]:
     fmt = source["format"]
     if fmt == "csv":
-        return _csv_batches(files, source, needed, batch_bytes, where)
+        return _csv_batches(files, source, needed, batch_bytes, where, text)
+    if text is not None:
+        raise SourceError(f"byte ranges are read from CSV only, not {fmt}")
     if fmt == "jsonl":
         return _json_batches(files, source, needed, batch_bytes, where)
     if fmt == "parquet":
@@ -215,11 +219,11 @@ def _csv_header(files: list[str], source: Mapping[str, Any]) -> list[str]:
 
 
 def _csv_batches(files: list[str], source: Mapping[str, Any], needed: list[str],
-                 batch_bytes: int, where: dict[str, str]
+                 batch_bytes: int, where: dict[str, str], text: bytes | None = None
                  ) -> Iterator[tuple[pa.Table, np.ndarray, np.ndarray]]:
     """CSV as strings like Spark's PERMISSIVE reader: a row with too few or too many fields is
     malformed (and keeps its position), blank lines are skipped, empty fields are NULL,
-    backslash escapes quotes."""
+    backslash escapes quotes. `text`: the one file's bytes to read instead of the file."""
     names = _csv_header(files, source)
     if not names:
         raise SourceError("cannot find column names: the CSV input is empty or has no "
@@ -237,7 +241,7 @@ def _csv_batches(files: list[str], source: Mapping[str, Any], needed: list[str],
             return "skip"
 
         reader = pa_csv.open_csv(
-            file,
+            file if text is None else pa.BufferReader(text),
             read_options=pa_csv.ReadOptions(column_names=names, skip_rows=header,
                                             use_threads=False, block_size=batch_bytes),
             parse_options=pa_csv.ParseOptions(escape_char="\\", double_quote=False,

@@ -188,18 +188,22 @@ def _row_columns(source: Mapping[str, Any]) -> list[str]:
 
 def _check_columns(raw: DataFrame, source: Mapping[str, Any],
                    attributes: Mapping[str, Mapping[str, str]], paths: list[str]) -> None:
-    present = set(raw.columns)
-    needed = _row_columns(source) + list(merged_attribute_types(attributes.values()))
-    missing = [c for c in dict.fromkeys(needed) if c not in present]
-    if missing:
-        shown = ", ".join(c for c in raw.columns if c != _CORRUPT)
-        raise SourceError(f"column(s) {', '.join(map(repr, missing))} not in the input "
-                          f"(its columns: {shown})", ", ".join(paths))
+    check_column_names([c for c in raw.columns if c != _CORRUPT], source, attributes, paths)
     for name, kind in merged_attribute_types(attributes.values()).items():
         stored = raw.schema[name].dataType
         if _clashes(stored, SPARK_TYPES[kind]):
             raise SourceError(f"column {name!r} holds {stored.simpleString()} values, but the "
                               f"workload says {kind}", ", ".join(paths))
+
+
+def check_column_names(names: Sequence[str], source: Mapping[str, Any],
+                       attributes: Mapping[str, Mapping[str, str]], paths: list[str]) -> None:
+    """`SourceError` unless the input's column `names` hold every column the source needs."""
+    needed = _row_columns(source) + list(merged_attribute_types(attributes.values()))
+    missing = [c for c in dict.fromkeys(needed) if c not in set(names)]
+    if missing:
+        raise SourceError(f"column(s) {', '.join(map(repr, missing))} not in the input "
+                          f"(its columns: {', '.join(names)})", ", ".join(paths))
 
 
 def _clashes(stored: T.DataType, target: T.DataType) -> bool:

@@ -56,12 +56,14 @@ class Batch:
 
 def read_batches(paths: Sequence[str], source: Mapping[str, Any],
                  attributes: Mapping[str, Mapping[str, str]], time_unit: str, *,
-                 batch_bytes: int = BATCH_BYTES,
-                 only_types: Collection[str] | None = None) -> Iterator[Batch]:
+                 batch_bytes: int = BATCH_BYTES, only_types: Collection[str] | None = None,
+                 text: bytes | None = None) -> Iterator[Batch]:
     """The files as canonical batches; `InputError` (naming the file) when a file cannot be
     read as the source says. Row ids without an `id_column`: positions over all files.
-    With `only_types`, good rows of other types are counted but not handed over."""
-    batches = read_canonical(paths, source, attributes, time_unit, batch_bytes=batch_bytes)
+    With `only_types`, good rows of other types are counted but not handed over. With
+    `text`, whole CSV lines of the one file in `paths` (a Spark task's byte range)."""
+    batches = read_canonical(paths, source, attributes, time_unit, batch_bytes=batch_bytes,
+                             text=text)
     types = list(attributes)
     while True:
         try:

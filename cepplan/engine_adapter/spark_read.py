@@ -1,0 +1,243 @@
+"""Read and tag CSV input in Spark's Python workers with the in-process engine's own code.
+
+Shipped in the job's runtime zip. Each task parses one byte range of a file with pyarrow
+(`local/source.py`: the same casts, bad-row reasons and row ids as `--engine local`) and tags
+the rows with `runtime/tagging.tag_masks` (the local engine's tagging); only rows some
+variable can bind reach the JVM, already typed and tagged. Spark's CSV reader and the
+native tag expression did the same work several times slower (docs/engine.md, "Measured").
+
+Used on a local master when the in-process reader can read the input (CSV; local files; a
+`time_format` it translates; its modules importable, orjson among them) and the plan has no
+contexts or consumer queries (they read the input again with Spark's reader and must see the
+same row ids); `plain_csv_splits` says None otherwise and the job reads with `spark_source`.
+"""
+
+from __future__ import annotations
+
+import csv
+import itertools
+import math
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from cepplan.engine_adapter.spark_match import ARROW_TYPES
+from cepplan.engine_adapter.spark_tags import TAGS, Layout, Tag
+from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_TYPE, merged_attribute_types
+from cepplan.workload.spark_source import SourceError, check_column_names, spark_type
+
+SPLIT_BYTES = 32 << 20  # at most this much of a file per task
+MIN_SPLIT_BYTES = 1 << 20  # and at least this much (unless the file is smaller)
+_SPLIT = "__split"
+
+
+@dataclass(frozen=True)
+class Split:
+    """One task's byte range of one file: the lines that start in [start, end)."""
+
+    path: str
+    start: int
+    end: int
+    names: tuple[str, ...]  # the file's columns
+    header: bool  # the range begins with the file's header line
+
+
+@dataclass(frozen=True)
+class ReadFigures:
+    """What the read stage observed: rows read, rejected by reason, the tagged rows' count
+    and time span."""
+
+    rows: int
+    rejected: dict[str, int]
+    tagged: int
+    first: float
+    last: float
+
+
+def plain_csv_splits(data: Mapping[str, Any], events: Sequence[str], parallelism: int, *,
+                     local: bool = True) -> list[Split] | None:
+    """The byte ranges to read, or None when this reader does not apply (see module doc;
+    `local`: the master is local, so the tasks see the driver's files and Python)."""
+    source = data["reader"]["source"]
+    if not local or source["format"] != "csv" or data.get("contexts") or data.get("covering"):
+        return None
+    if not all("://" not in p and not p.startswith("file:") and os.path.isfile(p)
+               for p in events):
+        return None
+    try:  # the in-process reader and what it imports (orjson among them) on this Python
+        from cepplan.engine_adapter.local.source import read_batches  # noqa: F401
+        from cepplan.stats.local_source import SourceError as ReaderError
+        from cepplan.stats.local_source import time_format_regex
+    except ImportError:
+        return None
+    if source.get("time_format"):
+        try:
+            time_format_regex(source["time_format"])
+        except ReaderError:  # a pattern letter it does not read
+            return None
+    reader = data["reader"]
+    header = bool(source.get("header", True))
+    total = sum(os.path.getsize(p) for p in events)
+    step = max(MIN_SPLIT_BYTES, min(SPLIT_BYTES, math.ceil(total / (2 * parallelism))))
+    splits = []
+    for path in events:
+        names = tuple(_header(path)) if header else tuple(source.get("columns") or ())
+        if not names:
+            raise SourceError("cannot find column names: the CSV input is empty or has no "
+                              "header line")
+        check_column_names(names, source, reader["attributes"], [path])
+        size = os.path.getsize(path)
+        count = max(1, math.ceil(size / step))
+        bounds = [size * i // count for i in range(count + 1)]
+        splits += [Split(path, a, b, names, header and a == 0)
+                   for a, b in itertools.pairwise(bounds)]
+    return splits
+
+
+def _header(path: str) -> list[str]:
+    with open(path, newline="", encoding="utf-8") as handle:
+        return next(csv.reader(handle), [])
+
+
+def read_and_tag(spark: SparkSession, data: Mapping[str, Any], splits: list[Split], job,
+                 plan: Layout, primitive: list[Tag], wanted: list[str],
+                 counts) -> tuple[DataFrame, DataFrame, ReadFigures]:
+    """(the tagged rows with the columns `wanted` and `__tags`, the cached frame to unpersist
+    at the end, the read figures); one Spark job reads, tags and caches. `counts` is a
+    `spark_match.Counts` accumulator that the tasks add their read figures to."""
+    reader = data["reader"]
+    has_ids = bool(reader["source"].get("id_column"))
+    kinds = merged_attribute_types(reader["attributes"].values())
+    fields = [T.StructField(EVENT_TYPE, T.StringType()), T.StructField(EVENT_TS, T.DoubleType()),
+              T.StructField(EVENT_ID, T.LongType())]
+    fields += [T.StructField(c, spark_type(kinds.get(c, "string")))
+               for c in wanted if c not in (EVENT_TYPE, EVENT_TS, EVENT_ID)]
+    fields += [T.StructField(TAGS, T.ArrayType(T.IntegerType())),
+               T.StructField(_SPLIT, T.IntegerType())]
+    schema = T.StructType(fields)
+    task = _Task(splits, dict(data), primitive, schema, counts)
+    cached = spark.range(0, len(splits), 1, len(splits)).mapInArrow(task, schema).persist()
+    tagged, first, last = cached.agg(F.count(F.lit(1)), F.min(EVENT_TS),
+                                     F.max(EVENT_TS)).first()
+    found = counts.value
+    rejected = {reason: n for (kind, reason), n in found.items() if kind == "reject" and n}
+    figures = ReadFigures(found.get(("read", ""), 0), rejected, tagged, first or 0.0,
+                          last or 0.0)
+    ids = F.col(EVENT_ID)
+    if not has_ids:  # positions over all files: rows (malformed ones too) of earlier splits
+        sizes = [found.get(("split", str(i)), 0) for i in range(len(splits))]
+        offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64).tolist()
+        ids = F.element_at(F.array(*[F.lit(o).cast("long") for o in offsets]),
+                           F.col(_SPLIT) + 1) + F.col(EVENT_ID)
+    pool = cached.select(*[ids.alias(c) if c == EVENT_ID else F.col(c)
+                           for c in [*wanted, TAGS]])
+    return pool, cached, figures
+
+
+class _Task:
+    """The `mapInArrow` function: reads the splits whose numbers arrive, yields tagged rows."""
+
+    def __init__(self, splits: list[Split], data: dict[str, Any], primitive: list[Tag],
+                 schema: T.StructType, counts):
+        self.splits = splits
+        self.data = data
+        self.tags = [(t.pattern.name, t.var, t.index) for t in primitive]
+        self.schema = schema
+        self.counts = counts
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        from cepplan.engine_adapter.runtime.job import job_from_json
+
+        job = job_from_json(self.data)
+        for batch in batches:
+            for number in batch.column(0).to_pylist():
+                yield from self._read(number, job)
+
+    def _read(self, number: int, job) -> Iterator[pa.RecordBatch]:
+        from cepplan.engine_adapter.local.source import read_batches
+        from cepplan.errors import InputError
+
+        split = self.splits[number]
+        reader = self.data["reader"]
+        source = {**reader["source"], "header": False, "columns": list(split.names)}
+        bound = {t.type for p in job.patterns for t in p.operands if not job.is_complex(t.type)}
+        found: dict[tuple[str, str], int] = {}
+        position = 0
+        text = _lines(split)
+        try:
+            for got in (read_batches([split.path], source, reader["attributes"],
+                                     reader["time_unit"], only_types=bound, text=text)
+                        if text else ()):
+                position += got.read
+                found[("read", "")] = found.get(("read", ""), 0) + got.read
+                for reason, n in got.rejected.items():
+                    found[("reject", reason)] = found.get(("reject", reason), 0) + n
+                out = self._tagged(got.events, job, number)
+                if out is not None:
+                    yield out
+        except InputError as err:  # what the in-process engine says, as the job's error
+            raise SourceError(err.problems[0].message, split.path) from None
+        found[("split", str(number))] = position
+        self.counts.add(found)
+
+    def _tagged(self, frame, job, number: int) -> pa.RecordBatch | None:
+        """The rows of `frame` some variable can bind, typed as the schema says, with their
+        tags (the local engine's `tag_masks`)."""
+        from cepplan.engine_adapter.runtime.tagging import tag, tag_masks
+
+        if not len(frame):
+            return None
+        masks = tag_masks(frame, job)
+        matrix = np.column_stack([masks[tag(p, v)] for p, v, _ in self.tags])
+        keep = matrix.any(axis=1)
+        if not keep.any():
+            return None
+        chosen = matrix[keep]
+        rows, columns = np.nonzero(chosen)
+        offsets = np.zeros(len(chosen) + 1, dtype=np.int32)
+        np.cumsum(np.bincount(rows, minlength=len(chosen)), out=offsets[1:])
+        indices = np.array([i for _, _, i in self.tags], dtype=np.int32)[columns]
+        arrays = []
+        for field in self.schema:
+            if field.name == TAGS:
+                arrays.append(pa.ListArray.from_arrays(pa.array(offsets), pa.array(indices)))
+            elif field.name == _SPLIT:
+                arrays.append(pa.array(np.full(len(chosen), number, dtype=np.int32)))
+            else:
+                values = pa.Array.from_pandas(_values(frame[field.name])[keep])
+                arrays.append(values.cast(ARROW_TYPES[type(field.dataType)]))
+        return pa.RecordBatch.from_arrays(arrays, names=[f.name for f in self.schema])
+
+
+def _values(column) -> np.ndarray:
+    """A column's values; a categorical one (the type) as its category strings."""
+    if hasattr(column, "cat"):
+        return np.asarray(column.cat.categories, dtype=object)[column.cat.codes.to_numpy()]
+    return column.to_numpy()
+
+
+def _lines(split: Split) -> bytes:
+    """The bytes of the lines that start in the split's range (the header line dropped)."""
+    with open(split.path, "rb") as handle:
+        start = split.start
+        if start > 0:  # a line starting before the range belongs to the split before
+            handle.seek(start - 1)
+            if handle.read(1) != b"\n":
+                handle.readline()
+            start = handle.tell()
+        if split.header:
+            handle.readline()
+            start = handle.tell()
+        if start >= split.end:
+            return b""
+        data = handle.read(split.end - start)
+        if not data.endswith(b"\n"):
+            data += handle.readline()  # the last line runs past the range's end
+        return data
