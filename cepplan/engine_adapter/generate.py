@@ -36,6 +36,7 @@ SHIPPED = (
     "costmodels/interests.py",
     "costmodels/qor.py",
     "engine_adapter/spark_acquire.py",
+    "engine_adapter/local/acquire.py",
     "engine_adapter/spark_expr.py",
     "engine_adapter/spark_match.py",
     "engine_adapter/spark_shared.py",
@@ -55,7 +56,8 @@ SHIPPED = (
     "workload/expr/vectorized.py",
     "workload/spark_source.py",
 )
-EMPTY_PACKAGES = ("", "engine_adapter", "workload", "workload/expr", "planner", "costmodels")
+EMPTY_PACKAGES = ("", "engine_adapter", "engine_adapter/local", "workload", "workload/expr",
+                  "planner", "costmodels")
 
 
 def runtime_zip() -> bytes:

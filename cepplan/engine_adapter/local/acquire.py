@@ -22,6 +22,15 @@ from cepplan.workload.columns import EVENT_TS
 def acquire(pool: pd.DataFrame, masks: Mapping[str, np.ndarray],
             spec: PatternSpec) -> np.ndarray:
     """Which rows of `pool` the pattern's matchers receive (a boolean mask)."""
+    out = np.zeros(len(pool), dtype=bool)
+    for rows in kept_rows(pool, masks, spec).values():
+        out[rows] = True
+    return out
+
+
+def kept_rows(pool: pd.DataFrame, masks: Mapping[str, np.ndarray],
+              spec: PatternSpec) -> dict[str, np.ndarray]:
+    """Per variable, the positions of the rows of `pool` whose tag of it is kept."""
     steps = ([[o.var for o in spec.operands]] if spec.operator == "OR" or spec.window is None
              else [list(s) for s in spec.steps])
     ts = pool[EVENT_TS].to_numpy(dtype=np.float64)
@@ -37,10 +46,7 @@ def acquire(pool: pd.DataFrame, masks: Mapping[str, np.ndarray],
                                     spec.operator == "SEQ")]
             kept[var] = rows
         earlier += [v for v in step if spec.operand(v).kind != "negated"]
-    out = np.zeros(len(pool), dtype=bool)
-    for rows in kept.values():
-        out[rows] = True
-    return out
+    return kept
 
 
 def _key_codes(pool: pd.DataFrame, keys: tuple[str, ...]) -> np.ndarray:
