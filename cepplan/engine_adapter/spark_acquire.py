@@ -63,6 +63,10 @@ def prefilter(pool: DataFrame, plan: Layout, patterns: tuple[PatternSpec, ...],
     if tables is None:
         return pool
     spark = pool.sparkSession
+    # Catalyst's constraint propagation expands the verdict's aliases through the joins below
+    # (it exhausted a 1 GiB driver heap on the 15 property-test patterns); it infers only
+    # not-null filters here
+    spark.conf.set("spark.sql.constraintPropagation.enabled", "false")
     frame, bits = pool, {}
     for n, (spec, numbered, table) in enumerate(tables):
         if len(table) > MARKS:  # too many to broadcast: these anchors filter nothing
