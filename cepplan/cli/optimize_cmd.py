@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from cepplan.cli import options
-from cepplan.cli.options import CoveringSolver, Search, Sharing, Solver, Strategy
+from cepplan.cli.options import CoveringSolver, Engine, Search, Sharing, Solver, Strategy
 
 MAX_TIME_LIMIT = 86_400.0  # seconds
 MAX_DP = 30  # subevents; the DP itself also falls back when its tables would not fit
@@ -58,6 +58,10 @@ def optimize_command(
     covering_time_limit: float = typer.Option(10.0, "--covering-time-limit",
                                               help="Seconds per batch for the covering "
                                               "solver."),
+    engine: Engine = options.choice(Engine.auto, "--engine", "The engine that will run the "
+                                    "plan: multi-step plans are kept only where their steps "
+                                    "pay in time there (auto: local, as `run` picks for "
+                                    "inputs under 2 GiB)."),
     quiet: bool = options.quiet(),
 ) -> None:
     """Choose each pattern's cheapest detection plan within its latency bound; write plan.json.
@@ -96,7 +100,9 @@ def optimize_command(
                                                              time_limit, seed,
                                                              sharing=sharing.value),
                       covering=CoveringSettings(covering_solver.value, covering_time_limit,
-                                                seed))
+                                                seed),
+                      engine="local" if engine.value == "auto" else engine.value,
+                      duration=_duration(stats))
     write_plan(result.plan, output)
     if not quiet:
         for line in summary(result, loaded):
@@ -151,6 +157,16 @@ def sharing_summary(sharing: dict) -> list[str]:
     for name, reason in sharing["unplanned"].items():
         lines.append(f"{name}: kept in its own order ({reason})")
     return lines
+
+
+def _duration(stats: Path | None) -> float | None:
+    """The time units a stats.json covers (None: inline statistics or not recorded)."""
+    if stats is None:
+        return None
+    from cepplan.fileio import read_json
+
+    duration = read_json(stats).get("duration")
+    return float(duration) if isinstance(duration, int | float) and duration > 0 else None
 
 
 def _check_search(neighborhood: str, time_limit: float, covering_time_limit: float) -> None:

@@ -36,6 +36,7 @@ SHIPPED = (
     "costmodels/interests.py",
     "costmodels/qor.py",
     "engine_adapter/spark_acquire.py",
+    "engine_adapter/local/acquire.py",
     "engine_adapter/spark_expr.py",
     "engine_adapter/spark_match.py",
     "engine_adapter/spark_shared.py",

@@ -9,7 +9,8 @@ imports only pyspark, the runtime and the standalone modules shipped beside it (
    tagging (`spark_read`), else Spark's reader and one native expression (`spark_tags`); rows
    read and rejected by reason are counted in the same pass; the tagged events are cached
    (one aggregate over them is the only forced computation before the write);
-2. acquire (seed 002 §3.3) for all patterns of a level in shared rounds (`spark_acquire`);
+2. acquire (seed 002 §3.3, `spark_acquire`): a pre-filter of later-step tags before the
+   shuffle, the exact semi-joins in the match groups;
 3. match: one shuffle per partition scheme, the recomputation matcher (seed 001) per group
    (`spark_match`); matches of patterns others read become events for the level above;
 4. write the matches from the executors (JSON lines or Parquet part files under `matches/`,
@@ -36,7 +37,7 @@ from pyspark.sql import functions as F
 
 from cepplan.engine_adapter.runtime.job import job_from_json, needed_attributes
 from cepplan.engine_adapter.runtime.records import MATCH_COLUMN
-from cepplan.engine_adapter.spark_acquire import acquire
+from cepplan.engine_adapter.spark_acquire import prefilter
 from cepplan.engine_adapter.spark_match import (
     PATTERN,
     Counts,
@@ -184,7 +185,7 @@ def _evaluate(spark: SparkSession, pool: DataFrame, job, plan: Layout, data: dic
             tagged = made.select("*", tag_column(job, plan, upper, made.columns).alias(TAGS))
             frame = pool.unionByName(tagged.filter(F.size(TAGS) > 0),
                                      allowMissingColumns=True)
-        acquired = acquire(stages.push_down(frame, patterns), plan, patterns)
+        acquired = prefilter(stages.push_down(frame, patterns), plan, patterns, span.rows)
         results = [stages.held(match(acquired, plan, keys, group, data, span, emit_types,
                                      counts, direct), group)
                    for keys, group in schemes(patterns).items()]

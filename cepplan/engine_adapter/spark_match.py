@@ -22,13 +22,14 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark import AccumulatorParam
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from cepplan.engine_adapter.runtime.job import evaluate_partition, job_from_json, partitions
 from cepplan.engine_adapter.runtime.records import MATCH_COLUMN, lines_data
 from cepplan.engine_adapter.runtime.spec import NEGATED, PatternSpec
+from cepplan.engine_adapter.spark_acquire import INNER, acquire_group, group_acquisition
 from cepplan.engine_adapter.spark_shared import evaluate_shared
 from cepplan.engine_adapter.spark_tags import TAGS, Layout, any_of
 from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_TYPE
@@ -87,21 +88,27 @@ def match(acquired: DataFrame, plan: Layout, keys: tuple[str, ...],
     tags = {p.name: plan.of(p) for p in patterns}
     flags = {p.name: f"__in_{i}" for i, p in enumerate(patterns)}
     keep = [c for c in acquired.columns if c != TAGS]
+    how = group_acquisition(plan, patterns)  # acquisition semi-joins run in the groups
     rows = acquired.filter(any_of([t for found in tags.values() for t in found])).select(
-        *keep, *[any_of(tags[p.name]).alias(flags[p.name]) for p in patterns])
+        *keep, *[any_of(tags[p.name]).alias(flags[p.name]) for p in patterns], *how.flags())
     back = max((p.window or 0.0) for p in patterns)
     ahead = max(((p.window or 0.0) for p in patterns if any(o.kind == NEGATED
                                                             for o in p.operands)), default=0.0)
     slices = max(4 * span.parallelism, math.ceil(span.rows / GROUP_EVENTS)) if not keys else \
         max(1, math.ceil(span.rows / (GROUP_EVENTS * 4 * span.parallelism)))
-    width = max(4 * back, (span.end - span.start) / slices, 1e-9)
+    width = max(4 * (back + how.margin), (span.end - span.start) / slices, 1e-9)
     start = span.start
-    first = F.floor((F.col(EVENT_TS) - ahead - start) / width).cast("long")
-    last = F.floor((F.col(EVENT_TS) + back - start) / width).cast("long")
+
+    def first(margin: float) -> Column:
+        return F.floor((F.col(EVENT_TS) - ahead - margin - start) / width).cast("long")
+
+    def last(margin: float) -> Column:
+        return F.floor((F.col(EVENT_TS) + back + margin - start) / width).cast("long")
     part = (F.pmod(F.xxhash64(*[F.col(k) for k in keys]), F.lit(4 * span.parallelism))
             if keys else F.lit(0).cast("long"))
-    ranged = rows.select("*", F.explode(F.sequence(first, last)).alias(_RANGE),
-                         part.alias(_PART))
+    ranged = rows.select("*", F.explode(F.sequence(first(how.margin), last(how.margin)))
+                         .alias(_RANGE), part.alias(_PART))
+    ranged = ranged.withColumn(INNER, F.col(_RANGE).between(first(0.0), last(0.0)))
     schema = output_schema(emit_types)
     names = [p.name for p in patterns]
     cache: dict[str, Any] = {}
@@ -112,6 +119,7 @@ def match(acquired: DataFrame, plan: Layout, keys: tuple[str, ...],
             cache["out"] = _Output(schema, cache["job"], direct)
         job, output = cache["job"], cache["out"]
         group = pa.Table.from_batches(list(batches)).to_pandas()
+        acquire_group(group, {n: job.pattern(n) for n in names}, how, flags)
         index = int(group[_RANGE].iloc[0])
         own = (start + index * width, start + (index + 1) * width)
         stamps = group[EVENT_TS].to_numpy()

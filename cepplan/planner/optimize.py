@@ -24,6 +24,7 @@ from cepplan.planner.candidates import Candidate
 from cepplan.planner.compose import NodeResult, Settings, own_cost
 from cepplan.planner.contexts import plan_contexts
 from cepplan.planner.covering_plan import CoveringSettings, covering_section
+from cepplan.planner.engine_steps import engine_steps
 from cepplan.planner.evaluation import NONE, EvaluationSettings, evaluation
 from cepplan.planner.inputs import check_rates
 from cepplan.planner.plan import DetectionPlan, PatternPlan, Plan
@@ -46,6 +47,8 @@ class PlanRequest:
     evaluation: EvaluationSettings = NO_SEARCH
     covering: CoveringSettings = field(default_factory=CoveringSettings)
     deadline: float = math.inf  # perf_counter time by which planning should end
+    engine: str = "local"  # the engine that will run the plan (what its steps cost there)
+    duration: float | None = None  # time units the statistics cover (None: unknown)
 
 
 @dataclass(frozen=True)
@@ -85,13 +88,15 @@ PASSES: tuple[Callable[[PlanRequest, Plan], Plan], ...] = (
 def optimize(workload: Workload, statistics: Statistics, settings: Settings,
              stats_file: str | None = None, share: bool = True,
              evaluation_settings: EvaluationSettings = NO_SEARCH,
-             covering: CoveringSettings | None = None) -> Optimized:
+             covering: CoveringSettings | None = None, engine: str = "local",
+             duration: float | None = None) -> Optimized:
     """Plan the workload: acquisition, then every pass of `PASSES` in order; InputError for
     missing rates or unmeetable latency bounds."""
     start = time.perf_counter()
     request = PlanRequest(workload, statistics, settings, stats_file, share,
                           evaluation_settings, covering or CoveringSettings(),
-                          deadline=start + settings.time_limit)
+                          deadline=start + settings.time_limit, engine=engine,
+                          duration=duration)
     plan, outcome = acquisition(request)
     for run_pass in PASSES:
         plan = run_pass(request, plan)
@@ -105,6 +110,7 @@ def acquisition(request: PlanRequest) -> tuple[Plan, SharedOutcome]:
     workload, settings = request.workload, request.settings
     check_rates(workload, request.statistics, request.stats_file)
     outcome = plan_workload(workload, request.statistics, settings, request.share)
+    outcome, steps = engine_steps(workload, outcome, request.engine, request.duration)
     patterns = {}
     for pattern in workload.patterns:
         result = outcome.results[pattern.name]
@@ -120,7 +126,7 @@ def acquisition(request: PlanRequest) -> tuple[Plan, SharedOutcome]:
                   "total_expected_cost": outcome.total,
                   "naive_total_cost": outcome.naive_total,
                   "independent_total_expected_cost": outcome.independent_total,
-                  "shared_subevents": list(outcome.shared)}
+                  "shared_subevents": list(outcome.shared), "engine_steps": steps}
     plan = Plan(MappingProxyType(patterns), workload.path, workload.digest,
                 MappingProxyType(provenance))
     return plan, outcome

@@ -26,6 +26,15 @@ if TYPE_CHECKING:
 def acquire(pool: pd.DataFrame | Columns, masks: Mapping[str, np.ndarray],
             spec: PatternSpec) -> np.ndarray:
     """Which rows of `pool` the pattern's matchers receive (a boolean mask)."""
+    out = np.zeros(len(pool), dtype=bool)
+    for rows in kept_rows(pool, masks, spec).values():
+        out[rows] = True
+    return out
+
+
+def kept_rows(pool: pd.DataFrame, masks: Mapping[str, np.ndarray],
+              spec: PatternSpec) -> dict[str, np.ndarray]:
+    """Per variable, the positions of the rows of `pool` whose tag of it is kept."""
     steps = ([[o.var for o in spec.operands]] if spec.operator == "OR" or spec.window is None
              else [list(s) for s in spec.steps])
     ts = np.asarray(values(pool, EVENT_TS), dtype=np.float64)
@@ -41,10 +50,7 @@ def acquire(pool: pd.DataFrame | Columns, masks: Mapping[str, np.ndarray],
                                     spec.operator == "SEQ")]
             kept[var] = rows
         earlier += [v for v in step if spec.operand(v).kind != "negated"]
-    out = np.zeros(len(pool), dtype=bool)
-    for rows in kept.values():
-        out[rows] = True
-    return out
+    return kept
 
 
 def _key_codes(pool: pd.DataFrame | Columns, keys: tuple[str, ...]) -> np.ndarray:

@@ -1,0 +1,63 @@
+"""Keep a multi-step plan only where its steps pay in time on the engine that will run it
+(`costmodels.engine_steps`; docs/planner.md, "What a step costs on each engine").
+
+After acquisition has chosen each pattern's cheapest plan in events, every pattern that no
+other pattern reads and that reads no other pattern's matches is checked against its one-step
+plan: a multi-step plan whose tested events cost more than the events it saves goes back to
+one step, and if the multi-step plans left do not repay the engine's fixed cost per run over
+the statistics' duration, they all do.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from cepplan.costmodels.engine_steps import ENGINE_COSTS, pays_for_run, step_saving
+from cepplan.planner.candidates import Candidate, evaluate
+from cepplan.planner.compose import NodeResult
+from cepplan.planner.shared import SharedOutcome, evaluate_total
+from cepplan.workload.model import Workload
+
+
+def engine_steps(workload: Workload, outcome: SharedOutcome, engine: str,
+                 duration: float | None) -> tuple[SharedOutcome, dict]:
+    """The outcome with unprofitable multi-step plans replaced by one-step plans, and what
+    was decided (for plan.json's provenance)."""
+    costs = ENGINE_COSTS[engine]
+    chosen = dict(outcome.chosen)
+    savings: dict[str, float] = {}
+    for name, plan in outcome.chosen.items():
+        result = outcome.results[name]
+        if len(plan.steps) < 2 or not _standalone(workload, result):
+            continue
+        single = one_step(result)
+        tested = sum(result.model.operand(v).occurrence.rate for step in plan.steps[1:]
+                     for v in step)
+        savings[name] = step_saving(costs, single.cost, plan.cost, tested)
+        if savings[name] <= 0:
+            chosen[name] = single
+    staged = {n: s for n, s in savings.items() if s > 0}
+    if staged and not pays_for_run(costs, sum(staged.values()), duration):
+        for name in staged:
+            chosen[name] = one_step(outcome.results[name])
+    record = {"engine": engine, "duration": duration,
+              "seconds_saved_per_time_unit": {n: round(s, 9) for n, s in savings.items()},
+              "one_step": sorted(n for n in savings
+                                 if len(chosen[n].steps) == 1)}
+    if chosen == dict(outcome.chosen):
+        return outcome, record
+    total, _ = evaluate_total(workload, outcome.results, chosen)
+    return replace(outcome, chosen=chosen, total=total), record
+
+
+def one_step(result: NodeResult) -> Candidate:
+    """The pattern's plan monitoring every variable from the start."""
+    choices = {o.var: 0 for o in result.model.operands}
+    steps = (frozenset(o.var for o in result.model.operands),)
+    return evaluate(result.model, steps, result.plain_options, choices)
+
+
+def _standalone(workload: Workload, result: NodeResult) -> bool:
+    """Whether no pattern reads this one's matches and it reads none."""
+    read = {o.event_type for p in workload.patterns for o in p.operands if o.is_complex}
+    return not result.children and result.name not in read

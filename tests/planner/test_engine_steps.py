@@ -1,0 +1,87 @@
+"""Multi-step plans are kept only where their steps pay in time on the engine named at plan
+time: the decision is recomputed here from plan.json's own numbers and the measured constants."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from cepplan.costmodels.engine_steps import ENGINE_COSTS
+from cepplan.planner.compose import Settings
+from cepplan.planner.optimize import optimize
+from cepplan.workload import build_workload
+from cepplan.workload.loader import load_workload
+from tests.conftest import EXAMPLES
+
+
+def pair_workload(rate_a: float) -> object:
+    """AND(a:A, b:B) within 1 min, B at 5 events/min: pulling b after a saves the fewer
+    events the more often a occurs."""
+    return build_workload({
+        "format": "cepplan.workload/1", "time_unit": "min",
+        "event_types": {"A": {"attributes": {}}, "B": {"attributes": {}}},
+        "patterns": [{"name": "pair", "structure": ["AND", "a:A", "b:B"], "within": "1min"}],
+        "statistics": {"rates": {"A": rate_a, "B": 5.0}}})
+
+
+def saving(engine: str, body: dict, rate_a: float, rate_b: float) -> float:
+    """Seconds per minute the two-step plan (a, then b) saves: plan.json's one-step cost
+    against the two-step plan's events, b's events all tested."""
+    costs = ENGINE_COSTS[engine]
+    two = rate_a + rate_a * 2 * rate_b  # a pushed; b pulled for 2 W after each a (seed 002 §4)
+    return costs.row * (body["naive_cost"] - two) - costs.test * rate_b
+
+
+@pytest.mark.parametrize("rate_a", [0.05, 0.4])
+@pytest.mark.parametrize("engine", ["local", "spark"])
+def test_two_steps_kept_exactly_when_they_save_time(engine, rate_a):
+    workload = pair_workload(rate_a)
+    plan = optimize(workload, workload.statistics, Settings(), engine=engine).plan.to_json()
+    body = plan["patterns"]["pair"]
+    expected = saving(engine, body, rate_a, 5.0)
+    steps = body["detection"]["steps"]
+    assert (len(steps) == 2) == (expected > 0), (engine, rate_a, expected, body)
+    recorded = plan["provenance"]["engine_steps"]
+    assert recorded["engine"] == engine
+    assert recorded["seconds_saved_per_time_unit"]["pair"] == pytest.approx(expected, rel=1e-6)
+
+
+def test_cases_differ_by_engine():
+    """The frequent-anchor case is the one where the engines disagree: a NumPy semi-join per
+    tested event costs about a third of a matched event in-process, a twentieth on Spark."""
+    workload = pair_workload(0.4)
+    chosen = {e: optimize(workload, workload.statistics, Settings(), engine=e)
+              .plan.patterns["pair"].detection.steps for e in ("local", "spark")}
+    assert len(chosen["local"]) == 1 and len(chosen["spark"]) == 2
+
+
+def test_short_run_cannot_repay_spark_fixed_cost():
+    """Over 1,000 minutes the fraud example's multi-step plans save well under the Spark
+    run's fixed cost: every pattern goes back to one step; over 253,000 they stay."""
+    workload = load_workload(EXAMPLES / "fraud" / "workload.json")
+    for duration, staged in ((1_000.0, False), (253_000.0, True)):
+        plan = optimize(workload, workload.statistics, Settings(), engine="spark",
+                        duration=duration).plan
+        saved = plan.provenance["engine_steps"]["seconds_saved_per_time_unit"]
+        pays = sum(s for s in saved.values() if s > 0) * duration > ENGINE_COSTS["spark"].run
+        assert pays == staged
+        multi = [n for n, p in plan.patterns.items() if len(p.detection.steps) > 1]
+        assert bool(multi) == staged, (duration, multi)
+
+
+def test_optimize_cli_records_the_engine(tmp_path):
+    out = tmp_path / "plan.json"
+    done = subprocess.run([sys.executable, "-m", "cepplan", "optimize",
+                           str(EXAMPLES / "fraud" / "workload.json"), "-o", str(out),
+                           "--engine", "spark", "-q"], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    recorded = json.loads(out.read_text())["provenance"]["engine_steps"]
+    assert recorded["engine"] == "spark" and recorded["duration"] is None
+    bad = subprocess.run([sys.executable, "-m", "cepplan", "optimize",
+                          str(EXAMPLES / "fraud" / "workload.json"), "-o", str(out),
+                          "--engine", "flink"], capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and "--engine" in bad.stderr and "Traceback" not in bad.stderr
