@@ -4,8 +4,9 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -135,11 +136,23 @@ def summary(result: Optimized, workload: Workload) -> list[str]:
                  f"(saving {max(0.0, 100 * saving):.0f}%)")
     lines.append(f"independent plans, before sharing: {outcome.independent_total:.4g}; "
                  f"planned in {result.seconds:.2f} s")
+    lines += engine_step_lines(result.plan.provenance.get("engine_steps") or {})
     lines += [f"shared subevent {name}: sent once for {users}" for name, users
               in _shared_users(workload, outcome.shared)]
     if result.plan.sharing:
         lines += sharing_summary(result.plan.sharing)
     return lines + contexts_summary(result.plan) + covering_lines(result.plan.covering)
+
+
+def engine_step_lines(steps: Mapping[str, Any]) -> list[str]:
+    """Why a pattern was left with one step although fetching in steps sends fewer events:
+    on the engine that runs the plan, the steps cost more than they save."""
+    saved = steps.get("seconds_saved_per_time_unit", {})
+    return [f"{name}: one step on the {steps['engine']} engine: " + (
+        "testing its later steps' events would cost more time than the events it saves"
+        if saved.get(name, 0.0) <= 0 else
+        "the steps of all patterns together would not repay the engine's fixed cost per "
+        "run over the measured time span") for name in steps.get("one_step", ())]
 
 
 def sharing_summary(sharing: dict) -> list[str]:
@@ -165,8 +178,9 @@ def _duration(stats: Path | None) -> float | None:
         return None
     from cepplan.fileio import read_json
 
-    duration = read_json(stats).get("duration")
-    return float(duration) if isinstance(duration, int | float) and duration > 0 else None
+    observed = read_json(stats).get("observed")
+    span = observed.get("span") if isinstance(observed, dict) else None
+    return float(span) if isinstance(span, int | float) and span > 0 else None
 
 
 def _check_search(neighborhood: str, time_limit: float, covering_time_limit: float) -> None:

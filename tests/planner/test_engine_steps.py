@@ -85,3 +85,23 @@ def test_optimize_cli_records_the_engine(tmp_path):
                           str(EXAMPLES / "fraud" / "workload.json"), "-o", str(out),
                           "--engine", "flink"], capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and "--engine" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_optimize_takes_the_run_length_from_the_stats_file(tmp_path):
+    """The fixed cost per run is repaid over the time the statistics observed: plan.json
+    records the stats file's observed span, and the terminal says which patterns went back
+    to one step."""
+    stats, out = tmp_path / "stats.json", tmp_path / "plan.json"
+    fraud = EXAMPLES / "fraud"
+    subprocess.run([sys.executable, "-m", "cepplan", "stats", str(fraud / "events.csv"), "-w",
+                    str(fraud / "workload.json"), "-o", str(stats), "-q"], check=True,
+                   timeout=120)
+    done = subprocess.run([sys.executable, "-m", "cepplan", "optimize",
+                           str(fraud / "workload.json"), "--stats", str(stats), "-o", str(out)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    recorded = json.loads(out.read_text())["provenance"]["engine_steps"]
+    assert recorded["duration"] == json.loads(stats.read_text())["observed"]["span"] > 0
+    assert recorded["one_step"], "the fraud example has a pattern whose steps do not pay"
+    for name in recorded["one_step"]:
+        assert f"{name}: one step on the local engine" in done.stdout
