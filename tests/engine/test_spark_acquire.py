@@ -11,6 +11,7 @@ from cepplan.engine_adapter.job_spec import job_data
 from cepplan.engine_adapter.local.engine import run_local_job
 from cepplan.engine_adapter.runtime.job import job_from_json
 from cepplan.engine_adapter.spark_job import _read_and_tag, run_job
+from cepplan.engine_adapter.spark_match import Counts
 from cepplan.engine_adapter.spark_tags import TAGS, layout
 from cepplan.planner.plan import trivial_plan
 from cepplan.stats.synth_write import write_events
@@ -69,7 +70,8 @@ def test_prefilter_drops_only_tags_acquisition_drops(spark, tmp_path):
     data = job_data(workload, stepwise_plan(workload))
     job = job_from_json(data)
     plan = layout(job, data)
-    pool, _, _ = _read_and_tag(spark, data, [str(path)], job, plan)
+    counts = spark.sparkContext.accumulator({}, Counts())
+    pool, _, _ = _read_and_tag(spark, data, [str(path)], job, plan, counts)
     before = {r["__id"]: set(r[TAGS]) for r in pool.select("__id", TAGS).collect()}
     after = {r["__id"]: set(r[TAGS]) for r in spark_acquire.prefilter(
         pool, plan, plan.levels[0], len(before)).select("__id", TAGS).collect()}
