@@ -179,7 +179,7 @@ class _Task:
                 found[("read", "")] = found.get(("read", ""), 0) + got.read
                 for reason, n in got.rejected.items():
                     found[("reject", reason)] = found.get(("reject", reason), 0) + n
-                out = self._tagged(got.events, job, number)
+                out = self._tagged(got.columns(), job, number)
                 if out is not None:
                     yield out
         except InputError as err:  # what the in-process engine says, as the job's error
@@ -188,8 +188,8 @@ class _Task:
         self.counts.add(found)
 
     def _tagged(self, frame, job, number: int) -> pa.RecordBatch | None:
-        """The rows of `frame` some variable can bind, typed as the schema says, with their
-        tags (the local engine's `tag_masks`)."""
+        """The rows of `frame` (the reader's NumPy `Columns`, no pandas) some variable can
+        bind, typed as the schema says, with their tags (the local engine's `tag_masks`)."""
         from cepplan.engine_adapter.runtime.tagging import tag, tag_masks
 
         if not len(frame):
@@ -211,16 +211,9 @@ class _Task:
             elif field.name == _SPLIT:
                 arrays.append(pa.array(np.full(len(chosen), number, dtype=np.int32)))
             else:
-                values = pa.Array.from_pandas(_values(frame[field.name])[keep])
+                values = pa.Array.from_pandas(frame[field.name][keep])
                 arrays.append(values.cast(ARROW_TYPES[type(field.dataType)]))
         return pa.RecordBatch.from_arrays(arrays, names=[f.name for f in self.schema])
-
-
-def _values(column) -> np.ndarray:
-    """A column's values; a categorical one (the type) as its category strings."""
-    if hasattr(column, "cat"):
-        return np.asarray(column.cat.categories, dtype=object)[column.cat.codes.to_numpy()]
-    return column.to_numpy()
 
 
 def _lines(split: Split) -> bytes:
