@@ -26,9 +26,10 @@ def engine_steps(workload: Workload, outcome: SharedOutcome, engine: str,
     costs = ENGINE_COSTS[engine]
     chosen = dict(outcome.chosen)
     savings: dict[str, float] = {}
+    read = {o.event_type for p in workload.patterns for o in p.operands if o.is_complex}
     for name, plan in outcome.chosen.items():
         result = outcome.results[name]
-        if len(plan.steps) < 2 or not _standalone(workload, result):
+        if len(plan.steps) < 2 or result.children or name in read:  # in a hierarchy
             continue
         single = one_step(result)
         tested = sum(result.model.operand(v).occurrence.rate for step in plan.steps[1:]
@@ -56,8 +57,3 @@ def one_step(result: NodeResult) -> Candidate:
     steps = (frozenset(o.var for o in result.model.operands),)
     return evaluate(result.model, steps, result.plain_options, choices)
 
-
-def _standalone(workload: Workload, result: NodeResult) -> bool:
-    """Whether no pattern reads this one's matches and it reads none."""
-    read = {o.event_type for p in workload.patterns for o in p.operands if o.is_complex}
-    return not result.children and result.name not in read
