@@ -70,13 +70,14 @@ def optimize_command(
     Prints, per pattern, the chosen plan, its latency and expected cost against pushing every
     event, then the whole workload's saving.
     """
+    from cepplan.fileio import read_json
     from cepplan.limits import at_least, bounded, check_output_file
     from cepplan.planner.compose import Settings
     from cepplan.planner.covering_plan import CoveringSettings
     from cepplan.planner.evaluation import EvaluationSettings
     from cepplan.planner.optimize import optimize
     from cepplan.planner.plan import write_plan
-    from cepplan.stats.stats_file import read_stats
+    from cepplan.stats.stats_file import observed_span, parse_stats
     from cepplan.workload import load_workload
     from cepplan.workload.durations import MAX_DURATION
 
@@ -87,7 +88,9 @@ def optimize_command(
     check_output_file(output, "--output")
     loaded = load_workload(workload)
     notes: list[str] = []
-    statistics = read_stats(stats, loaded, notes) if stats else loaded.statistics
+    measured = read_json(stats) if stats else None
+    statistics = (parse_stats(measured, str(stats), loaded, notes) if stats
+                  else loaded.statistics)
     for note in notes:
         print(f"note: {note}", file=sys.stderr)
     step = None if time_step is None else bounded(
@@ -103,7 +106,7 @@ def optimize_command(
                       covering=CoveringSettings(covering_solver.value, covering_time_limit,
                                                 seed),
                       engine="local" if engine.value == "auto" else engine.value,
-                      duration=_duration(stats))
+                      duration=observed_span(measured, loaded) if stats else None)
     write_plan(result.plan, output)
     if not quiet:
         for line in summary(result, loaded):
@@ -170,17 +173,6 @@ def sharing_summary(sharing: dict) -> list[str]:
     for name, reason in sharing["unplanned"].items():
         lines.append(f"{name}: kept in its own order ({reason})")
     return lines
-
-
-def _duration(stats: Path | None) -> float | None:
-    """The time units a stats.json covers (None: inline statistics or not recorded)."""
-    if stats is None:
-        return None
-    from cepplan.fileio import read_json
-
-    observed = read_json(stats).get("observed")
-    span = observed.get("span") if isinstance(observed, dict) else None
-    return float(span) if isinstance(span, int | float) and span > 0 else None
 
 
 def _check_search(neighborhood: str, time_limit: float, covering_time_limit: float) -> None:

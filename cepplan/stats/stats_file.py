@@ -88,6 +88,17 @@ def in_time_unit(document: dict[str, Any], unit: str, target: str) -> dict[str, 
             "rates": {name: rate * factor for name, rate in document.get("rates", {}).items()}}
 
 
+def observed_span(document: dict[str, Any], workload: Workload) -> float | None:
+    """The time the measured events span (`observed.span`), in the workload's time unit;
+    None when the document does not record it. For a document `parse_stats` accepted."""
+    observed = document.get("observed")
+    span = observed.get("span") if isinstance(observed, dict) else None
+    if not isinstance(span, int | float) or isinstance(span, bool) or not span > 0:
+        return None
+    unit = document.get("time_unit", workload.time_unit)
+    return float(span) / _factor(unit, workload.time_unit)
+
+
 def _factor(unit: str, target: str) -> float:
     """Multiply a rate per `unit` by this to get it per `target`."""
     return SECONDS_PER_UNIT[target] / SECONDS_PER_UNIT[unit]

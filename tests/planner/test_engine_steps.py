@@ -12,6 +12,7 @@ import pytest
 from cepplan.costmodels.engine_steps import ENGINE_COSTS
 from cepplan.planner.compose import Settings
 from cepplan.planner.optimize import optimize
+from cepplan.stats.stats_file import observed_span
 from cepplan.workload import build_workload
 from cepplan.workload.loader import load_workload
 from tests.conftest import EXAMPLES
@@ -105,3 +106,13 @@ def test_optimize_takes_the_run_length_from_the_stats_file(tmp_path):
     assert recorded["one_step"], "the fraud example has a pattern whose steps do not pay"
     for name in recorded["one_step"]:
         assert f"{name}: one step on the local engine" in done.stdout
+
+
+def test_observed_span_is_taken_in_the_workload_time_unit():
+    """A stats.json measured per second that spans 120 s covers 2 minutes of a workload kept
+    per minute; without `observed.span` the run length is unknown."""
+    workload = load_workload(EXAMPLES / "fraud" / "workload.json")
+    assert workload.time_unit == "min"
+    assert observed_span({"time_unit": "s", "observed": {"span": 120.0}}, workload) == 2.0
+    assert observed_span({"time_unit": "min", "observed": {"span": 120.0}}, workload) == 120.0
+    assert observed_span({"time_unit": "min"}, workload) is None
