@@ -187,7 +187,6 @@ class _Output:
                 [pa.array(np.full(n, name, dtype=object), pa.string()), text,
                  *[pa.nulls(n, f.type) for f in self.schema][2:]], schema=self.schema)
 
-
     def close(self) -> None:
         """The group is done: the next one starts its part files afresh."""
         self.started.clear()
