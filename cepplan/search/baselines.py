@@ -8,6 +8,8 @@ as the engine does without sharing; shared plans cost Cost_tree^multi (App. C).
 
 from __future__ import annotations
 
+import math
+from collections import Counter
 from collections.abc import Sequence
 
 from cepplan.search.graph import MultiPatternGraph, mask_of_labels
@@ -53,6 +55,40 @@ def cost_floor(compiled: Sequence[Compiled]) -> tuple[float, float, float]:
             leaves[label] = max(leaves.get(label, 0.0), c.cost[1 << i])
     negation = sum(c.pattern.negation_cost for c in compiled)
     return sum(roots.values()), negation, sum(leaves.values())
+
+
+def sharing_floor(compiled: Sequence[Compiled]) -> float:
+    """A floor under every multitree that also counts inner nodes (seed 004 App. C): each
+    node's cost split among the most patterns that could use it — those holding a subpattern
+    of its signature (§4.1; leaves: of its event type, §5) — and each pattern's cheapest tree
+    under those split costs (subset DP), plus negation. A node used by u patterns costs at
+    least each user's own-window C(N) (§3.1: the largest window), and u ≤ its holders."""
+    holders: Counter = Counter()
+    for c in compiled:
+        for mask in range(1, 1 << c.m):
+            holders[_holder_key(c, mask)] += 1
+    total = sum(c.pattern.negation_cost for c in compiled)
+    for c in compiled:
+        full = (1 << c.m) - 1
+        best = [0.0] * (full + 1)
+        for mask in range(1, full + 1):
+            here = c.cost[mask] / holders[_holder_key(c, mask)]
+            if mask & (mask - 1):
+                split, left = math.inf, (mask - 1) & mask
+                while left:
+                    if left < mask ^ left:  # each unordered split once
+                        split = min(split, best[left] + best[mask ^ left])
+                    left = (left - 1) & mask
+                here += split
+            best[mask] = here
+        total += best[full]
+    return total
+
+
+def _holder_key(c: Compiled, mask: int) -> tuple:
+    if mask & (mask - 1):
+        return (c.group, c.signature(mask))
+    return (c.group, "leaf", c.labels[mask.bit_length() - 1])
 
 
 def unshared_cost(compiled: Sequence[Compiled], trees: Sequence[IndexTree]) -> float:

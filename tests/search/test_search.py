@@ -11,8 +11,8 @@ from dataclasses import replace
 import pytest
 
 from cepplan.costmodels.trees import cost_tree_multi, node_cost
-from cepplan.search.baselines import cost_floor
-from cepplan.search.local import Compiled, Interner
+from cepplan.search.baselines import cost_floor, sharing_floor
+from cepplan.search.local import Compiled, Interner, best_tree
 from cepplan.search.multitree import Multitree
 from cepplan.search.problem import Problem, problem_from_workload
 from cepplan.search.solve import search
@@ -163,3 +163,23 @@ def test_no_multitree_goes_below_the_cost_floor_and_the_floor_is_tight_for_one_p
     pair = random_problem(random.Random(1), 1, (2, 2), "AB")
     assert sum(cost_floor([Compiled(pair[0], Interner())])) == \
         pytest.approx(brute_force_optimum(pair), rel=1e-9)
+
+
+
+def test_the_sharing_floor_lies_under_every_multitree_and_is_tight_without_overlap_or_for_copies():
+    """The floor that also counts inner nodes (each split among its possible users) is a
+    lower bound of the brute-force optimum on random overlapping workloads, equals one
+    pattern's cheapest tree, and equals the optimum for copies of one pattern (all shared)."""
+    for seed in range(30):
+        patterns = random_problem(random.Random(seed), 3, (3, 4), "ABCDE")
+        interner = Interner()
+        compiled = [Compiled(p, interner) for p in patterns]
+        assert sharing_floor(compiled) <= brute_force_optimum(patterns) * (1 + 1e-9)
+    one = random_problem(random.Random(4), 1, (5, 5), "ABCDEF")[0]
+    assert sharing_floor([Compiled(one, Interner())]) == \
+        pytest.approx(best_tree(Compiled(one, Interner()))[1], rel=1e-9)
+    small = random_problem(random.Random(5), 1, (4, 4), "ABCDEF")[0]
+    copies = [replace(small, name=f"copy{i}") for i in range(3)]
+    interner = Interner()
+    assert sharing_floor([Compiled(p, interner) for p in copies]) == \
+        pytest.approx(brute_force_optimum(copies), rel=1e-9)
