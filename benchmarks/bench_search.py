@@ -194,7 +194,7 @@ def _targets(window: str, spread: str, limit: float, seeds: tuple[int, ...],
     print(f"{'seed':>4} {'trivial':>10} {'SH':>10} {'RE':>10} {'chosen':>10} {'floor':>10} "
           f"{'trivial/chosen':>14} {'below SH/RE':>11} {'chosen/floor':>12} {'over start':>10} "
           f"{'seconds':>7} {'roots':>6}")
-    gains, belows, gaps = [], [], []
+    gains, belows, gaps, reach_gain, reach_below = [], [], [], [], []
     for seed in seeds:
         problem, _ = _problem(100, seed, window, spread)
         r = search(problem, algorithm="tabu", neighbourhood="edge", time_limit=limit, seed=seed,
@@ -205,6 +205,8 @@ def _targets(window: str, spread: str, limit: float, seeds: tuple[int, ...],
         gains.append(r.trivial_cost / r.cost)
         belows.append(100 * (1 - r.cost / min(r.sh_cost, r.re_cost)))
         gaps.append(r.cost / floor)
+        reach_gain.append(r.trivial_cost / floor)
+        reach_below.append(100 * (1 - floor / min(r.sh_cost, r.re_cost)))
         print(f"{seed:>4} {r.trivial_cost:>10.4g} {r.sh_cost:>10.4g} {r.re_cost:>10.4g} "
               f"{r.cost:>10.4g} {floor:>10.4g} {gains[-1]:>13.1f}x {belows[-1]:>10.1f}% "
               f"{gaps[-1]:>12.3f} {100 * (1 - r.cost / r.trace[0][1]):>9.1f}% "
@@ -214,6 +216,11 @@ def _targets(window: str, spread: str, limit: float, seeds: tuple[int, ...],
           f"best of SH, RE {statistics.median(belows):.1f} / {min(belows):.1f}% (≥ 25 % in "
           f"{sum(b >= 25 for b in belows)}/{len(seeds)}); chosen ÷ floor "
           f"{statistics.median(gaps):.3f} / {max(gaps):.3f}")
+    print(f"{'':>4} what any plan could reach (the floor): ≥ 10× in "
+          f"{sum(g >= 10 for g in reach_gain)}/{len(seeds)} (trivial ÷ floor "
+          f"{', '.join(f'{g:.1f}' for g in reach_gain)}), ≥ 25 % below the best of SH and RE in "
+          f"{sum(b >= 25 for b in reach_below)}/{len(seeds)} "
+          f"({', '.join(f'{b:.1f}' for b in reach_below)} %)")
 
 
 def _combos(window: str, spread: str, limit: float, seed: int) -> None:
