@@ -119,7 +119,8 @@ FIGURE_COLUMNS = (
 def _seed_figures(seeds: tuple[int, ...], long: bool) -> None:
     """What each reading of §6.1 gives as the seed's figures vary their parameter (window:
     Fig. 11(c)/12(c); patterns: Fig. 10/12(a); pattern size: Fig. 11(a)/12(b); event types,
-    i.e. how much patterns share: App. D Fig. 14). 'plan' is the search's start (each
+    i.e. how much patterns share: App. D Fig. 14; comparisons per pattern: §6.1's "half the
+    pattern size" or issue 11's "half the pairs"). 'plan' is the search's start (each
     pattern's cheapest tree, every node shared where identical: the search adds 0–3 % to it),
     'prefix-only' the same with left-deep trees (the seed's EDGE-PREFIX, §3)."""
     print(f"\n-- the seed's figures under each reading, 100 patterns unless varied, no search; "
@@ -135,7 +136,9 @@ def _seed_figures(seeds: tuple[int, ...], long: bool) -> None:
                  for a in (3, 4, 5, 6, 7)]
         rows += [(f"types@{window}", str(t), {"window": window, "n_types": t})
                  for t in (8, 12, 20, 40)]
-    print(f"{'figure':>16} {'value':>6} {'reading':>11} " +
+        rows += [(f"comparisons@{window}", label, {"window": window, "pair_share": share})
+                 for label, share in (("size/2", None), ("pairs/2", 0.5))]
+    print(f"{'figure':>19} {'value':>7} {'reading':>11} " +
           " ".join(f"{k:>11}" for k, _ in FIGURE_COLUMNS))
     for figure, value, settings in rows:
         for spread in (DEFAULT_SPREAD, OTHER_SPREAD):
@@ -146,12 +149,12 @@ def _seed_figures(seeds: tuple[int, ...], long: bool) -> None:
                 worst = max(values) if key in ("gap", "roots", "prefix") else min(values)
                 shape = ".1f" if key in ("vs", "roots") else ".2f" if key == "density" else ".3g"
                 cells.append(f"{statistics.median(values):{shape}}/{worst:{shape}}")
-            print(f"{figure:>16} {value:>6} {spread:>11} " + " ".join(f"{c:>11}" for c in cells))
+            print(f"{figure:>19} {value:>7} {spread:>11} " + " ".join(f"{c:>11}" for c in cells))
 
 
 def _reach(window: str, spread: str, seed: int, n: int = 100, avg_size: float = 5.0,
-           n_types: int = 20) -> dict[str, float]:
-    problem, _ = _problem(n, seed, window, spread, avg_size=avg_size, n_types=n_types)
+           n_types: int = 20, pair_share: float | None = None) -> dict[str, float]:
+    problem, _ = _problem(n, seed, window, spread, pair_share, avg_size, n_types)
     compiled = _compiled(problem)
     trivial = unshared_cost(compiled, trivial_trees(compiled))
     local = reordered_trees(compiled, BUSHY)
