@@ -191,9 +191,10 @@ def _targets(window: str, spread: str, limit: float, seeds: tuple[int, ...],
     """Issue 11's targets on one window, tabu-edge, one workload per seed: trivial ÷ chosen
     (≥ 10×), chosen below the best of SH and RE (≥ 25 %), and chosen ÷ the floor (how much
     any search could still gain)."""
-    stop = "the limit" if patience is None else f"{patience} neighbours without improvement"
+    stop = ", used in full" if patience is None else \
+        f" (or {patience} neighbours without improvement, as `optimize`)"
     print(f"\n-- targets: 100 patterns, avg size 5, window {window}, {spread} draws, tabu-edge, "
-          f"limit {limit:g} s (or {stop}) --")
+          f"limit {limit:g} s{stop} --")
     print(f"{'seed':>4} {'trivial':>10} {'SH':>10} {'RE':>10} {'chosen':>10} {'floor':>10} "
           f"{'trivial/chosen':>14} {'below SH/RE':>11} {'chosen/floor':>12} {'over start':>10} "
           f"{'seconds':>7} {'roots':>6}")
