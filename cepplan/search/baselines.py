@@ -62,7 +62,8 @@ def sharing_floor(compiled: Sequence[Compiled]) -> float:
     node's cost split among the most patterns that could use it — those holding a subpattern
     of its signature (§4.1; leaves: of its event type, §5) — and each pattern's cheapest tree
     under those split costs (subset DP), plus negation. A node used by u patterns costs at
-    least each user's own-window C(N) (§3.1: the largest window), and u ≤ its holders."""
+    least each user's own-window C(N) (§3.1: the largest window), and u ≤ its holders.
+    O(3^m) per pattern of m events: meant for benchmarks and tests, not for planning."""
     holders: Counter = Counter()
     for c in compiled:
         for mask in range(1, 1 << c.m):
