@@ -2,8 +2,10 @@
 tickers, about half as many `diff` comparisons as events, about 20 % with a NOT or a KLEENE,
 rates 2–47 per second and selectivities 0.003–0.92 (one selectivity per comparison, shared by
 every pattern that makes it; drawn uniformly or log-uniformly over those ranges, which are
-all the seed gives). Tickers are drawn with Zipf-like popularity so that patterns
-overlap. Returns workload.json text as a dict (for tests, benchmarks and examples).
+all the seed gives; the search benchmark's default is log-uniform, the reading that
+reproduces the seed's figures, docs/sharing.md). Tickers are drawn with Zipf-like
+popularity so that patterns overlap. Returns workload.json text as a dict (for tests,
+benchmarks and examples).
 
 The window: §6.1 states rates of 2–47 per second with 15-minute windows, i.e. 1,800–42,300
 events of a type per window, which its own stock data cannot have (80,509,033 events of 2,100
