@@ -131,7 +131,7 @@ def spark_job_vs_scan(workload, path: Path) -> None:
             finally:
                 self.seconds.append(time.perf_counter() - begin)
 
-    columns, groups, _ = scan_columns(workload)
+    columns, groups = scan_columns(workload)
     rows = 0
     timings = []
     for _ in range(ROUNDS):

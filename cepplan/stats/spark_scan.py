@@ -11,10 +11,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import pandas as pd
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from cepplan.errors import InputError
+from cepplan.stats.block_sample import INDEX_LIMIT
 from cepplan.stats.scan import COUNT, STEP, SampleBlocks
 from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_TYPE
 from cepplan.workload.model import Workload
@@ -22,7 +23,6 @@ from cepplan.workload.source_spec import reader_arguments
 from cepplan.workload.spark_source import REJECT, SourceError, read_events
 
 _SET = "__set"  # which grouping set a row of the first aggregation counts in
-_BLOCK = "__block"  # a sample block index column (one per pattern)
 
 
 class SparkScan:
@@ -46,7 +46,7 @@ class SparkScan:
         self._group_columns = list(group_columns)
         self._counted: pd.DataFrame | None = None
 
-    def step_counts(self, time_step: float) -> pd.DataFrame:
+    def step_counts(self, time_step: float, presample: list[SampleBlocks]) -> pd.DataFrame:
         """One aggregation with two grouping sets (as Spark's Expand does, by hand, so that
         Spark 3.5 runs it too): rows per (reject, type, step), and valid rows per (type, key
         and region columns), which `groups_and_sample` returns."""
@@ -65,8 +65,7 @@ class SparkScan:
         return table.loc[in_first, [REJECT, EVENT_TYPE, STEP, COUNT]]
 
     def groups_and_sample(self, blocks: list[SampleBlocks], group_columns: list[str],
-                          attributes: list[str],
-                          t_first: float) -> tuple[pd.DataFrame, pd.DataFrame]:
+                          attributes: list[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
         """The counts of `step_counts`, and a filtering scan bringing the sampled rows."""
         if self._counted is None or group_columns != self._group_columns:
             raise ValueError("step_counts must run first, with the same group columns")
@@ -74,22 +73,25 @@ class SparkScan:
                                                                    *attributes])]
         if not blocks:
             return self._counted, pd.DataFrame(columns=columns)
-        indexes, wanted = [], F.lit(False)
-        for number, block in enumerate(blocks):
-            condition = F.col(EVENT_TYPE).isin(list(block.types))
-            if block.chosen is not None:
-                name = f"{_BLOCK}{number}"
-                index = F.floor((F.col(EVENT_TS) - F.lit(t_first)) / F.lit(block.length))
-                indexes.append(index.cast("long").alias(name))
-                # one SQL literal list: Column.isin makes a JVM call per value (0.3 s for
-                # a few hundred blocks)
-                values = ", ".join(str(int(v)) for v in block.chosen)
-                condition = condition & F.expr(f"`{name}` IN ({values})")
-            wanted = wanted | condition
         # the block test first: the reject checks then run on the sampled rows only
-        sample = (self._events.select("*", *indexes).filter(wanted & F.col(REJECT).isNull())
+        sample = (self._events.filter(_in_blocks(blocks) & F.col(REJECT).isNull())
                   .select(*columns))
         return self._counted, _to_pandas(sample)
+
+
+def _in_blocks(plans: list[SampleBlocks]) -> Column:
+    """`block_sample.in_blocks` as a Spark condition (the same hash, `hash(block, seed)`)."""
+    wanted = F.lit(False)
+    for plan in plans:
+        condition = F.col(EVENT_TYPE).isin(list(plan.types))
+        if plan.threshold is not None:
+            ratio = F.col(EVENT_TS) / F.lit(float(plan.length))
+            index = F.floor(F.least(F.greatest(ratio, F.lit(-INDEX_LIMIT)),
+                                    F.lit(INDEX_LIMIT))).cast("long")
+            hashed = F.hash(index, F.lit(plan.seed).cast("long")).bitwiseAND(F.lit(0x7FFFFFFF))
+            condition = condition & (hashed < F.lit(plan.threshold))
+        wanted = wanted | condition
+    return wanted
 
 
 def _to_pandas(frame: DataFrame) -> pd.DataFrame:

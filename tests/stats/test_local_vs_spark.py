@@ -218,8 +218,8 @@ def test_local_second_pass_gives_the_same_sample(tmp_path):
     from cepplan.stats.local_scan import LocalScan
 
     workload, paths = _write("parquet", tmp_path)
-    columns, groups, types = scan_columns(workload)
-    documents = [collect_statistics(LocalScan(paths, workload, columns, groups, types,
+    columns, groups = scan_columns(workload)
+    documents = [collect_statistics(LocalScan(paths, workload, columns, groups,
                                               keep_rows=keep), paths, workload, sample=3000)
                  for keep in (10, 10_000_000)]
     _assert_same(*documents)
