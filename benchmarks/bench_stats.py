@@ -117,10 +117,10 @@ def spark_job_vs_scan(workload, path: Path) -> None:
     class Timed(SparkScan):
         """The Spark scan, timing its two passes."""
 
-        def step_counts(self, time_step):
+        def step_counts(self, time_step, presample):
             begin = time.perf_counter()
             try:
-                return super().step_counts(time_step)
+                return super().step_counts(time_step, presample)
             finally:
                 self.seconds = [time.perf_counter() - begin]
 

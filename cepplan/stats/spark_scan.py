@@ -1,21 +1,25 @@
 """The Spark statistics engine: the per-step table and the key counts + selectivity sample of
 `scan.EventScan`, computed by Spark over `spark_source.read_events`.
 
-Two scans (caching the parsed rows measured slower than reading them again, for Parquet and
-CSV alike): one aggregation with two grouping sets, rows per (reject reason, type, time step)
-and per (type, key and region columns); then a filter that brings the sampled events.
+Two scans as two concurrent Spark jobs (caching the parsed rows measured slower than reading
+them again, for Parquet and CSV alike): one aggregation with two grouping sets, rows per
+(reject reason, type, time step) and per (type, key and region columns); and, started beside
+it because the sample's blocks are fixed before the scan (`block_sample.py`), a filter that
+brings the valid rows of those blocks. The sample is cut from them once the counts are known,
+or read again in the rare case they do not cover it (the type counts were overestimated).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
 
 import pandas as pd
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from cepplan.errors import InputError
-from cepplan.stats.block_sample import INDEX_LIMIT
+from cepplan.stats.block_sample import INDEX_LIMIT, covers, in_blocks
 from cepplan.stats.scan import COUNT, STEP, SampleBlocks
 from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_TYPE
 from cepplan.workload.model import Workload
@@ -45,11 +49,17 @@ class SparkScan:
                                      REJECT, *[c for c in columns if c in events.columns])
         self._group_columns = list(group_columns)
         self._counted: pd.DataFrame | None = None
+        self._presample: list[SampleBlocks] = []
+        self._gathering: _Background | None = None
 
     def step_counts(self, time_step: float, presample: list[SampleBlocks]) -> pd.DataFrame:
         """One aggregation with two grouping sets (as Spark's Expand does, by hand, so that
         Spark 3.5 runs it too): rows per (reject, type, step), and valid rows per (type, key
-        and region columns), which `groups_and_sample` returns."""
+        and region columns), which `groups_and_sample` returns; meanwhile another job
+        gathers the rows of `presample`'s blocks."""
+        self._presample = list(presample)
+        if presample:
+            self._gathering = _Background(lambda: self._rows_in(presample))
         valid = F.col(REJECT).isNull()
         step = F.when(valid, F.floor(F.col(EVENT_TS) / F.lit(time_step))).cast("long")
         grouping = F.explode(F.array(F.lit(0), F.lit(1)) if self._group_columns
@@ -73,10 +83,17 @@ class SparkScan:
                                                                    *attributes])]
         if not blocks:
             return self._counted, pd.DataFrame(columns=columns)
-        # the block test first: the reject checks then run on the sampled rows only
-        sample = (self._events.filter(_in_blocks(blocks) & F.col(REJECT).isNull())
-                  .select(*columns))
-        return self._counted, _to_pandas(sample)
+        gathered = self._gathering.result() if self._gathering is not None else None
+        if gathered is None or not covers(self._presample, blocks):
+            gathered = self._rows_in(blocks)
+        wanted = in_blocks(gathered[EVENT_TYPE].to_numpy(), gathered[EVENT_TS].to_numpy(), blocks)
+        return self._counted, gathered.loc[wanted, columns].reset_index(drop=True)
+
+    def _rows_in(self, blocks: list[SampleBlocks]) -> pd.DataFrame:
+        """The valid rows inside `blocks` (a filtering scan; the block test comes first, so
+        the reject checks run on those rows only)."""
+        return _to_pandas(self._events.filter(_in_blocks(blocks) & F.col(REJECT).isNull())
+                          .drop(REJECT))
 
 
 def _in_blocks(plans: list[SampleBlocks]) -> Column:
@@ -92,6 +109,28 @@ def _in_blocks(plans: list[SampleBlocks]) -> Column:
             condition = condition & (hashed < F.lit(plan.threshold))
         wanted = wanted | condition
     return wanted
+
+
+class _Background:
+    """A call run in a daemon thread (a Spark job beside the main one); `result()` waits for
+    it and raises what it raised. Daemon: an interrupted run does not wait for it."""
+
+    def __init__(self, call: Callable[[], pd.DataFrame]):
+        self._outcome: dict[str, object] = {}
+        self._thread = threading.Thread(target=self._run, args=(call,), daemon=True)
+        self._thread.start()
+
+    def _run(self, call: Callable[[], pd.DataFrame]) -> None:
+        try:
+            self._outcome["value"] = call()
+        except BaseException as err:  # handed to the caller of result()
+            self._outcome["error"] = err
+
+    def result(self) -> pd.DataFrame:
+        self._thread.join()
+        if "error" in self._outcome:
+            raise self._outcome["error"]  # type: ignore[misc]
+        return self._outcome["value"]  # type: ignore[return-value]
 
 
 def _to_pandas(frame: DataFrame) -> pd.DataFrame:
