@@ -15,6 +15,8 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
+import pandas as pd
+from numpy.typing import ArrayLike
 
 from cepplan.stats.scan import SampleBlocks
 
@@ -51,14 +53,17 @@ def block_hash(blocks: np.ndarray, seed: int) -> np.ndarray:
     return (h & 0x7FFFFFFF).astype(np.int64)
 
 
-def in_blocks(types: np.ndarray, ts: np.ndarray, plans: Sequence[SampleBlocks]) -> np.ndarray:
+def in_blocks(types: ArrayLike, ts: np.ndarray, plans: Sequence[SampleBlocks]) -> np.ndarray:
     """Which rows (type names `types`, times `ts`) lie in the kept blocks of any plan."""
     wanted = np.zeros(len(ts), dtype=bool)
+    codes, names = pd.factorize(types)  # each name compared once
     for plan in plans:
-        condition = np.isin(types, plan.types)
+        condition = np.isin(np.asarray(names, dtype=object), plan.types)[codes] & (codes >= 0)
         if plan.threshold is not None and condition.any():
             where = np.flatnonzero(condition)
-            kept = block_hash(block_index(ts[where], plan.length), plan.seed) < plan.threshold
+            # each distinct block hashed once (a block holds many rows)
+            block, distinct = pd.factorize(block_index(np.asarray(ts)[where], plan.length))
+            kept = (block_hash(np.asarray(distinct), plan.seed) < plan.threshold)[block]
             condition[where[~kept]] = False
         wanted |= condition
     return wanted

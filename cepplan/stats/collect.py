@@ -278,7 +278,7 @@ def _selectivities(collected: pd.DataFrame, workload: Workload,
     """Estimate each pattern's predicates on its own part of the collected sample."""
     out = {}
     for index, (pattern, blocks) in enumerate(plans):
-        mask = (in_blocks(collected[EVENT_TYPE].to_numpy(), collected[EVENT_TS].to_numpy(),
+        mask = (in_blocks(collected[EVENT_TYPE], collected[EVENT_TS].to_numpy(),
                           [blocks]) if len(collected) else np.zeros(0, dtype=bool))
         part = collected[mask]
         if blocks.threshold is None:

@@ -69,7 +69,7 @@ class LocalScan:
             steps.append(_counts(valid.assign(**{STEP: step}), [EVENT_TYPE, STEP]))
             groups.append(_counts(valid, [EVENT_TYPE, *self._group_columns]))
             if self._kept is not None:
-                rows = valid[in_blocks(valid[EVENT_TYPE].to_numpy(), valid[EVENT_TS].to_numpy(),
+                rows = valid[in_blocks(valid[EVENT_TYPE], valid[EVENT_TS].to_numpy(),
                                        presample)]
                 kept += len(rows)
                 if kept <= self._keep_rows:
@@ -93,7 +93,7 @@ class LocalScan:
         held = self._kept is not None and covers(self._presample, blocks)
         sources = self._kept if held else (
             batch[batch[REJECT].isna()] for batch in self._batches())
-        parts = [rows.loc[in_blocks(rows[EVENT_TYPE].to_numpy(), rows[EVENT_TS].to_numpy(),
+        parts = [rows.loc[in_blocks(rows[EVENT_TYPE], rows[EVENT_TS].to_numpy(),
                                     blocks), columns] for rows in sources]
         collected = (pd.concat(parts, ignore_index=True) if parts
                      else pd.DataFrame(columns=columns))

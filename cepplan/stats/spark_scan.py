@@ -12,6 +12,7 @@ or read again in the rare case they do not cover it (the type counts were overes
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Sequence
 
 import pandas as pd
@@ -26,6 +27,7 @@ from cepplan.workload.model import Workload
 from cepplan.workload.source_spec import reader_arguments
 from cepplan.workload.spark_source import REJECT, SourceError, read_events
 
+FIRST_JOB_WAIT = 2.0  # seconds the sample job waits for the counting job to start
 _SET = "__set"  # which grouping set a row of the first aggregation counts in
 
 
@@ -59,7 +61,7 @@ class SparkScan:
         gathers the rows of `presample`'s blocks."""
         self._presample = list(presample)
         if presample:
-            self._gathering = _Background(lambda: self._rows_in(presample))
+            self._gathering = _Background(lambda: self._rows_in(presample, after_another=True))
         valid = F.col(REJECT).isNull()
         step = F.when(valid, F.floor(F.col(EVENT_TS) / F.lit(time_step))).cast("long")
         grouping = F.explode(F.array(F.lit(0), F.lit(1)) if self._group_columns
@@ -86,12 +88,19 @@ class SparkScan:
         gathered = self._gathering.result() if self._gathering is not None else None
         if gathered is None or not covers(self._presample, blocks):
             gathered = self._rows_in(blocks)
-        wanted = in_blocks(gathered[EVENT_TYPE].to_numpy(), gathered[EVENT_TS].to_numpy(), blocks)
+        wanted = in_blocks(gathered[EVENT_TYPE], gathered[EVENT_TS].to_numpy(), blocks)
         return self._counted, gathered.loc[wanted, columns].reset_index(drop=True)
 
-    def _rows_in(self, blocks: list[SampleBlocks]) -> pd.DataFrame:
+    def _rows_in(self, blocks: list[SampleBlocks], after_another: bool = False) -> pd.DataFrame:
         """The valid rows inside `blocks` (a filtering scan; the block test comes first, so
-        the reject checks run on those rows only)."""
+        the reject checks run on those rows only). `after_another`: submitted once another
+        job is running (at most `FIRST_JOB_WAIT` s later), so that Spark's FIFO scheduler
+        gives that one, the counts the driver waits for, the cores first."""
+        if after_another:
+            tracker = self._events.sparkSession.sparkContext.statusTracker()
+            deadline = time.monotonic() + FIRST_JOB_WAIT
+            while not tracker.getActiveJobsIds() and time.monotonic() < deadline:
+                time.sleep(0.02)
         return _to_pandas(self._events.filter(_in_blocks(blocks) & F.col(REJECT).isNull())
                           .drop(REJECT))
 
