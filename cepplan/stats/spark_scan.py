@@ -53,15 +53,13 @@ class SparkScan:
         self._counted: pd.DataFrame | None = None
         self._presample: list[SampleBlocks] = []
         self._gathering: _Background | None = None
+        self._counting_done = threading.Event()
 
     def step_counts(self, time_step: float, presample: list[SampleBlocks]) -> pd.DataFrame:
         """One aggregation with two grouping sets (as Spark's Expand does, by hand, so that
         Spark 3.5 runs it too): rows per (reject, type, step), and valid rows per (type, key
         and region columns), which `groups_and_sample` returns; meanwhile another job
         gathers the rows of `presample`'s blocks."""
-        self._presample = list(presample)
-        if presample:
-            self._gathering = _Background(lambda: self._rows_in(presample, after_another=True))
         valid = F.col(REJECT).isNull()
         step = F.when(valid, F.floor(F.col(EVENT_TS) / F.lit(time_step))).cast("long")
         grouping = F.explode(F.array(F.lit(0), F.lit(1)) if self._group_columns
@@ -70,8 +68,14 @@ class SparkScan:
         keys = [F.when(first, F.col(REJECT)).alias(REJECT), F.col(EVENT_TYPE),
                 F.when(first, step).alias(STEP),
                 *(F.when(~first, F.col(c)).alias(c) for c in self._group_columns)]
-        table = _to_pandas(self._events.select("*", grouping).filter(first | valid)
-                           .groupBy(_SET, *keys).agg(F.count(F.lit(1)).alias(COUNT)))
+        self._presample = list(presample)
+        if presample:
+            self._gathering = _Background(lambda: self._rows_in(presample, after_another=True))
+        try:
+            table = _to_pandas(self._events.select("*", grouping).filter(first | valid)
+                               .groupBy(_SET, *keys).agg(F.count(F.lit(1)).alias(COUNT)))
+        finally:
+            self._counting_done.set()
         in_first = table[_SET] == 0
         self._counted = table.loc[~in_first, [EVENT_TYPE, *self._group_columns, COUNT]]
         return table.loc[in_first, [REJECT, EVENT_TYPE, STEP, COUNT]]
@@ -99,8 +103,9 @@ class SparkScan:
         if after_another:
             tracker = self._events.sparkSession.sparkContext.statusTracker()
             deadline = time.monotonic() + FIRST_JOB_WAIT
-            while not tracker.getActiveJobsIds() and time.monotonic() < deadline:
-                time.sleep(0.02)
+            while (not tracker.getActiveJobsIds() and not self._counting_done.is_set()
+                   and time.monotonic() < deadline):
+                self._counting_done.wait(0.02)
         return _to_pandas(self._events.filter(_in_blocks(blocks) & F.col(REJECT).isNull())
                           .drop(REJECT))
 
