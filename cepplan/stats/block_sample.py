@@ -70,15 +70,18 @@ def in_blocks(types: ArrayLike, ts: np.ndarray, plans: Sequence[SampleBlocks]) -
 
 
 def covers(gathered: Sequence[SampleBlocks], wanted: Sequence[SampleBlocks]) -> bool:
-    """Whether the rows gathered for `gathered` include every row `wanted` needs (same
-    patterns' types and blocks, thresholds no lower)."""
+    """Whether the rows gathered for `gathered` include every row `wanted` needs: per
+    pattern the same types, and all their rows gathered, or the same blocks at a threshold
+    no lower."""
     if len(gathered) != len(wanted):
         return False
     for had, need in zip(gathered, wanted, strict=True):
-        if (had.types, had.length, had.seed) != (need.types, need.length, need.seed):
+        if had.types != need.types:
             return False
-        if had.threshold is not None and (need.threshold is None
-                                          or need.threshold > had.threshold):
+        if had.threshold is None:
+            continue
+        if (had.length, had.seed) != (need.length, need.seed) or (
+                need.threshold is None or need.threshold > had.threshold):
             return False
     return True
 

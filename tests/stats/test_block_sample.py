@@ -74,6 +74,9 @@ def test_covers_requires_the_same_blocks_at_a_higher_fraction():
     wide, narrow = (SampleBlocks(("P",), 4.0, threshold(f), 1) for f in (0.2, 0.1))
     assert covers([wide], [narrow]) and not covers([narrow], [wide])
     assert covers([SampleBlocks(("P",), 4.0, None, 1)], [wide])
+    # every row of the types gathered: any blocks are covered
+    assert covers([SampleBlocks(("P",), 4.0, None, 1)], [SampleBlocks(("P",), 2.0, None, 3)])
+    assert not covers([SampleBlocks(("P",), 4.0, None, 1)], [SampleBlocks(("Q",), 4.0, None, 1)])
     assert not covers([wide], [SampleBlocks(("P",), 4.0, None, 1)])
     assert not covers([wide], [SampleBlocks(("P",), 2.0, threshold(0.1), 1)])
     assert not covers([wide], [SampleBlocks(("P",), 4.0, threshold(0.1), 2)])
