@@ -17,6 +17,7 @@ The machine may be shared: ratios are measured side by side in one run; `uptime`
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -58,10 +59,9 @@ def main(quick: bool) -> None:
     """Generate once, then the three comparisons."""
     print(f"load: {os.getloadavg()[0]:.1f} {os.getloadavg()[1]:.1f} "
           f"{os.getloadavg()[2]:.1f} on {os.cpu_count()} cores", flush=True)
-    events = 1_000_000 if quick else 10_000_000
+    sizes = [1_000_000] if quick else [10_000_000, 1_000_000]
     workload = build_workload(WORKLOAD)
-    path = _events_file(workload, events)
-    spark_job_vs_scan(workload, path)
+    spark_job_vs_scan(workload, [_events_file(workload, n) for n in sizes])
     workload_path = OUT / "bench_stats_workload.json"
     workload_path.write_text(json.dumps(WORKLOAD))
     local_vs_spark(workload_path, _events_file(workload, 1_000_000))
@@ -85,8 +85,26 @@ def _events_file(workload, events: int) -> Path:
     return path
 
 
-def spark_job_vs_scan(workload, path: Path) -> None:
-    """Part 1: the Spark statistics job (and its parts) against bare scans, warm."""
+def _jvm_cpu() -> float:
+    """CPU seconds used so far by this process's children (the Spark JVM), from /proc: less
+    distorted than wall time when others load the machine (NaN off Linux)."""
+    total, ticks = 0, os.sysconf("SC_CLK_TCK")
+    try:
+        for entry in os.listdir("/proc"):
+            if entry.isdigit():
+                with contextlib.suppress(OSError):
+                    fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+                    if int(fields[1]) == os.getpid():
+                        total += int(fields[11]) + int(fields[12])
+    except OSError:
+        return float("nan")
+    return total / ticks
+
+
+def spark_job_vs_scan(workload, paths: list[Path]) -> None:
+    """Part 1: the Spark statistics job (and its parts) against bare scans, warm, per file,
+    in one session; the job also without gathering the sample during the count (the
+    sample scan then runs after it), for comparison."""
     from pyspark.sql import functions as F
 
     from cepplan.stats.collect import collect_statistics, scan_columns
@@ -94,33 +112,21 @@ def spark_job_vs_scan(workload, path: Path) -> None:
     from cepplan.stats.spark_session import stats_session
 
     spark = stats_session("local[*]", driver_memory="8g")
-    spark.read.parquet(str(path)).limit(1).collect()  # reader warm-up
-
-    def timed(run) -> float:
-        begin = time.perf_counter()
-        run()
-        return time.perf_counter() - begin
-
     source = workload.source
     needed = list(dict.fromkeys([source.type_column, source.time_column,
                                  *source.key_columns, *merged_attribute_types(
                                      attribute_types(workload).values())]))
 
-    def floor() -> None:
-        frame = spark.read.parquet(str(path)).select(*needed)
-        frame.groupBy(source.type_column).agg(*(F.count(c) for c in needed)).collect()
-
-    def type_only() -> None:
-        spark.read.parquet(str(path)).groupBy(source.type_column).agg(
-            F.count(F.lit(1))).collect()
-
     class Timed(SparkScan):
-        """The Spark scan, timing its two passes."""
+        """The Spark scan, timing its two calls; `early=False` gathers nothing beside the
+        count (the sample is then read after it)."""
 
-        def step_counts(self, time_step):
+        early = True
+
+        def step_counts(self, time_step, presample):
             begin = time.perf_counter()
             try:
-                return super().step_counts(time_step)
+                return super().step_counts(time_step, presample if self.early else [])
             finally:
                 self.seconds = [time.perf_counter() - begin]
 
@@ -131,30 +137,54 @@ def spark_job_vs_scan(workload, path: Path) -> None:
             finally:
                 self.seconds.append(time.perf_counter() - begin)
 
-    columns, groups, _ = scan_columns(workload)
-    rows = 0
-    timings = []
-    for _ in range(ROUNDS):
-        scan_s, wide_s = timed(floor), timed(type_only)
-        begin = time.perf_counter()
-        scan = Timed(spark, [str(path)], workload, columns, groups)
-        document = collect_statistics(scan, [str(path)], workload, time_step=1.0)
-        job_s = time.perf_counter() - begin
-        rows = document["rows"]["read"]
-        timings.append((scan_s, wide_s, job_s, *scan.seconds, job_s - sum(scan.seconds)))
-    print(f"{'round':<6}{'floor':>8}{'type only':>10}{'stats job':>10}{'scan 1':>8}"
-          f"{'scan 2':>8}{'driver':>8}{'job/floor':>10}")
-    for index, t in enumerate(timings, start=1):
-        print(f"{index:<6}{t[0]:>8.2f}{t[1]:>10.2f}{t[2]:>10.2f}{t[3]:>8.2f}{t[4]:>8.2f}"
-              f"{t[5]:>8.2f}{t[2] / t[0]:>9.2f}x")
-    warm = [median(t[i] for t in timings[1:]) for i in range(6)]
-    print(f"{rows:,} events, Spark, warm median (rounds 2..{ROUNDS}): floor (same file and "
-          f"options, the {len(needed)} columns the statistics read) {warm[0]:.2f} s, type "
-          f"column only {warm[1]:.2f} s, statistics job {warm[2]:.2f} s (scan 1 {warm[3]:.2f}, "
-          f"scan 2 {warm[4]:.2f}, driver-side summary {warm[5]:.2f}); job / floor "
-          f"{warm[2] / warm[0]:.2f}x (target <= 3x), Spark part of the job (scans 1+2) / "
-          f"floor {(warm[3] + warm[4]) / warm[0]:.2f}x, job / type-only scan "
-          f"{warm[2] / warm[1]:.2f}x", flush=True)
+    columns, groups = scan_columns(workload)
+    for path in paths:
+        spark.read.parquet(str(path)).limit(1).collect()  # reader warm-up
+
+        def floor(path: Path = path) -> None:
+            frame = spark.read.parquet(str(path)).select(*needed)
+            frame.groupBy(source.type_column).agg(*(F.count(c) for c in needed)).collect()
+
+        def type_only(path: Path = path) -> None:
+            spark.read.parquet(str(path)).groupBy(source.type_column).agg(
+                F.count(F.lit(1))).collect()
+
+        def job(early: bool, path: Path = path) -> tuple[int, list[float]]:
+            scan = Timed(spark, [str(path)], workload, columns, groups)
+            scan.early = early
+            document = collect_statistics(scan, [str(path)], workload, time_step=1.0)
+            return document["rows"]["read"], scan.seconds
+
+        def timed(run) -> tuple[float, float]:
+            cpu, begin = _jvm_cpu(), time.perf_counter()
+            outcome = run()
+            return time.perf_counter() - begin, _jvm_cpu() - cpu, outcome
+
+        rows = 0
+        timings = []
+        for _ in range(ROUNDS):
+            floor_s, floor_cpu, _ = timed(floor)
+            type_s, _, _ = timed(type_only)
+            job_s, job_cpu, (rows, parts) = timed(lambda: job(True))
+            late_s, late_cpu, _ = timed(lambda: job(False))
+            timings.append((floor_s, type_s, job_s, *parts, job_s - sum(parts), late_s,
+                            floor_cpu, job_cpu, late_cpu))
+        print(f"{rows:,} events: {'round':<6}{'floor':>7}{'type only':>10}{'stats job':>10}"
+              f"{'count':>7}{'sample':>7}{'driver':>7}{'job/floor':>10}{'sample after':>13}"
+              f"{'JVM CPU job/floor':>18}")
+        for index, t in enumerate(timings, start=1):
+            print(f"{'':>{len(f'{rows:,} events: ')}}{index:<6}{t[0]:>7.2f}{t[1]:>10.2f}"
+                  f"{t[2]:>10.2f}{t[3]:>7.2f}{t[4]:>7.2f}{t[5]:>7.2f}{t[2] / t[0]:>9.2f}x"
+                  f"{t[6] / t[0]:>12.2f}x{t[8] / t[7]:>17.2f}x")
+        warm = [median(t[i] for t in timings[1:]) for i in range(10)]
+        print(f"{rows:,} events, Spark, warm median (rounds 2..{ROUNDS}): floor (same file and "
+              f"options, the {len(needed)} columns the statistics read) {warm[0]:.2f} s, type "
+              f"column only {warm[1]:.2f} s, statistics job {warm[2]:.2f} s (count "
+              f"{warm[3]:.2f}, then waiting for the sample {warm[4]:.2f}, driver-side summary "
+              f"{warm[5]:.2f}); job / floor {warm[2] / warm[0]:.2f}x (target <= 3x); with the "
+              f"sample read after the count {warm[6]:.2f} s, {warm[6] / warm[0]:.2f}x; JVM CPU "
+              f"job / floor {warm[8] / warm[7]:.2f}x (sample after: {warm[9] / warm[7]:.2f}x); "
+              f"job / type-only scan {warm[2] / warm[1]:.2f}x", flush=True)
     spark.stop()
 
 

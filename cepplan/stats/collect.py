@@ -23,8 +23,10 @@ from scipy import special
 
 import cepplan
 from cepplan.errors import InputError
+from cepplan.stats.block_sample import block_index, fraction_of, in_blocks, threshold
 from cepplan.stats.local_source import REJECT, REJECT_TYPE_UNKNOWN
 from cepplan.stats.model_choice import choose_model
+from cepplan.stats.row_estimate import estimate_type_counts
 from cepplan.stats.scan import COUNT, STEP, EventScan, SampleBlocks
 from cepplan.stats.selectivity import estimate_pattern
 from cepplan.stats.step_counts import block_counts, count_histogram, transition_counts
@@ -35,6 +37,8 @@ from cepplan.workload.source_spec import attribute_types
 
 FORMAT = "cepplan.stats/1"
 RATE_BLOCKS = 30  # batch means over this many blocks of the observed span
+MIN_BLOCKS = 50  # sample blocks are shortened so that the observed span holds this many
+PRESAMPLE_MARGIN = 1.25  # blocks gathered during the scan: this many times the expected need
 
 
 def check_options(where: str, time_step: float, markov_order: int) -> None:
@@ -45,14 +49,11 @@ def check_options(where: str, time_step: float, markov_order: int) -> None:
         raise InputError.single(where, "--markov-order", f"must be 1..8, got {markov_order}")
 
 
-def scan_columns(workload: Workload) -> tuple[list[str], list[str], list[str]]:
+def scan_columns(workload: Workload) -> tuple[list[str], list[str]]:
     """What an engine must keep: (all key / attribute columns the statistics read, the
-    columns rows are counted by, the types a selectivity sample may need)."""
+    columns rows are counted by)."""
     group = group_columns(workload)
-    columns = list(dict.fromkeys([*group, *_pattern_columns(workload.patterns, workload)]))
-    types = sorted({o.event_type for p in workload.patterns if p.predicates
-                    for o in p.operands if not o.is_complex})
-    return columns, group, types
+    return list(dict.fromkeys([*group, *_pattern_columns(workload.patterns, workload)])), group
 
 
 def collect_statistics(scan: EventScan, paths: Sequence[str], workload: Workload, *,
@@ -66,7 +67,13 @@ def collect_statistics(scan: EventScan, paths: Sequence[str], workload: Workload
     where = ", ".join(paths)
     check_options(where, time_step, markov_order)
     stage("rows, rejects and counts per time step")
-    rows, per_type = _row_summary(scan.step_counts(time_step), where, strict)
+    # the sample's blocks are fixed before the scan, from estimated counts with a margin, so
+    # the engine can gather it in the same pass; they are cut down once the counts are known
+    estimated = estimate_type_counts(paths, workload)
+    presample = ([] if estimated is None else [
+        blocks for _, blocks in sample_plans(workload, estimated, sample=sample, seed=seed,
+                                             time_step=time_step, margin=PRESAMPLE_MARGIN)])
+    rows, per_type = _row_summary(scan.step_counts(time_step, presample), where, strict)
     first, last = rows.pop("_first_step"), rows.pop("_last_step")
     t_first, t_last = first * time_step, (last + 1) * time_step
     span = t_last - t_first  # the observed steps: rate = mean count per step / step
@@ -74,17 +81,18 @@ def collect_statistics(scan: EventScan, paths: Sequence[str], workload: Workload
     types = _types(per_type, t_first, span, time_step)
     occurrence = _occurrence(per_type, first, last, time_step, markov_order)
     stage("keys, regions and selectivity sample")
-    plans = _sample_plans(workload, rows["types"], span, sample, seed)
+    plans = sample_plans(workload, rows["types"], sample=sample, seed=seed, time_step=time_step,
+                         span=span)
     groups = group_columns(workload)
     counted, collected = pd.DataFrame(columns=[EVENT_TYPE, COUNT]), pd.DataFrame()
     if plans or groups:
         counted, collected = scan.groups_and_sample(
             [blocks for _, blocks in plans], groups,
-            _pattern_columns([p for p, _ in plans], workload), t_first)
+            _pattern_columns([p for p, _ in plans], workload))
     keys, regions = _groups(counted, workload, span, max_groups)
     stage("selectivities")
     details = _selectivities(canonical_sample(collected, workload), workload, plans, span,
-                             sample, seed, t_first)
+                             sample, seed)
     rates = {name: info["rate"] for name, info in types.items()}
     provenance = {"cepplan": cepplan.__version__, "engine": scan.engine, **scan.versions}
     return {
@@ -243,44 +251,44 @@ def _plain(value: Any) -> Any:
     return value.item() if hasattr(value, "item") else value
 
 
-def _sample_plans(workload: Workload, counts: dict[str, int], span: float, sample: int,
-                  seed: int) -> list[tuple[Pattern, SampleBlocks]]:
-    """Per pattern with predicates: its primitive types, block length max(20 W, span/2000) and
-    the blocks to collect — all (None) when its types have at most `sample` events, else a
-    seeded random subset holding about `sample` events."""
-    rng = np.random.default_rng(seed)
+def sample_plans(workload: Workload, counts: dict[str, float], *, sample: int, seed: int,
+                 time_step: float, span: float | None = None,
+                 margin: float = 1.0) -> list[tuple[Pattern, SampleBlocks]]:
+    """Per pattern with predicates: its primitive types, blocks of 20 windows (one time step
+    without a window; at most span / `MIN_BLOCKS` when `span` is known) and the fraction of
+    blocks kept, `margin` * `sample` / its types' events (`counts`): about `sample` events
+    expected, all blocks when they hold fewer."""
     plans = []
     for pattern in workload.patterns:
         types = sorted({o.event_type for o in pattern.operands if not o.is_complex})
         if not pattern.predicates or not types:
             continue
-        length = max(20 * (pattern.window or 0.0), span / 2000)
-        n_blocks = max(1, math.ceil(span / length))
+        length = 20 * pattern.window if pattern.window else time_step
+        if span is not None:
+            length = min(length, span / MIN_BLOCKS)
         available = sum(counts.get(t, 0) for t in types)
-        chosen = None
-        if available > sample:
-            k = max(1, round(n_blocks * sample / available))
-            chosen = sorted(rng.choice(n_blocks, size=min(k, n_blocks), replace=False).tolist())
-        plans.append((pattern, SampleBlocks(tuple(types), length,
-                                            None if chosen is None else tuple(chosen))))
+        fraction = margin * sample / available if available else 1.0
+        plans.append((pattern, SampleBlocks(tuple(types), length, threshold(fraction), seed)))
     return plans
 
 
 def _selectivities(collected: pd.DataFrame, workload: Workload,
                    plans: list[tuple[Pattern, SampleBlocks]], span: float, sample: int,
-                   seed: int, t_first: float) -> dict[str, dict[str, Any]]:
+                   seed: int) -> dict[str, dict[str, Any]]:
     """Estimate each pattern's predicates on its own part of the collected sample."""
     out = {}
     for index, (pattern, blocks) in enumerate(plans):
-        length, chosen = blocks.length, blocks.chosen
-        mask = collected[EVENT_TYPE].isin(blocks.types)
-        if chosen is not None:
-            block = np.floor((collected[EVENT_TS] - t_first) / length).astype(np.int64)
-            mask &= block.isin(chosen)
+        mask = (in_blocks(collected[EVENT_TYPE], collected[EVENT_TS].to_numpy(),
+                          [blocks]) if len(collected) else np.zeros(0, dtype=bool))
         part = collected[mask]
-        method_note = (f"{len(part)} events in {len(chosen)} of {math.ceil(span / length)} "
-                       f"blocks of {length:g} {workload.time_unit}" if chosen is not None
-                       else f"all {len(part)} events")
+        if blocks.threshold is None:
+            method_note = f"all {len(part)} events"
+        else:
+            kept = (len(np.unique(block_index(part[EVENT_TS].to_numpy(), blocks.length)))
+                    if len(part) else 0)
+            method_note = (f"{len(part)} events in {kept} of {math.ceil(span / blocks.length)} "
+                           f"blocks of {blocks.length:g} {workload.time_unit} (each kept with "
+                           f"probability {fraction_of(blocks.threshold):.4g})")
         estimates = estimate_pattern(pattern, part, seq_ties=workload.options.seq_ties,
                                      budget=sample, seed=seed + index)
         for entry in estimates.values():

@@ -46,7 +46,7 @@ def measure(paths: Sequence[str], workload: Workload, *, engine: str,
     `spark` on the session `spark`); `options` are those of `collect_statistics`."""
     check_options(", ".join(paths), options.get("time_step", 1.0),
                   options.get("markov_order", 1))
-    columns, groups, sample_types = scan_columns(workload)
+    columns, groups = scan_columns(workload)
     if engine == "spark":
         from cepplan.stats.spark_scan import SparkScan
 
@@ -56,5 +56,5 @@ def measure(paths: Sequence[str], workload: Workload, *, engine: str,
     else:
         from cepplan.stats.local_scan import LocalScan
 
-        scan = LocalScan(paths, workload, columns, groups, sample_types)
+        scan = LocalScan(paths, workload, columns, groups)
     return collect_statistics(scan, paths, workload, **options)

@@ -2,9 +2,10 @@
 (`local_source.read_batches`), no JVM.
 
 One streaming pass counts rows per (reject reason, type, time step) and per (type, key and
-region columns), and keeps the valid rows of the patterns' types (only the columns the
-predicates read) while they number at most `keep_rows`; the sample is then cut from them, or
-from a second pass when they did not fit. Memory: one batch plus the kept rows.
+region columns), and keeps the valid rows in the blocks fixed before the scan
+(`block_sample.py`) while they number at most `keep_rows`; the sample is then cut from them,
+or read in a second pass when they did not fit or do not cover the final blocks. Memory: one
+batch plus the kept rows (about 1.25 times the sample).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import pandas as pd
 import pyarrow
 
 from cepplan.errors import InputError
+from cepplan.stats.block_sample import covers, in_blocks
 from cepplan.stats.local_source import REJECT, SourceError, read_batches
 from cepplan.stats.scan import COUNT, STEP, SampleBlocks
 from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_TYPE
@@ -27,19 +29,19 @@ KEEP_ROWS = 2_000_000
 
 class LocalScan:
     """`scan.EventScan` in this process; `columns` are the key / attribute columns kept,
-    `group_columns` those rows are counted by, `sample_types` the types a sample may need."""
+    `group_columns` those rows are counted by."""
 
     engine = "local"
 
     def __init__(self, paths: Sequence[str], workload: Workload, columns: Sequence[str],
-                 group_columns: Sequence[str], sample_types: Sequence[str], *,
+                 group_columns: Sequence[str], *,
                  keep_rows: int = KEEP_ROWS):
         self.versions = {"pyarrow": pyarrow.__version__}
         self._paths = list(paths)
         self._arguments = reader_arguments(workload)
         self._columns = list(columns)
         self._group_columns = list(group_columns)
-        self._sample_types = list(sample_types)
+        self._presample: list[SampleBlocks] = []
         self._keep_rows = keep_rows
         self._kept: list[pd.DataFrame] | None = []
         self._counted: pd.DataFrame | None = None
@@ -51,9 +53,12 @@ class LocalScan:
             raise InputError.single(err.path or ", ".join(self._paths), "",
                                     err.message) from None
 
-    def step_counts(self, time_step: float) -> pd.DataFrame:
+    def step_counts(self, time_step: float, presample: list[SampleBlocks]) -> pd.DataFrame:
         steps, groups = [], []
         kept = 0
+        self._presample = list(presample)
+        if not presample:
+            self._kept = None
         for batch in self._batches():
             good = batch[REJECT].isna().to_numpy()
             bad = batch[~good]
@@ -64,7 +69,8 @@ class LocalScan:
             steps.append(_counts(valid.assign(**{STEP: step}), [EVENT_TYPE, STEP]))
             groups.append(_counts(valid, [EVENT_TYPE, *self._group_columns]))
             if self._kept is not None:
-                rows = valid[valid[EVENT_TYPE].isin(self._sample_types)]
+                rows = valid[in_blocks(valid[EVENT_TYPE], valid[EVENT_TS].to_numpy(),
+                                       presample)]
                 kept += len(rows)
                 if kept <= self._keep_rows:
                     self._kept.append(rows)
@@ -79,29 +85,19 @@ class LocalScan:
         return _sum([table], [REJECT, EVENT_TYPE, STEP])
 
     def groups_and_sample(self, blocks: list[SampleBlocks], group_columns: list[str],
-                          attributes: list[str],
-                          t_first: float) -> tuple[pd.DataFrame, pd.DataFrame]:
+                          attributes: list[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
         if self._counted is None or group_columns != self._group_columns:
             raise ValueError("step_counts must run first, with the same group columns")
         columns = [EVENT_TYPE, EVENT_TS, EVENT_ID,
                    *dict.fromkeys([*group_columns, *attributes])]
-        sources = self._kept if self._kept is not None else (
+        held = self._kept is not None and covers(self._presample, blocks)
+        sources = self._kept if held else (
             batch[batch[REJECT].isna()] for batch in self._batches())
-        parts = [rows.loc[_in_blocks(rows, blocks, t_first), columns] for rows in sources]
+        parts = [rows.loc[in_blocks(rows[EVENT_TYPE], rows[EVENT_TS].to_numpy(),
+                                    blocks), columns] for rows in sources]
         collected = (pd.concat(parts, ignore_index=True) if parts
                      else pd.DataFrame(columns=columns))
         return self._counted, collected
-
-
-def _in_blocks(rows: pd.DataFrame, blocks: list[SampleBlocks], t_first: float) -> np.ndarray:
-    wanted = np.zeros(len(rows), dtype=bool)
-    for block in blocks:
-        condition = rows[EVENT_TYPE].isin(block.types).to_numpy()
-        if block.chosen is not None:
-            index = np.floor((rows[EVENT_TS].to_numpy() - t_first) / block.length)
-            condition &= np.isin(index.astype(np.int64), np.asarray(block.chosen))
-        wanted |= condition
-    return wanted
 
 
 def _counts(rows: pd.DataFrame, keys: list[str]) -> pd.DataFrame:

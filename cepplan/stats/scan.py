@@ -17,12 +17,13 @@ STEP = "__step"
 @dataclass(frozen=True)
 class SampleBlocks:
     """The events one pattern's selectivities are measured on: its primitive `types` in the
-    blocks of `length` time units (counted from the first observed step) listed in `chosen`,
-    or in all blocks when `chosen` is None."""
+    blocks `floor(__ts / length)` whose seeded hash is under `threshold`, or in all blocks when
+    `threshold` is None (`block_sample.py`)."""
 
     types: tuple[str, ...]
     length: float
-    chosen: tuple[int, ...] | None
+    threshold: int | None
+    seed: int
 
 
 class EventScan(Protocol):
@@ -31,15 +32,16 @@ class EventScan(Protocol):
     engine: str  # "local" or "spark"
     versions: dict[str, str]  # of the libraries it ran on, for provenance
 
-    def step_counts(self, time_step: float) -> pd.DataFrame:
+    def step_counts(self, time_step: float, presample: list[SampleBlocks]) -> pd.DataFrame:
         """Rows per (`__reject` reason, `__type`, time step `floor(__ts / time_step)`) in
-        column `__n`; the step is NULL for rejected rows."""
+        column `__n`; the step is NULL for rejected rows. The engine may gather the valid rows
+        of `presample`'s blocks meanwhile, for `groups_and_sample`."""
         ...
 
     def groups_and_sample(self, blocks: list[SampleBlocks], group_columns: list[str],
-                          attributes: list[str],
-                          t_first: float) -> tuple[pd.DataFrame, pd.DataFrame]:
+                          attributes: list[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
         """Valid rows counted per (`__type`, *group_columns) in `__n` (NULL groups kept);
-        and the valid rows inside any of `blocks` (block index `floor((__ts - t_first) / length)`)
-        with `__type`, `__ts`, `__id`, the group columns and `attributes`."""
+        and the valid rows inside any of `blocks` with `__type`, `__ts`, `__id`, the group
+        columns and `attributes` (cut from the rows gathered for `presample` when those
+        cover `blocks`, else read again)."""
         ...

@@ -1,7 +1,7 @@
 """Predicate selectivities from a sample of events (seed 004 §2: the probability that a candidate
 input passes the condition; seed 002 §5.2: filter selectivities for push-down).
 
-The sample is every event of the pattern's types inside some time blocks (the Spark job picks
+The sample is every event of the pattern's types inside some time blocks (`block_sample.py` picks
 them), so pairs close in time survive. Per predicate:
 
 - filter (one variable): the fraction of that variable's type's events that pass;

@@ -1,28 +1,34 @@
 """The Spark statistics engine: the per-step table and the key counts + selectivity sample of
 `scan.EventScan`, computed by Spark over `spark_source.read_events`.
 
-Two scans (caching the parsed rows measured slower than reading them again, for Parquet and
-CSV alike): one aggregation with two grouping sets, rows per (reject reason, type, time step)
-and per (type, key and region columns); then a filter that brings the sampled events.
+Two scans as two concurrent Spark jobs (caching the parsed rows measured slower than reading
+them again, for Parquet and CSV alike): one aggregation with two grouping sets, rows per
+(reject reason, type, time step) and per (type, key and region columns); and, started beside
+it because the sample's blocks are fixed before the scan (`block_sample.py`), a filter that
+brings the valid rows of those blocks. The sample is cut from them once the counts are known,
+or read again in the rare case they do not cover it (the type counts were overestimated).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import threading
+import time
+from collections.abc import Callable, Sequence
 
 import pandas as pd
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from cepplan.errors import InputError
+from cepplan.stats.block_sample import INDEX_LIMIT, covers, in_blocks
 from cepplan.stats.scan import COUNT, STEP, SampleBlocks
 from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_TYPE
 from cepplan.workload.model import Workload
 from cepplan.workload.source_spec import reader_arguments
 from cepplan.workload.spark_source import REJECT, SourceError, read_events
 
+FIRST_JOB_WAIT = 2.0  # seconds the sample job waits for the counting job to start
 _SET = "__set"  # which grouping set a row of the first aggregation counts in
-_BLOCK = "__block"  # a sample block index column (one per pattern)
 
 
 class SparkScan:
@@ -45,11 +51,15 @@ class SparkScan:
                                      REJECT, *[c for c in columns if c in events.columns])
         self._group_columns = list(group_columns)
         self._counted: pd.DataFrame | None = None
+        self._presample: list[SampleBlocks] = []
+        self._gathering: _Background | None = None
+        self._counting_done = threading.Event()
 
-    def step_counts(self, time_step: float) -> pd.DataFrame:
+    def step_counts(self, time_step: float, presample: list[SampleBlocks]) -> pd.DataFrame:
         """One aggregation with two grouping sets (as Spark's Expand does, by hand, so that
         Spark 3.5 runs it too): rows per (reject, type, step), and valid rows per (type, key
-        and region columns), which `groups_and_sample` returns."""
+        and region columns), which `groups_and_sample` returns; meanwhile another job
+        gathers the rows of `presample`'s blocks."""
         valid = F.col(REJECT).isNull()
         step = F.when(valid, F.floor(F.col(EVENT_TS) / F.lit(time_step))).cast("long")
         grouping = F.explode(F.array(F.lit(0), F.lit(1)) if self._group_columns
@@ -58,15 +68,20 @@ class SparkScan:
         keys = [F.when(first, F.col(REJECT)).alias(REJECT), F.col(EVENT_TYPE),
                 F.when(first, step).alias(STEP),
                 *(F.when(~first, F.col(c)).alias(c) for c in self._group_columns)]
-        table = _to_pandas(self._events.select("*", grouping).filter(first | valid)
-                           .groupBy(_SET, *keys).agg(F.count(F.lit(1)).alias(COUNT)))
+        self._presample = list(presample)
+        if presample:
+            self._gathering = _Background(lambda: self._rows_in(presample, after_another=True))
+        try:
+            table = _to_pandas(self._events.select("*", grouping).filter(first | valid)
+                               .groupBy(_SET, *keys).agg(F.count(F.lit(1)).alias(COUNT)))
+        finally:
+            self._counting_done.set()
         in_first = table[_SET] == 0
         self._counted = table.loc[~in_first, [EVENT_TYPE, *self._group_columns, COUNT]]
         return table.loc[in_first, [REJECT, EVENT_TYPE, STEP, COUNT]]
 
     def groups_and_sample(self, blocks: list[SampleBlocks], group_columns: list[str],
-                          attributes: list[str],
-                          t_first: float) -> tuple[pd.DataFrame, pd.DataFrame]:
+                          attributes: list[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
         """The counts of `step_counts`, and a filtering scan bringing the sampled rows."""
         if self._counted is None or group_columns != self._group_columns:
             raise ValueError("step_counts must run first, with the same group columns")
@@ -74,22 +89,62 @@ class SparkScan:
                                                                    *attributes])]
         if not blocks:
             return self._counted, pd.DataFrame(columns=columns)
-        indexes, wanted = [], F.lit(False)
-        for number, block in enumerate(blocks):
-            condition = F.col(EVENT_TYPE).isin(list(block.types))
-            if block.chosen is not None:
-                name = f"{_BLOCK}{number}"
-                index = F.floor((F.col(EVENT_TS) - F.lit(t_first)) / F.lit(block.length))
-                indexes.append(index.cast("long").alias(name))
-                # one SQL literal list: Column.isin makes a JVM call per value (0.3 s for
-                # a few hundred blocks)
-                values = ", ".join(str(int(v)) for v in block.chosen)
-                condition = condition & F.expr(f"`{name}` IN ({values})")
-            wanted = wanted | condition
-        # the block test first: the reject checks then run on the sampled rows only
-        sample = (self._events.select("*", *indexes).filter(wanted & F.col(REJECT).isNull())
-                  .select(*columns))
-        return self._counted, _to_pandas(sample)
+        gathered = self._gathering.result() if self._gathering is not None else None
+        if gathered is None or not covers(self._presample, blocks):
+            gathered = self._rows_in(blocks)
+        wanted = in_blocks(gathered[EVENT_TYPE], gathered[EVENT_TS].to_numpy(), blocks)
+        return self._counted, gathered.loc[wanted, columns].reset_index(drop=True)
+
+    def _rows_in(self, blocks: list[SampleBlocks], after_another: bool = False) -> pd.DataFrame:
+        """The valid rows inside `blocks` (a filtering scan; the block test comes first, so
+        the reject checks run on those rows only). `after_another`: submitted once another
+        job is running (at most `FIRST_JOB_WAIT` s later), so that Spark's FIFO scheduler
+        gives that one, the counts the driver waits for, the cores first."""
+        if after_another:
+            tracker = self._events.sparkSession.sparkContext.statusTracker()
+            deadline = time.monotonic() + FIRST_JOB_WAIT
+            while (not tracker.getActiveJobsIds() and not self._counting_done.is_set()
+                   and time.monotonic() < deadline):
+                self._counting_done.wait(0.02)
+        return _to_pandas(self._events.filter(_in_blocks(blocks) & F.col(REJECT).isNull())
+                          .drop(REJECT))
+
+
+def _in_blocks(plans: list[SampleBlocks]) -> Column:
+    """`block_sample.in_blocks` as a Spark condition (the same hash, `hash(block, seed)`)."""
+    wanted = F.lit(False)
+    for plan in plans:
+        condition = F.col(EVENT_TYPE).isin(list(plan.types))
+        if plan.threshold is not None:
+            ratio = F.col(EVENT_TS) / F.lit(float(plan.length))
+            index = F.floor(F.least(F.greatest(ratio, F.lit(-INDEX_LIMIT)),
+                                    F.lit(INDEX_LIMIT))).cast("long")
+            hashed = F.hash(index, F.lit(plan.seed).cast("long")).bitwiseAND(F.lit(0x7FFFFFFF))
+            condition = condition & (hashed < F.lit(plan.threshold))
+        wanted = wanted | condition
+    return wanted
+
+
+class _Background:
+    """A call run in a daemon thread (a Spark job beside the main one); `result()` waits for
+    it and raises what it raised. Daemon: an interrupted run does not wait for it."""
+
+    def __init__(self, call: Callable[[], pd.DataFrame]):
+        self._outcome: dict[str, object] = {}
+        self._thread = threading.Thread(target=self._run, args=(call,), daemon=True)
+        self._thread.start()
+
+    def _run(self, call: Callable[[], pd.DataFrame]) -> None:
+        try:
+            self._outcome["value"] = call()
+        except BaseException as err:  # handed to the caller of result()
+            self._outcome["error"] = err
+
+    def result(self) -> pd.DataFrame:
+        self._thread.join()
+        if "error" in self._outcome:
+            raise self._outcome["error"]  # type: ignore[misc]
+        return self._outcome["value"]  # type: ignore[return-value]
 
 
 def _to_pandas(frame: DataFrame) -> pd.DataFrame:

@@ -218,9 +218,26 @@ def test_local_second_pass_gives_the_same_sample(tmp_path):
     from cepplan.stats.local_scan import LocalScan
 
     workload, paths = _write("parquet", tmp_path)
-    columns, groups, types = scan_columns(workload)
-    documents = [collect_statistics(LocalScan(paths, workload, columns, groups, types,
+    columns, groups = scan_columns(workload)
+    documents = [collect_statistics(LocalScan(paths, workload, columns, groups,
                                               keep_rows=keep), paths, workload, sample=3000)
                  for keep in (10, 10_000_000)]
     _assert_same(*documents)
     assert documents[0]["selectivity_details"]["pq"]["a.x < b.x"]["n"] > 100
+
+
+@pytest.mark.parametrize("scale", [None, 100.0, 0.01])
+def test_sample_does_not_depend_on_the_estimate(scale, spark, tmp_path, monkeypatch):
+    """The blocks gathered during the scan come from estimated type counts; whether they are
+    missing (None), too high (too few blocks gathered: read again) or too low (more gathered,
+    cut down), both engines write the document of the true counts."""
+    from cepplan.stats import collect, row_estimate
+
+    workload, paths = _write("parquet", tmp_path)
+    options = {"time_step": 1.0, "sample": 3000, "seed": 4}
+    expected = measure(paths, workload, engine="local", **options)
+    true_counts = row_estimate.estimate_type_counts(paths, workload)
+    monkeypatch.setattr(collect, "estimate_type_counts", lambda *_: None if scale is None else {
+        name: count * scale for name, count in true_counts.items()})
+    for engine in ("local", "spark"):
+        _assert_same(measure(paths, workload, engine=engine, spark=spark, **options), expected)

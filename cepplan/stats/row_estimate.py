@@ -1,0 +1,77 @@
+"""Rows per event type, estimated before any pass over the events from what is cheap to know:
+the files' sizes (exact row counts from Parquet footers) and the first rows of the first file.
+The statistics engines use it to fix the selectivity sample's blocks before the scan, so the
+sample is gathered in the same pass as the counts (docs/stats.md, "Selectivity sample").
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+import numpy as np
+
+from cepplan.workload.model import Workload
+from cepplan.workload.source_spec import reader_arguments
+
+HEAD_BYTES = 1 << 20  # the first MiB of a text file
+HEAD_ROWS = 65_536  # the first rows of a Parquet file
+
+
+def estimate_type_counts(paths: Sequence[str], workload: Workload) -> dict[str, float] | None:
+    """Expected rows per type in `paths`: the type shares among the first rows of the first
+    file times the rows the files hold (Parquet footers; text: size / bytes per row of those
+    first rows). None when the files cannot be looked at here (remote paths, unreadable
+    files: the scan reports those)."""
+    from cepplan.stats.local_source import SourceError, expand_paths
+
+    if any("://" in p for p in paths):
+        return None
+    source = reader_arguments(workload)["source"]
+    try:
+        files = expand_paths(list(paths))
+        if not files:
+            return None
+        if source["format"] == "parquet":
+            shares = _parquet_head(files[0], source.get("type_column"), source.get("type"))
+            rows = float(sum(_parquet_rows(f) for f in files))
+        else:
+            shares, head_rows = _text_head(files[0], workload)
+            head_bytes = min(HEAD_BYTES, os.path.getsize(files[0]))
+            rows = sum(os.path.getsize(f) for f in files) * head_rows / max(head_bytes, 1)
+    except (SourceError, OSError, ValueError, KeyError, StopIteration, ArithmeticError):
+        return None
+    return {name: share * rows for name, share in shares.items()}
+
+
+def _parquet_rows(path: str) -> int:
+    import pyarrow.parquet as pq
+
+    return pq.ParquetFile(path).metadata.num_rows
+
+
+def _parquet_head(path: str, type_column: str | None, fixed: str | None) -> dict[str, float]:
+    """Type shares among the first `HEAD_ROWS` rows (the type column only)."""
+    if not type_column:
+        return {str(fixed): 1.0}
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    batch = next(pq.ParquetFile(path).iter_batches(batch_size=HEAD_ROWS,
+                                                   columns=[type_column]))
+    counted = pc.value_counts(batch.column(0)).to_pylist()
+    total = sum(c["counts"] for c in counted if c["values"] is not None)
+    return {str(c["values"]): c["counts"] / total for c in counted if c["values"] is not None}
+
+
+def _text_head(path: str, workload: Workload) -> tuple[dict[str, float], int]:
+    """Type shares among the valid rows of the first `HEAD_BYTES`, and how many rows those
+    bytes hold."""
+    from cepplan.stats.local_source import read_canonical
+
+    head = next(read_canonical([path], **reader_arguments(workload), batch_bytes=HEAD_BYTES))
+    codes = head.type_codes[head.reject < 0]
+    per_code = np.bincount(codes[codes >= 0], minlength=len(head.type_names))
+    return ({str(name): float(count / per_code.sum())
+             for name, count in zip(head.type_names, per_code, strict=True) if count},
+            len(head))
