@@ -26,6 +26,7 @@ from pathlib import Path
 
 from benchmarks.stock_bars import write_bars, write_workload
 from cepplan.costmodels.engine_steps import ENGINE_COSTS
+from cepplan.engine_adapter.spark_ranges import ENABLED as RANGES
 from cepplan.planner.plan import trivial_plan
 from cepplan.workload import load_workload
 
@@ -67,14 +68,16 @@ BARE_SCAN = ("import sys\nfrom pyspark.sql import SparkSession\n"
 
 
 def spark_run(workload: Path, events: Path, out: Path, *, plan: Path | None = None,
-              extra: tuple[str, ...] = ()) -> tuple[float, dict]:
-    """`cepplan run` on Spark in a fresh process: (wall seconds, metrics.json)."""
+              extra: tuple[str, ...] = (), shuffle: bool = False) -> tuple[float, dict]:
+    """`cepplan run` on Spark in a fresh process: (wall seconds, metrics.json); `shuffle`:
+    the shuffle plan even where the range-local plan applies."""
     if plan is None:
         plan = out.with_suffix(".plan.json")
         plan.write_text(json.dumps(trivial_plan(load_workload(workload)).to_json()))
     start = time.perf_counter()
     subprocess.run([*CLI, "run", str(plan), str(events), "--workload", str(workload),
-                    "--output", str(out), "--quiet", "--engine", "spark", *extra], check=True)
+                    "--output", str(out), "--quiet", "--engine", "spark", *extra], check=True,
+                   env={**os.environ, **({RANGES: "0"} if shuffle else {})})
     took = time.perf_counter() - start
     return took, json.loads((out / "metrics.json").read_text())
 
@@ -104,8 +107,9 @@ def bar_file(rows: int, scratch: Path) -> Path:
 
 def bars(sizes: list[int], peer_sizes: list[int], scratch: Path) -> None:
     print(f"\n1. minute bars, Spark engine (local[*]); load: {uptime()}")
-    print(f"{'pattern':<8} {'rows':>11} {'cepplan s':>10} {'read+tag s':>11} "
-          f"{'match+write s':>14} {'/bare scan':>11} {'matches':>11} {'rows/s':>10}")
+    print(f"{'pattern':<8} {'rows':>11} {'plan':>12} {'cepplan s':>10} {'/bare scan':>11} "
+          f"{'matches':>11} {'rows/s':>10}  stages (s)")
+    plans = (False, True) if os.environ.get("CEPPLAN_BENCH_SHUFFLE") else (False,)
     throughput: dict[str, float] = {}
     for rows in sizes:
         events = bar_file(rows, scratch)
@@ -115,13 +119,16 @@ def bars(sizes: list[int], peer_sizes: list[int], scratch: Path) -> None:
         for pattern in PATTERNS:
             workload = scratch / f"{pattern}.json"
             write_workload(workload, [pattern])
-            took, metrics = spark_run(workload, events, scratch / f"out-{pattern}-{rows}")
-            shutil.rmtree(scratch / f"out-{pattern}-{rows}", ignore_errors=True)
-            found, stages = metrics["matches"][pattern], metrics["seconds"]
-            print(f"{pattern:<8} {rows:>11,} {took:>10.1f} {stages['read and tag']:>11.1f} "
-                  f"{stages['match and write']:>14.1f} {took / scan:>11.2f} {found:>11,} "
-                  f"{rows / took:>10,.0f}", flush=True)
-            throughput[pattern] = rows / took
+            for shuffle in plans:
+                took, metrics = spark_run(workload, events, scratch / f"out-{pattern}-{rows}",
+                                          shuffle=shuffle)
+                shutil.rmtree(scratch / f"out-{pattern}-{rows}", ignore_errors=True)
+                found, stages = metrics["matches"][pattern], metrics["seconds"]
+                print(f"{pattern:<8} {rows:>11,} {metrics['spark_plan']:>12} {took:>10.1f} "
+                      f"{took / scan:>11.2f} {found:>11,} {rows / took:>10,.0f}  "
+                      f"{', '.join(f'{k} {v:.1f}' for k, v in stages.items())}", flush=True)
+                if not shuffle:
+                    throughput[pattern] = rows / took
     if not os.environ.get("OPENCEP_SRC"):
         print("\n2. OpenCEP: skipped (set OPENCEP_SRC to an OpenCEP checkout to compare)")
         return
@@ -197,7 +204,8 @@ def main(quick: bool = False) -> None:
     (the OpenCEP comparison: CEPPLAN_BENCH_SPARK=bars CEPPLAN_BENCH_SPARK_ROWS=10000000
     CEPPLAN_BENCH_PEER_ROWS=100000,1000000); CEPPLAN_BENCH_PATTERNS=goog|msft runs one pattern;
     CEPPLAN_BENCH_BARS_DIR keeps the bar files for the next run; CEPPLAN_FRAUD_MINUTES sets
-    the fraud size."""
+    the fraud size; CEPPLAN_BENCH_SHUFFLE=1 also runs each bar pattern with the shuffle plan
+    (CEPPLAN_SPARK_RANGES=0) beside the range-local one."""
     part = os.environ.get("CEPPLAN_BENCH_SPARK", "")
     with tempfile.TemporaryDirectory(prefix="cepplan-bench-spark-") as scratch:
         where = Path(scratch)
