@@ -30,6 +30,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from typing import Any
 
 from pyspark.sql import DataFrame, Observation, SparkSession
@@ -46,7 +47,7 @@ from cepplan.engine_adapter.spark_match import (
     match,
     schemes,
 )
-from cepplan.engine_adapter.spark_ranges import ranges_apply, regions, run_ranges
+from cepplan.engine_adapter.spark_ranges import ranges_apply, regions, regions_ahead, run_ranges
 from cepplan.engine_adapter.spark_read import ReadFigures, plain_csv_splits, read_and_tag
 from cepplan.engine_adapter.spark_shared import note_span, shared_metrics
 from cepplan.engine_adapter.spark_stages import Stages
@@ -64,11 +65,13 @@ MATCHES_DIR = "matches"
 
 
 def run_job(spark: SparkSession, data: dict[str, Any], events: Sequence[str], out_dir: str, *,
-            output_format: str = "jsonl", say: Callable[[str], None] = print) -> dict[str, Any]:
+            output_format: str = "jsonl", say: Callable[[str], None] = print,
+            counted: Future | None = None) -> dict[str, Any]:
     """Evaluate every pattern of the job over `events`; write matches and `metrics.json` into
-    `out_dir`, replacing it only when everything succeeded. Returns the metrics."""
+    `out_dir`, replacing it only when everything succeeded. Returns the metrics. `counted`:
+    `spark_ranges.regions_ahead`'s count, if started."""
     if ranges_apply(spark, data, events):
-        metrics = _by_ranges(spark, data, events, out_dir, output_format, say)
+        metrics = _by_ranges(spark, data, events, out_dir, output_format, say, counted)
         if metrics is not None:
             return metrics
     job = job_from_json(data)
@@ -104,11 +107,15 @@ def run_job(spark: SparkSession, data: dict[str, Any], events: Sequence[str], ou
 
 
 def _by_ranges(spark: SparkSession, data: dict[str, Any], events: Sequence[str], out_dir: str,
-               output_format: str, say: Callable[[str], None]) -> dict[str, Any] | None:
+               output_format: str, say: Callable[[str], None],
+               counted: Future | None) -> dict[str, Any] | None:
     """The range-local plan (`spark_ranges`): the metrics, or None (nothing written) when
     the input is not in time order after all or its lines not countable."""
     clock = time.perf_counter()
-    found = regions(data, events, spark.sparkContext.defaultParallelism)
+    parallelism = spark.sparkContext.defaultParallelism
+    guess, found = counted.result() if counted is not None else (None, None)
+    if guess != parallelism:
+        found = regions(data, events, parallelism)
     if found is None:
         say("line ends other than \\n or \\r\\n: matching after a shuffle")
         return None
@@ -322,6 +329,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     with open(args.job, encoding="utf-8") as handle:
         data = json.load(handle)
+    counted = regions_ahead(data, args.events)  # while the JVM starts
     spark = SparkSession.builder.appName(f"cepplan {data['workload'].get('name', '')}") \
         .config("spark.sql.session.timeZone", "UTC").getOrCreate()
     if not args.verbose:
@@ -330,6 +338,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.events, spark.sparkContext.defaultParallelism))
     try:
         metrics = run_job(spark, data, args.events, args.out, output_format=args.format,
+                          counted=counted,
                           say=lambda text: print(f"cepplan: {text}", file=sys.stderr,
                                                  flush=True))
     except SourceError as err:

@@ -26,7 +26,8 @@ import os
 import time
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -63,27 +64,45 @@ class Region:
 
 
 def ranges_apply(spark: SparkSession, data: Mapping[str, Any], events: Sequence[str]) -> bool:
-    """Whether the job can try the range-local plan: a local master, one local CSV file the
-    in-process reader reads, and a workload the in-process engine matches range by range
-    (every pattern has a window; no contexts, consumer queries, patterns over other
-    patterns' matches, or shared plan)."""
+    """Whether the job can try the range-local plan: a local master (the tasks see the
+    driver's file) and `_eligible`."""
+    return spark.sparkContext.master.startswith("local") and _eligible(data, events)
+
+
+def _eligible(data: Mapping[str, Any], events: Sequence[str]) -> bool:
+    """One local CSV file the in-process reader reads, and a workload the in-process engine
+    matches range by range (every pattern has a window; no contexts, consumer queries,
+    patterns over other patterns' matches, or shared plan); CEPPLAN_SPARK_RANGES not 0."""
     from cepplan.engine_adapter.local.engine import _streamable
     from cepplan.engine_adapter.runtime.job import job_from_json
 
     if os.environ.get(ENABLED, "1") == "0" or len(events) != 1:
-        return False
-    if not spark.sparkContext.master.startswith("local"):
         return False
     if plain_csv_splits(data, events, 1) is None:
         return False
     return _streamable(job_from_json(dict(data)))
 
 
+def regions_ahead(data: Mapping[str, Any], events: Sequence[str]) -> Future | None:
+    """`regions` for a local master's parallelism (the cores) counted in a thread while the
+    JVM starts (the count reads the whole file); None when the plan cannot apply."""
+    if not _eligible(data, events):
+        return None
+    parallelism = os.cpu_count() or 1
+    pool = ThreadPoolExecutor(1)
+    counted = pool.submit(lambda: (parallelism, regions(data, events, parallelism)))
+    pool.shutdown(wait=False)  # the count runs on; `result()` waits for it
+    return counted
+
+
 def regions(data: Mapping[str, Any], events: Sequence[str], parallelism: int
             ) -> list[Region] | None:
-    """The file's byte ranges aligned on lines, with the rows before each (counted here);
-    None when the file's line ends are not plain `\\n` or `\\r\\n` (rows not countable)."""
+    """The file's byte ranges aligned on lines, with the rows before each (lines counted
+    here); None when the file's line ends are not plain `\\n` or `\\r\\n`, or the file
+    not one the in-process reader reads."""
     splits = plain_csv_splits(data, events, parallelism)
+    if splits is None:
+        return None
     path = splits[0].path
     size = os.path.getsize(path)
     with open(path, "rb") as handle:
@@ -112,8 +131,9 @@ def line_start(handle, position: int) -> int:
 
 
 def count_rows(handle, start: int, end: int) -> int | None:
-    """The rows the CSV reader finds in the whole lines of bytes [start, end): lines not
-    blank; None if a lone `\\r` may end a line (the reader would split there)."""
+    """The lines in the whole lines of bytes [start, end): the CSV reader's rows unless some
+    are blank (the tasks check, see `run_ranges`); None if a lone `\\r` may end a line (the
+    reader would split there)."""
     handle.seek(start)
     rows, left = 0, end - start
     while left > 0:
@@ -121,12 +141,9 @@ def count_rows(handle, start: int, end: int) -> int | None:
         if len(chunk) < left:
             chunk += handle.readline()[:left - len(chunk)]  # whole lines per chunk
         left -= len(chunk)
-        if chunk.count(b"\r") != chunk.count(b"\r\n"):
+        if b"\r" in chunk and chunk.count(b"\r") != chunk.count(b"\r\n"):
             return None
-        if chunk.startswith((b"\n", b"\r\n")) or b"\n\n" in chunk or b"\n\r\n" in chunk:
-            rows += sum(1 for line in chunk.split(b"\n") if line not in (b"", b"\r"))
-        else:
-            rows += chunk.count(b"\n") + (not chunk.endswith(b"\n"))
+        rows += chunk.count(b"\n") + (not chunk.endswith(b"\n"))
     return rows
 
 
@@ -134,13 +151,23 @@ def run_ranges(spark: SparkSession, data: dict[str, Any], found: list[Region], s
                output_format: str) -> dict[str, Any] | None:
     """Match every range in a task of its own, part files into `staging/matches`; the
     metrics (the in-process engine's counts), or None when the input turned out not to be
-    in time order or its rows not where the driver counted them (the output is then void)."""
-    task = RangeTask(found, data, staging, output_format)
-    rows = spark.range(0, len(found), 1, len(found)).mapInArrow(task, _FIGURES).collect()
-    figures = [json.loads(row[0]) for row in rows]
-    if not all(f["ordered"] and f["rows_ok"] for f in figures):
-        return None
-    return _metrics(data, figures)
+    in time order (the output is then void). When some range reads fewer rows than the
+    driver counted lines (blank lines), the ranges run once more with the rows before each
+    as the tasks counted them (their part files are rewritten)."""
+    for _attempt in range(2):
+        task = RangeTask(found, data, staging, output_format)
+        rows = spark.range(0, len(found), 1, len(found)).mapInArrow(task, _FIGURES).collect()
+        figures = sorted((json.loads(row[0]) for row in rows), key=lambda f: f["number"])
+        if not all(f["ordered"] for f in figures):
+            return None
+        if all(f["rows_ok"] for f in figures):
+            return _metrics(data, figures)
+        # blank lines: the rows before each range as the tasks read them, and once more
+        counts = [f["read"] for f in figures]
+        before = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(int).tolist()
+        found = [replace(r, before=b, rows=n) for r, b, n in zip(found, before, counts,
+                                                                  strict=True)]
+    return None
 
 
 def _metrics(data: Mapping[str, Any], figures: list[dict[str, Any]]) -> dict[str, Any]:
@@ -164,6 +191,10 @@ def _metrics(data: Mapping[str, Any], figures: list[dict[str, Any]]) -> dict[str
         "rows_to_matchers": sum(sent.values()), "rows_to_matchers_by_pattern": sent,
         "rows_shuffled": 0, "matches": {n: t[1] for n, t in totals.items()},
         "kleene_cap_hits": {n: t[2] for n, t in totals.items()}}
+    seconds: Counter = Counter()
+    for f in figures:
+        seconds.update(f.get("seconds", {}))
+    metrics["task_seconds"] = {k: round(v, 3) for k, v in sorted(seconds.items())}
     firsts = [f["first"] for f in figures if f["first"] is not None]
     lasts = [f["last"] for f in figures if f["last"] is not None]
     if built:
@@ -201,9 +232,11 @@ class RangeTask:
         clock = time.perf_counter()
         reader = _Reader(region, self.data, job)
         own, read, rejected = reader.rows(region.start, region.end, region.before)
-        figures: dict[str, Any] = {"read": read, "rejected": dict(rejected),
+        figures: dict[str, Any] = {"number": region.number, "read": read,
+                                   "rejected": dict(rejected),
                                    "rows_ok": read == region.rows, "ordered": True,
-                                   "totals": {}, "built": {}, "first": None, "last": None}
+                                   "totals": {}, "built": {}, "first": None, "last": None,
+                                   "seconds": {}}
         stamps = own[EVENT_TS]
         figures["ordered"] = _ordered(stamps)
         if not (figures["rows_ok"] and figures["ordered"]):
@@ -230,7 +263,8 @@ class RangeTask:
             writer.close()
         finally:
             writer.close(complete=False)
-        figures.update(totals=totals, built=built, seconds=time.perf_counter() - clock)
+        seconds["task"] = time.perf_counter() - clock
+        figures.update(totals=totals, built=built, seconds=seconds)
         return figures
 
 

@@ -20,7 +20,6 @@ from cepplan.workload import build_workload, load_workload
 from tests.engine.example_data import EXAMPLES, stepwise_plan
 from tests.engine.test_local_engine import SAME, read_matches
 from tests.engine.test_matcher_vs_reference import frame
-from tests.engine.test_spark_job import property_workload
 from tests.engine.workloads import TEMPLATES, TYPES
 
 
@@ -110,19 +109,30 @@ def test_unordered_input_falls_back_to_the_shuffle_plan(spark, tmp_path, tiny_ra
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
 
 
-def test_rows_counted_per_range(tmp_path, tiny_ranges):
-    """The driver's row counts (non-blank lines, CRLF too) add up to the reader's."""
-    workload = property_workload()
+def test_blank_lines_and_crlf(spark, tmp_path, tiny_ranges):
+    """Blank lines (the driver counts lines, the tasks rows: the ranges run again with the
+    tasks' counts) and CRLF line ends: the in-process engine's row ids and matches. A lone CR
+    (the reader would end a line there) is not counted: the shuffle plan runs."""
+    workload = build_workload({
+        "format": "cepplan.workload/1", "time_unit": "s",
+        "source": {"format": "csv", "header": True, "type_column": "kind",
+                   "time_column": "ts"},
+        "event_types": {t: {"attributes": {"v": "long"}} for t in TYPES},
+        "patterns": [{"name": "p", "structure": ["SEQ", "a:A", "b:B"],
+                      "where": ["a.v < b.v"], "within": 4}]})
     rng = random.Random(4)
-    lines = [f"{rng.choice(TYPES)},{i},{i},{rng.randint(0, 4)},1.5,x" for i in range(300)]
+    lines = [f"{rng.choice(TYPES)},{i // 3},{rng.randint(0, 4)}" for i in range(300)]
     lines[40:42] = ["", ""]
-    text = "kind,ts,id,v,w,k\n" + "\n".join(lines[:150]) + "\r\n" + "\r\n".join(lines[150:])
+    text = "kind,ts,v\n" + "\n".join(lines[:150]) + "\r\n" + "\r\n".join(lines[150:])
     path = tmp_path / "events.csv"
     path.write_bytes(text.encode())
     tiny_ranges(97)
-    found = spark_ranges.regions(job_data(workload, trivial_plan(workload)), [str(path)], 2)
-    assert sum(r.rows for r in found) == 298 and len(found) > 30
+    data = job_data(workload, trivial_plan(workload))
+    found = spark_ranges.regions(data, [str(path)], 2)
+    assert sum(r.rows for r in found) == 300 and len(found) > 20
     assert all(a.end == b.start for a, b in itertools.pairwise(found))
+    local, remote = both(spark, data, path, tmp_path, "blank")
+    assert remote["spark_plan"] == "range-local" and local["rows_read"] == 298
+    assert local["matches"]["p"] > 20
     path.write_bytes(text.replace("\r\n", "\r", 1).encode())
-    assert spark_ranges.regions(job_data(workload, trivial_plan(workload)), [str(path)],
-                                2) is None
+    assert spark_ranges.regions(data, [str(path)], 2) is None
