@@ -181,7 +181,12 @@ def fraud(duration: int, scratch: Path) -> None:
                  / sum(p["naive_cost"] for p in chosen))
     good = opt["rows_read"] - sum(opt["rows_rejected"].values())
     rows_t, rows_o = trivial["rows_to_matchers"], opt["rows_to_matchers"]
-    print(f"rows read {opt['rows_read']:,}; matches (equal under both plans) {opt['matches']}")
+    print(f"rows read {opt['rows_read']:,}; matches (equal under both plans) {opt['matches']}; "
+          f"Spark plan {opt['spark_plan']}")
+    for kind in ("trivial", "optimised"):  # the step costs are measured from these
+        if "task_seconds" in found[kind]:
+            print(f"{kind} plan, seconds in the tasks: {found[kind]['task_seconds']}; rows to "
+                  f"matchers by pattern {found[kind]['rows_to_matchers_by_pattern']}")
     print(f"{'':<26} {'trivial':>12} {'optimised':>12} {'ratio':>8}")
     print(f"{'mean wall seconds':<26} {wall_t:>12.1f} {wall_o:>12.1f} {wall_o / wall_t:>8.3f}")
     print(f"{'rows to matchers':<26} {rows_t:>12,} {rows_o:>12,} {rows_o / rows_t:>8.3f}")
