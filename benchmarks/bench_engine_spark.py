@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -164,16 +165,22 @@ def fraud(duration: int, scratch: Path) -> None:
                     "--quiet"], check=True)
     print(f"\n3. fraud example on Spark, {duration:,} min of events; load: {uptime()}")
     walls: dict[str, list[float]] = {"trivial": [], "optimised": []}
+    cpus: dict[str, list[float]] = {"trivial": [], "optimised": []}
     found: dict[str, dict] = {}
     for kind in ("trivial", "optimised", "optimised", "trivial"):  # ABBA: drift cancels
         extra = ("--plan-kind", "trivial") if kind == "trivial" else ()
+        before = _children_cpu()
         took, found[kind] = spark_run(example, events, scratch / f"fraud-{kind}", plan=plan,
                                       extra=extra)
         walls[kind].append(took)
+        cpus[kind].append(_children_cpu() - before)
     print(f"wall seconds, in run order T O O T: {walls['trivial'][0]:.1f} "
           f"{walls['optimised'][0]:.1f} {walls['optimised'][1]:.1f} {walls['trivial'][1]:.1f}; "
+          f"CPU seconds (the run's processes): {cpus['trivial'][0]:.1f} "
+          f"{cpus['optimised'][0]:.1f} {cpus['optimised'][1]:.1f} {cpus['trivial'][1]:.1f}; "
           f"load after: {uptime()}")
     wall_t, wall_o = sum(walls["trivial"]) / 2, sum(walls["optimised"]) / 2
+    cpu_t, cpu_o = sum(cpus["trivial"]) / 2, sum(cpus["optimised"]) / 2
     trivial, opt = found["trivial"], found["optimised"]
     assert opt["matches"] == trivial["matches"], "plans must not change results"
     chosen = json.loads(plan.read_text())["patterns"].values()
@@ -189,6 +196,7 @@ def fraud(duration: int, scratch: Path) -> None:
                   f"matchers by pattern {found[kind]['rows_to_matchers_by_pattern']}")
     print(f"{'':<26} {'trivial':>12} {'optimised':>12} {'ratio':>8}")
     print(f"{'mean wall seconds':<26} {wall_t:>12.1f} {wall_o:>12.1f} {wall_o / wall_t:>8.3f}")
+    print(f"{'mean CPU seconds':<26} {cpu_t:>12.1f} {cpu_o:>12.1f} {cpu_o / cpu_t:>8.3f}")
     print(f"{'rows to matchers':<26} {rows_t:>12,} {rows_o:>12,} {rows_o / rows_t:>8.3f}")
     print(f"{'transmission (of good rows)':<26} {rows_t / good:>12.3f} {rows_o / good:>12.3f}")
     print(f"{'planner predicted ratio':<26} {'':>12} {'':>12} {predicted:>8.3f}")
@@ -221,6 +229,13 @@ def main(quick: bool = False) -> None:
         if part in ("", "fraud"):
             fraud(int(os.environ.get("CEPPLAN_FRAUD_MINUTES", 2_000 if quick else 1_270_000)),
                   where)
+
+
+def _children_cpu() -> float:
+    """CPU seconds (user + system) of the finished child processes so far: the run, its JVM
+    and Spark's Python workers (less noisy than wall time on a shared machine)."""
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
 
 
 def _sizes(variable: str, default: str) -> list[int]:

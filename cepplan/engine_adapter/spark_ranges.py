@@ -73,13 +73,16 @@ def _eligible(data: Mapping[str, Any], events: Sequence[str]) -> bool:
     """One local CSV file the in-process reader reads, and a workload the in-process engine
     matches range by range (every pattern has a window; no contexts, consumer queries,
     patterns over other patterns' matches, or shared plan); CEPPLAN_SPARK_RANGES not 0."""
-    from cepplan.engine_adapter.local.engine import _streamable
-    from cepplan.engine_adapter.runtime.job import job_from_json
-
     if os.environ.get(ENABLED, "1") == "0" or len(events) != 1:
         return False
-    if plain_csv_splits(data, events, 1) is None:
+    if plain_csv_splits(data, events, 1) is None:  # None also when the reader cannot import
         return False
+    try:  # the in-process engine and what it imports (orjson) on this Python
+        from cepplan.engine_adapter.local.engine import _streamable
+    except ImportError:
+        return False
+    from cepplan.engine_adapter.runtime.job import job_from_json
+
     return _streamable(job_from_json(dict(data)))
 
 
@@ -221,7 +224,7 @@ class RangeTask:
         for batch in batches:
             for number in batch.column(0).to_pylist():
                 figures = self._run(self.regions[number], job)
-                yield pa.RecordBatch.from_arrays([pa.array([json.dumps(figures)])],
+                yield pa.RecordBatch.from_arrays([pa.array([json.dumps(figures, default=int)])],
                                                  names=["figures"])
 
     def _run(self, region: Region, job) -> dict[str, Any]:
@@ -263,6 +266,7 @@ class RangeTask:
             writer.close()
         finally:
             writer.close(complete=False)
+        seconds["read and tag"] = reader.seconds
         seconds["task"] = time.perf_counter() - clock
         figures.update(totals=totals, built=built, seconds=seconds)
         return figures
@@ -286,6 +290,7 @@ class _Reader:
         self.job = job
         self.wanted = _wanted_columns(job)
         self.bound = {t.type for p in job.patterns for t in p.operands}
+        self.seconds = 0.0  # reading and tagging, margins included
 
     def rows(self, start: int, end: int, before: int):
         """(the tagged rows of the lines in [start, end), rows read, rejected by reason); the
@@ -295,6 +300,7 @@ class _Reader:
         from cepplan.engine_adapter.runtime.table import Columns
         from cepplan.errors import InputError
 
+        clock = time.perf_counter()
         with open(self.region.path, "rb") as handle:
             handle.seek(start)
             text = handle.read(end - start)
@@ -311,6 +317,7 @@ class _Reader:
                 parts.append(_tagged(frame, self.job, self.wanted))
         except InputError as err:  # what the in-process engine says, as the job's error
             raise SourceError(err.problems[0].message, self.region.path) from None
+        self.seconds += time.perf_counter() - clock
         return Columns.concat(parts, _EMPTY), read, rejected
 
     def ahead(self, latest: float, margin: float):

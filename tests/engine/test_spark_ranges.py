@@ -8,6 +8,7 @@ from __future__ import annotations
 import itertools
 import random
 
+import pyarrow.parquet as pq
 import pytest
 
 from cepplan.engine_adapter import spark_ranges, spark_read
@@ -111,8 +112,8 @@ def test_unordered_input_falls_back_to_the_shuffle_plan(spark, tmp_path, tiny_ra
 
 def test_blank_lines_and_crlf(spark, tmp_path, tiny_ranges):
     """Blank lines (the driver counts lines, the tasks rows: the ranges run again with the
-    tasks' counts) and CRLF line ends: the in-process engine's row ids and matches. A lone CR
-    (the reader would end a line there) is not counted: the shuffle plan runs."""
+    tasks' counts) and CRLF line ends: the in-process engine's row ids and matches, as JSON
+    lines and as Parquet. A lone CR (the reader would end a line there) is not counted."""
     workload = build_workload({
         "format": "cepplan.workload/1", "time_unit": "s",
         "source": {"format": "csv", "header": True, "type_column": "kind",
@@ -134,5 +135,12 @@ def test_blank_lines_and_crlf(spark, tmp_path, tiny_ranges):
     local, remote = both(spark, data, path, tmp_path, "blank")
     assert remote["spark_plan"] == "range-local" and local["rows_read"] == 298
     assert local["matches"]["p"] > 20
+    parquet = run_job(spark, data, [str(path)], str(tmp_path / "parquet"),
+                      output_format="parquet", say=lambda _: None)
+    table = pq.read_table(tmp_path / "parquet" / "matches")
+    assert parquet["spark_plan"] == "range-local"
+    assert sorted(table.column("match").to_pylist()) == sorted(
+        line for part in (tmp_path / "blank-spark" / "matches").iterdir()
+        for line in part.read_text().splitlines())
     path.write_bytes(text.replace("\r\n", "\r", 1).encode())
     assert spark_ranges.regions(data, [str(path)], 2) is None
