@@ -2,7 +2,9 @@
 
 Shipped in the job's runtime zip and started by the generated `job.py` under `spark-submit`;
 imports only pyspark, the runtime and the standalone modules shipped beside it (DESIGN.md,
-"The engine", "The generated Spark job"). Stages:
+"The engine", "The generated Spark job"). One local CSV file in time order is matched by the
+range-local plan (`spark_ranges`: the in-process engine's stages per byte range, no
+shuffle); otherwise, or when the file turns out unordered, the shuffle plan's stages:
 
 1. read through the workload's `source` and tag every event with the (pattern, variable)
    pairs it can bind: CSV in the Python workers with the in-process engine's reader and
