@@ -9,8 +9,10 @@ trivial plan, each measured side by side in one run (process start to files writ
    its sizes (it must finish within its time limit): matches compared, and the throughput
    ratio of cepplan at its largest size over OpenCEP's.
 3. The fraud example at `fraud` events: optimised (planned with `--engine spark`) vs trivial
-   plan on Spark — wall time, rows to matchers, the planner's predicted ratio, and the time
-   its step-cost model predicted the steps save.
+   plan on Spark — wall time, the range-local tasks' CPU time (robust to other load), rows to
+   matchers, the planner's predicted ratio, and the time its step-cost model predicted the
+   steps save.
+Each run says which Spark plan ran (range-local or shuffle, docs/engine.md).
 """
 
 from __future__ import annotations
