@@ -9,14 +9,17 @@ trivial plan, each measured side by side in one run (process start to files writ
    its sizes (it must finish within its time limit): matches compared, and the throughput
    ratio of cepplan at its largest size over OpenCEP's.
 3. The fraud example at `fraud` events: optimised (planned with `--engine spark`) vs trivial
-   plan on Spark — wall time, rows to matchers, the planner's predicted ratio, and the time
-   its step-cost model predicted the steps save.
+   plan on Spark — wall time, the range-local tasks' CPU time (robust to other load), rows to
+   matchers, the planner's predicted ratio, and the time its step-cost model predicted the
+   steps save.
+Each run says which Spark plan ran (range-local or shuffle, docs/engine.md).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -26,6 +29,7 @@ from pathlib import Path
 
 from benchmarks.stock_bars import write_bars, write_workload
 from cepplan.costmodels.engine_steps import ENGINE_COSTS
+from cepplan.engine_adapter.spark_ranges import ENABLED as RANGES
 from cepplan.planner.plan import trivial_plan
 from cepplan.workload import load_workload
 
@@ -67,14 +71,16 @@ BARE_SCAN = ("import sys\nfrom pyspark.sql import SparkSession\n"
 
 
 def spark_run(workload: Path, events: Path, out: Path, *, plan: Path | None = None,
-              extra: tuple[str, ...] = ()) -> tuple[float, dict]:
-    """`cepplan run` on Spark in a fresh process: (wall seconds, metrics.json)."""
+              extra: tuple[str, ...] = (), shuffle: bool = False) -> tuple[float, dict]:
+    """`cepplan run` on Spark in a fresh process: (wall seconds, metrics.json); `shuffle`:
+    the shuffle plan even where the range-local plan applies."""
     if plan is None:
         plan = out.with_suffix(".plan.json")
         plan.write_text(json.dumps(trivial_plan(load_workload(workload)).to_json()))
     start = time.perf_counter()
     subprocess.run([*CLI, "run", str(plan), str(events), "--workload", str(workload),
-                    "--output", str(out), "--quiet", "--engine", "spark", *extra], check=True)
+                    "--output", str(out), "--quiet", "--engine", "spark", *extra], check=True,
+                   env={**os.environ, **({RANGES: "0"} if shuffle else {})})
     took = time.perf_counter() - start
     return took, json.loads((out / "metrics.json").read_text())
 
@@ -104,8 +110,9 @@ def bar_file(rows: int, scratch: Path) -> Path:
 
 def bars(sizes: list[int], peer_sizes: list[int], scratch: Path) -> None:
     print(f"\n1. minute bars, Spark engine (local[*]); load: {uptime()}")
-    print(f"{'pattern':<8} {'rows':>11} {'cepplan s':>10} {'read+tag s':>11} "
-          f"{'match+write s':>14} {'/bare scan':>11} {'matches':>11} {'rows/s':>10}")
+    print(f"{'pattern':<8} {'rows':>11} {'plan':>12} {'cepplan s':>10} {'/bare scan':>11} "
+          f"{'matches':>11} {'rows/s':>10}  stages (s)")
+    plans = (False, True) if os.environ.get("CEPPLAN_BENCH_SHUFFLE") else (False,)
     throughput: dict[str, float] = {}
     for rows in sizes:
         events = bar_file(rows, scratch)
@@ -115,13 +122,16 @@ def bars(sizes: list[int], peer_sizes: list[int], scratch: Path) -> None:
         for pattern in PATTERNS:
             workload = scratch / f"{pattern}.json"
             write_workload(workload, [pattern])
-            took, metrics = spark_run(workload, events, scratch / f"out-{pattern}-{rows}")
-            shutil.rmtree(scratch / f"out-{pattern}-{rows}", ignore_errors=True)
-            found, stages = metrics["matches"][pattern], metrics["seconds"]
-            print(f"{pattern:<8} {rows:>11,} {took:>10.1f} {stages['read and tag']:>11.1f} "
-                  f"{stages['match and write']:>14.1f} {took / scan:>11.2f} {found:>11,} "
-                  f"{rows / took:>10,.0f}", flush=True)
-            throughput[pattern] = rows / took
+            for shuffle in plans:
+                took, metrics = spark_run(workload, events, scratch / f"out-{pattern}-{rows}",
+                                          shuffle=shuffle)
+                shutil.rmtree(scratch / f"out-{pattern}-{rows}", ignore_errors=True)
+                found, stages = metrics["matches"][pattern], metrics["seconds"]
+                print(f"{pattern:<8} {rows:>11,} {metrics['spark_plan']:>12} {took:>10.1f} "
+                      f"{took / scan:>11.2f} {found:>11,} {rows / took:>10,.0f}  "
+                      f"{', '.join(f'{k} {v:.1f}' for k, v in stages.items())}", flush=True)
+                if not shuffle:
+                    throughput[pattern] = rows / took
     if not os.environ.get("OPENCEP_SRC"):
         print("\n2. OpenCEP: skipped (set OPENCEP_SRC to an OpenCEP checkout to compare)")
         return
@@ -157,16 +167,26 @@ def fraud(duration: int, scratch: Path) -> None:
                     "--quiet"], check=True)
     print(f"\n3. fraud example on Spark, {duration:,} min of events; load: {uptime()}")
     walls: dict[str, list[float]] = {"trivial": [], "optimised": []}
+    cpus: dict[str, list[float]] = {"trivial": [], "optimised": []}
     found: dict[str, dict] = {}
+    found_all: dict[str, list[dict]] = {"trivial": [], "optimised": []}
     for kind in ("trivial", "optimised", "optimised", "trivial"):  # ABBA: drift cancels
         extra = ("--plan-kind", "trivial") if kind == "trivial" else ()
+        before = _children_cpu()
         took, found[kind] = spark_run(example, events, scratch / f"fraud-{kind}", plan=plan,
                                       extra=extra)
+        found_all[kind].append(found[kind])
         walls[kind].append(took)
+        cpus[kind].append(_children_cpu() - before)
     print(f"wall seconds, in run order T O O T: {walls['trivial'][0]:.1f} "
           f"{walls['optimised'][0]:.1f} {walls['optimised'][1]:.1f} {walls['trivial'][1]:.1f}; "
+          f"CPU seconds (the run's processes): {cpus['trivial'][0]:.1f} "
+          f"{cpus['optimised'][0]:.1f} {cpus['optimised'][1]:.1f} {cpus['trivial'][1]:.1f}; "
           f"load after: {uptime()}")
     wall_t, wall_o = sum(walls["trivial"]) / 2, sum(walls["optimised"]) / 2
+    cpu_t, cpu_o = sum(cpus["trivial"]) / 2, sum(cpus["optimised"]) / 2
+    tasks = {k: sum(r["task_seconds"]["task CPU"] for r in found_all[k]) / 2
+             for k in found_all if all("task_seconds" in r for r in found_all[k])}
     trivial, opt = found["trivial"], found["optimised"]
     assert opt["matches"] == trivial["matches"], "plans must not change results"
     chosen = json.loads(plan.read_text())["patterns"].values()
@@ -174,9 +194,18 @@ def fraud(duration: int, scratch: Path) -> None:
                  / sum(p["naive_cost"] for p in chosen))
     good = opt["rows_read"] - sum(opt["rows_rejected"].values())
     rows_t, rows_o = trivial["rows_to_matchers"], opt["rows_to_matchers"]
-    print(f"rows read {opt['rows_read']:,}; matches (equal under both plans) {opt['matches']}")
+    print(f"rows read {opt['rows_read']:,}; matches (equal under both plans) {opt['matches']}; "
+          f"Spark plan {opt['spark_plan']}")
+    for kind in ("trivial", "optimised"):  # the step costs are measured from these
+        if "task_seconds" in found[kind]:
+            print(f"{kind} plan, seconds in the tasks: {found[kind]['task_seconds']}; rows to "
+                  f"matchers by pattern {found[kind]['rows_to_matchers_by_pattern']}")
     print(f"{'':<26} {'trivial':>12} {'optimised':>12} {'ratio':>8}")
     print(f"{'mean wall seconds':<26} {wall_t:>12.1f} {wall_o:>12.1f} {wall_o / wall_t:>8.3f}")
+    print(f"{'mean CPU s (driver, JVM)':<26} {cpu_t:>12.1f} {cpu_o:>12.1f} {cpu_o / cpu_t:>8.3f}")
+    if len(tasks) == 2:  # the range-local tasks' CPU: the workers are not waited for
+        print(f"{'mean CPU s in the tasks':<26} {tasks['trivial']:>12.1f} "
+              f"{tasks['optimised']:>12.1f} {tasks['optimised'] / tasks['trivial']:>8.3f}")
     print(f"{'rows to matchers':<26} {rows_t:>12,} {rows_o:>12,} {rows_o / rows_t:>8.3f}")
     print(f"{'transmission (of good rows)':<26} {rows_t / good:>12.3f} {rows_o / good:>12.3f}")
     print(f"{'planner predicted ratio':<26} {'':>12} {'':>12} {predicted:>8.3f}")
@@ -197,7 +226,8 @@ def main(quick: bool = False) -> None:
     (the OpenCEP comparison: CEPPLAN_BENCH_SPARK=bars CEPPLAN_BENCH_SPARK_ROWS=10000000
     CEPPLAN_BENCH_PEER_ROWS=100000,1000000); CEPPLAN_BENCH_PATTERNS=goog|msft runs one pattern;
     CEPPLAN_BENCH_BARS_DIR keeps the bar files for the next run; CEPPLAN_FRAUD_MINUTES sets
-    the fraud size."""
+    the fraud size; CEPPLAN_BENCH_SHUFFLE=1 also runs each bar pattern with the shuffle plan
+    (CEPPLAN_SPARK_RANGES=0) beside the range-local one."""
     part = os.environ.get("CEPPLAN_BENCH_SPARK", "")
     with tempfile.TemporaryDirectory(prefix="cepplan-bench-spark-") as scratch:
         where = Path(scratch)
@@ -208,6 +238,13 @@ def main(quick: bool = False) -> None:
         if part in ("", "fraud"):
             fraud(int(os.environ.get("CEPPLAN_FRAUD_MINUTES", 2_000 if quick else 1_270_000)),
                   where)
+
+
+def _children_cpu() -> float:
+    """CPU seconds (user + system) of the finished child processes so far: the run and its
+    JVM (Spark's Python workers are not among them: the JVM does not wait for them)."""
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
 
 
 def _sizes(variable: str, default: str) -> list[int]:

@@ -8,8 +8,9 @@ units, a multi-step plan of a pattern instead of its one-step plan changes the r
 
 (naive, cost: events per time unit sent to the matchers by the one-step and the chosen plan;
 tested: events per time unit of the variables of steps after the first, each tested against
-its anchors), and a run with any multi-step plan pays `run` seconds once (the Spark job's
-anchor collection and broadcast joins). A plan is kept only when it saves more than it costs.
+its anchors), and a run with any multi-step plan pays `run` seconds once (none on either
+engine now: the Spark job's range-local plan runs the in-process semi-joins in its tasks).
+A plan is kept only when it saves more than it costs.
 """
 
 from __future__ import annotations
@@ -27,12 +28,14 @@ class EngineCosts:
     run: float
 
 
+LOCAL = EngineCosts(row=1.0e-6, test=0.35e-6, run=0.0)
+SPARK_CORES = 2  # local[*] on the machine the Spark figures were measured on
 ENGINE_COSTS = {
     # in-process: matcher input (table building, joins) vs one NumPy semi-join per tested event
-    "local": EngineCosts(row=1.0e-6, test=0.35e-6, run=0.0),
-    # Spark: shuffle, sort, Arrow and pandas conversion and matching per event vs a broadcast
-    # hash look-up per tested event; one anchor job and broadcast per run
-    "spark": EngineCosts(row=10e-6, test=0.5e-6, run=3.0),
+    "local": LOCAL,
+    # Spark's range-local plan: the in-process stages in every task, the tasks spread over the
+    # cores; no extra job for the steps (the shuffle plan's old prices: docs/planner.md)
+    "spark": EngineCosts(row=LOCAL.row / SPARK_CORES, test=LOCAL.test / SPARK_CORES, run=0.0),
 }
 
 

@@ -42,6 +42,13 @@ SHIPPED = (
     "engine_adapter/spark_shared.py",
     "engine_adapter/spark_tags.py",
     "engine_adapter/spark_read.py",
+    # the in-process engine's stages, run per byte range by the range-local plan
+    "engine_adapter/spark_ranges.py",
+    "engine_adapter/local/engine.py",
+    "engine_adapter/local/pandas_hold.py",
+    "engine_adapter/local/writer.py",
+    "interrupt.py",
+    "fileio.py",
     # the in-process reader, used by spark_read where the executors can import it (orjson)
     "engine_adapter/local/source.py",
     "errors.py",

@@ -2,7 +2,9 @@
 
 Shipped in the job's runtime zip and started by the generated `job.py` under `spark-submit`;
 imports only pyspark, the runtime and the standalone modules shipped beside it (DESIGN.md,
-"The engine", "The generated Spark job"). Stages:
+"The engine", "The generated Spark job"). One local CSV file in time order is matched by the
+range-local plan (`spark_ranges`: the in-process engine's stages per byte range, no
+shuffle); otherwise, or when the file turns out unordered, the shuffle plan's stages:
 
 1. read through the workload's `source` and tag every event with the (pattern, variable)
    pairs it can bind: CSV in the Python workers with the in-process engine's reader and
@@ -30,6 +32,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from typing import Any
 
 from pyspark.sql import DataFrame, Observation, SparkSession
@@ -46,6 +49,7 @@ from cepplan.engine_adapter.spark_match import (
     match,
     schemes,
 )
+from cepplan.engine_adapter.spark_ranges import ranges_apply, regions, regions_ahead, run_ranges
 from cepplan.engine_adapter.spark_read import ReadFigures, plain_csv_splits, read_and_tag
 from cepplan.engine_adapter.spark_shared import note_span, shared_metrics
 from cepplan.engine_adapter.spark_stages import Stages
@@ -63,9 +67,15 @@ MATCHES_DIR = "matches"
 
 
 def run_job(spark: SparkSession, data: dict[str, Any], events: Sequence[str], out_dir: str, *,
-            output_format: str = "jsonl", say: Callable[[str], None] = print) -> dict[str, Any]:
+            output_format: str = "jsonl", say: Callable[[str], None] = print,
+            counted: Future | None = None) -> dict[str, Any]:
     """Evaluate every pattern of the job over `events`; write matches and `metrics.json` into
-    `out_dir`, replacing it only when everything succeeded. Returns the metrics."""
+    `out_dir`, replacing it only when everything succeeded. Returns the metrics. `counted`:
+    `spark_ranges.regions_ahead`'s count, if started."""
+    if ranges_apply(spark, data, events):
+        metrics = _by_ranges(spark, data, events, out_dir, output_format, say, counted)
+        if metrics is not None:
+            return metrics
     job = job_from_json(data)
     plan = layout(job, data)
     seconds: dict[str, float] = {}
@@ -81,9 +91,7 @@ def run_job(spark: SparkSession, data: dict[str, Any], events: Sequence[str], ou
                 spark.sparkContext.defaultParallelism)
     stages = Stages(spark, job, data, events)  # contexts, consumer queries (spark_stages)
     note_span(counts, pool, job)  # the shared plan's per-window scale (spark_shared)
-    parent = os.path.dirname(os.path.abspath(out_dir)) or "."
-    os.makedirs(parent, exist_ok=True)
-    staging = tempfile.mkdtemp(prefix=".cepplan-run-", dir=parent)
+    staging = _staging(out_dir)
     direct = _direct_directory(spark, data, output_format, staging)
     try:
         rows, plan = stages.derive(pool, plan)  # deriving patterns first, when contexts exist
@@ -96,11 +104,56 @@ def run_job(spark: SparkSession, data: dict[str, Any], events: Sequence[str], ou
         raise
     finally:
         cached.unpersist()
+    _warn_cap_hits(metrics, data, say)
+    return metrics
+
+
+def _by_ranges(spark: SparkSession, data: dict[str, Any], events: Sequence[str], out_dir: str,
+               output_format: str, say: Callable[[str], None],
+               counted: Future | None) -> dict[str, Any] | None:
+    """The range-local plan (`spark_ranges`): the metrics, or None (nothing written) when
+    the input is not in time order after all or its lines not countable."""
+    clock = time.perf_counter()
+    parallelism = spark.sparkContext.defaultParallelism
+    guess, found = counted.result() if counted is not None else (None, None)
+    if guess != parallelism:
+        found = regions(data, events, parallelism)
+    if found is None:
+        say("line ends other than \\n or \\r\\n: matching after a shuffle")
+        return None
+    staging = _staging(out_dir)
+    try:
+        metrics = run_ranges(spark, data, found, staging, output_format)
+        if metrics is None:
+            shutil.rmtree(staging, ignore_errors=True)
+            say("the events are not in time order: matching them after a shuffle instead")
+            return None
+        metrics["plan"] = data.get("plan", {})
+        metrics["seconds"] = {"read, tag and match by range": round(
+            time.perf_counter() - clock, 3)}
+        _publish(staging, out_dir, metrics)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    say(f"read {metrics['rows_read']:,} rows ({sum(metrics['rows_rejected'].values()):,} "
+        f"rejected), matched in {len(found)} time ranges without a shuffle")
+    _warn_cap_hits(metrics, data, say)
+    return metrics
+
+
+def _staging(out_dir: str) -> str:
+    """A fresh hidden directory beside `out_dir` to write the run's output into."""
+    parent = os.path.dirname(os.path.abspath(out_dir)) or "."
+    os.makedirs(parent, exist_ok=True)
+    return tempfile.mkdtemp(prefix=".cepplan-run-", dir=parent)
+
+
+def _warn_cap_hits(metrics: dict[str, Any], data: dict[str, Any],
+                   say: Callable[[str], None]) -> None:
     for name, hits in metrics["kleene_cap_hits"].items():
         if hits:
             say(f"warning: pattern {name}: {hits:,} Kleene enumerations cut at "
                 f"kleene_cap={data['options'].get('kleene_cap', 16)}")
-    return metrics
 
 
 def _read_and_tag(spark: SparkSession, data: dict[str, Any], events: Sequence[str], job,
@@ -153,9 +206,10 @@ def _columns(job, available: list[str]) -> list[str]:
 
 def _read_metrics(figures: ReadFigures) -> dict[str, Any]:
     """The metrics skeleton with rows read and rejected (reason -> count) filled in."""
-    return {"engine": "spark", "rows_read": figures.rows, "rows_rejected": figures.rejected,
-            "rows_to_matchers": 0, "rows_to_matchers_by_pattern": {}, "rows_shuffled": 0,
-            "matches": {}, "kleene_cap_hits": {}}
+    return {"engine": "spark", "spark_plan": "shuffle", "rows_read": figures.rows,
+            "rows_rejected": figures.rejected, "rows_to_matchers": 0,
+            "rows_to_matchers_by_pattern": {}, "rows_shuffled": 0, "matches": {},
+            "kleene_cap_hits": {}}
 
 
 def _direct_directory(spark: SparkSession, data: dict[str, Any], output_format: str,
@@ -224,6 +278,11 @@ def _write(outputs: list[DataFrame], staging: str, out_dir: str, output_format: 
     metrics["plan"] = data.get("plan", {})
     metrics["seconds"] = {k: round(v, 3) for k, v in seconds.items()}
     stages.finish(metrics, staging)
+    _publish(staging, out_dir, metrics)
+
+
+def _publish(staging: str, out_dir: str, metrics: dict[str, Any]) -> None:
+    """metrics.json into `staging`, then `staging` renamed over `out_dir`."""
     with open(os.path.join(staging, "metrics.json"), "w", encoding="utf-8") as handle:
         json.dump(metrics, handle, indent=2)
     if os.path.isdir(out_dir):
@@ -272,6 +331,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     with open(args.job, encoding="utf-8") as handle:
         data = json.load(handle)
+    counted = regions_ahead(data, args.events)  # while the JVM starts
     spark = SparkSession.builder.appName(f"cepplan {data['workload'].get('name', '')}") \
         .config("spark.sql.session.timeZone", "UTC").getOrCreate()
     if not args.verbose:
@@ -280,6 +340,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.events, spark.sparkContext.defaultParallelism))
     try:
         metrics = run_job(spark, data, args.events, args.out, output_format=args.format,
+                          counted=counted,
                           say=lambda text: print(f"cepplan: {text}", file=sys.stderr,
                                                  flush=True))
     except SourceError as err:

@@ -6,10 +6,11 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from dataclasses import replace
 
 import pytest
 
-from cepplan.costmodels.engine_steps import ENGINE_COSTS
+from cepplan.costmodels.engine_steps import ENGINE_COSTS, SPARK_CORES
 from cepplan.planner.compose import Settings
 from cepplan.planner.optimize import optimize
 from cepplan.stats.stats_file import observed_span
@@ -50,24 +51,31 @@ def test_two_steps_kept_exactly_when_they_save_time(engine, rate_a):
     assert recorded["seconds_saved_per_time_unit"]["pair"] == pytest.approx(expected, rel=1e-6)
 
 
-def test_cases_differ_by_engine():
-    """The frequent-anchor case is the one where the engines disagree: a NumPy semi-join per
-    tested event costs about a third of a matched event in-process, a twentieth on Spark."""
+def test_spark_prices_the_in_process_stages_over_its_cores():
+    """Spark's range-local plan runs the in-process stages in its tasks: the same decisions
+    as in-process, the seconds saved spread over the cores, no fixed cost per run."""
     workload = pair_workload(0.4)
-    chosen = {e: optimize(workload, workload.statistics, Settings(), engine=e)
-              .plan.patterns["pair"].detection.steps for e in ("local", "spark")}
-    assert len(chosen["local"]) == 1 and len(chosen["spark"]) == 2
+    plans = {e: optimize(workload, workload.statistics, Settings(), engine=e).plan
+             for e in ("local", "spark")}
+    assert (plans["local"].patterns["pair"].detection.steps
+            == plans["spark"].patterns["pair"].detection.steps)
+    saved = {e: p.provenance["engine_steps"]["seconds_saved_per_time_unit"]["pair"]
+             for e, p in plans.items()}
+    assert saved["spark"] == pytest.approx(saved["local"] / SPARK_CORES)
+    assert ENGINE_COSTS["spark"].run == 0.0
 
 
-def test_short_run_cannot_repay_spark_fixed_cost():
-    """Over 1,000 minutes the fraud example's multi-step plans save well under the Spark
-    run's fixed cost: every pattern goes back to one step; over 253,000 they stay."""
+def test_short_run_cannot_repay_a_fixed_cost(monkeypatch):
+    """With a fixed cost per run (3 s, the former Spark shuffle plan's), over 1,000 minutes
+    the fraud example's multi-step plans save less than it: every pattern goes back to one
+    step; over 10^7 they stay."""
+    monkeypatch.setitem(ENGINE_COSTS, "spark", replace(ENGINE_COSTS["spark"], run=3.0))
     workload = load_workload(EXAMPLES / "fraud" / "workload.json")
-    for duration, staged in ((1_000.0, False), (253_000.0, True)):
+    for duration, staged in ((1_000.0, False), (1e7, True)):
         plan = optimize(workload, workload.statistics, Settings(), engine="spark",
                         duration=duration).plan
         saved = plan.provenance["engine_steps"]["seconds_saved_per_time_unit"]
-        pays = sum(s for s in saved.values() if s > 0) * duration > ENGINE_COSTS["spark"].run
+        pays = sum(s for s in saved.values() if s > 0) * duration > 3.0
         assert pays == staged
         multi = [n for n, p in plan.patterns.items() if len(p.detection.steps) > 1]
         assert bool(multi) == staged, (duration, multi)

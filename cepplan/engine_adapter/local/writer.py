@@ -27,22 +27,23 @@ PARQUET_SCHEMA = pa.schema([("pattern", pa.string()), ("match", pa.string())])
 
 
 class MatchWriter:
-    """Streams matches (JSON texts) into `OUT/matches/part-00000.<jsonl|parquet>`; writes
-    the consumer queries' results, if any, under `OUT/results/`."""
+    """Streams matches (JSON texts) into `OUT/matches/<part>.<jsonl|parquet>`; writes
+    the consumer queries' results, if any, under `OUT/results/`. Several writers may share
+    one `OUT` with different parts (the Spark job's range-local tasks)."""
 
-    def __init__(self, staging: Path, output_format: str):
+    def __init__(self, staging: Path, output_format: str, part: str = "part-00000"):
         self._staging = staging
         matches = staging / "matches"
-        matches.mkdir()
+        matches.mkdir(exist_ok=True)
         self._parquet = None
         self._text = None
         if output_format == "parquet":
             import pyarrow.parquet as pq
 
-            self._parquet = pq.ParquetWriter(matches / "part-00000.parquet", PARQUET_SCHEMA)
+            self._parquet = pq.ParquetWriter(matches / f"{part}.parquet", PARQUET_SCHEMA)
         else:
             # closed by close(), which every path through staged_output calls
-            self._text = _BackgroundFile(matches / "part-00000.jsonl")
+            self._text = _BackgroundFile(matches / f"{part}.jsonl")
 
     def write(self, pattern: str, lines: str | pa.ChunkedArray, count: int) -> None:
         """Append `count` matches given as JSON lines (`PartitionOutput.matches`: one string,

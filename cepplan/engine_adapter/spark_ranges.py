@@ -1,0 +1,358 @@
+"""The range-local Spark plan: each task matches its own byte range of a time-ordered file.
+
+Shipped in the job's runtime zip. When the input is one local CSV file in non-decreasing time
+order, a task reads its byte range (`spark_read`'s splits) plus the neighbouring lines its
+matches need (a margin of `local.engine._margin` either side, in time) and runs the in-process
+engine's stages on them: tag, acquisition semi-joins, per-key matching, rendering, and the
+part file written by the task itself. One Spark stage, no shuffle, no rows through the JVM.
+
+A task owns the matches whose latest event falls in its time range [low, high): low is the
+time of the first tagged row of its byte range (of the ranges after it, if it has none), high
+the next range's low, so ties across a boundary go to one range. Rows read and rejected are
+counted by the byte range that holds them, rows to matchers by the time range that owns them:
+the in-process engine's counts. Row ids are positions: the driver counts the rows before each
+range (the tasks check the count of their own); a mismatch, or tagged rows out of time order
+anywhere (each task checks its rows and its margins, which overlap its neighbours'), makes
+the attempt void: its output is dropped and the job runs the shuffle plan (docs/engine.md,
+"The range-local plan").
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import os
+import time
+from collections import Counter
+from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+from pyspark.sql import SparkSession
+from pyspark.sql import types as T
+
+from cepplan.engine_adapter.spark_read import plain_csv_splits
+from cepplan.workload.columns import EVENT_ID, EVENT_TS
+from cepplan.workload.spark_source import SourceError
+
+ENABLED = "CEPPLAN_SPARK_RANGES"  # "0": always the shuffle plan
+FIRST_MARGIN_BYTES = 64 << 10  # the first guess of a margin's size, doubled until it holds
+_COUNT_BYTES = 16 << 20  # bytes counted at once by the driver
+_FIGURES = T.StructType([T.StructField("figures", T.StringType())])
+
+
+@dataclass(frozen=True)
+class Region:
+    """One task's lines: bytes [start, end) of the file, `rows` rows (non-blank lines) and
+    `before` rows ahead of them; `data_start` is where the file's rows begin (past a header)."""
+
+    number: int
+    path: str
+    start: int
+    end: int
+    data_start: int
+    size: int
+    before: int
+    rows: int
+    names: tuple[str, ...]
+    last: bool
+
+
+def ranges_apply(spark: SparkSession, data: Mapping[str, Any], events: Sequence[str]) -> bool:
+    """Whether the job can try the range-local plan: a local master (the tasks see the
+    driver's file) and `_eligible`."""
+    return spark.sparkContext.master.startswith("local") and _eligible(data, events)
+
+
+def _eligible(data: Mapping[str, Any], events: Sequence[str]) -> bool:
+    """One local CSV file the in-process reader reads, and a workload the in-process engine
+    matches range by range (every pattern has a window; no contexts, consumer queries,
+    patterns over other patterns' matches, or shared plan); CEPPLAN_SPARK_RANGES not 0."""
+    if os.environ.get(ENABLED, "1") == "0" or len(events) != 1:
+        return False
+    if plain_csv_splits(data, events, 1) is None:  # None also when the reader cannot import
+        return False
+    try:  # the in-process engine and what it imports (orjson) on this Python
+        from cepplan.engine_adapter.local.engine import _streamable
+    except ImportError:
+        return False
+    from cepplan.engine_adapter.runtime.job import job_from_json
+
+    return _streamable(job_from_json(dict(data)))
+
+
+def regions_ahead(data: Mapping[str, Any], events: Sequence[str]) -> Future | None:
+    """`regions` for a local master's parallelism (the cores) counted in a thread while the
+    JVM starts (the count reads the whole file); None when the plan cannot apply."""
+    if not _eligible(data, events):
+        return None
+    parallelism = os.cpu_count() or 1
+    pool = ThreadPoolExecutor(1)
+    counted = pool.submit(lambda: (parallelism, regions(data, events, parallelism)))
+    pool.shutdown(wait=False)  # the count runs on; `result()` waits for it
+    return counted
+
+
+def regions(data: Mapping[str, Any], events: Sequence[str], parallelism: int
+            ) -> list[Region] | None:
+    """The file's byte ranges aligned on lines, with the rows before each (lines counted
+    here); None when the file's line ends are not plain `\\n` or `\\r\\n`, or the file
+    not one the in-process reader reads."""
+    splits = plain_csv_splits(data, events, parallelism)
+    if splits is None:
+        return None
+    path = splits[0].path
+    size = os.path.getsize(path)
+    with open(path, "rb") as handle:
+        data_start = 0
+        if splits[0].header:
+            handle.readline()
+            data_start = handle.tell()
+        bounds = [max(data_start, line_start(handle, s.start)) for s in splits] + [size]
+        counts = [count_rows(handle, a, b) for a, b in itertools.pairwise(bounds)]
+    if any(c is None for c in counts):
+        return None
+    before = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(int).tolist()
+    return [Region(i, path, bounds[i], bounds[i + 1], data_start, size, before[i], counts[i],
+                   s.names, i == len(splits) - 1) for i, s in enumerate(splits)]
+
+
+def line_start(handle, position: int) -> int:
+    """The first line start at or after `position`."""
+    if position <= 0:
+        return 0
+    handle.seek(position - 1)
+    if handle.read(1) == b"\n":
+        return position
+    handle.readline()
+    return handle.tell()
+
+
+def count_rows(handle, start: int, end: int) -> int | None:
+    """The lines in the whole lines of bytes [start, end): the CSV reader's rows unless some
+    are blank (the tasks check, see `run_ranges`); None if a lone `\\r` may end a line (the
+    reader would split there)."""
+    handle.seek(start)
+    rows, left = 0, end - start
+    while left > 0:
+        chunk = handle.read(min(left, _COUNT_BYTES))
+        if len(chunk) < left:
+            chunk += handle.readline()[:left - len(chunk)]  # whole lines per chunk
+        left -= len(chunk)
+        if b"\r" in chunk and chunk.count(b"\r") != chunk.count(b"\r\n"):
+            return None
+        rows += chunk.count(b"\n") + (not chunk.endswith(b"\n"))
+    return rows
+
+
+def run_ranges(spark: SparkSession, data: dict[str, Any], found: list[Region], staging: str,
+               output_format: str) -> dict[str, Any] | None:
+    """Match every range in a task of its own, part files into `staging/matches`; the
+    metrics (the in-process engine's counts), or None when the input turned out not to be
+    in time order (the output is then void). When some range reads fewer rows than the
+    driver counted lines (blank lines), the ranges run once more with the rows before each
+    as the tasks counted them (their part files are rewritten)."""
+    for _attempt in range(2):
+        task = RangeTask(found, data, staging, output_format)
+        rows = spark.range(0, len(found), 1, len(found)).mapInArrow(task, _FIGURES).collect()
+        figures = sorted((json.loads(row[0]) for row in rows), key=lambda f: f["number"])
+        if not all(f["ordered"] for f in figures):
+            return None
+        if all(f["rows_ok"] for f in figures):
+            return _metrics(data, figures)
+        # blank lines: the rows before each range as the tasks read them, and once more
+        counts = [f["read"] for f in figures]
+        before = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(int).tolist()
+        found = [replace(r, before=b, rows=n) for r, b, n in zip(found, before, counts,
+                                                                  strict=True)]
+    return None
+
+
+def _metrics(data: Mapping[str, Any], figures: list[dict[str, Any]]) -> dict[str, Any]:
+    """metrics.json from the tasks' figures, in the in-process engine's layout."""
+    from cepplan.engine_adapter.local.engine import _added, _partial_metrics
+    from cepplan.engine_adapter.runtime.job import job_from_json
+
+    rejected: Counter = Counter()
+    totals: dict[str, list[int]] = {p["name"]: [0, 0, 0] for p in data["patterns"]}
+    built: dict[str, list[int]] = {}
+    for f in figures:
+        rejected.update(f["rejected"])
+        for name, counts in f["totals"].items():
+            totals[name] = [a + b for a, b in zip(totals[name], counts, strict=True)]
+        for name, more in f["built"].items():
+            built[name] = _added(built.get(name, []), more)
+    sent = {name: t[0] for name, t in totals.items()}
+    metrics: dict[str, Any] = {
+        "engine": "spark", "spark_plan": "range-local",
+        "rows_read": sum(f["read"] for f in figures), "rows_rejected": dict(rejected),
+        "rows_to_matchers": sum(sent.values()), "rows_to_matchers_by_pattern": sent,
+        "rows_shuffled": 0, "matches": {n: t[1] for n, t in totals.items()},
+        "kleene_cap_hits": {n: t[2] for n, t in totals.items()}}
+    seconds: Counter = Counter()
+    for f in figures:
+        seconds.update(f.get("seconds", {}))
+    metrics["task_seconds"] = {k: round(v, 3) for k, v in sorted(seconds.items())}
+    firsts = [f["first"] for f in figures if f["first"] is not None]
+    lasts = [f["last"] for f in figures if f["last"] is not None]
+    if built:
+        span = (max(lasts) - min(firsts)) if firsts else 0.0
+        metrics["partial_matches"] = _partial_metrics(job_from_json(dict(data)), built, span)
+    return metrics
+
+
+class RangeTask:
+    """The `mapInArrow` function: matches the ranges whose numbers arrive, writes their part
+    files, and yields each range's figures as one JSON row."""
+
+    def __init__(self, found: list[Region], data: dict[str, Any], staging: str,
+                 output_format: str):
+        self.regions = found
+        self.data = data
+        self.staging = staging
+        self.output_format = output_format
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        from cepplan.engine_adapter.runtime.job import job_from_json
+
+        job = job_from_json(self.data)
+        for batch in batches:
+            for number in batch.column(0).to_pylist():
+                figures = self._run(self.regions[number], job)
+                yield pa.RecordBatch.from_arrays([pa.array([json.dumps(figures, default=int)])],
+                                                 names=["figures"])
+
+    def _run(self, region: Region, job) -> dict[str, Any]:
+        from cepplan.engine_adapter.local.engine import _EMPTY, _margin, _match_range
+        from cepplan.engine_adapter.local.writer import MatchWriter
+        from cepplan.engine_adapter.runtime.table import Columns
+
+        clock, cpu = time.perf_counter(), time.process_time()
+        reader = _Reader(region, self.data, job)
+        own, read, rejected = reader.rows(region.start, region.end, region.before)
+        figures: dict[str, Any] = {"number": region.number, "read": read,
+                                   "rejected": dict(rejected),
+                                   "rows_ok": read == region.rows, "ordered": True,
+                                   "totals": {}, "built": {}, "first": None, "last": None,
+                                   "seconds": {}}
+        stamps = own[EVENT_TS]
+        figures["ordered"] = _ordered(stamps)
+        if not (figures["rows_ok"] and figures["ordered"]):
+            return figures
+        margin = _margin(job)
+        ahead, high = reader.ahead(stamps[-1] if len(stamps) else -math.inf, margin)
+        low = -math.inf if region.number == 0 else (stamps[0] if len(stamps) else high)
+        back = reader.back(low, margin) if low > -math.inf and low < high else None
+        if ahead is None or (back is None and low > -math.inf and low < high):
+            figures["ordered"] = False
+            return figures
+        if len(stamps):
+            figures["first"], figures["last"] = float(stamps[0]), float(stamps[-1])
+        totals = {p.name: [0, 0, 0] for p in job.patterns}
+        built: dict[str, list[int]] = {}
+        seconds: dict[str, float] = {}
+        writer = MatchWriter(Path(self.staging), self.output_format,
+                             part=f"part-{region.number:05d}")
+        try:
+            if low < high:
+                pool = Columns.concat([p for p in (back, own, ahead)
+                                       if p is not None and len(p)], _EMPTY)
+                _match_range(pool, job, (low, high), writer, totals, built, seconds)
+            writer.close()
+        finally:
+            writer.close(complete=False)
+        seconds["read and tag"] = reader.seconds
+        seconds["task"] = time.perf_counter() - clock
+        seconds["task CPU"] = time.process_time() - cpu  # the worker's: robust to load
+        figures.update(totals=totals, built=built, seconds=seconds)
+        return figures
+
+
+def _ordered(stamps: np.ndarray) -> bool:
+    return bool(len(stamps) < 2 or np.all(stamps[1:] >= stamps[:-1]))
+
+
+class _Reader:
+    """Reads and tags lines of the region's file with the in-process engine's reader and
+    tagging; row ids are positions over the file."""
+
+    def __init__(self, region: Region, data: Mapping[str, Any], job):
+        from cepplan.engine_adapter.local.engine import _wanted_columns
+
+        self.region = region
+        self.reader = data["reader"]
+        self.source = {**self.reader["source"], "header": False, "columns": list(region.names)}
+        self.positions = not self.source.get("id_column")
+        self.job = job
+        self.wanted = _wanted_columns(job)
+        self.bound = {t.type for p in job.patterns for t in p.operands}
+        self.seconds = 0.0  # reading and tagging, margins included
+
+    def rows(self, start: int, end: int, before: int):
+        """(the tagged rows of the lines in [start, end), rows read, rejected by reason); the
+        first line is row `before` of the file."""
+        from cepplan.engine_adapter.local.engine import _EMPTY, _tagged
+        from cepplan.engine_adapter.local.source import read_batches
+        from cepplan.engine_adapter.runtime.table import Columns
+        from cepplan.errors import InputError
+
+        clock = time.perf_counter()
+        with open(self.region.path, "rb") as handle:
+            handle.seek(start)
+            text = handle.read(end - start)
+        parts, read, rejected = [], 0, Counter()
+        try:
+            for got in (read_batches([self.region.path], self.source, self.reader["attributes"],
+                                     self.reader["time_unit"], only_types=self.bound,
+                                     text=text) if text else ()):
+                read += got.read
+                rejected.update(got.rejected)
+                frame = got.columns()
+                if self.positions:
+                    frame.data[EVENT_ID] = frame.data[EVENT_ID] + before
+                parts.append(_tagged(frame, self.job, self.wanted))
+        except InputError as err:  # what the in-process engine says, as the job's error
+            raise SourceError(err.problems[0].message, self.region.path) from None
+        self.seconds += time.perf_counter() - clock
+        return Columns.concat(parts, _EMPTY), read, rejected
+
+    def ahead(self, latest: float, margin: float):
+        """(the tagged rows after the region up to a margin past the next range's first
+        time, that time or +inf); (None, +inf) when they are out of time order."""
+        region, size = self.region, FIRST_MARGIN_BYTES
+        if region.last:
+            return self.rows(region.end, region.end, 0)[0], math.inf
+        with open(region.path, "rb") as handle:
+            while True:
+                end = min(region.size, line_start(handle, region.end + size))
+                rows = self.rows(region.end, end, region.before + region.rows)[0]
+                stamps = rows[EVENT_TS]
+                if not _ordered(stamps) or (len(stamps) and stamps[0] < latest):
+                    return None, math.inf
+                if end >= region.size:
+                    return rows, (stamps[0] if len(stamps) else math.inf)
+                if len(stamps) and stamps[-1] > stamps[0] + margin:
+                    return rows, stamps[0]
+                size *= 2
+
+    def back(self, low: float, margin: float):
+        """The tagged rows before the region from a margin before `low` on; None when they
+        are out of time order."""
+        region, size = self.region, FIRST_MARGIN_BYTES
+        with open(region.path, "rb") as handle:
+            while True:
+                start = max(region.data_start, line_start(handle, region.start - size))
+                rows, read, _ = self.rows(start, region.start, 0)
+                if self.positions:  # the region's first row is row `before`
+                    rows.data[EVENT_ID] = rows.data[EVENT_ID] + (region.before - read)
+                stamps = rows[EVENT_TS]
+                if not _ordered(stamps) or (len(stamps) and stamps[-1] > low):
+                    return None
+                if start <= region.data_start or (len(stamps) and stamps[0] < low - margin):
+                    return rows
+                size *= 2
