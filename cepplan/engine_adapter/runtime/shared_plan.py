@@ -22,10 +22,9 @@ import math
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import product
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from cepplan.engine_adapter.runtime.job import (
     Job,
@@ -42,8 +41,11 @@ from cepplan.engine_adapter.runtime.spec import (
     Stages,
     compile_pattern,
 )
-from cepplan.engine_adapter.runtime.table import Table, expand, make_table
+from cepplan.engine_adapter.runtime.table import Columns, Table, expand, make_table
 from cepplan.workload.columns import EVENT_TYPE
+
+if TYPE_CHECKING:  # the local engine's time-range path runs shared groups without pandas
+    import pandas as pd
 
 
 @dataclass(frozen=True)
@@ -268,14 +270,14 @@ class _Candidates:
 
     def __init__(self, table: Table) -> None:
         self.cache: dict[str, np.ndarray] = {}
-        codes, names = pd.factorize(table.types)
+        names, codes = np.unique(table.types, return_inverse=True)
         order = np.argsort(codes, kind="stable")
         bounds = np.searchsorted(codes[order], np.arange(len(names) + 1))
         self.types = {name: order[bounds[i]:bounds[i + 1]] for i, name in enumerate(names)}
 
 
-def evaluate_group(frame: pd.DataFrame, job: Job, plan: SharingPlan, names: Sequence[str], *,
-                   own: tuple[float, float] = (-math.inf, math.inf),
+def evaluate_group(frame: pd.DataFrame | Columns, job: Job, plan: SharingPlan,
+                   names: Sequence[str], *, own: tuple[float, float] = (-math.inf, math.inf),
                    with_complex: Sequence[str] = (),
                    chunk_events: int = CHUNK_EVENTS, render: bool = True) -> GroupOutput:
     """Match the patterns `names` (one sharing group, same key) over one partition's events
@@ -287,7 +289,7 @@ def evaluate_group(frame: pd.DataFrame, job: Job, plan: SharingPlan, names: Sequ
     return GroupOutput(outputs, found.partials)
 
 
-def match_group(frame: pd.DataFrame, job: Job, plan: SharingPlan, names: Sequence[str], *,
+def match_group(frame: pd.DataFrame | Columns, job: Job, plan: SharingPlan, names: Sequence[str], *,
                 own: tuple[float, float] = (-math.inf, math.inf),
                 chunk_events: int = CHUNK_EVENTS) -> GroupMatches:
     """Match the patterns `names` (one sharing group, same key) over one partition's events:
