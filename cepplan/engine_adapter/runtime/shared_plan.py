@@ -25,6 +25,8 @@ from itertools import product
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from cepplan.engine_adapter.runtime.job import (
     Job,
@@ -270,7 +272,9 @@ class _Candidates:
 
     def __init__(self, table: Table) -> None:
         self.cache: dict[str, np.ndarray] = {}
-        names, codes = np.unique(table.types, return_inverse=True)
+        encoded = pc.dictionary_encode(pa.array(table.types, pa.string()))  # hashed, not sorted
+        names = encoded.dictionary.to_pylist()
+        codes = encoded.indices.to_numpy(zero_copy_only=False)
         order = np.argsort(codes, kind="stable")
         bounds = np.searchsorted(codes[order], np.arange(len(names) + 1))
         self.types = {name: order[bounds[i]:bounds[i + 1]] for i, name in enumerate(names)}
