@@ -234,15 +234,18 @@ def _common_prefix_workload(n: int) -> dict:
 def best_runs(runs: Sequence[str], run: Callable[[str, Path], dict],
               matching: Callable[[dict], float], tmp: Path, repeats: int,
               cpu: dict[str, float] | None = None,
-              pick: Callable[[list[float]], float] = min
+              pick: Callable[[list[float]], float] = min, warm_up: bool = False
               ) -> tuple[dict[str, float], dict[str, float], dict[str, dict], dict[str, dict]]:
     """Each named plan run `repeats` rounds, interleaved so that drift in the machine's load
     hits every plan alike: per plan the wall and matching seconds of its rounds reduced by
     `pick` (the best, or the median), its matches (from the last round) and its metrics.
     `run(name, out)` runs one plan into `out`; `matching` reads the matching seconds from
     its metrics. With `cpu`, the CPU seconds of this process per plan (`pick`ed) go there
-    too (in-process runs)."""
+    too (in-process runs). With `warm_up`, the first plan runs once untimed first (the
+    process's first run pays for imports and growing its heap)."""
     times: dict[str, dict[str, list[float]]] = {"wall": {}, "match": {}, "cpu": {}}
+    if warm_up:
+        run(runs[0], tmp / "warm-up")
     found: dict[str, dict] = {}
     metrics: dict[str, dict] = {}
     for _ in range(repeats):
@@ -274,7 +277,7 @@ def _compare(title: str, wl, events: Path, limit: float, tmp: Path, repeats: int
         RUNS, lambda name, out: run_local_job(jobs[name], [str(events)], out,
                                               say=lambda _: None),
         lambda m: sum(v for k, v in m["seconds"].items() if k.startswith("match ")),
-        tmp, repeats, cpu, pick=statistics.median)
+        tmp, repeats, cpu, pick=statistics.median, warm_up=True)
     frame = _canonical(events)
     rounds: dict[str, list[float]] = {name: [] for name in RUNS}
     for _ in range(repeats):  # interleaved, median CPU seconds per plan

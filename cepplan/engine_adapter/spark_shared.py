@@ -64,7 +64,8 @@ def evaluate_shared(cache: MutableMapping[str, Any], job: Job, group: pd.DataFra
         caps = dict.fromkeys(names, 0)
         partials: dict[int, int] = {}
         for events in partitions(group[rows], job.pattern(names[0]).partition_by):
-            result = evaluate_group(events, job, plan, names, own=own, with_complex=names)
+            result = evaluate_group(events, job, plan, names, own=own, with_complex=names,
+                                    acquired={n: flags[n] for n in names})
             for node, count in result.partials.items():
                 partials[node] = partials.get(node, 0) + count
             for name, out in result.outputs.items():
