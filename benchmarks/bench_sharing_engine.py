@@ -2,15 +2,19 @@
 trading-rules example and a synthetic many-pattern workload under the chosen plan (shared
 and, for comparison, unshared) vs trivial, SH and RE, side by side in one run, with matches
 checked identical across plans; measured vs modelled partial matches per shared node.
+Streams are long enough for runs of seconds, not tenths (where set-up would weigh more than
+matching); every figure is the median of interleaved repeats.
 """
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 import math
 import os
 import random
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -20,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import orjson
 import pandas as pd
 
 from cepplan.costmodels.trees import node_cost
@@ -46,7 +51,7 @@ def main(quick: bool = False) -> None:
     limit = 2.0 if quick else 10.0
     with tempfile.TemporaryDirectory() as tmp:
         for title, wl, events in workloads(Path(tmp), quick):
-            _compare(title, wl, events, limit, Path(tmp), repeats=1 if quick else 2)
+            _compare(title, wl, events, limit, Path(tmp), repeats=1 if quick else 3)
             if title.startswith("synthetic"):
                 _partials_per_pattern(title, wl, events, limit)
         _versus_opencep(Path(tmp), limit, patterns=12 if quick else 24,
@@ -55,8 +60,9 @@ def main(quick: bool = False) -> None:
 
 def workloads(tmp: Path, quick: bool) -> Iterator[tuple[str, Any, Path]]:
     """The three workloads (title, workload, events file): the trading-rules example, a
-    synthetic §6.1-like one (100 ms window, conditions calibrated), one common prefix."""
-    events = _example_events(tmp, seconds=150.0 if quick else 600.0)
+    synthetic §6.1-like one (100 ms window, conditions calibrated), one common prefix;
+    full-size streams make each plan's run take seconds."""
+    events = _example_events(tmp, seconds=150.0 if quick else 6000.0)
     yield "examples/trading_rules", load_workload(EXAMPLE / "workload.json"), events
     # 100 ms: at 200 ms millions of complete matches, minutes per plan. No KLEENE: one
     # Kleene pattern's complete matches (rendered and written, the same in every plan)
@@ -68,10 +74,10 @@ def workloads(tmp: Path, quick: bool) -> Iterator[tuple[str, Any, Path]]:
         pattern["within"] = "100ms"
     means = _calibrate(raw)
     wl = build_workload(raw)
-    events = _synthetic_events(wl, tmp, seconds=5.0 if quick else 20.0, means=means)
+    events = _synthetic_events(wl, tmp, seconds=5.0 if quick else 100.0, means=means)
     yield f"synthetic {len(wl.patterns)} patterns, window 100ms", wl, events
     wl = build_workload(_common_prefix_workload(30 if quick else 60))
-    events = _synthetic_events(wl, tmp, seconds=20.0 if quick else 60.0, name="prefix")
+    events = _synthetic_events(wl, tmp, seconds=20.0 if quick else 600.0, name="prefix")
     yield f"{len(wl.patterns)} patterns on one common prefix", wl, events
 
 
@@ -227,15 +233,19 @@ def _common_prefix_workload(n: int) -> dict:
 
 def best_runs(runs: Sequence[str], run: Callable[[str, Path], dict],
               matching: Callable[[dict], float], tmp: Path, repeats: int,
-              cpu: dict[str, float] | None = None
+              cpu: dict[str, float] | None = None,
+              pick: Callable[[list[float]], float] = min, warm_up: bool = False
               ) -> tuple[dict[str, float], dict[str, float], dict[str, dict], dict[str, dict]]:
     """Each named plan run `repeats` rounds, interleaved so that drift in the machine's load
-    hits every plan alike: the best wall and matching seconds per plan, its matches (from
-    the last round) and its metrics. `run(name, out)` runs one plan into `out`; `matching`
-    reads the matching seconds from its metrics. With `cpu`, the least CPU seconds of this
-    process per plan go there too (in-process runs)."""
-    wall: dict[str, float] = {}
-    match_s: dict[str, float] = {}
+    hits every plan alike: per plan the wall and matching seconds of its rounds reduced by
+    `pick` (the best, or the median), its matches (from the last round) and its metrics.
+    `run(name, out)` runs one plan into `out`; `matching` reads the matching seconds from
+    its metrics. With `cpu`, the CPU seconds of this process per plan (`pick`ed) go there
+    too (in-process runs). With `warm_up`, the first plan runs once untimed first (the
+    process's first run pays for imports and growing its heap)."""
+    times: dict[str, dict[str, list[float]]] = {"wall": {}, "match": {}, "cpu": {}}
+    if warm_up:
+        run(runs[0], tmp / "warm-up")
     found: dict[str, dict] = {}
     metrics: dict[str, dict] = {}
     for _ in range(repeats):
@@ -243,16 +253,19 @@ def best_runs(runs: Sequence[str], run: Callable[[str, Path], dict],
             out = tmp / name.replace(" ", "_")
             start, clock = time.perf_counter(), time.process_time()
             metrics[name] = run(name, out)
-            wall[name] = min(wall.get(name, math.inf), time.perf_counter() - start)
-            if cpu is not None:
-                cpu[name] = min(cpu.get(name, math.inf), time.process_time() - clock)
-            match_s[name] = min(match_s.get(name, math.inf), matching(metrics[name]))
-            found[name] = _matches(out)
-    return wall, match_s, found, metrics
+            times["wall"].setdefault(name, []).append(time.perf_counter() - start)
+            times["cpu"].setdefault(name, []).append(time.process_time() - clock)
+            times["match"].setdefault(name, []).append(matching(metrics[name]))
+    for name in runs:  # the last round's output of each plan
+        found[name] = _matches(tmp / name.replace(" ", "_"))
+    if cpu is not None:
+        cpu.update({name: pick(t) for name, t in times["cpu"].items()})
+    return ({name: pick(t) for name, t in times["wall"].items()},
+            {name: pick(t) for name, t in times["match"].items()}, found, metrics)
 
 
 def _compare(title: str, wl, events: Path, limit: float, tmp: Path, repeats: int) -> None:
-    """Every plan on the same events, `repeats` rounds interleaved; best wall per plan."""
+    """Every plan on the same events, `repeats` rounds interleaved; median per plan."""
     base = trivial_plan(wl)
     plans = {"trivial": base}
     for name, search in (("re", "re"), ("sh", "sh"), ("chosen", "tabu")):
@@ -264,16 +277,18 @@ def _compare(title: str, wl, events: Path, limit: float, tmp: Path, repeats: int
         RUNS, lambda name, out: run_local_job(jobs[name], [str(events)], out,
                                               say=lambda _: None),
         lambda m: sum(v for k, v in m["seconds"].items() if k.startswith("match ")),
-        tmp, repeats, cpu)
+        tmp, repeats, cpu, pick=statistics.median, warm_up=True)
     frame = _canonical(events)
-    joins = {name: math.inf for name in RUNS}
-    for _ in range(repeats + 1):  # interleaved, least CPU seconds per plan
+    rounds: dict[str, list[float]] = {name: [] for name in RUNS}
+    for _ in range(repeats):  # interleaved, median CPU seconds per plan
         for name in RUNS:
-            joins[name] = min(joins[name], _join_seconds(jobs[name], frame, name == "chosen"))
+            rounds[name].append(_join_seconds(jobs[name], frame, name == "chosen"))
+    joins = {name: statistics.median(t) for name, t in rounds.items()}
     same = all(found[n] == found["trivial"] for n in RUNS)
     n_events = metrics["trivial"]["rows_read"]
     total = sum(metrics["trivial"]["matches"].values())
-    print(f"\n-- {title}: {n_events} events, {total} matches; identical across plans: {same}")
+    print(f"\n-- {title}: {n_events} events, {total} matches; identical across plans: {same}"
+          f"; median of {repeats} interleaved runs per plan")
     print(f"{'plan':>16} {'modelled':>10} {'wall s':>8} {'vs trivial':>10} {'CPU s':>8} "
           f"{'vs trivial':>10} {'matching s':>10} {'vs trivial':>10} {'joins CPU s':>11} "
           f"{'vs trivial':>10}")
@@ -407,21 +422,31 @@ def _calibrate(raw: dict, spread: float = 4.0) -> dict[str, float]:
     return means
 
 
-def _matches(out: Path) -> dict[str, list[str]]:
-    lines: dict[str, list[str]] = {}
+def _matches(out: Path) -> dict[str, tuple[int, str]]:
+    """Per pattern, how many matches and a digest of them in a canonical form (each match
+    object with sorted keys, sorted): equal digests, equal matches, whatever the plan's
+    join order."""
+    lines: dict[str, list[bytes]] = {}
     for part in sorted((out / "matches").iterdir()):
         if part.name.startswith((".", "_")):
             continue
-        for line in part.read_text().splitlines():
-            match = json.loads(line)
-            lines.setdefault(match["pattern"], []).append(json.dumps(match, sort_keys=True))
-    return {p: sorted(m) for p, m in lines.items()}
+        for line in part.read_bytes().splitlines():
+            match = orjson.loads(line)
+            lines.setdefault(match["pattern"], []).append(
+                orjson.dumps(match, option=orjson.OPT_SORT_KEYS))
+    return {p: (len(m), hashlib.sha256(b"\n".join(sorted(m))).hexdigest())
+            for p, m in lines.items()}
 
 
 def _example_events(tmp: Path, seconds: float) -> Path:
+    """The example's events up to `seconds`; beyond the file's span, the file again
+    shifted by whole spans (copies in time order)."""
     csv = pd.read_csv(EXAMPLE / "events.csv")
+    span = math.ceil(csv["ts"].max())
+    copies = [csv.assign(ts=csv["ts"] + k * span) for k in range(math.ceil(seconds / span))]
+    frame = pd.concat(copies, ignore_index=True)
     path = tmp / "trading.csv"
-    csv[csv["ts"] < seconds].to_csv(path, index=False)
+    frame[frame["ts"] < seconds].to_csv(path, index=False)
     return path
 
 
@@ -431,9 +456,9 @@ def _synthetic_events(wl, tmp: Path, seconds: float,
     normal around each type's mean (`_calibrate`)."""
     rng = np.random.default_rng(7)
     rows = []
-    for name, rate in wl.statistics.rates.items():
+    for event_type, rate in wl.statistics.rates.items():
         n = rng.poisson(rate * seconds)
-        rows.append(pd.DataFrame({"type": name, "ts": rng.uniform(0, seconds, n)}))
+        rows.append(pd.DataFrame({"type": event_type, "ts": rng.uniform(0, seconds, n)}))
     frame = pd.concat(rows).sort_values("ts", kind="stable").reset_index(drop=True)
     frame["price"] = rng.uniform(0, 100, len(frame)).round(2)
     frame["diff"] = rng.uniform(0, 100, len(frame)).round(2) if means is None else \

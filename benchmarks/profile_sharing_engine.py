@@ -20,6 +20,7 @@ from pathlib import Path
 from benchmarks.bench_sharing_engine import RUNS, workloads
 from cepplan.engine_adapter.job_spec import job_data
 from cepplan.engine_adapter.local import engine as local_engine
+from cepplan.engine_adapter.local import shared as local_shared
 from cepplan.engine_adapter.local import writer as local_writer
 from cepplan.engine_adapter.runtime import job as runtime_job
 from cepplan.engine_adapter.runtime import matcher, records, shared_plan
@@ -80,6 +81,7 @@ def _instrument(clock: PhaseClock) -> list[tuple[object, str, object]]:
     """Wrap the engine's phase functions; returns what to restore."""
     targets = [
         (local_engine, "_tagged", "tag"), (local_engine, "acquire", "acquire"),
+        (local_shared, "acquire", "acquire"),
         (runtime_job, "make_table", "table"), (shared_plan, "make_table", "table"),
         (matcher._Context, "_candidates", "table"),
         (shared_plan._SharedContext, "_candidates", "table"),

@@ -125,9 +125,13 @@ def match(acquired: DataFrame, plan: Layout, keys: tuple[str, ...],
         stamps = group[EVENT_TS].to_numpy()
         owned = (stamps >= own[0]) & (stamps < own[1])
         found: dict[tuple[str, str], int] = {("shuffled", ""): len(group)}
-        parts: list[pd.DataFrame] = []
-        shared = evaluate_shared(cache, job, group, flags, own, found, parts)  # sharing groups
-        yield from map(output.events, parts)
+
+        def where(name: str) -> str:  # a group's part file per pattern
+            return f"{output.number[name]}-{int(group[_PART].iloc[0])}-{index}"
+
+        shared, batches = evaluate_shared(cache, job, group, flags, own, found, output, where)
+        yield from batches  # the sharing groups'
+
         for name in names:
             spec = job.pattern(name)
             mine = group[flags[name]].to_numpy(dtype=bool)
@@ -143,8 +147,7 @@ def match(acquired: DataFrame, plan: Layout, keys: tuple[str, ...],
                 if out.complex is not None and len(out.complex):
                     yield output.events(out.complex.assign(**{PATTERN: name}))
                 elif out.count:
-                    where = f"{output.number[name]}-{int(group[_PART].iloc[0])}-{index}"
-                    yield from output.texts(name, out.matches, where)
+                    yield from output.texts(name, out.matches, where(name))
             found[("matches", name)] = matches
             found[("cap", name)] = cap
         output.close()

@@ -12,7 +12,7 @@ matches travel back in the match stage's accumulator (no extra pass over the mat
 
 from __future__ import annotations
 
-from collections.abc import Mapping, MutableMapping
+from collections.abc import Callable, Mapping, MutableMapping
 from typing import Any
 
 import numpy as np
@@ -42,19 +42,23 @@ def job_sharing(job: Job) -> SharingPlan | None:
 
 def evaluate_shared(cache: MutableMapping[str, Any], job: Job, group: pd.DataFrame,
                     flags: Mapping[str, str], own: tuple[float, float],
-                    found: MutableMapping[tuple[str, str], int], parts: list) -> set[str]:
+                    found: MutableMapping[tuple[str, str], int], output: Any,
+                    where: Callable[[str], str]) -> tuple[set[str], list]:
     """In one match group of a scheme, the patterns of `flags` (name -> acquired-row flag
-    column) that belong to a sharing group, evaluated together; their matches (as output
-    rows) appended to `parts`, their counts and each node's partial matches added to
-    `found`. Returns the names done, which the caller skips."""
+    column) that belong to a sharing group, evaluated together; their counts and each
+    node's partial matches added to `found`. Returns the names done, which the caller
+    skips, and their output batches: as the stage outputs a pattern alone (`output`,
+    `spark_match._Output`), complex events only for patterns others read, else the match
+    texts (part file `where(name)`)."""
     if "sharing" not in cache:
         cache["sharing"] = job_sharing(job)
     plan: SharingPlan | None = cache["sharing"]
     if plan is None:
-        return set()
+        return set(), []
     if "groups" not in cache:
         cache["groups"] = plan.groups()
     done: set[str] = set()
+    batches: list = []
     for members in cache["groups"]:
         names = [n for n in members if n in flags]
         if not names:
@@ -64,21 +68,25 @@ def evaluate_shared(cache: MutableMapping[str, Any], job: Job, group: pd.DataFra
         caps = dict.fromkeys(names, 0)
         partials: dict[int, int] = {}
         for events in partitions(group[rows], job.pattern(names[0]).partition_by):
-            result = evaluate_group(events, job, plan, names, own=own, with_complex=names)
+            result = evaluate_group(events, job, plan, names, own=own,
+                                    with_complex=[n for n in names if n in output.consumed],
+                                    acquired={n: flags[n] for n in names})
             for node, count in result.partials.items():
                 partials[node] = partials.get(node, 0) + count
             for name, out in result.outputs.items():
                 counts[name] += out.count
                 caps[name] += out.cap_hits
                 if out.complex is not None and len(out.complex):
-                    parts.append(out.complex.assign(**{PATTERN: name}))
+                    batches.append(output.events(out.complex.assign(**{PATTERN: name})))
+                elif out.count:
+                    batches.extend(output.texts(name, out.matches, where(name)))
         for name in names:
             found[("matches", name)] = counts[name]
             found[("cap", name)] = caps[name]
         for node, count in partials.items():
             found[(_PARTIALS, str(node))] = count
         done.update(names)
-    return done
+    return done, batches
 
 
 def note_span(counts, pool, job: Job) -> None:

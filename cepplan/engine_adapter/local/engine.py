@@ -34,6 +34,8 @@ from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_TYPE
 if TYPE_CHECKING:  # the time-range path runs on NumPy `Columns`; pandas only for the others
     import pandas as pd
 
+    from cepplan.engine_adapter.runtime.shared_plan import SharingPlan
+
 
 SLICE_ROWS = 1 << 14  # events per owned time range of one key
 REGION_ROWS = 1 << 16  # tagged rows matched and released together, time-ordered input
@@ -156,13 +158,8 @@ class _OutOfOrder(Exception):
 
 def _streamable(job: Job) -> bool:
     """Whether the job can be matched time range by time range as the events are read:
-    every pattern has a window, and none reads another's matches, contexts or a shared plan."""
+    every pattern has a window, and none reads another's matches or contexts."""
     names = {p.name for p in job.patterns}
-    if (job.data.get("sharing") or {}).get("shared"):  # shared_plan loads pandas
-        from cepplan.engine_adapter.runtime.shared_plan import sharing_plan
-
-        if sharing_plan(job).uses:
-            return False
     return (all(p.window is not None and p.window > 0 for p in job.patterns)
             and not any(o.type in names for p in job.patterns for o in p.operands)
             and not job.data.get("contexts"))
@@ -189,6 +186,7 @@ def _run_by_time_range(job: Job, data: dict[str, Any], events: Sequence[str], ou
                                "rows_shuffled": 0, "matches": {}, "kleene_cap_hits": {}}
     totals = {p.name: [0, 0, 0] for p in job.patterns}  # rows sent, matches, cap hits
     built: dict[str, list[int]] = {}  # pattern -> partial matches per join prefix
+    sharing, partials = _sharing(job), {}  # shared node -> partial matches
     margin = _margin(job)
     with staged_output(out, output_format) as (writer, finish):
         held: list[Columns] = []
@@ -205,12 +203,14 @@ def _run_by_time_range(job: Job, data: dict[str, Any], events: Sequence[str], ou
                 continue
             pool = Columns.concat(held, _EMPTY)
             high = latest - margin
-            _match_range(pool, job, (low, high), writer, totals, built, seconds)
+            _match_range(pool, job, (low, high), writer, totals, built, seconds,
+                         sharing, partials)
             stamps = pool[EVENT_TS]
             held = [pool.take(slice(int(np.searchsorted(stamps, high - margin, "left")), None))]
             rows, low = len(held[0]), high
         pool = Columns.concat(held, _EMPTY)
-        _match_range(pool, job, (low, math.inf), writer, totals, built, seconds)
+        _match_range(pool, job, (low, math.inf), writer, totals, built, seconds,
+                     sharing, partials)
         metrics["rows_read"] = counts.pop(_ROWS_READ, 0)
         metrics["rows_rejected"] = dict(counts)
         say(f"read {metrics['rows_read']} rows ({sum(counts.values())} rejected), "
@@ -218,26 +218,53 @@ def _run_by_time_range(job: Job, data: dict[str, Any], events: Sequence[str], ou
         cap = data["options"].get("kleene_cap", 16)
         for spec in job.patterns:
             _count(metrics, spec.name, *totals[spec.name], say, cap)
+        span = (latest - first) if first is not None else 0.0
+        if sharing is not None:
+            from cepplan.engine_adapter.runtime.shared_plan import node_summaries
+
+            metrics["shared_nodes"] = node_summaries(sharing, partials, span)
         if built:
-            metrics["partial_matches"] = _partial_metrics(
-                job, built, (latest - first) if first is not None else 0.0)
+            metrics["partial_matches"] = _partial_metrics(job, built, span)
         metrics["plan"] = data.get("plan", {})
         metrics["seconds"] = {k: round(v, 3) for k, v in seconds.items()}
         finish(metrics)
     return metrics
 
 
+def _sharing(job: Job) -> SharingPlan | None:
+    """The job's shared plan, or None when it shares nothing."""
+    if not (job.data.get("sharing") or {}).get("shared"):
+        return None
+    from cepplan.engine_adapter.runtime.shared_plan import sharing_plan
+
+    plan = sharing_plan(job)
+    return plan if plan.uses else None
+
+
 def _match_range(pool: Columns, job: Job, owned: tuple[float, float], writer: Any,
                  totals: dict[str, list[int]], built: dict[str, list[int]],
-                 seconds: dict[str, float]) -> None:
+                 seconds: dict[str, float], sharing: SharingPlan | None = None,
+                 partials: dict[int, int] | None = None) -> None:
     """Every pattern's matches whose latest event lies in `owned`, over `pool` (the events
     of that range and a margin around it), written; rows sent and partial matches built
-    counted for the range."""
+    counted for the range. A sharing group is matched together (`match_shared_range`),
+    its nodes' partial matches added to `partials`."""
     if not len(pool):
         return
     stamps = pool[EVENT_TS]
     inside = (stamps >= owned[0]) & (stamps < owned[1])
+    done: set[str] = set()
     for spec in job.patterns:
+        if spec.name in done:
+            continue
+        if sharing is not None and spec.name in sharing.uses:
+            from cepplan.engine_adapter.local.shared import match_shared_range
+
+            names = sharing.members(spec.name)
+            match_shared_range(pool, job, sharing, names, owned, inside, writer, totals,
+                               partials, seconds, _slices)
+            done.update(names)
+            continue
         clock = time.perf_counter()
         labels = [c for c in pool.columns if c.startswith(spec.name + "\t")]
         keep = acquire(pool, {c: pool[c] for c in labels}, spec)

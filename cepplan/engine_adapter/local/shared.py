@@ -1,17 +1,18 @@
 """The local engine's side of the shared plan: one sharing group's patterns over the rows
 any of them acquires (within its context windows, with contexts), sliced once (largest
-window), evaluated by `runtime.shared_plan`."""
+window), evaluated by `runtime.shared_plan` — over a time range of NumPy columns as the
+events are read (`match_shared_range`), or over the whole pandas pool (`shared_group`)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterator, Mapping
+import time
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from types import SimpleNamespace
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from cepplan.engine_adapter.local.acquire import acquire
-from cepplan.engine_adapter.local.contexts import LocalContexts
 from cepplan.engine_adapter.runtime.job import Job, PartitionOutput
 from cepplan.engine_adapter.runtime.shared_plan import (
     GroupMatches,
@@ -19,7 +20,66 @@ from cepplan.engine_adapter.runtime.shared_plan import (
     match_group,
     node_summaries,
 )
+from cepplan.engine_adapter.runtime.spec import PatternSpec
+from cepplan.engine_adapter.runtime.table import Columns
 from cepplan.workload.columns import EVENT_TS
+
+if TYPE_CHECKING:  # the time-range path runs without pandas
+    import pandas as pd
+
+    from cepplan.engine_adapter.local.contexts import LocalContexts
+
+
+def match_shared_range(pool: Columns, job: Job, plan: SharingPlan, names: Sequence[str],
+                       owned: tuple[float, float], inside: np.ndarray, writer: Any,
+                       totals: dict[str, list[int]], partials: dict[int, int],
+                       seconds: dict[str, float], slices: Callable) -> None:
+    """One sharing group's matches whose latest event lies in `owned` (`inside` flags those
+    rows of `pool`), written per member: each member acquires its rows once (its rows sent
+    counted as when evaluated alone), the group is matched once over their union, each
+    shared node's partial matches computed once and added to `partials`; `totals` gets each
+    member's rows sent, matches and cap hits."""
+    kept: dict[str, np.ndarray] = {}
+    for name in names:
+        clock = time.perf_counter()
+        kept[name] = acquire(pool, {c: pool[c] for c in pool.columns
+                                    if c.startswith(name + "\t")}, job.pattern(name))
+        totals[name][0] += int(np.count_nonzero(kept[name] & inside))
+        seconds[f"acquire {name}"] = (seconds.get(f"acquire {name}", 0.0)
+                                      + time.perf_counter() - clock)
+    clock = time.perf_counter()
+    rows = np.logical_or.reduce(list(kept.values()))
+    frame = pool.take(rows, [c for c in pool.columns if "\t" not in c])
+    frame.data.update({acquired_column(n): keep[rows] for n, keep in kept.items()})
+    flags = {n: acquired_column(n) for n in names}
+    for group, own in slices(frame, _shape([job.pattern(n) for n in names])):
+        mine = (max(own[0], owned[0]), min(own[1], owned[1]))
+        if mine[0] >= mine[1]:
+            continue
+        found = match_group(group, job, plan, names, own=mine, acquired=flags)
+        for index, count in found.partials.items():
+            partials[index] = partials.get(index, 0) + count
+        for name in names:
+            out = found.output(name, False)
+            writer.write(name, out.matches, out.count)
+            totals[name][1] += out.count
+            totals[name][2] += out.cap_hits
+    key = f"match {names[0]}"  # the group's matching, charged to its first member
+    seconds[key] = seconds.get(key, 0.0) + time.perf_counter() - clock
+
+
+def acquired_column(name: str) -> str:
+    """The group frame's column flagging the rows pattern `name` acquires (a leading tab:
+    no attribute or variable tag is named so)."""
+    return "\tacquired\t" + name
+
+
+def _shape(specs: Sequence[PatternSpec]) -> SimpleNamespace:
+    """What slicing a group's events needs: the largest window, every member's negations
+    (a slice reaches ahead when any can look ahead) and the common key."""
+    return SimpleNamespace(window=max(s.window for s in specs),
+                           negated=tuple(o for s in specs for o in s.negated),
+                           partition_by=specs[0].partition_by)
 
 
 def shared_group(pool: pd.DataFrame, job: Job, plan: SharingPlan, name: str,
@@ -31,34 +91,34 @@ def shared_group(pool: pd.DataFrame, job: Job, plan: SharingPlan, name: str,
     stage then keeps the matches that count, as for a pattern evaluated alone)."""
     members = set(plan.members(name))
     names = [s.name for s in job.patterns if s.name in members]
-    rows = np.zeros(len(pool), dtype=bool)
+    kept: dict[str, np.ndarray] = {}
     for member in names:
         spec = job.pattern(member)
         labels = [c for c in pool.columns if c.startswith(member + "\t")]
         frame, masks = pool, {c: pool[c].to_numpy(dtype=bool) for c in labels}
         if stage is not None:
             frame, masks = stage.push_down(pool, masks, spec)
-        rows[pool.index.get_indexer(frame.index[acquire(frame, masks, spec)])] = True
-    return run_shared_group(pool, rows, job, plan, names,
+        kept[member] = np.zeros(len(pool), dtype=bool)
+        kept[member][pool.index.get_indexer(frame.index[acquire(frame, masks, spec)])] = True
+    return run_shared_group(pool, kept, job, plan, names,
                             with_complex=consumers, partials=partials, slices=slices)
 
 
-def run_shared_group(pool: pd.DataFrame, rows: np.ndarray, job: Job, plan: SharingPlan,
-                     names: list[str], *, with_complex: Collection[str],
+def run_shared_group(pool: pd.DataFrame, kept: Mapping[str, np.ndarray], job: Job,
+                     plan: SharingPlan, names: list[str], *, with_complex: Collection[str],
                      partials: dict[int, int],
                      slices: Callable) -> dict[str, Iterator[PartitionOutput]]:
     """Per member, its outputs slice by slice, each rendered when taken (so the group's
     text is not all held at once); each node's partial matches added to
-    `partials`. `rows` flags the pool's rows any member acquires; `slices` is the engine's
-    split into owned time ranges per key."""
+    `partials`. `kept` flags, per member, the pool's rows it acquires; `slices` is the
+    engine's split into owned time ranges per key."""
+    rows = np.logical_or.reduce([kept[n] for n in names])
     frame = pool.loc[rows, [c for c in pool.columns if "\t" not in c]]
-    specs = [job.pattern(n) for n in names]
-    shape = SimpleNamespace(window=max(s.window for s in specs),
-                            negated=tuple(o for s in specs for o in s.negated),
-                            partition_by=specs[0].partition_by)
+    frame = frame.assign(**{acquired_column(n): kept[n][rows] for n in names})
+    flags = {n: acquired_column(n) for n in names}
     found: list[GroupMatches] = []
-    for group, own in slices(frame, shape):
-        found.append(match_group(group, job, plan, names, own=own))
+    for group, own in slices(frame, _shape([job.pattern(n) for n in names])):
+        found.append(match_group(group, job, plan, names, own=own, acquired=flags))
         for index, count in found[-1].partials.items():
             partials[index] = partials.get(index, 0) + count
     return {n: _rendered(found, n, n in with_complex) for n in names}

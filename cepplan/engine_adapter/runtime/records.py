@@ -69,7 +69,6 @@ class Renderer:
         self.type_attrs = type_attrs
         self._texts = np.full(len(table), None, dtype=object)
         self._done = np.zeros(len(table), dtype=bool)
-        self._arrow: pa.Array | None = None  # `_texts` as Arrow, until more are rendered
 
     def event_texts(self, ranks: np.ndarray) -> np.ndarray:
         """The JSON text of each event: id, type, ts, its type's attributes (and, for a
@@ -110,7 +109,6 @@ class Renderer:
                                           strict=True)]
             self._texts[mine] = np.asarray(text, dtype=object) if text else text
             self._done[mine] = True
-        self._arrow = None
 
     def match_lines(self, spec: PatternSpec, matches: Matches) -> str:
         """All matches as JSON lines (`match_array`'s text)."""
@@ -122,16 +120,23 @@ class Renderer:
         JSON lines ready to write. A line is its pieces one after the other: per variable,
         its label and event text (rendered once per event, label included) or its Kleene
         list, the closing braces on the last piece; one `take` per chunk lays the pieces of
-        every line out in order, so no Python string per match is built."""
+        every line out in order, so no Python string per match is built. A variable's pieces
+        are made for the events it binds only, not the whole table (a sharing group's table
+        holds every member's events)."""
         head = '{"pattern": ' + json.dumps(spec.name) + ', "events": {'
         names = [*matches.single, *matches.kleene]
         labels = {v: f"{', ' if i else head}{json.dumps(v)}: " for i, v in enumerate(names)}
         ends = {v: "}}\n" if v == names[-1] else "" for v in names}
         self._render_missing(np.concatenate([*matches.single.values(),
                                              np.empty(0, np.int64)]))
-        texts = self._texts_array() if matches.single else None
-        pieces = [pc.binary_join_element_wise(_scalar(labels[v]), texts, _scalar(ends[v]),
-                                              _scalar("")) for v in matches.single]
+        pieces, positions = [], []  # per variable: its pieces; rank -> its piece
+        for var, ranks in matches.single.items():
+            bound = np.zeros(len(self.table), dtype=bool)
+            bound[ranks] = True
+            texts = pa.array(self._texts[bound], pa.large_string())
+            pieces.append(pc.binary_join_element_wise(_scalar(labels[var]), texts,
+                                                      _scalar(ends[var]), _scalar("")))
+            positions.append(np.cumsum(bound) - 1)
         fixed = pa.concat_arrays(pieces) if pieces else None
         chunks = []
         for start in range(0, matches.count, RENDER_ROWS):
@@ -143,7 +148,7 @@ class Renderer:
             rows = np.arange(stop - start, dtype=np.int64)
             order = np.empty((stop - start, len(names)), dtype=np.int64)
             for i, ranks in enumerate(matches.single.values()):
-                order[:, i] = ranks[start:stop] + at[i]
+                order[:, i] = positions[i][ranks[start:stop]] + at[i]
             for i in range(len(sets)):
                 order[:, len(pieces) + i] = rows + at[len(pieces) + i]
             laid = pc.take(layout, order.ravel())
@@ -152,14 +157,6 @@ class Renderer:
             chunks.append(pa.LargeStringArray.from_buffers(
                 len(rows), pa.py_buffer(np.ascontiguousarray(offsets)), laid.buffers()[2]))
         return pa.chunked_array(chunks, pa.large_string())
-
-    def _texts_array(self) -> pa.Array:
-        """The table's event texts as an Arrow column indexed by rank (unrendered ones
-        null), converted once per table rather than per call: a sharing group's patterns
-        render from one table."""
-        if self._arrow is None:
-            self._arrow = pa.array(self._texts, pa.large_string())
-        return self._arrow
 
     def _kleene_texts(self, sets: list[tuple[int, ...]], label: str, end: str) -> pa.Array:
         """Each set of a Kleene variable's events as its label, a JSON list of their texts

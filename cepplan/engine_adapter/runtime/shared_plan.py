@@ -22,10 +22,11 @@ import math
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import product
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from cepplan.engine_adapter.runtime.job import (
     Job,
@@ -42,8 +43,11 @@ from cepplan.engine_adapter.runtime.spec import (
     Stages,
     compile_pattern,
 )
-from cepplan.engine_adapter.runtime.table import Table, expand, make_table
+from cepplan.engine_adapter.runtime.table import Columns, Table, expand, make_table
 from cepplan.workload.columns import EVENT_TYPE
+
+if TYPE_CHECKING:  # the local engine's time-range path runs shared groups without pandas
+    import pandas as pd
 
 
 @dataclass(frozen=True)
@@ -268,49 +272,76 @@ class _Candidates:
 
     def __init__(self, table: Table) -> None:
         self.cache: dict[str, np.ndarray] = {}
-        codes, names = pd.factorize(table.types)
+        encoded = pc.dictionary_encode(pa.array(table.types, pa.string()))  # hashed, not sorted
+        names = encoded.dictionary.to_pylist()
+        codes = encoded.indices.to_numpy(zero_copy_only=False)
         order = np.argsort(codes, kind="stable")
         bounds = np.searchsorted(codes[order], np.arange(len(names) + 1))
         self.types = {name: order[bounds[i]:bounds[i + 1]] for i, name in enumerate(names)}
 
 
-def evaluate_group(frame: pd.DataFrame, job: Job, plan: SharingPlan, names: Sequence[str], *,
-                   own: tuple[float, float] = (-math.inf, math.inf),
+def evaluate_group(frame: pd.DataFrame | Columns, job: Job, plan: SharingPlan,
+                   names: Sequence[str], *, own: tuple[float, float] = (-math.inf, math.inf),
                    with_complex: Sequence[str] = (),
-                   chunk_events: int = CHUNK_EVENTS, render: bool = True) -> GroupOutput:
+                   chunk_events: int = CHUNK_EVENTS, render: bool = True,
+                   acquired: Mapping[str, str] | None = None) -> GroupOutput:
     """Match the patterns `names` (one sharing group, same key) over one partition's events
-    and render every pattern's output. Without `render`, only counts (benchmarks time the
-    joins apart from the output)."""
-    found = match_group(frame, job, plan, names, own=own, chunk_events=chunk_events)
+    and render every pattern's output (`match_group`). Without `render`, only counts
+    (benchmarks time the joins apart from the output)."""
+    found = match_group(frame, job, plan, names, own=own, chunk_events=chunk_events,
+                        acquired=acquired)
     outputs = {name: found.output(name, name in with_complex) if render else found.counts(name)
                for name in names}
     return GroupOutput(outputs, found.partials)
 
 
-def match_group(frame: pd.DataFrame, job: Job, plan: SharingPlan, names: Sequence[str], *,
-                own: tuple[float, float] = (-math.inf, math.inf),
-                chunk_events: int = CHUNK_EVENTS) -> GroupMatches:
+def match_group(frame: pd.DataFrame | Columns, job: Job, plan: SharingPlan,
+                names: Sequence[str], *, own: tuple[float, float] = (-math.inf, math.inf),
+                chunk_events: int = CHUNK_EVENTS,
+                acquired: Mapping[str, str] | None = None) -> GroupMatches:
     """Match the patterns `names` (one sharing group, same key) over one partition's events:
-    one table, each shared node's partial matches once, each pattern on top of its nodes."""
+    one table, each shared node's partial matches once, each pattern on top of its nodes.
+    `acquired` names, per member, the frame's column flagging the rows the engine's
+    acquisition keeps for it: its variables then bind only those, as in its own table when
+    evaluated alone, and a node's only its users' (same matches, fewer partial ones)."""
     specs = {name: job.pattern(name) for name in names}
     attributes: list[str] = []
     for spec in specs.values():
         attributes += [a for a in needed_attributes(job, spec) if a not in attributes]
-    table = make_table(frame, attributes)
+    flags = dict(acquired or {})
+    table = make_table(frame, attributes + [c for c in flags.values() if c not in attributes])
+    mine = {n: np.asarray(table.columns[c], dtype=bool) for n, c in flags.items()}
     cache = _Candidates(table)
     out = GroupMatches(Renderer(table, job.types), specs)
     node_rows: dict[int, NodeRows] = {}
     for index in sorted({u.node for n in names for u in plan.uses.get(n, ())}):
         node = plan.nodes[index]
-        rows = _node_rows(_SharedContext(table, node.spec, node.stages, cache), chunk_events)
+        users = [n for n in plan.users(index) if n in specs]
+        allowed = (np.logical_or.reduce([mine[n] for n in users])
+                   if all(n in mine for n in users) else None)
+        context = _SharedContext(table, node.spec, node.stages, cache, allowed=allowed)
+        rows = _node_rows(context, _chunk(context, chunk_events))
         stamps = table.ts[rows.latest]
         out.partials[index] = int(np.count_nonzero((stamps >= own[0]) & (stamps < own[1])))
         node_rows[index] = rows  # counted by latest event, like matches
     for name, spec in specs.items():
         starts = [(use, node_rows[use.node]) for use in plan.uses.get(name, ())]
-        context = _SharedContext(table, spec, job.stages[name], cache, starts)
-        out.matches[name] = [m for m in _match(context, table, own, chunk_events) if m.count]
+        context = _SharedContext(table, spec, job.stages[name], cache, starts,
+                                 allowed=mine.get(name))
+        out.matches[name] = [m for m in _match(context, table, own,
+                                               _chunk(context, chunk_events)) if m.count]
     return out
+
+
+def _chunk(context: _Context, chunk_events: int) -> int:
+    """Ranks per chunk such that a chunk holds about `chunk_events` of the pattern's own
+    candidate events, as its own table would alone: the group's table holds every member's
+    events, and each chunk builds again the partial matches reaching a window back."""
+    n = len(context.table)
+    used = np.zeros(n, dtype=bool)
+    for ranks in context.cands.values():
+        used[ranks] = True
+    return max(chunk_events, chunk_events * n // max(1, int(np.count_nonzero(used))))
 
 
 @dataclass(frozen=True)
@@ -371,8 +402,10 @@ class _SharedContext(_Context):
     joined in as whole operands."""
 
     def __init__(self, table: Table, spec: PatternSpec, stages: Stages, cache: _Candidates,
-                 starts: Sequence[tuple[NodeUse, NodeRows]] = ()):
+                 starts: Sequence[tuple[NodeUse, NodeRows]] = (),
+                 allowed: np.ndarray | None = None):
         self._cache = cache
+        self._allowed = allowed  # the ranks this pattern (or node) may bind, if not all
         super().__init__(table, spec, stages)
         self.starts = list(starts)
 
@@ -383,7 +416,8 @@ class _SharedContext(_Context):
                           sorted(json.dumps(_renamed(f, {operand.var: "_"})) for f in filters)])
         if key not in self._cache.cache:
             self._cache.cache[key] = super()._candidates(operand)
-        return self._cache.cache[key]
+        ranks = self._cache.cache[key]
+        return ranks if self._allowed is None else ranks[self._allowed[ranks]]
 
     def _of_type(self, type_name: str) -> np.ndarray:
         return self._cache.types.get(type_name, np.empty(0, np.int64))
