@@ -71,8 +71,8 @@ def ranges_apply(spark: SparkSession, data: Mapping[str, Any], events: Sequence[
 
 def _eligible(data: Mapping[str, Any], events: Sequence[str]) -> bool:
     """One local CSV file the in-process reader reads, and a workload the in-process engine
-    matches range by range (every pattern has a window; no contexts, consumer queries,
-    patterns over other patterns' matches, or shared plan); CEPPLAN_SPARK_RANGES not 0."""
+    matches range by range (every pattern has a window; no contexts, consumer queries or
+    patterns over other patterns' matches); CEPPLAN_SPARK_RANGES not 0."""
     if os.environ.get(ENABLED, "1") == "0" or len(events) != 1:
         return False
     if plain_csv_splits(data, events, 1) is None:  # None also when the reader cannot import
@@ -175,8 +175,9 @@ def run_ranges(spark: SparkSession, data: dict[str, Any], found: list[Region], s
 
 def _metrics(data: Mapping[str, Any], figures: list[dict[str, Any]]) -> dict[str, Any]:
     """metrics.json from the tasks' figures, in the in-process engine's layout."""
-    from cepplan.engine_adapter.local.engine import _added, _partial_metrics
+    from cepplan.engine_adapter.local.engine import _added, _partial_metrics, _sharing
     from cepplan.engine_adapter.runtime.job import job_from_json
+    from cepplan.engine_adapter.runtime.shared_plan import node_summaries
 
     rejected: Counter = Counter()
     totals: dict[str, list[int]] = {p["name"]: [0, 0, 0] for p in data["patterns"]}
@@ -200,9 +201,16 @@ def _metrics(data: Mapping[str, Any], figures: list[dict[str, Any]]) -> dict[str
     metrics["task_seconds"] = {k: round(v, 3) for k, v in sorted(seconds.items())}
     firsts = [f["first"] for f in figures if f["first"] is not None]
     lasts = [f["last"] for f in figures if f["last"] is not None]
+    span = (max(lasts) - min(firsts)) if firsts else 0.0
+    job = job_from_json(dict(data))
+    sharing = _sharing(job)
+    if sharing is not None:
+        partials: Counter = Counter()
+        for f in figures:
+            partials.update({int(node): count for node, count in f["partials"].items()})
+        metrics["shared_nodes"] = node_summaries(sharing, dict(partials), span)
     if built:
-        span = (max(lasts) - min(firsts)) if firsts else 0.0
-        metrics["partial_matches"] = _partial_metrics(job_from_json(dict(data)), built, span)
+        metrics["partial_matches"] = _partial_metrics(job, built, span)
     return metrics
 
 
@@ -228,7 +236,7 @@ class RangeTask:
                                                  names=["figures"])
 
     def _run(self, region: Region, job) -> dict[str, Any]:
-        from cepplan.engine_adapter.local.engine import _EMPTY, _margin, _match_range
+        from cepplan.engine_adapter.local.engine import _EMPTY, _margin, _match_range, _sharing
         from cepplan.engine_adapter.local.writer import MatchWriter
         from cepplan.engine_adapter.runtime.table import Columns
 
@@ -238,8 +246,8 @@ class RangeTask:
         figures: dict[str, Any] = {"number": region.number, "read": read,
                                    "rejected": dict(rejected),
                                    "rows_ok": read == region.rows, "ordered": True,
-                                   "totals": {}, "built": {}, "first": None, "last": None,
-                                   "seconds": {}}
+                                   "totals": {}, "built": {}, "partials": {},
+                                   "first": None, "last": None, "seconds": {}}
         stamps = own[EVENT_TS]
         figures["ordered"] = _ordered(stamps)
         if not (figures["rows_ok"] and figures["ordered"]):
@@ -255,6 +263,7 @@ class RangeTask:
             figures["first"], figures["last"] = float(stamps[0]), float(stamps[-1])
         totals = {p.name: [0, 0, 0] for p in job.patterns}
         built: dict[str, list[int]] = {}
+        partials: dict[int, int] = {}
         seconds: dict[str, float] = {}
         writer = MatchWriter(Path(self.staging), self.output_format,
                              part=f"part-{region.number:05d}")
@@ -262,14 +271,15 @@ class RangeTask:
             if low < high:
                 pool = Columns.concat([p for p in (back, own, ahead)
                                        if p is not None and len(p)], _EMPTY)
-                _match_range(pool, job, (low, high), writer, totals, built, seconds)
+                _match_range(pool, job, (low, high), writer, totals, built, seconds,
+                             _sharing(job), partials)
             writer.close()
         finally:
             writer.close(complete=False)
         seconds["read and tag"] = reader.seconds
         seconds["task"] = time.perf_counter() - clock
         seconds["task CPU"] = time.process_time() - cpu  # the worker's: robust to load
-        figures.update(totals=totals, built=built, seconds=seconds)
+        figures.update(totals=totals, built=built, partials=partials, seconds=seconds)
         return figures
 
 
