@@ -416,7 +416,15 @@ def _tagged(frame: pd.DataFrame | Columns, job: Job,
 
 
 def _with_tags(pool: pd.DataFrame, made: pd.DataFrame, job: Job) -> pd.DataFrame:
-    """The pool with a pattern's matches added as complex events, tagged like any event."""
+    """The pool with a pattern's matches added as complex events, tagged like any event
+    (an empty side is left out of the concatenation, whose dtypes pandas will stop taking
+    from empty frames)."""
     import pandas as pd
 
-    return pd.concat([pool, _tagged(made, job)], ignore_index=True)
+    added = _tagged(made, job)
+    if not len(added):
+        return pool
+    if not len(pool):
+        columns = list(dict.fromkeys([*pool.columns, *added.columns]))
+        return added.reindex(columns=columns).reset_index(drop=True)
+    return pd.concat([pool, added], ignore_index=True)
