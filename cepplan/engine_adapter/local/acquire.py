@@ -9,6 +9,7 @@ allows. Each test is a range semi-join: anchors sorted by (key code, time rank),
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
@@ -30,6 +31,17 @@ def acquire(pool: pd.DataFrame | Columns, masks: Mapping[str, np.ndarray],
     for rows in kept_rows(pool, masks, spec).values():
         out[rows] = True
     return out
+
+
+def acquire_in_range(pool: Columns, spec: PatternSpec, seconds: dict[str, float]) -> np.ndarray:
+    """`acquire` over a time range's pool, its tag columns (`NAME\t...`) as the masks; the
+    time taken added to `seconds["acquire NAME"]`."""
+    clock = time.perf_counter()
+    labels = [c for c in pool.columns if c.startswith(spec.name + "\t")]
+    keep = acquire(pool, {c: pool[c] for c in labels}, spec)
+    key = f"acquire {spec.name}"
+    seconds[key] = seconds.get(key, 0.0) + time.perf_counter() - clock
+    return keep
 
 
 def kept_rows(pool: pd.DataFrame, masks: Mapping[str, np.ndarray],

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from cepplan.engine_adapter.local.acquire import acquire
+from cepplan.engine_adapter.local.acquire import acquire, acquire_in_range
 from cepplan.engine_adapter.local.pandas_hold import hold_pandas_back
 from cepplan.engine_adapter.local.source import read_batches
 from cepplan.engine_adapter.local.writer import staged_output
@@ -265,12 +265,8 @@ def _match_range(pool: Columns, job: Job, owned: tuple[float, float], writer: An
                                partials, seconds, _slices)
             done.update(names)
             continue
-        clock = time.perf_counter()
-        labels = [c for c in pool.columns if c.startswith(spec.name + "\t")]
-        keep = acquire(pool, {c: pool[c] for c in labels}, spec)
+        keep = acquire_in_range(pool, spec, seconds)
         frame = pool.take(keep, [c for c in pool.columns if "\t" not in c])
-        seconds[f"acquire {spec.name}"] = (seconds.get(f"acquire {spec.name}", 0.0)
-                                           + time.perf_counter() - clock)
         clock = time.perf_counter()
         total = totals[spec.name]
         total[0] += int(np.count_nonzero(keep & inside))

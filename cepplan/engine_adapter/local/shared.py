@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from cepplan.engine_adapter.local.acquire import acquire
+from cepplan.engine_adapter.local.acquire import acquire, acquire_in_range
 from cepplan.engine_adapter.runtime.job import Job, PartitionOutput
 from cepplan.engine_adapter.runtime.shared_plan import (
     GroupMatches,
@@ -41,12 +41,8 @@ def match_shared_range(pool: Columns, job: Job, plan: SharingPlan, names: Sequen
     member's rows sent, matches and cap hits."""
     kept: dict[str, np.ndarray] = {}
     for name in names:
-        clock = time.perf_counter()
-        kept[name] = acquire(pool, {c: pool[c] for c in pool.columns
-                                    if c.startswith(name + "\t")}, job.pattern(name))
+        kept[name] = acquire_in_range(pool, job.pattern(name), seconds)
         totals[name][0] += int(np.count_nonzero(kept[name] & inside))
-        seconds[f"acquire {name}"] = (seconds.get(f"acquire {name}", 0.0)
-                                      + time.perf_counter() - clock)
     clock = time.perf_counter()
     rows = np.logical_or.reduce(list(kept.values()))
     frame = pool.take(rows, [c for c in pool.columns if "\t" not in c])
