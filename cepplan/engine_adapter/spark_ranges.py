@@ -36,9 +36,8 @@ import pyarrow as pa
 from pyspark.sql import SparkSession
 from pyspark.sql import types as T
 
-from cepplan.engine_adapter.spark_read import plain_csv_splits
+from cepplan.engine_adapter.spark_read import plain_csv_splits, read_lines, task_numbers
 from cepplan.workload.columns import EVENT_ID, EVENT_TS
-from cepplan.workload.spark_source import SourceError
 
 ENABLED = "CEPPLAN_SPARK_RANGES"  # "0": always the shuffle plan
 FIRST_MARGIN_BYTES = 64 << 10  # the first guess of a margin's size, doubled until it holds
@@ -226,17 +225,18 @@ class RangeTask:
         self.output_format = output_format
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        from cepplan.engine_adapter.local.engine import _sharing
         from cepplan.engine_adapter.runtime.job import job_from_json
 
         job = job_from_json(self.data)
-        for batch in batches:
-            for number in batch.column(0).to_pylist():
-                figures = self._run(self.regions[number], job)
-                yield pa.RecordBatch.from_arrays([pa.array([json.dumps(figures, default=int)])],
-                                                 names=["figures"])
+        sharing = _sharing(job)  # the shared plan, worked out once per task
+        for number in task_numbers(batches):
+            figures = self._run(self.regions[number], job, sharing)
+            yield pa.RecordBatch.from_arrays([pa.array([json.dumps(figures, default=int)])],
+                                             names=["figures"])
 
-    def _run(self, region: Region, job) -> dict[str, Any]:
-        from cepplan.engine_adapter.local.engine import _EMPTY, _margin, _match_range, _sharing
+    def _run(self, region: Region, job, sharing) -> dict[str, Any]:
+        from cepplan.engine_adapter.local.engine import _EMPTY, _margin, _match_range
         from cepplan.engine_adapter.local.writer import MatchWriter
         from cepplan.engine_adapter.runtime.table import Columns
 
@@ -272,7 +272,7 @@ class RangeTask:
                 pool = Columns.concat([p for p in (back, own, ahead)
                                        if p is not None and len(p)], _EMPTY)
                 _match_range(pool, job, (low, high), writer, totals, built, seconds,
-                             _sharing(job), partials)
+                             sharing, partials)
             writer.close()
         finally:
             writer.close(complete=False)
@@ -296,8 +296,7 @@ class _Reader:
 
         self.region = region
         self.reader = data["reader"]
-        self.source = {**self.reader["source"], "header": False, "columns": list(region.names)}
-        self.positions = not self.source.get("id_column")
+        self.positions = not self.reader["source"].get("id_column")
         self.job = job
         self.wanted = _wanted_columns(job)
         self.bound = {t.type for p in job.patterns for t in p.operands}
@@ -307,27 +306,21 @@ class _Reader:
         """(the tagged rows of the lines in [start, end), rows read, rejected by reason); the
         first line is row `before` of the file."""
         from cepplan.engine_adapter.local.engine import _EMPTY, _tagged
-        from cepplan.engine_adapter.local.source import read_batches
         from cepplan.engine_adapter.runtime.table import Columns
-        from cepplan.errors import InputError
 
         clock = time.perf_counter()
         with open(self.region.path, "rb") as handle:
             handle.seek(start)
             text = handle.read(end - start)
         parts, read, rejected = [], 0, Counter()
-        try:
-            for got in (read_batches([self.region.path], self.source, self.reader["attributes"],
-                                     self.reader["time_unit"], only_types=self.bound,
-                                     text=text) if text else ()):
-                read += got.read
-                rejected.update(got.rejected)
-                frame = got.columns()
-                if self.positions:
-                    frame.data[EVENT_ID] = frame.data[EVENT_ID] + before
-                parts.append(_tagged(frame, self.job, self.wanted))
-        except InputError as err:  # what the in-process engine says, as the job's error
-            raise SourceError(err.problems[0].message, self.region.path) from None
+        for got in read_lines(self.region.path, self.region.names, self.reader, self.bound,
+                              text):
+            read += got.read
+            rejected.update(got.rejected)
+            frame = got.columns()
+            if self.positions:
+                frame.data[EVENT_ID] = frame.data[EVENT_ID] + before
+            parts.append(_tagged(frame, self.job, self.wanted))
         self.seconds += time.perf_counter() - clock
         return Columns.concat(parts, _EMPTY), read, rejected
 

@@ -141,6 +141,29 @@ def read_and_tag(spark: SparkSession, data: Mapping[str, Any], splits: list[Spli
     return pool, cached, figures
 
 
+def task_numbers(batches: Iterator[pa.RecordBatch]) -> Iterator[int]:
+    """The split (or range) numbers a `mapInArrow` task receives, one per input row."""
+    for batch in batches:
+        yield from batch.column(0).to_pylist()
+
+
+def read_lines(path: str, names: Sequence[str], reader: Mapping[str, Any],
+               bound: set[str], text: bytes) -> Iterator[Any]:
+    """The in-process reader's batches over `text`, whole lines of `path` without its
+    header (columns `names`), only rows of the `bound` types; its errors as the job's."""
+    from cepplan.engine_adapter.local.source import read_batches
+    from cepplan.errors import InputError
+
+    if not text:
+        return
+    source = {**reader["source"], "header": False, "columns": list(names)}
+    try:
+        yield from read_batches([path], source, reader["attributes"], reader["time_unit"],
+                                only_types=bound, text=text)
+    except InputError as err:  # what the in-process engine says, as the job's error
+        raise SourceError(err.problems[0].message, path) from None
+
+
 class _Task:
     """The `mapInArrow` function: reads the splits whose numbers arrive, yields tagged rows."""
 
@@ -156,34 +179,23 @@ class _Task:
         from cepplan.engine_adapter.runtime.job import job_from_json
 
         job = job_from_json(self.data)
-        for batch in batches:
-            for number in batch.column(0).to_pylist():
-                yield from self._read(number, job)
+        for number in task_numbers(batches):
+            yield from self._read(number, job)
 
     def _read(self, number: int, job) -> Iterator[pa.RecordBatch]:
-        from cepplan.engine_adapter.local.source import read_batches
-        from cepplan.errors import InputError
-
         split = self.splits[number]
-        reader = self.data["reader"]
-        source = {**reader["source"], "header": False, "columns": list(split.names)}
         bound = {t.type for p in job.patterns for t in p.operands if not job.is_complex(t.type)}
         found: dict[tuple[str, str], int] = {}
         position = 0
-        text = _lines(split)
-        try:
-            for got in (read_batches([split.path], source, reader["attributes"],
-                                     reader["time_unit"], only_types=bound, text=text)
-                        if text else ()):
-                position += got.read
-                found[("read", "")] = found.get(("read", ""), 0) + got.read
-                for reason, n in got.rejected.items():
-                    found[("reject", reason)] = found.get(("reject", reason), 0) + n
-                out = self._tagged(got.columns(), job, number)
-                if out is not None:
-                    yield out
-        except InputError as err:  # what the in-process engine says, as the job's error
-            raise SourceError(err.problems[0].message, split.path) from None
+        for got in read_lines(split.path, split.names, self.data["reader"], bound,
+                              _lines(split)):
+            position += got.read
+            found[("read", "")] = found.get(("read", ""), 0) + got.read
+            for reason, n in got.rejected.items():
+                found[("reject", reason)] = found.get(("reject", reason), 0) + n
+            out = self._tagged(got.columns(), job, number)
+            if out is not None:
+                yield out
         found[("split", str(number))] = position
         self.counts.add(found)
 
