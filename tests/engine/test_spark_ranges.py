@@ -19,6 +19,7 @@ from cepplan.planner.plan import trivial_plan
 from cepplan.stats.synth_write import write_events
 from cepplan.workload import build_workload, load_workload
 from tests.engine.example_data import EXAMPLES, stepwise_plan
+from tests.engine.reference_matcher import canonical, reference_matches
 from tests.engine.test_local_engine import SAME, read_matches
 from tests.engine.test_matcher_vs_reference import frame
 from tests.engine.workloads import TEMPLATES, TYPES
@@ -79,7 +80,8 @@ def tie_workload():
 @pytest.mark.parametrize("seed", [1, 2])
 def test_random_streams_with_ties_at_every_boundary(spark, tmp_path, tiny_ranges, seed):
     """Random streams where most timestamps repeat (runs of equal times cut by range
-    boundaries), negation, Kleene, keys, the many-step plan; ranges of 60-150 bytes."""
+    boundaries), negation, Kleene, keys, the many-step plan; ranges of 60-150 bytes: the
+    in-process engine's matches and counts, and the brute-force reference's matches."""
     rng = random.Random(seed)
     times = sorted(rng.randint(0, 75) for _ in range(150))
     rows = [(rng.choice(TYPES), t, rng.randint(0, 4), rng.choice([0.5, 2.0, 3.5, 5.0]),
@@ -90,10 +92,14 @@ def test_random_streams_with_ties_at_every_boundary(spark, tmp_path, tiny_ranges
     tiny_ranges(rng.choice([60, 100, 150]))
     assert len(spark_ranges.regions(job_data(workload, trivial_plan(workload)), [str(path)],
                                     2)) > 15
+    expected = {p: sorted(map(canonical, m))
+                for p, m in reference_matches(workload, frame(rows)).items()}
     for kind, plan in (("trivial", trivial_plan(workload)), ("steps", stepwise_plan(workload))):
         local, remote = both(spark, job_data(workload, plan), path, tmp_path, kind)
         assert remote["spark_plan"] == "range-local", kind
         assert sum(1 for n in local["matches"].values() if n) >= len(local["matches"]) // 2
+        got = read_matches(tmp_path / f"{kind}-spark")  # and the brute-force reference's
+        assert {p: got.get(p, []) for p in expected} == expected, kind
 
 
 def test_unordered_input_falls_back_to_the_shuffle_plan(spark, tmp_path, tiny_ranges):
