@@ -5,7 +5,9 @@ proves it), so they are in one partition scheme and their events in the same key
 time-range groups. In a group, each sharing group's patterns (those linked through shared
 nodes; a pattern may use several) are evaluated together over the rows any of them acquired,
 per key, by `shared_plan.evaluate_group` — the function the local engine uses — so a node's
-partial matches are computed once and fed to its users. Partial
+partial matches are computed once and fed to its users. With contexts, each member's rows
+were already pushed down to its windows and its matches are kept by the context stage
+afterwards (`spark_contexts`), exactly as for a pattern evaluated alone. Partial
 matches travel back in the match stage's accumulator (no extra pass over the matches);
 `shared_nodes` in metrics.json is then built by the same code as the local engine's.
 """
@@ -18,6 +20,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from cepplan.engine_adapter.runtime.context_windows import ContextSpec
+from cepplan.engine_adapter.runtime.contexts import built_from, has_contexts
 from cepplan.engine_adapter.runtime.job import Job, job_from_json, partitions
 from cepplan.engine_adapter.runtime.shared_plan import (
     SharingPlan,
@@ -32,12 +36,19 @@ _PARTIALS, _SPAN = "partials", "span"
 
 
 def job_sharing(job: Job) -> SharingPlan | None:
-    """The job's usable shared nodes, or None when nothing is shared (or the job has
-    contexts: the local engine does not share then either)."""
-    if job.data.get("contexts"):
-        return None
-    plan = sharing_plan(job)
+    """The job's usable shared nodes, or None when nothing is shared. With contexts, the
+    deriving patterns (and those they are built from) are evaluated alone, first, by the
+    context stage, as in the local engine; the others share with their context windows
+    applied (push-down before acquisition, the held matches after)."""
+    plan = sharing_plan(job, alone=deriving(job))
     return plan if plan.uses else None
+
+
+def deriving(job: Job) -> set[str]:
+    """The patterns the context stage evaluates first and alone (none without contexts)."""
+    if not has_contexts(job):
+        return set()
+    return built_from(ContextSpec.from_json(job.data["contexts"]).deriving, job)
 
 
 def evaluate_shared(cache: MutableMapping[str, Any], job: Job, group: pd.DataFrame,
@@ -132,8 +143,9 @@ def unused_users(job: Job, plan: SharingPlan | None) -> list[dict[str, str]]:
 
 
 def _reason(job: Job, name: str) -> str:
-    if job.data.get("contexts"):
-        return "the workload has contexts: patterns are evaluated alone"
+    if name in deriving(job):
+        return ("it opens or closes contexts (or feeds a pattern that does): evaluated "
+                "alone, first")
     try:
         spec = job.pattern(name)
     except KeyError:
