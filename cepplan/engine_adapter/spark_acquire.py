@@ -185,13 +185,8 @@ class GroupAcquisition:
     the Python workers inside the match function)."""
 
     columns: Mapping[str, Mapping[str, str]]  # pattern -> variable -> its tag's flag column
-    indices: Mapping[str, int]  # flag column -> tag number
+    indices: Mapping[str, int]  # flag column -> tag number (the groups set the flags)
     margin: float  # time beyond the group's range that its verdicts depend on
-
-    def flags(self) -> list[Column]:
-        """The tag flags the groups need, as boolean columns of the match stage's rows."""
-        return [F.array_contains(F.col(TAGS), index).alias(name)
-                for name, index in self.indices.items()]
 
 
 def group_acquisition(plan: Layout, patterns: list[PatternSpec]) -> GroupAcquisition:

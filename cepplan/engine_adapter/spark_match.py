@@ -31,13 +31,14 @@ from cepplan.engine_adapter.runtime.records import MATCH_COLUMN, lines_data
 from cepplan.engine_adapter.runtime.spec import NEGATED, PatternSpec
 from cepplan.engine_adapter.spark_acquire import INNER, acquire_group, group_acquisition
 from cepplan.engine_adapter.spark_shared import evaluate_shared
-from cepplan.engine_adapter.spark_tags import TAGS, Layout, any_of
+from cepplan.engine_adapter.spark_tags import TAGS, Layout, Tag, any_of
 from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_TYPE
 from cepplan.workload.spark_source import spark_type
 
 PATTERN = "pattern"
 _RANGE, _PART = "__range", "__part"
 GROUP_EVENTS = 50_000  # events per range and key group the matcher holds at once (at most)
+FEW_TAGS = 16  # tags tested one by one before the shuffle (more: one array overlap)
 
 
 class Counts(AccumulatorParam):
@@ -85,12 +86,13 @@ def match(acquired: DataFrame, plan: Layout, keys: tuple[str, ...],
     """All matches of `patterns` (one scheme) over their acquired events. With `direct` (a
     directory the tasks can write), matches of patterns nobody reads are written there as
     JSON lines by the match groups themselves instead of returned."""
-    tags = {p.name: plan.of(p) for p in patterns}
     flags = {p.name: f"__in_{i}" for i, p in enumerate(patterns)}
-    keep = [c for c in acquired.columns if c != TAGS]
     how = group_acquisition(plan, patterns)  # acquisition semi-joins run in the groups
-    rows = acquired.filter(any_of([t for found in tags.values() for t in found])).select(
-        *keep, *[any_of(tags[p.name]).alias(flags[p.name]) for p in patterns], *how.flags())
+    # the rows' flags are read off their tags in the groups (`tag_flags`): one column per
+    # pattern or tag tested here would make one generated Java method of the whole stage,
+    # beyond the JVM's 64 KB for some 60 patterns
+    owners = {flags[p.name]: [t.index for t in plan.of(p)] for p in patterns}
+    rows = acquired.filter(has_any([t for p in patterns for t in plan.of(p)]))
     back = max((p.window or 0.0) for p in patterns)
     ahead = max(((p.window or 0.0) for p in patterns if any(o.kind == NEGATED
                                                             for o in p.operands)), default=0.0)
@@ -118,7 +120,12 @@ def match(acquired: DataFrame, plan: Layout, keys: tuple[str, ...],
             cache["job"] = job_from_json(data)
             cache["out"] = _Output(schema, cache["job"], direct)
         job, output = cache["job"], cache["out"]
-        group = pa.Table.from_batches(list(batches)).to_pandas()
+        table = pa.Table.from_batches(list(batches))
+        found_flags = {**tag_flags(table, owners),
+                       **tag_flags(table, {c: [n] for c, n in how.indices.items()})}
+        for column, flag in found_flags.items():
+            table = table.append_column(column, pa.array(flag))
+        group = table.drop_columns([TAGS]).to_pandas()
         acquire_group(group, {n: job.pattern(n) for n in names}, how, flags)
         index = int(group[_RANGE].iloc[0])
         own = (start + index * width, start + (index + 1) * width)
@@ -154,6 +161,36 @@ def match(acquired: DataFrame, plan: Layout, keys: tuple[str, ...],
         counts.add(found)
 
     return ranged.groupBy(_PART, _RANGE).applyInArrow(evaluate, schema)
+
+
+def has_any(tags: list[Tag]) -> Column:
+    """Whether a row's tags include any of `tags`: `any_of`'s chain of `array_contains` for a
+    few; for more, one `arrays_overlap` with their numbers (a chain of hundreds of tests
+    outgrows the 64 KB of one generated Java method, and Spark then compiles the stage again
+    without whole-stage code generation)."""
+    if len(tags) <= FEW_TAGS:
+        return any_of(tags)
+    return F.arrays_overlap(F.col(TAGS), F.array(*[F.lit(t.index) for t in tags]))
+
+
+def tag_flags(table: pa.Table, owners: Mapping[str, list[int]]) -> dict[str, np.ndarray]:
+    """Per column of `owners` (column -> tag numbers, each number in one column at most),
+    whether each row's tags include one of its numbers; the rows' tags read once, in
+    NumPy."""
+    if not owners:
+        return {}
+    tags = table.column(TAGS).combine_chunks()
+    numbers = pc.list_flatten(tags).to_numpy(zero_copy_only=False).astype(np.int64)
+    rows = pc.list_parent_indices(tags).to_numpy(zero_copy_only=False)
+    top = max([*numbers, *(n for found in owners.values() for n in found)], default=0) + 1
+    owner = np.full(top, -1, dtype=np.int64)
+    for position, found in enumerate(owners.values()):
+        owner[found] = position
+    column = owner[numbers]
+    hit = column >= 0
+    flags = np.zeros((len(owners), table.num_rows), dtype=bool)
+    flags[column[hit], rows[hit]] = True
+    return dict(zip(owners, flags, strict=True))
 
 
 class _Output:
