@@ -41,7 +41,14 @@ from pyspark.sql import functions as F
 from cepplan.engine_adapter.local.acquire import acquire, kept_rows
 from cepplan.engine_adapter.runtime.spec import NEGATED, PatternSpec
 from cepplan.engine_adapter.runtime.tagging import tag
-from cepplan.engine_adapter.spark_tags import TAGS, Layout, Tag, acquisition_steps, any_of
+from cepplan.engine_adapter.spark_tags import (
+    FEW_TAGS,
+    TAGS,
+    Layout,
+    Tag,
+    acquisition_steps,
+    any_of,
+)
 from cepplan.workload.columns import EVENT_TS
 
 INNER = "__inner"  # the row lies in the group's own range plus its match margins
@@ -76,6 +83,37 @@ def prefilter(pool: DataFrame, plan: Layout, patterns: tuple[PatternSpec, ...],
         frame = frame.join(F.broadcast(marks), _mark(spec, 0) == F.col(_MARK), "left") \
             .drop(_MARK)
         bits.update({anchor: (name, bit) for anchor, bit in numbered.items()})
+    kept = _verdicts(checks, bits)
+    # Spark inlines a deterministic column into every later reference (each tag test of the
+    # match stage would recompute the verdicts); a nondeterministic, always-true guard keeps
+    # it computed once per row
+    kept = F.when(F.spark_partition_id() >= 0, kept)
+    return frame.select(*[kept.alias(TAGS) if c == TAGS else c for c in pool.columns])
+
+
+def _verdicts(checks: Mapping[Tag, list[Tag]], bits: Mapping[Tag, tuple[str, int]]) -> Column:
+    """The row's tags without the tested ones whose anchors' bits (`bits`: anchor -> its
+    marks column and bit) are not all set. A few tested tags: one test each, in generated
+    code. More than `FEW_TAGS`: one `filter` over the row's tags against a map per marks
+    column (tested tag -> the bits it needs), whose size does not grow with the tags (one
+    test each outgrows the 64 KB of a generated Java method at some 180 tags)."""
+    if len(checks) > FEW_TAGS:
+        needs: dict[str, dict[int, int]] = {}
+        for tested, found in checks.items():
+            for column, bit in (bits[a] for a in found if a in bits):
+                need = needs.setdefault(column, {})
+                need[tested.index] = need.get(tested.index, 0) | 1 << bit
+
+        def passes(number: Column) -> Column:
+            ok = F.lit(True)
+            for column, need in needs.items():
+                table = F.create_map(*[c for tag, mask in need.items()
+                                       for c in (F.lit(tag), F.lit(mask).cast("long"))])
+                wanted = F.coalesce(F.try_element_at(table, number), F.lit(0).cast("long"))
+                ok = ok & ((F.coalesce(F.col(column), F.lit(0)).bitwiseAND(wanted)) == wanted)
+            return ok
+
+        return F.filter(F.col(TAGS), passes)
     failed = []
     for tested, found in checks.items():
         ok = F.lit(True)
@@ -84,13 +122,8 @@ def prefilter(pool: DataFrame, plan: Layout, patterns: tuple[PatternSpec, ...],
                 column, bit = bits[anchor]
                 ok = ok & (F.coalesce(F.col(column), F.lit(0)).bitwiseAND(1 << bit) != 0)
         failed.append(F.when(F.array_contains(TAGS, tested.index) & ~ok, F.lit(tested.index)))
-    kept = F.when(any_of(list(checks)), F.array_except(TAGS, F.array(*failed))) \
+    return F.when(any_of(list(checks)), F.array_except(TAGS, F.array(*failed))) \
         .otherwise(F.col(TAGS))  # a NULL in `failed` removes nothing
-    # Spark inlines a deterministic column into every later reference (each tag test of the
-    # match stage would recompute the verdicts); a nondeterministic, always-true guard keeps
-    # it computed once per row
-    kept = F.when(F.spark_partition_id() >= 0, kept)
-    return frame.select(*[kept.alias(TAGS) if c == TAGS else c for c in pool.columns])
 
 
 def _small_frame(spark: SparkSession, table: pd.DataFrame) -> DataFrame:

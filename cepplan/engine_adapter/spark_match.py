@@ -31,14 +31,13 @@ from cepplan.engine_adapter.runtime.records import MATCH_COLUMN, lines_data
 from cepplan.engine_adapter.runtime.spec import NEGATED, PatternSpec
 from cepplan.engine_adapter.spark_acquire import INNER, acquire_group, group_acquisition
 from cepplan.engine_adapter.spark_shared import evaluate_shared
-from cepplan.engine_adapter.spark_tags import TAGS, Layout, Tag, any_of
+from cepplan.engine_adapter.spark_tags import TAGS, Layout, any_of
 from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_TYPE
 from cepplan.workload.spark_source import spark_type
 
 PATTERN = "pattern"
 _RANGE, _PART = "__range", "__part"
 GROUP_EVENTS = 50_000  # events per range and key group the matcher holds at once (at most)
-FEW_TAGS = 16  # tags tested one by one before the shuffle (more: one array overlap)
 
 
 class Counts(AccumulatorParam):
@@ -92,7 +91,7 @@ def match(acquired: DataFrame, plan: Layout, keys: tuple[str, ...],
     # pattern or tag tested here would make one generated Java method of the whole stage,
     # beyond the JVM's 64 KB for some 60 patterns
     owners = {flags[p.name]: [t.index for t in plan.of(p)] for p in patterns}
-    rows = acquired.filter(has_any([t for p in patterns for t in plan.of(p)]))
+    rows = acquired.filter(any_of([t for p in patterns for t in plan.of(p)]))
     back = max((p.window or 0.0) for p in patterns)
     ahead = max(((p.window or 0.0) for p in patterns if any(o.kind == NEGATED
                                                             for o in p.operands)), default=0.0)
@@ -161,16 +160,6 @@ def match(acquired: DataFrame, plan: Layout, keys: tuple[str, ...],
         counts.add(found)
 
     return ranged.groupBy(_PART, _RANGE).applyInArrow(evaluate, schema)
-
-
-def has_any(tags: list[Tag]) -> Column:
-    """Whether a row's tags include any of `tags`: `any_of`'s chain of `array_contains` for a
-    few; for more, one `arrays_overlap` with their numbers (a chain of hundreds of tests
-    outgrows the 64 KB of one generated Java method, and Spark then compiles the stage again
-    without whole-stage code generation)."""
-    if len(tags) <= FEW_TAGS:
-        return any_of(tags)
-    return F.arrays_overlap(F.col(TAGS), F.array(*[F.lit(t.index) for t in tags]))
 
 
 def tag_flags(table: pa.Table, owners: Mapping[str, list[int]]) -> dict[str, np.ndarray]:

@@ -22,6 +22,7 @@ from cepplan.engine_adapter.spark_expr import attribute_resolver, column_of
 from cepplan.workload.columns import EVENT_TS, EVENT_TYPE, merged_attribute_types
 
 TAGS = "__tags"
+FEW_TAGS = 16  # tags tested one by one in generated code (more: one array operation)
 
 
 @dataclass(frozen=True)
@@ -109,8 +110,13 @@ def present(values: list[Column]) -> Column:
 
 
 def any_of(tags: list[Tag]) -> Column:
-    """Whether a row's tags include any of `tags`: one `array_contains` per tag, a scan of the
-    row's few tags without allocation (`arrays_overlap` builds a hash set per row)."""
+    """Whether a row's tags include any of `tags`: for a few, one `array_contains` per tag, a
+    scan of the row's few tags without allocation (`arrays_overlap` builds a hash set per
+    row); for more than `FEW_TAGS`, one `arrays_overlap` with their numbers (a chain of
+    hundreds of tests outgrows the 64 KB of one generated Java method, and Spark then
+    compiles the whole stage again without whole-stage code generation)."""
+    if len(tags) > FEW_TAGS:
+        return F.arrays_overlap(F.col(TAGS), F.array(*[F.lit(t.index) for t in tags]))
     found = F.lit(False)
     for tag in tags:
         found = found | F.array_contains(TAGS, tag.index)

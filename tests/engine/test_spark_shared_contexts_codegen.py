@@ -1,26 +1,28 @@
 """The Spark match stage with many patterns (the session's local Spark): its generated Java
 stays within the JVM's 64 KB per method, so Spark keeps whole-stage code generation (it
 used to log "Code grows beyond 64 KB" for 60 patterns and compile the stage again without
-it); the rows' pattern and tag flags, now read off their tags in the groups, equal a plain
-Python reading; and the shuffle plan's matches equal the local engine's."""
+it), with and without acquisition steps; the rows' pattern and tag flags, now read off their
+tags in the groups, equal a plain Python reading; the pre-filter's compact verdicts equal
+one test per tag; and the shuffle plan's matches equal the local engine's."""
 
 from __future__ import annotations
 
 import random
 
-import pandas as pd
 import pyarrow as pa
 import pytest
 
 from benchmarks.bench_sharing_engine import _common_prefix_workload, _synthetic_events
+from cepplan.engine_adapter import spark_acquire, spark_tags
 from cepplan.engine_adapter.job_spec import job_data
 from cepplan.engine_adapter.local.engine import run_local_job
 from cepplan.engine_adapter.runtime.job import job_from_json
-from cepplan.engine_adapter.spark_job import run_job
+from cepplan.engine_adapter.spark_job import _read_and_tag, run_job
 from cepplan.engine_adapter.spark_match import Counts, Span, match, tag_flags
-from cepplan.engine_adapter.spark_tags import TAGS, layout, tag_column
-from cepplan.planner.plan import trivial_plan
-from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_TYPE
+from cepplan.engine_adapter.spark_tags import TAGS, layout
+from cepplan.planner.compose import Settings
+from cepplan.planner.optimize import optimize
+from cepplan.workload.columns import EVENT_ID
 from cepplan.workload.loader import build_workload
 from tests.engine.test_spark_job import read_matches
 
@@ -38,27 +40,38 @@ def test_tag_flags_equal_a_plain_reading():
     assert tag_flags(table, {}) == {}
 
 
-@pytest.fixture()
-def sixty(tmp_path):
-    """60 patterns (240 tags) on one common prefix: the job data and 3 s of their events."""
-    wl = build_workload(_common_prefix_workload(60))
-    return job_data(wl, trivial_plan(wl)), _synthetic_events(wl, tmp_path, seconds=3.0)
+def _prefix(n: int, where):
+    """`n` patterns (4n tags) on one common prefix planned by the optimizer (4 acquisition
+    steps each: 3n tested tags), and 3 s of their events."""
+    wl = build_workload(_common_prefix_workload(n))
+    data = job_data(wl, optimize(wl, wl.statistics, Settings()).plan)
+    assert {len(p["steps"]) for p in data["patterns"]} == {4}
+    return data, _synthetic_events(wl, where, seconds=3.0)
+
+
+@pytest.fixture(scope="module")
+def sixty(tmp_path_factory):
+    return _prefix(60, tmp_path_factory.mktemp("sixty"))
+
+
+def _tagged(spark, data: dict, path):
+    """The job's layout, the tagged pool as the job reads and caches it, and its span."""
+    job = job_from_json(data)
+    plan = layout(job, data)
+    pool, _, figures = _read_and_tag(spark, data, [str(path)], job, plan,
+                                     spark.sparkContext.accumulator({}, Counts()))
+    span = Span(figures.first, figures.last, figures.tagged,
+                spark.sparkContext.defaultParallelism)
+    return plan, pool, span
 
 
 def test_sixty_patterns_compile_within_the_jvm_method_limit(spark, sixty):
+    """The pre-filter (180 tested tags) and the match stage (240 tags) of one stage."""
     data, path = sixty
-    job = job_from_json(data)
-    plan = layout(job, data)
-    events = pd.read_csv(path).rename(columns={"type": EVENT_TYPE, "ts": EVENT_TS})
-    events[EVENT_ID] = range(len(events))
-    rows = spark.createDataFrame(events)
-    pool = rows.select("*", tag_column(job, plan, list(plan.tags), rows.columns).alias(TAGS)) \
-        .persist()  # cached as the job caches it (a local relation would be folded away)
-    pool.count()
-    span = Span(float(events[EVENT_TS].min()), float(events[EVENT_TS].max()), len(events),
-                spark.sparkContext.defaultParallelism)
-    counts = spark.sparkContext.accumulator({}, Counts())
-    found = match(pool, plan, (), list(plan.levels[0]), data, span, {}, counts)
+    plan, pool, span = _tagged(spark, data, path)
+    level = plan.levels[0]
+    found = match(spark_acquire.prefilter(pool, plan, level, span.rows), plan, (), list(level),
+                  data, span, {}, spark.sparkContext.accumulator({}, Counts()))
     adaptive = spark.conf.get("spark.sql.adaptive.enabled")
     spark.conf.set("spark.sql.adaptive.enabled", "false")  # the plan's stages, not AQE's
     try:
@@ -68,6 +81,27 @@ def test_sixty_patterns_compile_within_the_jvm_method_limit(spark, sixty):
         spark.conf.set("spark.sql.adaptive.enabled", adaptive)
         pool.unpersist()
     assert sizes and all(0 < size < JVM_METHOD_BYTES // 4 for size in sizes), sizes  # -1: failed
+
+
+def test_many_tested_tags_keep_what_one_test_per_tag_keeps(spark, tmp_path, monkeypatch):
+    """The pre-filter's verdicts by one `filter` over each row's tags (18 tested tags, more
+    than `FEW_TAGS`) equal those of one generated test per tag, and drop some tags."""
+    assert spark_tags.FEW_TAGS < 18
+    data, path = _prefix(6, tmp_path)
+    plan, pool, span = _tagged(spark, data, path)
+
+    def tags_by_id() -> dict[int, list[int]]:
+        frame = spark_acquire.prefilter(pool, plan, plan.levels[0], span.rows)
+        return {r[EVENT_ID]: sorted(r[TAGS]) for r in frame.select(EVENT_ID, TAGS).collect()}
+
+    before = {r[EVENT_ID]: sorted(r[TAGS]) for r in pool.select(EVENT_ID, TAGS).collect()}
+    compact = tags_by_id()
+    monkeypatch.setattr(spark_acquire, "FEW_TAGS", 10**6)
+    monkeypatch.setattr(spark_tags, "FEW_TAGS", 10**6)
+    one_by_one = tags_by_id()
+    pool.unpersist()
+    assert compact == one_by_one
+    assert sum(map(len, compact.values())) < sum(map(len, before.values()))
 
 
 def test_sixty_patterns_on_the_shuffle_plan_equal_the_local_engine(spark, sixty, tmp_path,
