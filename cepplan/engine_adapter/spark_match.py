@@ -171,7 +171,8 @@ def tag_flags(table: pa.Table, owners: Mapping[str, list[int]]) -> dict[str, np.
     tags = table.column(TAGS).combine_chunks()
     numbers = pc.list_flatten(tags).to_numpy(zero_copy_only=False).astype(np.int64)
     rows = pc.list_parent_indices(tags).to_numpy(zero_copy_only=False)
-    top = max([*numbers, *(n for found in owners.values() for n in found)], default=0) + 1
+    owned = max((n for found in owners.values() for n in found), default=0)
+    top = max(int(numbers.max()) if len(numbers) else 0, owned) + 1
     owner = np.full(top, -1, dtype=np.int64)
     for position, found in enumerate(owners.values()):
         owner[found] = position
