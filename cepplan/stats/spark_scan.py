@@ -21,6 +21,7 @@ from pyspark.sql import functions as F
 
 from cepplan.errors import InputError
 from cepplan.stats.block_sample import INDEX_LIMIT, covers, in_blocks
+from cepplan.stats.parquet_nulls import columns_without_nulls
 from cepplan.stats.scan import COUNT, STEP, SampleBlocks
 from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_TYPE
 from cepplan.workload.model import Workload
@@ -42,7 +43,8 @@ class SparkScan:
         self.versions = {"spark": spark.version}
         try:
             events = read_events(spark, list(paths), **reader_arguments(workload),
-                                 positions="monotonic")
+                                 positions="monotonic",
+                                 no_nulls=columns_without_nulls(paths, workload))
         except SourceError as err:
             raise InputError.single(err.path or ", ".join(paths), "", err.message) from None
         # no ids: the sample is renumbered in a canonical order, and Spark's monotonic ids
