@@ -19,16 +19,15 @@ from collections.abc import Callable, Sequence
 import pandas as pd
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql import types as T
 
 from cepplan.errors import InputError
 from cepplan.stats.block_sample import INDEX_LIMIT, covers, in_blocks
 from cepplan.stats.parquet_nulls import columns_without_nulls
 from cepplan.stats.row_estimate import head_groups
 from cepplan.stats.scan import COUNT, STEP, SampleBlocks
-from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_TYPE
+from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_TYPE, merged_attribute_types
 from cepplan.workload.model import Workload
-from cepplan.workload.source_spec import reader_arguments
+from cepplan.workload.source_spec import attribute_types, reader_arguments
 from cepplan.workload.spark_source import REJECT, SourceError, read_events
 
 KNOWN_GROUPS = 16  # at most this many groups of the first rows get a counter of their own
@@ -56,8 +55,8 @@ class SparkScan:
         self._events = events.select(EVENT_TYPE, EVENT_TS, F.lit(0).cast("long").alias(EVENT_ID),
                                      REJECT, *[c for c in columns if c in events.columns])
         self._group_columns = list(group_columns)
-        text = all(isinstance(self._events.schema[c].dataType, T.StringType)
-                   for c in self._group_columns)
+        kinds = merged_attribute_types(attribute_types(workload).values())
+        text = all(kinds.get(c, "string") == "string" for c in self._group_columns)  # as read
         self._known_groups = (head_groups(paths, workload, self._group_columns, KNOWN_GROUPS)
                               if text else None) or []
         self._counted: pd.DataFrame | None = None
