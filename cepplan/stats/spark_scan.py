@@ -33,6 +33,7 @@ from cepplan.workload.spark_source import REJECT, SourceError, read_events
 KNOWN_GROUPS = 16  # at most this many groups of the first rows get a counter of their own
 FIRST_JOB_WAIT = 2.0  # seconds the sample job waits for the counting job to start
 _SET = "__set"  # which grouping set a row of the first aggregation counts in
+_GROUP = "__group"  # which known group a valid row belongs to (-1: another one)
 
 
 class SparkScan:
@@ -99,21 +100,27 @@ class SparkScan:
         group guessed from the first rows (`head_groups`) in a column of its own: a few
         counters per step instead of a second row per event. Rows of other groups, if any,
         are counted by a second scan."""
-        matches = [_equal(self._group_columns, values) for values in self._known_groups]
-        other = valid & ~functools.reduce(Column.__or__, matches) if matches else F.lit(False)
-        counters = [F.count_if(valid & match).alias(f"{_SET}{index}")
-                    for index, match in enumerate(matches)]
-        table = _to_pandas(self._events.groupBy(REJECT, EVENT_TYPE, step.alias(STEP)).agg(
-            F.count(F.lit(1)).alias(COUNT), *counters, F.count_if(other).alias(_SET)))
-        names = [f"{_SET}{index}" for index in range(len(matches))]
+        which = None  # the index of the row's group among the known ones, -1 for another
+        for index, values in enumerate(self._known_groups):
+            match = _equal(self._group_columns, values)
+            which = (F.when(match, F.lit(index)) if which is None
+                     else which.when(match, F.lit(index)))
+        group = F.when(valid, F.lit(-1) if which is None else which.otherwise(F.lit(-1)))
+        counters = [F.count_if(F.col(_GROUP) == index).alias(f"{_SET}{index}")
+                    for index in range(len(self._known_groups))]
+        table = _to_pandas(self._events.select("*", group.alias(_GROUP))
+                           .groupBy(REJECT, EVENT_TYPE, step.alias(STEP))
+                           .agg(F.count(F.lit(1)).alias(COUNT), *counters,
+                                F.count_if(F.col(_GROUP) == -1).alias(_SET)))
+        names = [f"{_SET}{index}" for index in range(len(self._known_groups))]
         per_type = table.groupby(EVENT_TYPE)[names].sum() if names else None
         counted = [pd.DataFrame({EVENT_TYPE: per_type.index.astype(object),
                                  **{c: [v] * len(per_type) for c, v in
                                     zip(self._group_columns, values, strict=True)},
                                  COUNT: per_type[name].to_numpy(dtype="int64")})
                    for name, values in zip(names, self._known_groups, strict=True)]
-        if matches and table[_SET].sum() > 0:
-            counted.append(_to_pandas(self._events.filter(other).groupBy(
+        if names and table[_SET].sum() > 0:
+            counted.append(_to_pandas(self._events.filter(group == -1).groupBy(
                 EVENT_TYPE, *self._group_columns).agg(F.count(F.lit(1)).alias(COUNT))))
         counted = [c for c in counted if len(c)]
         self._counted = (pd.concat(counted, ignore_index=True) if counted else
