@@ -131,14 +131,25 @@ def canonical_sample(collected: pd.DataFrame, workload: Workload) -> pd.DataFram
     frame[EVENT_TYPE] = frame[EVENT_TYPE].astype(str).astype(object)
     frame[EVENT_TS] = frame[EVENT_TS].astype("float64")
     others = sorted(c for c in frame.columns if c not in (EVENT_TS, EVENT_TYPE, EVENT_ID))
+    frame = frame[[EVENT_TS, EVENT_TYPE, EVENT_ID, *others]]
+    frame = frame.iloc[_canonical_order(frame, others)].reset_index(drop=True)
+    frame[EVENT_ID] = np.arange(len(frame), dtype=np.int64)
+    return frame
+
+
+def _canonical_order(frame: pd.DataFrame, others: list[str]) -> np.ndarray:
+    """The row order by time, type, a hash of the `others` values, then id. With every
+    time distinct (usual for a fine clock) the order by time alone is that order, so the
+    rest is computed only when two rows share a time."""
+    times = frame[EVENT_TS].to_numpy()
+    by_time = np.argsort(times, kind="stable")
+    ordered = times[by_time]
+    if not (ordered[1:] == ordered[:-1]).any():
+        return by_time
     content = (pd.util.hash_pandas_object(frame[others], index=False).to_numpy() if others
                else np.zeros(len(frame), dtype=np.uint64))
     type_rank = pd.factorize(frame[EVENT_TYPE], sort=True)[0]
-    order = np.lexsort((frame[EVENT_ID].to_numpy(dtype=np.int64), content, type_rank,
-                        frame[EVENT_TS].to_numpy()))
-    frame = frame[[EVENT_TS, EVENT_TYPE, EVENT_ID, *others]].iloc[order].reset_index(drop=True)
-    frame[EVENT_ID] = np.arange(len(frame), dtype=np.int64)
-    return frame
+    return np.lexsort((frame[EVENT_ID].to_numpy(dtype=np.int64), content, type_rank, times))
 
 
 def _row_summary(grouped: pd.DataFrame, where: str,
@@ -153,9 +164,7 @@ def _row_summary(grouped: pd.DataFrame, where: str,
     unknown_rows = bad[bad[REJECT] == REJECT_TYPE_UNKNOWN]
     unknown = {str(k): int(v) for k, v in unknown_rows.groupby(EVENT_TYPE)[COUNT].sum()
                .sort_values(ascending=False).items()}
-    good = grouped[grouped[REJECT].isna()]
-    good = good.astype({STEP: "int64", COUNT: "int64"}).sort_values([EVENT_TYPE, STEP])
-    per_type = {str(name): frame for name, frame in good.groupby(EVENT_TYPE)}
+    per_type = _steps_per_type(grouped[grouped[REJECT].isna()])
     rejected = sum(reasons.values())
     summary = ", ".join(f"{k}: {v}" for k, v in sorted(reasons.items(), key=lambda kv: -kv[1]))
     if unknown:
@@ -169,8 +178,20 @@ def _row_summary(grouped: pd.DataFrame, where: str,
     rows = {"read": read, "valid": read - rejected, "rejected": rejected,
             "reasons": reasons, "unknown_types": dict(list(unknown.items())[:20]),
             "types": {name: int(f[COUNT].sum()) for name, f in per_type.items()},
-            "_first_step": int(good[STEP].min()), "_last_step": int(good[STEP].max())}
+            "_first_step": min(int(f[STEP].iloc[0]) for f in per_type.values()),
+            "_last_step": max(int(f[STEP].iloc[-1]) for f in per_type.values())}
     return rows, per_type
+
+
+def _steps_per_type(good: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """Per type name (in name order), its occupied steps in order and their counts."""
+    codes, names = pd.factorize(good[EVENT_TYPE], sort=True)
+    steps, counts = good[STEP].to_numpy(dtype=np.int64), good[COUNT].to_numpy(dtype=np.int64)
+    order = np.lexsort((steps, codes))
+    bounds = np.searchsorted(codes[order], np.arange(len(names) + 1))
+    steps, counts = steps[order], counts[order]
+    return {str(name): pd.DataFrame({STEP: steps[low:high], COUNT: counts[low:high]})
+            for name, low, high in zip(names, bounds[:-1], bounds[1:], strict=True)}
 
 
 def _types(per_type: dict[str, pd.DataFrame], t_first: float, span: float,

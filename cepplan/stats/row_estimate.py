@@ -75,3 +75,36 @@ def _text_head(path: str, workload: Workload) -> tuple[dict[str, float], int]:
     return ({str(name): float(count / per_code.sum())
              for name, count in zip(head.type_names, per_code, strict=True) if count},
             len(head))
+
+
+def head_groups(paths: Sequence[str], workload: Workload, columns: Sequence[str],
+                limit: int) -> list[tuple[str | None, ...]] | None:
+    """The distinct values of the text `columns` among the first rows of the first file, when
+    the input is local Parquet, those columns are stored as text and hold at most `limit`
+    distinct tuples; else None. A guess at the groups rows are counted by (the Spark job
+    counts the rows of these groups without grouping them; any other group is counted too)."""
+    from cepplan.stats.local_source import SourceError, expand_paths
+
+    if (not columns or workload.source.format != "parquet" or any("://" in p for p in paths)):
+        return None
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        files = expand_paths(list(paths))
+        if not files:
+            return None
+        head = pq.ParquetFile(files[0])
+        schema = head.schema_arrow
+        if not all(c in schema.names and schema.field(c).type in (pa.string(),
+                                                                   pa.large_string())
+                   for c in columns):
+            return None
+        batch = next(head.iter_batches(batch_size=HEAD_ROWS, columns=list(columns)))
+    except (SourceError, OSError, ValueError, KeyError, StopIteration):
+        return None
+    distinct = pa.Table.from_batches([batch]).group_by(list(columns)).aggregate([])
+    if distinct.num_rows > limit:
+        return None
+    return sorted(zip(*(distinct.column(c).to_pylist() for c in columns), strict=True),
+                  key=lambda values: tuple((v is None, v or "") for v in values))

@@ -102,15 +102,15 @@ def _prepare(pattern: Pattern, sample: pd.DataFrame) -> dict[str, _Sorted]:
         part = pd.factorize(codes)[0].astype(np.float64)
     else:
         part = np.zeros(len(sample))
-    keyed = sample.assign(__part=part)
+    types, times, ids = (sample[c].to_numpy() for c in (EVENT_TYPE, EVENT_TS, EVENT_ID))
     for operand in pattern.operands:
         if operand.is_complex or operand.event_type in prepared:
             continue
-        rows = keyed[keyed[EVENT_TYPE] == operand.event_type]
-        order = np.lexsort((rows[EVENT_ID].to_numpy(), rows[EVENT_TS].to_numpy(),
-                            rows["__part"].to_numpy()))
-        rows = rows.iloc[order].reset_index(drop=True)
-        key = rows["__part"].to_numpy() * stride + (rows[EVENT_TS].to_numpy() - t0)
+        where = np.flatnonzero(types == operand.event_type)
+        where = where[np.lexsort((ids[where], times[where], part[where]))]
+        rows = sample.iloc[where].reset_index(drop=True)  # one copy of the type's rows
+        rows["__part"] = part[where]
+        key = part[where] * stride + (times[where] - t0)
         prepared[operand.event_type] = _Sorted(rows, key)
     return prepared
 

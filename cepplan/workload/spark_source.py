@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from pyspark.errors import AnalysisException
@@ -58,13 +58,16 @@ class SourceError(ValueError):
 
 def read_events(spark: SparkSession, paths: str | Sequence[str], source: Mapping[str, Any],
                 attributes: Mapping[str, Mapping[str, str]], time_unit: str, *,
-                positions: str = "exact") -> DataFrame:
+                positions: str = "exact", no_nulls: Collection[str] = ()) -> DataFrame:
     """Read `paths` as `source` says (format doc, "source") into the canonical columns.
 
     `attributes` maps each known event type to {attribute: double|long|string|bool}; rows of
     other types are rejected as unknown. Without an `id_column`, `positions="exact"` numbers
     rows 0, 1, 2, ... in the order Spark reads them (for one file: its row order; costs one
     light extra pass), `"monotonic"` gives unique ids increasing in that order without it.
+    `no_nulls`: input columns known to hold no NULL (e.g. by the Parquet footers' null
+    counts); their NULL checks are left out of `__reject`, so a job that needs only the
+    reject reason does not read an attribute column the checks would otherwise touch.
     """
     if time_unit not in SECONDS_PER_UNIT:
         raise SourceError(f"unknown time_unit {time_unit!r}")
@@ -88,7 +91,8 @@ def read_events(spark: SparkSession, paths: str | Sequence[str], source: Mapping
         out[key] = F.col(key).cast("string")
     for attr, kind in attr_types.items():
         out[attr] = _cast_column(raw, attr, SPARK_TYPES[kind])
-    out[REJECT] = _reject_column(raw, source, attributes, attr_types, keys, out)
+    out[REJECT] = _reject_column(raw, source, attributes, attr_types, keys, out,
+                                 set(no_nulls))
     return raw.select([column.alias(name) for name, column in out.items()])
 
 
@@ -283,20 +287,23 @@ def _position_column(spark: SparkSession, raw: DataFrame, positions: str) -> Col
 
 def _reject_column(raw: DataFrame, source: Mapping[str, Any],
                    attributes: Mapping[str, Mapping[str, str]], attr_types: Mapping[str, str],
-                   keys: list[str], out: Mapping[str, Column]) -> Column:
-    """Why a row is unusable (first reason found), or NULL: the order below is the priority."""
+                   keys: list[str], out: Mapping[str, Column], no_nulls: set[str]) -> Column:
+    """Why a row is unusable (first reason found), or NULL: the order below is the priority.
+    A check that cannot fire (a column in `no_nulls`, read as it is stored) is left out."""
     reasons: list[Column] = []
     if _CORRUPT in raw.columns:
         reasons.append(F.when(F.col(_CORRUPT).isNotNull(), F.lit(REJECT_MALFORMED)))
     type_value = out[EVENT_TYPE]
-    reasons.append(F.when(type_value.isNull(), F.lit(REJECT_TYPE_MISSING)))
+    if source.get("type_column") not in no_nulls:  # a fixed type, or a column with NULLs
+        reasons.append(F.when(type_value.isNull(), F.lit(REJECT_TYPE_MISSING)))
     known = list(attributes)
     reasons.append(F.when(~type_value.isin(known), F.lit(REJECT_TYPE_UNKNOWN)))
     reasons.append(F.when(out[EVENT_TS].isNull(), F.lit(REJECT_TIME)))
     if source.get("id_column"):
         reasons.append(F.when(out[EVENT_ID].isNull(), F.lit(REJECT_ID)))
     for key in keys:
-        reasons.append(F.when(F.col(key).isNull(), F.lit(_missing_key(key))))
+        if key not in no_nulls:
+            reasons.append(F.when(F.col(key).isNull(), F.lit(_missing_key(key))))
     by_schema: dict[tuple, list[str]] = {}
     for type_name, attrs in attributes.items():
         by_schema.setdefault(tuple(sorted(attrs)), []).append(type_name)
@@ -304,7 +311,12 @@ def _reject_column(raw: DataFrame, source: Mapping[str, Any],
     for names, types in by_schema.items():
         if not names:
             continue
-        checks = [_attribute_reason(name, out[name]) for name in names]
+        checks = [c for c in (_attribute_reason(name, out[name], no_nulls,
+                                                as_stored=raw.schema[name].dataType
+                                                == SPARK_TYPES[attr_types[name]])
+                              for name in names) if c is not None]
+        if not checks:
+            continue
         clause = type_value.isin(types)
         attribute_reason = (F.when(clause, F.coalesce(*checks)) if attribute_reason is None
                             else attribute_reason.when(clause, F.coalesce(*checks)))
@@ -313,9 +325,15 @@ def _reject_column(raw: DataFrame, source: Mapping[str, Any],
     return F.coalesce(*reasons)
 
 
-def _attribute_reason(name: str, cast: Column) -> Column:
+def _attribute_reason(name: str, cast: Column, no_nulls: set[str], *,
+                      as_stored: bool) -> Column | None:
+    """Missing (NULL in the input) or unparsable (NULL once cast); None when neither can
+    happen: no NULL in the input (`no_nulls`), read `as_stored` (no cast)."""
     missing, unparsable = _attribute_reasons(name)
-    return F.when(F.col(name).isNull(), F.lit(missing)).when(cast.isNull(), F.lit(unparsable))
+    if name not in no_nulls:
+        return F.when(F.col(name).isNull(), F.lit(missing)).when(cast.isNull(),
+                                                                 F.lit(unparsable))
+    return None if as_stored else F.when(cast.isNull(), F.lit(unparsable))
 
 
 def _first_line(exc: Exception) -> str:

@@ -241,3 +241,22 @@ def test_sample_does_not_depend_on_the_estimate(scale, spark, tmp_path, monkeypa
         name: count * scale for name, count in true_counts.items()})
     for engine in ("local", "spark"):
         _assert_same(measure(paths, workload, engine=engine, spark=spark, **options), expected)
+
+
+@pytest.mark.parametrize("guess", ["none", "some", "with an absent group"])
+def test_spark_counts_groups_whatever_the_first_rows_suggest(guess, spark, tmp_path,
+                                                             monkeypatch):
+    """The Spark job counts the groups found in the first rows without grouping them and
+    any other group in a second scan: the same key and region counts whichever groups the
+    first rows show (none: both grouping sets, as for text input)."""
+    from cepplan.stats import spark_scan
+
+    workload, paths = _write("parquet", tmp_path)
+    options = {"time_step": 1.0, "sample": 3000, "seed": 2}
+    expected = measure(paths, workload, engine="local", **options)
+    found = spark_scan.head_groups(paths, workload, ["g", "zone"], 100)
+    assert found is not None and len(found) == 16  # 4 keys x 4 regions, all in the first rows
+    guesses = {"none": None, "some": found[:5],
+               "with an absent group": [("k9", None), *found[3:9]]}
+    monkeypatch.setattr(spark_scan, "head_groups", lambda *_: guesses[guess])
+    _assert_same(measure(paths, workload, engine="spark", spark=spark, **options), expected)
