@@ -51,7 +51,7 @@ def main(quick: bool = False) -> None:
     limit = 2.0 if quick else 10.0
     with tempfile.TemporaryDirectory() as tmp:
         for title, wl, events in workloads(Path(tmp), quick):
-            _compare(title, wl, events, limit, Path(tmp), repeats=1 if quick else 3)
+            _compare(title, wl, events, limit, Path(tmp), repeats=1 if quick else 5)
             if title.startswith("synthetic"):
                 _partials_per_pattern(title, wl, events, limit)
         _versus_opencep(Path(tmp), limit, patterns=12 if quick else 24,
