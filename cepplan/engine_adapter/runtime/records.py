@@ -145,12 +145,11 @@ class Renderer:
         labels = {v: f"{', ' if i else head}{json.dumps(v)}: " for i, v in enumerate(names)}
         ends = {v: "}}\n" if v == names[-1] else "" for v in names}
         sets = {v: _flat_sets(s) for v, s in matches.kleene.items()}
-        texts, at = self._arrow_texts([*matches.single.values(),
-                                       *(flat for flat, _ in sets.values())])
+        bounds = {v: self._mask(ranks) for v, ranks in matches.single.items()}
+        texts, at = self._arrow_texts([*bounds.values(),
+                                       *(self._mask(flat) for flat, _ in sets.values())])
         pieces, positions = [], []  # per single variable: its pieces; rank -> its piece
-        for var, ranks in matches.single.items():
-            bound = np.zeros(len(self.table), dtype=bool)
-            bound[ranks] = True
+        for var, bound in bounds.items():
             pieces.append(pc.binary_join_element_wise(
                 _scalar(labels[var]), texts.take(at[bound]), _scalar(ends[var]), _scalar("")))
             positions.append(np.cumsum(bound) - 1)
@@ -175,12 +174,16 @@ class Renderer:
                 len(rows), pa.py_buffer(np.ascontiguousarray(offsets)), laid.buffers()[2]))
         return pa.chunked_array(chunks, pa.large_string())
 
-    def _arrow_texts(self, bound: Sequence[np.ndarray]) -> tuple[pa.Array, np.ndarray]:
-        """The texts of every event some of `bound` (arrays of ranks) holds, as one Arrow
-        array, and each rank's position in it."""
-        used = np.zeros(len(self.table), dtype=bool)
-        for ranks in bound:
-            used[ranks] = True
+    def _mask(self, ranks: np.ndarray) -> np.ndarray:
+        """Which of the table's events `ranks` holds."""
+        mask = np.zeros(len(self.table), dtype=bool)
+        mask[ranks] = True
+        return mask
+
+    def _arrow_texts(self, masks: Sequence[np.ndarray]) -> tuple[pa.Array, np.ndarray]:
+        """The texts of every event some of `masks` flags, as one Arrow array, and each
+        rank's position in it."""
+        used = np.logical_or.reduce(masks) if masks else np.zeros(len(self.table), bool)
         ranks = np.flatnonzero(used)
         texts = pa.array(self.event_texts(ranks), pa.large_string())
         return texts, np.cumsum(used) - 1
