@@ -51,7 +51,7 @@ def main(quick: bool = False) -> None:
     limit = 2.0 if quick else 10.0
     with tempfile.TemporaryDirectory() as tmp:
         for title, wl, events in workloads(Path(tmp), quick):
-            _compare(title, wl, events, limit, Path(tmp), repeats=1 if quick else 3)
+            _compare(title, wl, events, limit, Path(tmp), repeats=1 if quick else 5)
             if title.startswith("synthetic"):
                 _partials_per_pattern(title, wl, events, limit)
         _versus_opencep(Path(tmp), limit, patterns=12 if quick else 24,
@@ -234,16 +234,19 @@ def _common_prefix_workload(n: int) -> dict:
 def best_runs(runs: Sequence[str], run: Callable[[str, Path], dict],
               matching: Callable[[dict], float], tmp: Path, repeats: int,
               cpu: dict[str, float] | None = None,
-              pick: Callable[[list[float]], float] = min, warm_up: bool = False
+              pick: Callable[[list[float]], float] = min, warm_up: bool = False,
+              engine: dict[str, float] | None = None
               ) -> tuple[dict[str, float], dict[str, float], dict[str, dict], dict[str, dict]]:
     """Each named plan run `repeats` rounds, interleaved so that drift in the machine's load
     hits every plan alike: per plan the wall and matching seconds of its rounds reduced by
     `pick` (the best, or the median), its matches (from the last round) and its metrics.
     `run(name, out)` runs one plan into `out`; `matching` reads the matching seconds from
     its metrics. With `cpu`, the CPU seconds of this process per plan (`pick`ed) go there
-    too (in-process runs). With `warm_up`, the first plan runs once untimed first (the
-    process's first run pays for imports and growing its heap)."""
-    times: dict[str, dict[str, list[float]]] = {"wall": {}, "match": {}, "cpu": {}}
+    too (in-process runs), and with `engine` those of the calling thread alone (the engine's,
+    without the match writer's thread). With `warm_up`, the first plan runs once untimed
+    first (the process's first run pays for imports and growing its heap)."""
+    times: dict[str, dict[str, list[float]]] = {"wall": {}, "match": {}, "cpu": {},
+                                                "engine": {}}
     if warm_up:
         run(runs[0], tmp / "warm-up")
     found: dict[str, dict] = {}
@@ -251,15 +254,18 @@ def best_runs(runs: Sequence[str], run: Callable[[str, Path], dict],
     for _ in range(repeats):
         for name in runs:
             out = tmp / name.replace(" ", "_")
-            start, clock = time.perf_counter(), time.process_time()
+            start, clock, own = time.perf_counter(), time.process_time(), time.thread_time()
             metrics[name] = run(name, out)
             times["wall"].setdefault(name, []).append(time.perf_counter() - start)
             times["cpu"].setdefault(name, []).append(time.process_time() - clock)
+            times["engine"].setdefault(name, []).append(time.thread_time() - own)
             times["match"].setdefault(name, []).append(matching(metrics[name]))
     for name in runs:  # the last round's output of each plan
         found[name] = _matches(tmp / name.replace(" ", "_"))
     if cpu is not None:
         cpu.update({name: pick(t) for name, t in times["cpu"].items()})
+    if engine is not None:
+        engine.update({name: pick(t) for name, t in times["engine"].items()})
     return ({name: pick(t) for name, t in times["wall"].items()},
             {name: pick(t) for name, t in times["match"].items()}, found, metrics)
 
@@ -273,11 +279,12 @@ def _compare(title: str, wl, events: Path, limit: float, tmp: Path, repeats: int
     jobs = {name: job_data(wl, plan) for name, plan in plans.items()}
     jobs["chosen unshared"] = {k: v for k, v in jobs["chosen"].items() if k != "sharing"}
     cpu: dict[str, float] = {}
+    engine: dict[str, float] = {}
     wall, match_s, found, metrics = best_runs(
         RUNS, lambda name, out: run_local_job(jobs[name], [str(events)], out,
                                               say=lambda _: None),
         lambda m: sum(v for k, v in m["seconds"].items() if k.startswith("match ")),
-        tmp, repeats, cpu, pick=statistics.median, warm_up=True)
+        tmp, repeats, cpu, pick=statistics.median, warm_up=True, engine=engine)
     frame = _canonical(events)
     rounds: dict[str, list[float]] = {name: [] for name in RUNS}
     for _ in range(repeats):  # interleaved, median CPU seconds per plan
@@ -290,8 +297,8 @@ def _compare(title: str, wl, events: Path, limit: float, tmp: Path, repeats: int
     print(f"\n-- {title}: {n_events} events, {total} matches; identical across plans: {same}"
           f"; median of {repeats} interleaved runs per plan")
     print(f"{'plan':>16} {'modelled':>10} {'wall s':>8} {'vs trivial':>10} {'CPU s':>8} "
-          f"{'vs trivial':>10} {'matching s':>10} {'vs trivial':>10} {'joins CPU s':>11} "
-          f"{'vs trivial':>10}")
+          f"{'vs trivial':>10} {'engine CPU s':>12} {'vs trivial':>10} {'matching s':>10} "
+          f"{'vs trivial':>10} {'joins CPU s':>11} {'vs trivial':>10}")
     for name in RUNS:
         plan = plans[name.split()[0]]
         modelled = plan.sharing["modelled_cost"]["chosen"] if plan.sharing else \
@@ -300,12 +307,13 @@ def _compare(title: str, wl, events: Path, limit: float, tmp: Path, repeats: int
             modelled = float("nan")
         print(f"{name:>16} {modelled:>10.4g} {wall[name]:>8.2f} "
               f"{wall['trivial'] / wall[name]:>9.2f}x {cpu[name]:>8.2f} "
-              f"{cpu['trivial'] / cpu[name]:>9.2f}x {match_s[name]:>10.2f} "
+              f"{cpu['trivial'] / cpu[name]:>9.2f}x {engine[name]:>12.2f} "
+              f"{engine['trivial'] / engine[name]:>9.2f}x {match_s[name]:>10.2f} "
               f"{match_s['trivial'] / match_s[name]:>9.2f}x {joins[name]:>11.3f} "
               f"{joins['trivial'] / joins[name]:>9.2f}x")
     best = {label: min(values[n] for n in ("re", "sh")) / values["chosen"]
-            for label, values in (("wall", wall), ("CPU", cpu), ("matching", match_s),
-                                  ("joins", joins))}
+            for label, values in (("wall", wall), ("CPU", cpu), ("engine CPU", engine),
+                                  ("matching", match_s), ("joins", joins))}
     print("chosen shared plan vs the best of SH and RE: " + ", ".join(
         f"{label} {ratio:.2f}x ({abs(1 - 1 / ratio) * 100:.0f} % "
         f"{'less' if ratio >= 1 else 'more'} time)" for label, ratio in best.items()))

@@ -25,7 +25,7 @@ from cepplan.engine_adapter.local.source import read_batches
 from cepplan.engine_adapter.local.writer import staged_output
 from cepplan.engine_adapter.runtime.job import Job, evaluate_partition, job_from_json, partitions
 from cepplan.engine_adapter.runtime.matcher import partials_per_window
-from cepplan.engine_adapter.runtime.records import MATCH_COLUMN
+from cepplan.engine_adapter.runtime.records import MATCH_COLUMN, ROW_COLUMN, EventTexts
 from cepplan.engine_adapter.runtime.spec import PatternSpec
 from cepplan.engine_adapter.runtime.table import Columns, values
 from cepplan.engine_adapter.runtime.tagging import tag_masks
@@ -251,6 +251,8 @@ def _match_range(pool: Columns, job: Job, owned: tuple[float, float], writer: An
     its nodes' partial matches added to `partials`."""
     if not len(pool):
         return
+    texts = EventTexts(len(pool))  # each event rendered once for every pattern
+    pool = Columns({**pool.data, ROW_COLUMN: np.arange(len(pool))}, pool.codes, pool.types)
     stamps = pool[EVENT_TS]
     inside = (stamps >= owned[0]) & (stamps < owned[1])
     done: set[str] = set()
@@ -262,7 +264,7 @@ def _match_range(pool: Columns, job: Job, owned: tuple[float, float], writer: An
 
             names = sharing.members(spec.name)
             match_shared_range(pool, job, sharing, names, owned, inside, writer, totals,
-                               partials, seconds, _slices)
+                               partials, seconds, _slices, texts)
             done.update(names)
             continue
         keep = acquire_in_range(pool, spec, seconds)
@@ -274,7 +276,7 @@ def _match_range(pool: Columns, job: Job, owned: tuple[float, float], writer: An
             mine = (max(own[0], owned[0]), min(own[1], owned[1]))
             if mine[0] >= mine[1]:
                 continue
-            result = evaluate_partition(group, job, spec, own=mine)
+            result = evaluate_partition(group, job, spec, own=mine, texts=texts)
             writer.write(spec.name, result.matches, result.count)
             total[1] += result.count
             total[2] += result.cap_hits

@@ -14,6 +14,7 @@ import numpy as np
 
 from cepplan.engine_adapter.local.acquire import acquire, acquire_in_range
 from cepplan.engine_adapter.runtime.job import Job, PartitionOutput
+from cepplan.engine_adapter.runtime.records import EventTexts
 from cepplan.engine_adapter.runtime.shared_plan import (
     GroupMatches,
     SharingPlan,
@@ -33,12 +34,14 @@ if TYPE_CHECKING:  # the time-range path runs without pandas
 def match_shared_range(pool: Columns, job: Job, plan: SharingPlan, names: Sequence[str],
                        owned: tuple[float, float], inside: np.ndarray, writer: Any,
                        totals: dict[str, list[int]], partials: dict[int, int],
-                       seconds: dict[str, float], slices: Callable) -> None:
+                       seconds: dict[str, float], slices: Callable,
+                       texts: EventTexts | None = None) -> None:
     """One sharing group's matches whose latest event lies in `owned` (`inside` flags those
     rows of `pool`), written per member: each member acquires its rows once (its rows sent
     counted as when evaluated alone), the group is matched once over their union, each
     shared node's partial matches computed once and added to `partials`; `totals` gets each
-    member's rows sent, matches and cap hits."""
+    member's rows sent, matches and cap hits. `texts`: the pool's event texts (its
+    `ROW_COLUMN`), shared with the other patterns' renderers."""
     kept: dict[str, np.ndarray] = {}
     for name in names:
         kept[name] = acquire_in_range(pool, job.pattern(name), seconds)
@@ -52,7 +55,8 @@ def match_shared_range(pool: Columns, job: Job, plan: SharingPlan, names: Sequen
         mine = (max(own[0], owned[0]), min(own[1], owned[1]))
         if mine[0] >= mine[1]:
             continue
-        found = match_group(group, job, plan, names, own=mine, acquired=flags)
+        found = match_group(group, job, plan, names, own=mine, acquired=flags,
+                            texts=texts)
         for index, count in found.partials.items():
             partials[index] = partials.get(index, 0) + count
         for name in names:

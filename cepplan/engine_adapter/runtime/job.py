@@ -16,8 +16,10 @@ import pyarrow as pa
 from cepplan.engine_adapter.runtime.matcher import CHUNK_EVENTS, Matches, match_partition
 from cepplan.engine_adapter.runtime.records import (
     MATCH_COLUMN,
+    EventTexts,
     Renderer,
     complex_events,
+    with_rows,
 )
 from cepplan.engine_adapter.runtime.spec import (
     PatternSpec,
@@ -107,14 +109,16 @@ class PartitionOutput:
 def evaluate_partition(frame: pd.DataFrame | Columns, job: Job, spec: PatternSpec, *,
                        own: tuple[float, float] = (-math.inf, math.inf),
                        with_complex: bool = False,
-                       chunk_events: int = CHUNK_EVENTS) -> PartitionOutput:
-    """Match one pattern over one partition's events (canonical columns)."""
-    table = make_table(frame, needed_attributes(job, spec))
+                       chunk_events: int = CHUNK_EVENTS,
+                       texts: EventTexts | None = None) -> PartitionOutput:
+    """Match one pattern over one partition's events (canonical columns); `texts`: the
+    event texts of the pool the frame was taken from (its `ROW_COLUMN`), if shared."""
+    table = make_table(frame, with_rows(frame, needed_attributes(job, spec)))
     partials: list[int] = []
     results = [m for m in match_partition(table, spec, job.stages[spec.name], own=own,
                                           chunk_events=chunk_events, partials=partials)
                if m.count]
-    out = rendered(Renderer(table, job.types), spec, results, with_complex)
+    out = rendered(Renderer(table, job.types, texts), spec, results, with_complex)
     out.partials = partials
     return out
 

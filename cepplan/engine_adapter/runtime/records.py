@@ -15,6 +15,7 @@ import math
 import re
 import sys
 from collections.abc import Iterator, Mapping, Sequence
+from itertools import chain
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -28,7 +29,7 @@ except ImportError:  # the isolated spark-submit test runs without it
 
 from cepplan.engine_adapter.runtime.matcher import Matches
 from cepplan.engine_adapter.runtime.spec import PatternSpec
-from cepplan.engine_adapter.runtime.table import Table
+from cepplan.engine_adapter.runtime.table import Columns, Table
 from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_TYPE
 from cepplan.workload.expr.vectorized import evaluate, referenced_keys
 
@@ -36,6 +37,7 @@ if TYPE_CHECKING:  # imported where used: the in-process engine's plain path run
     import pandas as pd
 
 MATCH_COLUMN = "__match"  # a complex event's own match object, as JSON text
+ROW_COLUMN = "__row"  # an event's row in the pool its table was built from (`EventTexts`)
 RENDER_ROWS = 1 << 14  # matches rendered (and written) together
 
 
@@ -59,30 +61,46 @@ def plain_value(value: object) -> object:
     return value
 
 
+class EventTexts:
+    """Each event's JSON text, rendered at most once per pool of events however many tables
+    (one per pattern or sharing group and time slice) hold it: a table built from the pool
+    carries its events' pool rows in `ROW_COLUMN`, and every `Renderer` over such a table
+    reads and fills this one store (so the same matches cost the same to render whatever
+    the plan splits the pool into)."""
+
+    def __init__(self, size: int):
+        self.texts = np.full(size, None, dtype=object)
+        self.done = np.zeros(size, dtype=bool)
+
+
 class Renderer:
     """Renders matches of one table as JSON text, once and column by column: each event's
-    text is built once (cached by rank) and a match's text is the concatenation of its
-    events' texts, so no per-match object is built (docs/engine.md, "Matches")."""
+    text is built once (cached by pool row, `EventTexts`) and a match's text is the
+    concatenation of its events' texts, so no per-match object is built (docs/engine.md,
+    "Matches")."""
 
-    def __init__(self, table: Table, type_attrs: Mapping[str, Sequence[str]]):
+    def __init__(self, table: Table, type_attrs: Mapping[str, Sequence[str]],
+                 texts: EventTexts | None = None):
         self.table = table
         self.type_attrs = type_attrs
-        self._texts = np.full(len(table), None, dtype=object)
-        self._done = np.zeros(len(table), dtype=bool)
+        rows = table.columns.get(ROW_COLUMN) if texts is not None else None
+        self._store = texts if rows is not None else EventTexts(len(table))
+        self._rows = (np.asarray(rows, dtype=np.int64) if rows is not None
+                      else np.arange(len(table), dtype=np.int64))
 
     def event_texts(self, ranks: np.ndarray) -> np.ndarray:
         """The JSON text of each event: id, type, ts, its type's attributes (and, for a
         complex event, its own pattern and events)."""
         ranks = np.asarray(ranks, dtype=np.int64)
         self._render_missing(ranks)
-        return self._texts[ranks]
+        return self._store.texts[self._rows[ranks]]
 
     def _render_missing(self, ranks: np.ndarray) -> None:
         """Render the events among `ranks` not rendered yet (a mask, not a sort: cheap for
         millions of ranks over a table of thousands)."""
         need = np.zeros(len(self.table), dtype=bool)
         need[ranks] = True
-        need &= ~self._done
+        need &= ~self._store.done[self._rows]
         if need.any():
             self._render(np.flatnonzero(need))
 
@@ -107,8 +125,9 @@ class Renderer:
                          else form + "}") % row
                         for row, t in zip(zip(*map(list, columns), strict=True), nested,
                                           strict=True)]
-            self._texts[mine] = np.asarray(text, dtype=object) if text else text
-            self._done[mine] = True
+            rows = self._rows[mine]
+            self._store.texts[rows] = np.asarray(text, dtype=object) if text else text
+            self._store.done[rows] = True
 
     def match_lines(self, spec: PatternSpec, matches: Matches) -> str:
         """All matches as JSON lines (`match_array`'s text)."""
@@ -118,39 +137,36 @@ class Renderer:
         """All matches as Arrow strings, each {"pattern": ..., "events": {var: event or
         [events]}} and a newline, `RENDER_ROWS` matches a chunk, each chunk's data buffer
         JSON lines ready to write. A line is its pieces one after the other: per variable,
-        its label and event text (rendered once per event, label included) or its Kleene
-        list, the closing braces on the last piece; one `take` per chunk lays the pieces of
-        every line out in order, so no Python string per match is built. A variable's pieces
-        are made for the events it binds only, not the whole table (a sharing group's table
-        holds every member's events)."""
+        its label and event text (made once per event it binds, label included) or its
+        Kleene list, the closing braces on the last piece; one `take` per chunk lays the
+        pieces of every line out in order, so no Python string per match is built."""
         head = '{"pattern": ' + json.dumps(spec.name) + ', "events": {'
         names = [*matches.single, *matches.kleene]
         labels = {v: f"{', ' if i else head}{json.dumps(v)}: " for i, v in enumerate(names)}
         ends = {v: "}}\n" if v == names[-1] else "" for v in names}
-        self._render_missing(np.concatenate([*matches.single.values(),
-                                             np.empty(0, np.int64)]))
-        pieces, positions = [], []  # per variable: its pieces; rank -> its piece
-        for var, ranks in matches.single.items():
-            bound = np.zeros(len(self.table), dtype=bool)
-            bound[ranks] = True
-            texts = pa.array(self._texts[bound], pa.large_string())
-            pieces.append(pc.binary_join_element_wise(_scalar(labels[var]), texts,
-                                                      _scalar(ends[var]), _scalar("")))
+        sets = {v: _flat_sets(s) for v, s in matches.kleene.items()}
+        bounds = {v: self._mask(ranks) for v, ranks in matches.single.items()}
+        texts, at = self._arrow_texts([*bounds.values(),
+                                       *(self._mask(flat) for flat, _ in sets.values())])
+        pieces, positions = [], []  # per single variable: its pieces; rank -> its piece
+        for var, bound in bounds.items():
+            pieces.append(pc.binary_join_element_wise(
+                _scalar(labels[var]), texts.take(at[bound]), _scalar(ends[var]), _scalar("")))
             positions.append(np.cumsum(bound) - 1)
         fixed = pa.concat_arrays(pieces) if pieces else None
         chunks = []
         for start in range(0, matches.count, RENDER_ROWS):
             stop = min(matches.count, start + RENDER_ROWS)
-            sets = [self._kleene_texts(s[start:stop], labels[v], ends[v])
-                    for v, s in matches.kleene.items()]
-            layout = pa.concat_arrays([fixed, *sets] if pieces else sets) if sets else fixed
-            at = np.cumsum([0] + [len(p) for p in [*pieces, *sets]])
+            lists = [_kleene_texts(texts, at, *sets[v], start, stop, labels[v], ends[v])
+                     for v in matches.kleene]
+            layout = pa.concat_arrays([fixed, *lists] if pieces else lists) if lists else fixed
+            offset = np.cumsum([0] + [len(p) for p in [*pieces, *lists]])
             rows = np.arange(stop - start, dtype=np.int64)
             order = np.empty((stop - start, len(names)), dtype=np.int64)
             for i, ranks in enumerate(matches.single.values()):
-                order[:, i] = positions[i][ranks[start:stop]] + at[i]
-            for i in range(len(sets)):
-                order[:, len(pieces) + i] = rows + at[len(pieces) + i]
+                order[:, i] = positions[i][ranks[start:stop]] + offset[i]
+            for i in range(len(lists)):
+                order[:, len(pieces) + i] = rows + offset[len(pieces) + i]
             laid = pc.take(layout, order.ravel())
             offsets = np.frombuffer(laid.buffers()[1], np.int64)[laid.offset:][
                 :len(order.ravel()) + 1:len(names)]
@@ -158,16 +174,44 @@ class Renderer:
                 len(rows), pa.py_buffer(np.ascontiguousarray(offsets)), laid.buffers()[2]))
         return pa.chunked_array(chunks, pa.large_string())
 
-    def _kleene_texts(self, sets: list[tuple[int, ...]], label: str, end: str) -> pa.Array:
-        """Each set of a Kleene variable's events as its label, a JSON list of their texts
-        and `end`."""
-        flat = np.fromiter((r for s in sets for r in s), np.int64)
-        events = self.event_texts(flat).tolist() if len(flat) else []
-        joined, at = [], 0
-        for chosen in sets:
-            joined.append(label + "[" + ", ".join(events[at:at + len(chosen)]) + "]" + end)
-            at += len(chosen)
-        return pa.array(joined, pa.large_string())
+    def _mask(self, ranks: np.ndarray) -> np.ndarray:
+        """Which of the table's events `ranks` holds."""
+        mask = np.zeros(len(self.table), dtype=bool)
+        mask[ranks] = True
+        return mask
+
+    def _arrow_texts(self, masks: Sequence[np.ndarray]) -> tuple[pa.Array, np.ndarray]:
+        """The texts of every event some of `masks` flags, as one Arrow array, and each
+        rank's position in it."""
+        used = np.logical_or.reduce(masks) if masks else np.zeros(len(self.table), bool)
+        ranks = np.flatnonzero(used)
+        texts = pa.array(self.event_texts(ranks), pa.large_string())
+        return texts, np.cumsum(used) - 1
+
+
+def with_rows(frame: pd.DataFrame | Columns, attributes: Sequence[str]) -> list[str]:
+    """The attributes a table of `frame` keeps, with `ROW_COLUMN` when the frame has it."""
+    return [*attributes, *([ROW_COLUMN] if ROW_COLUMN in frame.columns else [])]
+
+
+def _flat_sets(sets: list[tuple[int, ...]]) -> tuple[np.ndarray, np.ndarray]:
+    """A Kleene variable's sets as their ranks one after the other and each set's start
+    (and the end of the last) in them."""
+    sizes = np.fromiter(map(len, sets), np.int64, len(sets))
+    flat = np.fromiter(chain.from_iterable(sets), np.int64, int(sizes.sum()))
+    return flat, np.concatenate([[0], np.cumsum(sizes)])
+
+
+def _kleene_texts(texts: pa.Array, at: np.ndarray, flat: np.ndarray, starts: np.ndarray,
+                  first: int, last: int, label: str, end: str) -> pa.Array:
+    """Sets `first`..`last` of a Kleene variable's (`_flat_sets`) each as its label, a JSON
+    list of its events' texts and `end`, by Arrow kernels (no Python string per set)."""
+    low, high = int(starts[first]), int(starts[last])
+    events = texts.take(at[flat[low:high]])
+    lists = pa.LargeListArray.from_arrays(pa.array(starts[first:last + 1] - low, pa.int64()),
+                                          events)
+    return pc.binary_join_element_wise(_scalar(label + "["), pc.binary_join(lists, _scalar(", ")),
+                                       _scalar("]" + end), _scalar(""))
 
 
 def _literal(text: str) -> str:

@@ -36,7 +36,7 @@ from cepplan.engine_adapter.runtime.job import (
     rendered,
 )
 from cepplan.engine_adapter.runtime.matcher import CHUNK_EVENTS, Matches, _Context, _filter_rows
-from cepplan.engine_adapter.runtime.records import Renderer
+from cepplan.engine_adapter.runtime.records import EventTexts, Renderer, with_rows
 from cepplan.engine_adapter.runtime.spec import (
     NEGATED,
     PatternSpec,
@@ -298,21 +298,24 @@ def evaluate_group(frame: pd.DataFrame | Columns, job: Job, plan: SharingPlan,
 def match_group(frame: pd.DataFrame | Columns, job: Job, plan: SharingPlan,
                 names: Sequence[str], *, own: tuple[float, float] = (-math.inf, math.inf),
                 chunk_events: int = CHUNK_EVENTS,
-                acquired: Mapping[str, str] | None = None) -> GroupMatches:
+                acquired: Mapping[str, str] | None = None,
+                texts: EventTexts | None = None) -> GroupMatches:
     """Match the patterns `names` (one sharing group, same key) over one partition's events:
     one table, each shared node's partial matches once, each pattern on top of its nodes.
     `acquired` names, per member, the frame's column flagging the rows the engine's
     acquisition keeps for it: its variables then bind only those, as in its own table when
-    evaluated alone, and a node's only its users' (same matches, fewer partial ones)."""
+    evaluated alone, and a node's only its users' (same matches, fewer partial ones).
+    `texts`: the event texts of the pool the frame was taken from, if shared."""
     specs = {name: job.pattern(name) for name in names}
     attributes: list[str] = []
     for spec in specs.values():
         attributes += [a for a in needed_attributes(job, spec) if a not in attributes]
     flags = dict(acquired or {})
-    table = make_table(frame, attributes + [c for c in flags.values() if c not in attributes])
+    table = make_table(frame, with_rows(frame, attributes + [c for c in flags.values()
+                                                            if c not in attributes]))
     mine = {n: np.asarray(table.columns[c], dtype=bool) for n, c in flags.items()}
     cache = _Candidates(table)
-    out = GroupMatches(Renderer(table, job.types), specs)
+    out = GroupMatches(Renderer(table, job.types, texts), specs)
     node_rows: dict[int, NodeRows] = {}
     for index in sorted({u.node for n in names for u in plan.uses.get(n, ())}):
         node = plan.nodes[index]
