@@ -127,29 +127,40 @@ def canonical_sample(collected: pd.DataFrame, workload: Workload) -> pd.DataFram
         return collected
     kinds = merged_attribute_types(attribute_types(workload).values())
     dtypes = {"double": "float64", "long": "Int64", "bool": "boolean", "string": object}
-    frame = collected.astype({c: dtypes[kinds[c]] for c in collected.columns if c in kinds})
-    frame[EVENT_TYPE] = frame[EVENT_TYPE].astype(str).astype(object)
-    frame[EVENT_TS] = frame[EVENT_TS].astype("float64")
-    others = sorted(c for c in frame.columns if c not in (EVENT_TS, EVENT_TYPE, EVENT_ID))
-    frame = frame[[EVENT_TS, EVENT_TYPE, EVENT_ID, *others]]
-    frame = frame.iloc[_canonical_order(frame, others)].reset_index(drop=True)
-    frame[EVENT_ID] = np.arange(len(frame), dtype=np.int64)
-    return frame
+    codes, names = pd.factorize(collected[EVENT_TYPE])  # each type name made text once
+    others = sorted(c for c in collected.columns if c not in (EVENT_TS, EVENT_TYPE, EVENT_ID))
+    columns = {EVENT_TS: collected[EVENT_TS].to_numpy(dtype=np.float64),
+               EVENT_TYPE: np.asarray(names.astype(str), dtype=object)[codes],
+               EVENT_ID: collected[EVENT_ID].to_numpy(dtype=np.int64),
+               **{c: _values(collected[c].astype(dtypes[kinds[c]]) if c in kinds
+                             else collected[c]) for c in others}}
+    order = _canonical_order(columns, others)
+    if (order[1:] < order[:-1]).any():  # each column taken once, only when out of order
+        columns = {name: values.take(order) for name, values in columns.items()}
+    columns[EVENT_ID] = np.arange(len(order), dtype=np.int64)
+    return pd.DataFrame(columns)
 
 
-def _canonical_order(frame: pd.DataFrame, others: list[str]) -> np.ndarray:
+def _values(series: pd.Series) -> Any:
+    """A column's values: its extension array (nullable dtypes) or NumPy array."""
+    return series.array if isinstance(series.dtype, pd.api.extensions.ExtensionDtype) \
+        else series.to_numpy()
+
+
+def _canonical_order(columns: dict[str, Any], others: list[str]) -> np.ndarray:
     """The row order by time, type, a hash of the `others` values, then id. With every
     time distinct (usual for a fine clock) the order by time alone is that order, so the
     rest is computed only when two rows share a time."""
-    times = frame[EVENT_TS].to_numpy()
+    times = columns[EVENT_TS]
     by_time = np.argsort(times, kind="stable")
     ordered = times[by_time]
     if not (ordered[1:] == ordered[:-1]).any():
         return by_time
-    content = (pd.util.hash_pandas_object(frame[others], index=False).to_numpy() if others
-               else np.zeros(len(frame), dtype=np.uint64))
-    type_rank = pd.factorize(frame[EVENT_TYPE], sort=True)[0]
-    return np.lexsort((frame[EVENT_ID].to_numpy(dtype=np.int64), content, type_rank, times))
+    content = (pd.util.hash_pandas_object(pd.DataFrame({c: columns[c] for c in others}),
+                                          index=False).to_numpy() if others
+               else np.zeros(len(times), dtype=np.uint64))
+    type_rank = pd.factorize(columns[EVENT_TYPE], sort=True)[0]
+    return np.lexsort((columns[EVENT_ID], content, type_rank, times))
 
 
 def _row_summary(grouped: pd.DataFrame, where: str,

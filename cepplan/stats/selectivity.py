@@ -42,6 +42,7 @@ class _Sorted:
 
     frame: pd.DataFrame
     key: np.ndarray  # partition code * stride + time offset
+    part: np.ndarray  # partition code
 
 
 def estimate_pattern(pattern: Pattern, sample: pd.DataFrame, *, seq_ties: str, budget: int,
@@ -92,27 +93,54 @@ def _prepare(pattern: Pattern, sample: pd.DataFrame) -> dict[str, _Sorted]:
     """Per primitive type of the pattern, its sampled events sorted by (partition, ts, id)."""
     window = pattern.window or 0.0
     prepared = {}
-    if len(sample):
-        t0, t1 = float(sample[EVENT_TS].min()), float(sample[EVENT_TS].max())
-    else:
-        t0 = t1 = 0.0
+    times, ids = sample[EVENT_TS].to_numpy(), sample[EVENT_ID].to_numpy()
+    t0, t1 = (float(times.min()), float(times.max())) if len(sample) else (0.0, 0.0)
     stride = (t1 - t0) + 4 * window + 1.0
-    if pattern.partition_by:
-        codes = pd.MultiIndex.from_frame(sample[list(pattern.partition_by)].astype(str))
-        part = pd.factorize(codes)[0].astype(np.float64)
-    else:
-        part = np.zeros(len(sample))
-    types, times, ids = (sample[c].to_numpy() for c in (EVENT_TYPE, EVENT_TS, EVENT_ID))
+    part = (_partition_codes(sample, list(pattern.partition_by)) if pattern.partition_by
+            else np.zeros(len(sample)))
+    codes, names = pd.factorize(sample[EVENT_TYPE])  # each type name compared once
     for operand in pattern.operands:
         if operand.is_complex or operand.event_type in prepared:
             continue
-        where = np.flatnonzero(types == operand.event_type)
-        where = where[np.lexsort((ids[where], times[where], part[where]))]
+        code = np.flatnonzero(np.asarray(names, dtype=object) == operand.event_type)
+        where = np.flatnonzero(codes == (code[0] if len(code) else -2))
+        where = where[_order(part[where], times[where], ids[where])]
         rows = sample.iloc[where].reset_index(drop=True)  # one copy of the type's rows
-        rows["__part"] = part[where]
         key = part[where] * stride + (times[where] - t0)
-        prepared[operand.event_type] = _Sorted(rows, key)
+        prepared[operand.event_type] = _Sorted(rows, key, part[where])
     return prepared
+
+
+def _order(part: np.ndarray, times: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    """The positions in (partition, time, id) order: the identity when the rows are in that
+    order already (as the canonical sample usually is), without sorting."""
+    later = (part[1:] > part[:-1]) | (part[1:] == part[:-1]) & (
+        (times[1:] > times[:-1]) | (times[1:] == times[:-1]) & (ids[1:] > ids[:-1]))
+    if later.all():
+        return np.arange(len(part))
+    return np.lexsort((ids, times, part))
+
+
+def _partition_codes(sample: pd.DataFrame, columns: list[str]) -> np.ndarray:
+    """Per row, its partition's number in order of first appearance, partitions told apart
+    by the text of their values; each column's distinct values are turned into text once
+    instead of every row's (the numbers are those of factorizing the rows' texts)."""
+    combined = np.zeros(len(sample), dtype=np.int64)
+    for column in columns:
+        codes, distinct = pd.factorize(sample[column])
+        if (codes < 0).any() or not _text_exact(sample[column].dtype, distinct):
+            texts = pd.MultiIndex.from_frame(sample[columns].astype(str))
+            return pd.factorize(texts)[0].astype(np.float64)
+        by_text = pd.factorize(np.asarray(distinct, dtype=object).astype(str))[0]
+        combined = combined * (int(by_text.max(initial=0)) + 1) + by_text[codes]
+    return pd.factorize(combined)[0].astype(np.float64)
+
+
+def _text_exact(dtype: Any, distinct: pd.Index) -> bool:
+    """Whether values equal as values are equal as text: integers, booleans and text (not
+    floats: -0.0 == 0.0; not mixed objects: 1 == True == 1.0; NULLs are checked apart)."""
+    return dtype.kind in "iub" or (dtype.kind == "O"
+                                   and pd.api.types.infer_dtype(distinct) == "string")
 
 
 def _rows(pattern: Pattern, predicate: Predicate, prepared: Mapping[str, _Sorted],
@@ -174,7 +202,7 @@ def _consecutive(pattern: Pattern, predicate: Predicate,
     """Rows of a Kleene-internal predicate: positions i of the type's sorted events whose
     neighbours (i+1 for NEXT, i-1 for PREV) are in the same partition within the window."""
     funcs = {n.func for n in walk(predicate.expr) if isinstance(n, KleeneRef)}
-    part = events.frame["__part"].to_numpy()
+    part = events.part
     ts = events.frame[EVENT_TS].to_numpy()
     n = len(ts)
     linked = np.zeros(n, dtype=bool)  # linked[i]: events i and i+1 are consecutive candidates
