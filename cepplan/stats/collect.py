@@ -170,12 +170,16 @@ def _row_summary(grouped: pd.DataFrame, where: str,
     read = int(grouped[COUNT].sum())
     if read == 0:
         raise InputError.single(where, "", "the input has no rows")
-    bad = grouped[grouped[REJECT].notna()]
+    rejected_rows = grouped[REJECT].notna().to_numpy()
+    bad = grouped[rejected_rows]
     reasons = {str(k): int(v) for k, v in bad.groupby(REJECT)[COUNT].sum().items()}
     unknown_rows = bad[bad[REJECT] == REJECT_TYPE_UNKNOWN]
     unknown = {str(k): int(v) for k, v in unknown_rows.groupby(EVENT_TYPE)[COUNT].sum()
                .sort_values(ascending=False).items()}
-    per_type = _steps_per_type(grouped[grouped[REJECT].isna()])
+    valid = ~rejected_rows
+    per_type = _steps_per_type(grouped[EVENT_TYPE].to_numpy()[valid],
+                               grouped[STEP].to_numpy(dtype=np.int64, na_value=0)[valid],
+                               grouped[COUNT].to_numpy(dtype=np.int64)[valid])
     rejected = sum(reasons.values())
     summary = ", ".join(f"{k}: {v}" for k, v in sorted(reasons.items(), key=lambda kv: -kv[1]))
     if unknown:
@@ -194,15 +198,30 @@ def _row_summary(grouped: pd.DataFrame, where: str,
     return rows, per_type
 
 
-def _steps_per_type(good: pd.DataFrame) -> dict[str, pd.DataFrame]:
+def _steps_per_type(types: np.ndarray, steps: np.ndarray,
+                    counts: np.ndarray) -> dict[str, pd.DataFrame]:
     """Per type name (in name order), its occupied steps in order and their counts."""
-    codes, names = pd.factorize(good[EVENT_TYPE], sort=True)
-    steps, counts = good[STEP].to_numpy(dtype=np.int64), good[COUNT].to_numpy(dtype=np.int64)
-    order = np.lexsort((steps, codes))
+    codes, names = pd.factorize(types, sort=True)
+    order = _order_by_type_and_step(codes, len(names), steps)
     bounds = np.searchsorted(codes[order], np.arange(len(names) + 1))
     steps, counts = steps[order], counts[order]
     return {str(name): pd.DataFrame({STEP: steps[low:high], COUNT: counts[low:high]})
             for name, low, high in zip(names, bounds[:-1], bounds[1:], strict=True)}
+
+
+def _order_by_type_and_step(codes: np.ndarray, types: int, steps: np.ndarray) -> np.ndarray:
+    """`np.lexsort((steps, codes))`; when each (type, step) occurs once (as the engines'
+    aggregations give) and the steps are dense, by placing each row in its slot instead."""
+    if not len(steps):
+        return np.zeros(0, dtype=np.int64)
+    low, width = int(steps.min()), int(steps.max()) - int(steps.min()) + 1
+    if types * width <= 4 * len(steps) + 1_000_000:
+        slot = np.full(types * width, -1, dtype=np.int64)
+        slot[codes * width + (steps - low)] = np.arange(len(steps))
+        order = slot[slot >= 0]
+        if len(order) == len(steps):  # no (type, step) twice
+            return order
+    return np.lexsort((steps, codes))
 
 
 def _types(per_type: dict[str, pd.DataFrame], t_first: float, span: float,

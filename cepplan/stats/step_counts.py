@@ -10,7 +10,11 @@ import numpy as np
 
 def count_histogram(counts: np.ndarray) -> dict[int, int]:
     """{c: number of steps holding exactly c events}, for c >= 1."""
-    values, frequency = np.unique(np.asarray(counts, dtype=np.int64), return_counts=True)
+    counts = np.asarray(counts, dtype=np.int64)
+    if len(counts) and counts.min() >= 0 and counts.max() <= 4 * len(counts) + 1024:
+        frequency = np.bincount(counts)  # small counts: no sort
+        return {int(v): int(frequency[v]) for v in np.flatnonzero(frequency) if v >= 1}
+    values, frequency = np.unique(counts, return_counts=True)
     return {int(v): int(f) for v, f in zip(values, frequency, strict=True) if v >= 1}
 
 
@@ -22,6 +26,8 @@ def transition_counts(steps: np.ndarray, first: int, last: int, order: int) -> n
     windows touching no occupied step are all-zero and counted by difference.
     """
     steps = np.asarray(steps, dtype=np.int64)
+    if last - first + 1 <= 4 * len(steps) + 1_000_000 and (steps[1:] > steps[:-1]).all():
+        return _dense_transition_counts(steps, first, last, order)
     ends = np.concatenate([steps + k for k in range(order + 1)])
     bits = np.concatenate([np.full(len(steps), 1 << k, dtype=np.int64)
                            for k in range(order + 1)])
@@ -31,6 +37,20 @@ def transition_counts(steps: np.ndarray, first: int, last: int, order: int) -> n
     masks = np.bincount(inverse, weights=bits, minlength=len(distinct)).astype(np.int64)
     per_mask = np.bincount(masks, minlength=2 ** (order + 1)).astype(float)
     per_mask[0] += max(last - first + 1 - order, 0) - len(distinct)
+    return per_mask.reshape(2 ** order, 2)  # mask = state << 1 | next
+
+
+def _dense_transition_counts(steps: np.ndarray, first: int, last: int,
+                             order: int) -> np.ndarray:
+    """`transition_counts` for distinct steps over a short range: every window's mask read
+    from an occupancy array of the range."""
+    occupied = np.zeros(last - first + 1, dtype=np.int64)
+    inside = steps[(steps >= first) & (steps <= last)]
+    occupied[inside - first] = 1
+    masks = np.zeros(max(len(occupied) - order, 0), dtype=np.int64)
+    for k in range(order + 1):  # bit k: the step k before the window's end
+        masks |= occupied[order - k:len(occupied) - k] << k
+    per_mask = np.bincount(masks, minlength=2 ** (order + 1)).astype(float)
     return per_mask.reshape(2 ** order, 2)  # mask = state << 1 | next
 
 

@@ -161,3 +161,16 @@ def test_missing_column_error_names_the_file_once(engine, request, tmp_path):
     assert problem.file == str(path)
     assert str(path) not in problem.message
     assert problem.render().count(str(path)) == 1
+
+
+def test_order_by_type_and_step_is_lexsort():
+    """Placing rows in their (type, step) slot gives lexsort's order; duplicates and spread
+    steps fall back to lexsort itself."""
+    from cepplan.stats.collect import _order_by_type_and_step
+
+    rng = np.random.default_rng(5)
+    for steps in (rng.permutation(50_000)[:40_000], rng.integers(0, 10 ** 12, 1_000),
+                  rng.integers(0, 300, 1_000)):  # distinct, spread, with duplicates
+        codes = rng.integers(0, 4, len(steps))
+        assert np.array_equal(_order_by_type_and_step(codes, 4, steps),
+                              np.lexsort((steps, codes)))

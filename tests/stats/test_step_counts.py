@@ -29,3 +29,27 @@ def test_histogram_and_blocks():
     steps = np.array([0, 1, 5, 9, 10])
     got = block_counts(steps, counts, 1.0, 0.0, 5.0, 2)
     assert got.tolist() == [4.0, 4.0]  # steps 0,1 -> block 0; 5,9,10 -> block 1 (clipped)
+
+
+@pytest.mark.parametrize("order", [1, 3])
+def test_sparse_and_dense_transition_counts_agree(order):
+    """A few steps over a long range take the general path; the occupancy-array path (used
+    for short ranges) must count the same windows."""
+    from cepplan.stats.step_counts import _dense_transition_counts
+
+    rng = np.random.default_rng(order)
+    first, last = 10, 3_000_000
+    steps = np.unique(rng.integers(first, last + 1, 2_000))
+    steps = np.concatenate([steps, steps[-5:] + 1, steps[-3:] + 2])  # some runs
+    steps = np.unique(steps[steps <= last])
+    assert np.array_equal(transition_counts(steps, first, last, order),
+                          _dense_transition_counts(steps, first, last, order))
+
+
+def test_histogram_of_large_counts_as_of_small():
+    rng = np.random.default_rng(4)
+    small = rng.poisson(3, 1_000)
+    large = np.concatenate([small, [10 ** 9]])  # too large for the bincount path
+    expected = {c: int((small == c).sum()) for c in set(small.tolist()) if c >= 1}
+    assert count_histogram(small) == expected
+    assert count_histogram(large) == {**expected, 10 ** 9: 1}
