@@ -34,6 +34,7 @@ from cepplan.workload.expr.vectorized import evaluate
 from cepplan.workload.model import KLEENE_INTERNAL, Pattern, Predicate
 
 Z95 = 1.959963984540054
+GUIDE_SCAN = 4  # sums compared one by one per draw; wider guide buckets are searched
 
 
 @dataclass(frozen=True)
@@ -173,7 +174,7 @@ def _rows(pattern: Pattern, predicate: Predicate, prepared: Mapping[str, _Sorted
         what = "tuples" if partners else "pairs" if internal else "events"
         return None, f"no candidate {what} in the sample"
     if partners:  # uniform over candidate tuples: anchors weighted by their tuple counts
-        chosen = rng.choice(len(rows), size=int(min(budget, total)), p=counts / total)
+        chosen = weighted_draws(rng, counts / total, int(min(budget, total)))
     elif len(rows) > budget:
         chosen = np.sort(rng.choice(len(rows), size=budget, replace=False))
     else:
@@ -188,6 +189,29 @@ def _rows(pattern: Pattern, predicate: Predicate, prepared: Mapping[str, _Sorted
         frame = prepared[pattern.operand(var).event_type].frame
         columns.update(_columns(predicate, var, frame, index, {}))
     return columns, method
+
+
+def weighted_draws(rng: np.random.Generator, p: np.ndarray, size: int) -> np.ndarray:
+    """`rng.choice(len(p), size=size, p=p)`, the same draws from the same generator state
+    (NumPy's method: uniform numbers searched in the cumulative sum scaled to end at 1),
+    each search narrowed by a guide table to the few sums in its 1 / `buckets` of [0, 1)."""
+    cdf = p.cumsum()
+    cdf /= cdf[-1]
+    uniform = rng.random(size)
+    buckets = 1 << (2 * len(cdf)).bit_length()  # a power of two: j / buckets is exact
+    # guide[j]: how many sums are <= j / buckets (exact: scaling by a power of two is)
+    guide = np.cumsum(np.bincount(np.ceil(cdf * buckets).astype(np.int64),
+                                  minlength=buckets + 1)[:buckets + 1])
+    bucket = (uniform * buckets).astype(np.int64)
+    low = guide[bucket]
+    width = guide[bucket + 1] - low  # the answer lies in [low, low + width]
+    drawn = low.copy()
+    for step in range(GUIDE_SCAN):
+        at = np.minimum(low + step, len(cdf) - 1)
+        drawn += (step < width) & (cdf[at] <= uniform)
+    wide = np.flatnonzero(width > GUIDE_SCAN)
+    drawn[wide] = cdf.searchsorted(uniform[wide], side="right")
+    return drawn
 
 
 def _kleene_var(predicate: Predicate) -> str:
