@@ -119,7 +119,8 @@ def collect_statistics(scan: EventScan, paths: Sequence[str], workload: Workload
 
 
 def canonical_sample(collected: pd.DataFrame, workload: Workload) -> pd.DataFrame:
-    """The sampled events with each attribute in its workload type's dtype, in an order that
+    """The sampled events with each attribute in its workload type's dtype (the type names
+    as a categorical: compared and copied as small codes), in an order that
     does not depend on how an engine numbered or returned the rows (ids differ between engines
     for several files): by time, type, then a hash of the other values; ids are renumbered in
     that order, so both engines draw the same tuples."""
@@ -127,10 +128,11 @@ def canonical_sample(collected: pd.DataFrame, workload: Workload) -> pd.DataFram
         return collected
     kinds = merged_attribute_types(attribute_types(workload).values())
     dtypes = {"double": "float64", "long": "Int64", "bool": "boolean", "string": object}
-    codes, names = pd.factorize(collected[EVENT_TYPE])  # each type name made text once
+    raw_codes, raw_names = pd.factorize(collected[EVENT_TYPE])  # each name made text once
+    by_name, names = pd.factorize(np.asarray(raw_names.astype(str), dtype=object))
     others = sorted(c for c in collected.columns if c not in (EVENT_TS, EVENT_TYPE, EVENT_ID))
     columns = {EVENT_TS: collected[EVENT_TS].to_numpy(dtype=np.float64),
-               EVENT_TYPE: np.asarray(names.astype(str), dtype=object)[codes],
+               EVENT_TYPE: pd.Categorical.from_codes(by_name[raw_codes], categories=names),
                EVENT_ID: collected[EVENT_ID].to_numpy(dtype=np.int64),
                **{c: _values(collected[c].astype(dtypes[kinds[c]]) if c in kinds
                              else collected[c]) for c in others}}
@@ -159,7 +161,7 @@ def _canonical_order(columns: dict[str, Any], others: list[str]) -> np.ndarray:
     content = (pd.util.hash_pandas_object(pd.DataFrame({c: columns[c] for c in others}),
                                           index=False).to_numpy() if others
                else np.zeros(len(times), dtype=np.uint64))
-    type_rank = pd.factorize(columns[EVENT_TYPE], sort=True)[0]
+    type_rank = pd.factorize(np.asarray(columns[EVENT_TYPE], dtype=object), sort=True)[0]
     return np.lexsort((columns[EVENT_ID], content, type_rank, times))
 
 

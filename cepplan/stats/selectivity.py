@@ -39,11 +39,14 @@ GUIDE_SCAN = 4  # sums compared one by one per draw; wider guide buckets are sea
 
 @dataclass(frozen=True)
 class _Sorted:
-    """Events of one type sorted by (partition, time), with a searchable composite key."""
+    """Events of one type sorted by (partition, time), with a searchable composite key; the
+    events are rows `positions` of the sample (read from it only for the rows evaluated)."""
 
-    frame: pd.DataFrame
+    sample: pd.DataFrame
+    positions: np.ndarray
     key: np.ndarray  # partition code * stride + time offset
     part: np.ndarray  # partition code
+    times: np.ndarray
 
 
 def estimate_pattern(pattern: Pattern, sample: pd.DataFrame, *, seq_ties: str, budget: int,
@@ -106,9 +109,8 @@ def _prepare(pattern: Pattern, sample: pd.DataFrame) -> dict[str, _Sorted]:
         code = np.flatnonzero(np.asarray(names, dtype=object) == operand.event_type)
         where = np.flatnonzero(codes == (code[0] if len(code) else -2))
         where = where[_order(part[where], times[where], ids[where])]
-        rows = sample.iloc[where].reset_index(drop=True)  # one copy of the type's rows
         key = part[where] * stride + (times[where] - t0)
-        prepared[operand.event_type] = _Sorted(rows, key, part[where])
+        prepared[operand.event_type] = _Sorted(sample, where, key, part[where], times[where])
     return prepared
 
 
@@ -160,7 +162,7 @@ def _rows(pattern: Pattern, predicate: Predicate, prepared: Mapping[str, _Sorted
         rows, shifted = _consecutive(pattern, predicate, events)
         method = "consecutive events of the type within the window"
     else:
-        rows, shifted = np.arange(len(events.frame)), {}
+        rows, shifted = np.arange(len(events.positions)), {}
         method = ("events of the type" if not partners
                   else "candidate tuples within the window")
     counts = np.ones(len(rows))
@@ -179,15 +181,15 @@ def _rows(pattern: Pattern, predicate: Predicate, prepared: Mapping[str, _Sorted
         chosen = np.sort(rng.choice(len(rows), size=budget, replace=False))
     else:
         chosen = np.arange(len(rows))
-    columns = _columns(predicate, anchor, events.frame, rows[chosen],
+    columns = _columns(predicate, anchor, events, rows[chosen],
                        {k: v[chosen] for k, v in shifted.items()})
     for var in partners:
         left, right, self_pos = (a[chosen] for a in ranges[var])
         size = right - left - (self_pos >= 0)
         index = left + np.floor(rng.random(len(chosen)) * size).astype(np.int64)
         index = np.where((self_pos >= 0) & (index >= self_pos), index + 1, index)
-        frame = prepared[pattern.operand(var).event_type].frame
-        columns.update(_columns(predicate, var, frame, index, {}))
+        columns.update(_columns(predicate, var, prepared[pattern.operand(var).event_type],
+                                index, {}))
     return columns, method
 
 
@@ -227,7 +229,7 @@ def _consecutive(pattern: Pattern, predicate: Predicate,
     neighbours (i+1 for NEXT, i-1 for PREV) are in the same partition within the window."""
     funcs = {n.func for n in walk(predicate.expr) if isinstance(n, KleeneRef)}
     part = events.part
-    ts = events.frame[EVENT_TS].to_numpy()
+    ts = events.times
     n = len(ts)
     linked = np.zeros(n, dtype=bool)  # linked[i]: events i and i+1 are consecutive candidates
     if n > 1:
@@ -269,17 +271,19 @@ def _partner_range(pattern: Pattern, anchor: str, var: str, events: _Sorted, pic
     return left, right, self_pos
 
 
-def _columns(predicate: Predicate, var: str, frame: pd.DataFrame, rows: np.ndarray,
+def _columns(predicate: Predicate, var: str, events: _Sorted, rows: np.ndarray,
              shifted: Mapping[str, np.ndarray]) -> dict[tuple, np.ndarray]:
     """The columns a predicate reads from `var`: `var.attr` at `rows`, NEXT/PREV at the
     shifted rows, FIRST/LAST at `rows` (the same event)."""
     columns: dict[tuple, np.ndarray] = {}
     for node in walk(predicate.expr):
         if isinstance(node, Attr) and node.var == var:
-            columns[(var, node.attr)] = _values(frame, node.attr, rows)
+            columns[(var, node.attr)] = _values(events.sample, node.attr,
+                                                events.positions[rows])
         elif isinstance(node, KleeneRef) and node.ref.var == var:
             where = shifted.get(node.func, rows)
-            columns[(node.func, var, node.ref.attr)] = _values(frame, node.ref.attr, where)
+            columns[(node.func, var, node.ref.attr)] = _values(events.sample, node.ref.attr,
+                                                               events.positions[where])
     return columns
 
 
