@@ -134,13 +134,13 @@ def canonical_sample(collected: pd.DataFrame, workload: Workload) -> pd.DataFram
     columns = {EVENT_TS: collected[EVENT_TS].to_numpy(dtype=np.float64),
                EVENT_TYPE: pd.Categorical.from_codes(by_name[raw_codes], categories=names),
                EVENT_ID: collected[EVENT_ID].to_numpy(dtype=np.int64),
-               **{c: _values(collected[c].astype(dtypes[kinds[c]]) if c in kinds
+               **{c: _values(collected[c].astype(dtypes[kinds[c]], copy=False) if c in kinds
                              else collected[c]) for c in others}}
     order = _canonical_order(columns, others)
     if (order[1:] < order[:-1]).any():  # each column taken once, only when out of order
         columns = {name: values.take(order) for name, values in columns.items()}
     columns[EVENT_ID] = np.arange(len(order), dtype=np.int64)
-    return pd.DataFrame(columns)
+    return pd.DataFrame(columns, copy=False)
 
 
 def _values(series: pd.Series) -> Any:
