@@ -34,7 +34,7 @@ from cepplan.workload.expr.vectorized import evaluate
 from cepplan.workload.model import KLEENE_INTERNAL, Pattern, Predicate
 
 Z95 = 1.959963984540054
-GUIDE_SCAN = 4  # sums compared one by one per draw; wider guide buckets are searched
+GUIDE_SCAN = 4  # sums compared one by one per draw; draws still undecided are searched
 
 
 @dataclass(frozen=True)
@@ -205,14 +205,15 @@ def weighted_draws(rng: np.random.Generator, p: np.ndarray, size: int) -> np.nda
     guide = np.cumsum(np.bincount(np.ceil(cdf * buckets).astype(np.int64),
                                   minlength=buckets + 1)[:buckets + 1])
     bucket = (uniform * buckets).astype(np.int64)
-    low = guide[bucket]
-    width = guide[bucket + 1] - low  # the answer lies in [low, low + width]
-    drawn = low.copy()
-    for step in range(GUIDE_SCAN):
-        at = np.minimum(low + step, len(cdf) - 1)
-        drawn += (step < width) & (cdf[at] <= uniform)
-    wide = np.flatnonzero(width > GUIDE_SCAN)
-    drawn[wide] = cdf.searchsorted(uniform[wide], side="right")
+    drawn = guide[bucket]
+    width = guide[bucket + 1] - drawn  # the answer lies in [drawn, drawn + width]
+    active = np.flatnonzero(width > 0)  # draws that may lie past `drawn`
+    for _ in range(GUIDE_SCAN):
+        past = cdf[drawn[active]] <= uniform[active]
+        drawn[active] += past
+        width[active] -= 1
+        active = active[past & (width[active] > 0)]
+    drawn[active] = cdf.searchsorted(uniform[active], side="right")
     return drawn
 
 
