@@ -62,11 +62,23 @@ def in_blocks(types: ArrayLike, ts: np.ndarray, plans: Sequence[SampleBlocks]) -
         if plan.threshold is not None and condition.any():
             where = np.flatnonzero(condition)
             # each distinct block hashed once (a block holds many rows)
-            block, distinct = pd.factorize(block_index(np.asarray(ts)[where], plan.length))
+            block, distinct = _numbered(block_index(np.asarray(ts)[where], plan.length))
             kept = (block_hash(np.asarray(distinct), plan.seed) < plan.threshold)[block]
             condition[where[~kept]] = False
         wanted |= condition
     return wanted
+
+
+def _numbered(blocks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`pd.factorize(blocks)`; for blocks in time order (as the canonical sample has them)
+    from where the block changes, without hashing."""
+    if len(blocks) < 2 or (blocks[1:] < blocks[:-1]).any():
+        codes, distinct = pd.factorize(blocks)
+        return codes, np.asarray(distinct)
+    changes = np.flatnonzero(blocks[1:] != blocks[:-1]) + 1
+    codes = np.zeros(len(blocks), dtype=np.int64)
+    codes[changes] = 1
+    return np.cumsum(codes), blocks[np.concatenate([[0], changes])]
 
 
 def covers(gathered: Sequence[SampleBlocks], wanted: Sequence[SampleBlocks]) -> bool:

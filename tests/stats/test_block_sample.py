@@ -70,6 +70,20 @@ def test_each_block_kept_with_the_fraction_independently():
     assert threshold(1.0) is None and threshold(0.5) == block_sample.HASH_RANGE // 2
 
 
+def test_rows_in_time_order_kept_as_in_any_order():
+    """The blocks of rows in time order are numbered from where they change; the rows kept
+    must be those kept when the same rows come shuffled (numbered by hashing)."""
+    rng = np.random.default_rng(9)
+    ts = np.sort(rng.uniform(-50, 500, 20_000))
+    types = rng.choice(["A", "B", "C"], len(ts)).astype(object)
+    plans = [SampleBlocks(("A", "B"), 2.5, threshold(0.3), 4), SampleBlocks(("C",), 7.0,
+                                                                           threshold(0.5), 1)]
+    shuffle = rng.permutation(len(ts))
+    in_order = in_blocks(types, ts, plans)
+    assert in_order.any() and not in_order.all()
+    assert np.array_equal(in_order[shuffle], in_blocks(types[shuffle], ts[shuffle], plans))
+
+
 def test_covers_requires_the_same_blocks_at_a_higher_fraction():
     wide, narrow = (SampleBlocks(("P",), 4.0, threshold(f), 1) for f in (0.2, 0.1))
     assert covers([wide], [narrow]) and not covers([narrow], [wide])
