@@ -217,10 +217,10 @@ def _order_by_type_and_step(codes: np.ndarray, types: int, steps: np.ndarray) ->
     if not len(steps):
         return np.zeros(0, dtype=np.int64)
     low, width = int(steps.min()), int(steps.max()) - int(steps.min()) + 1
-    if types * width <= 4 * len(steps) + 1_000_000:
-        slot = np.full(types * width, -1, dtype=np.int64)
-        slot[codes * width + (steps - low)] = np.arange(len(steps))
-        order = slot[slot >= 0]
+    if types * width <= 4 * len(steps) + 1_000_000 and len(steps) < 2 ** 31:
+        slot = np.full(types * width, -1, dtype=np.int32)  # half the memory of int64
+        slot[codes * width + (steps - low)] = np.arange(len(steps), dtype=np.int32)
+        order = slot[slot >= 0].astype(np.int64)
         if len(order) == len(steps):  # no (type, step) twice
             return order
     return np.lexsort((steps, codes))
