@@ -19,12 +19,9 @@ import time
 from itertools import islice
 from pathlib import Path
 
-from benchmarks.bench_sharing_engine import workloads
-from cepplan.engine_adapter.job_spec import job_data
+from benchmarks.bench_sharing_engine import plans_and_jobs, workloads
 from cepplan.engine_adapter.local.engine import run_local_job
 from cepplan.engine_adapter.runtime import matcher, shared_plan
-from cepplan.planner.evaluation import EvaluationSettings, evaluation
-from cepplan.planner.plan import trivial_plan
 
 RUNS = ("trivial", "re", "sh", "chosen unshared", "chosen, siblings one by one", "chosen")
 
@@ -79,14 +76,7 @@ def main(quick: bool = False) -> None:
     try:
         with tempfile.TemporaryDirectory() as tmp:
             for title, wl, events in islice(workloads(Path(tmp), quick), 2):
-                base = trivial_plan(wl)
-                plans = {"trivial": base}
-                for name, search in (("re", "re"), ("sh", "sh"), ("chosen", "tabu")):
-                    plans[name] = evaluation(wl, wl.statistics, base,
-                                             EvaluationSettings(search, "edge", limit))
-                jobs = {name: job_data(wl, plan) for name, plan in plans.items()}
-                jobs["chosen unshared"] = {k: v for k, v in jobs["chosen"].items()
-                                           if k != "sharing"}
+                _, jobs = plans_and_jobs(wl, limit)
                 jobs["chosen, siblings one by one"] = jobs["chosen"]
                 _run(jobs["trivial"], events, Path(tmp) / "out", counter, True)  # warm-up
                 found: dict[str, list[tuple[float, float, int]]] = {n: [] for n in RUNS}
