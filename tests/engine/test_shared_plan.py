@@ -148,18 +148,6 @@ def _two_node_workload(seed: int) -> tuple[dict, dict]:
     return raw, sharing
 
 
-def _shared_as_reference(wl, job, seed: int):
-    """The job run shared on random events: its matches those of the job run unshared and
-    of the brute-force reference; returns the shared run."""
-    events = _events(list("ABCDEF"), 150, seed, 20.0)
-    shared = run_local(events, job, share=True)
-    assert _canonical(shared) == _canonical(run_local(events, job, share=False))
-    expected = reference_matches(wl, events)
-    assert {p: sorted(map(canonical, m)) for p, m in shared.matches.items()} == \
-        {p: sorted(map(canonical, m)) for p, m in expected.items()}
-    return shared
-
-
 @pytest.mark.parametrize("seeds", [range(0, 6), range(6, 12)])
 def test_a_pattern_fed_from_two_shared_nodes_matches_the_reference(seeds):
     with_matches = 0
@@ -172,7 +160,12 @@ def test_a_pattern_fed_from_two_shared_nodes_matches_the_reference(seeds):
         plan = sharing_plan(job)
         assert [u.node for u in plan.uses["both"]] == [0, 1]
         assert plan.groups() == [["both", "left", "right"]]
-        shared = _shared_as_reference(wl, job, seed)
+        events = _events(list("ABCDEF"), 150, seed, 20.0)
+        shared = run_local(events, job, share=True)
+        assert _canonical(shared) == _canonical(run_local(events, job, share=False))
+        expected = reference_matches(wl, events)
+        assert {p: sorted(map(canonical, m)) for p, m in shared.matches.items()} == \
+            {p: sorted(map(canonical, m)) for p, m in expected.items()}
         assert set(shared.partials) == {0, 1}
         with_matches += len(shared.matches["both"]) > 0
     assert with_matches >= len(seeds) - 1
@@ -201,6 +194,11 @@ def test_a_sibling_subtree_of_a_shared_node_joined_whole_matches_the_reference(s
         job = job_from_json(data)
         plan = sharing_plan(job)
         assert [p.spec.order for p in plan.private["both"]] in ([("c", "d")], [("d", "c")])
-        shared = _shared_as_reference(wl, job, seed)
+        events = _events(list("ABCDEF"), 150, seed, 20.0)
+        shared = run_local(events, job, share=True)
+        assert _canonical(shared) == _canonical(run_local(events, job, share=False))
+        expected = reference_matches(wl, events)
+        assert {p: sorted(map(canonical, m)) for p, m in shared.matches.items()} == \
+            {p: sorted(map(canonical, m)) for p, m in expected.items()}
         with_matches += len(shared.matches["both"]) > 0
     assert with_matches >= len(seeds) - 1
