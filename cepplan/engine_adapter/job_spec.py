@@ -72,7 +72,6 @@ def _pattern(pattern: Pattern, plan: Plan) -> dict[str, Any]:
         "partition_by": list(pattern.partition_by),
         "order": list(chosen.order),
         "steps": [sorted(step) for step in chosen.detection.steps],
-        **({"tree": chosen.tree} if chosen.tree is not None else {}),
         "emit": {attr: to_portable(expr) for attr, expr in pattern.emit.items()},
         "emit_types": dict(pattern.emit_types),
     }

@@ -169,36 +169,3 @@ def test_a_pattern_fed_from_two_shared_nodes_matches_the_reference(seeds):
         assert set(shared.partials) == {0, 1}
         with_matches += len(shared.matches["both"]) > 0
     assert with_matches >= len(seeds) - 1
-
-
-@pytest.mark.parametrize("seeds", [range(0, 6)])
-def test_a_sibling_subtree_of_a_shared_node_joined_whole_matches_the_reference(seeds):
-    """A bushy plan tree ((a, b), (c, d)) with only (a, b) shared: the sibling (c, d) is
-    evaluated on its own and joined to the node's partial matches as a whole, as the tree
-    says (not variable by variable); the matches stay those of the pattern alone and of the
-    brute-force reference."""
-    with_matches = 0
-    for seed in seeds:
-        raw, sharing = _two_node_workload(seed)
-        wl = build_workload(raw)
-        data = job_data(wl, trivial_plan(wl))
-        data["sharing"] = {"shared": sharing["shared"][:1]}
-        rng = random.Random(seed)
-        tree = [["a", "b"], rng.choice((["c", "d"], ["d", "c"]))]
-        extra = [o["var"] for o in next(p for p in data["patterns"] if p["name"] == "both")
-                 ["operands"] if o["var"] in ("k", "n")]
-        for pattern in data["patterns"]:
-            if pattern["name"] == "both":
-                pattern["tree"] = [tree[::-1] if rng.random() < 0.5 else tree, *extra] \
-                    if extra else tree
-        job = job_from_json(data)
-        plan = sharing_plan(job)
-        assert [p.spec.order for p in plan.private["both"]] in ([("c", "d")], [("d", "c")])
-        events = _events(list("ABCDEF"), 150, seed, 20.0)
-        shared = run_local(events, job, share=True)
-        assert _canonical(shared) == _canonical(run_local(events, job, share=False))
-        expected = reference_matches(wl, events)
-        assert {p: sorted(map(canonical, m)) for p, m in shared.matches.items()} == \
-            {p: sorted(map(canonical, m)) for p, m in expected.items()}
-        with_matches += len(shared.matches["both"]) > 0
-    assert with_matches >= len(seeds) - 1

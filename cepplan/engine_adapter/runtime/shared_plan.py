@@ -39,7 +39,6 @@ from cepplan.engine_adapter.runtime.matcher import CHUNK_EVENTS, Matches, _Conte
 from cepplan.engine_adapter.runtime.records import EventTexts, Renderer, with_rows
 from cepplan.engine_adapter.runtime.spec import (
     NEGATED,
-    PLAIN,
     PatternSpec,
     Stages,
     compile_pattern,
@@ -78,9 +77,6 @@ class SharingPlan:
 
     nodes: tuple[SharedNode, ...]
     uses: Mapping[str, tuple[NodeUse, ...]]
-    # per user, the subtrees its plan's tree joins to its first node as wholes that no
-    # node covers (`_siblings`), each evaluated on its own and joined like a node
-    private: Mapping[str, tuple[SharedNode, ...]] = field(default_factory=dict)
 
     def groups(self) -> list[list[str]]:
         """Patterns connected through shared nodes (evaluated together per partition)."""
@@ -134,39 +130,7 @@ def sharing_plan(job: Job, alone: Collection[str] = ()) -> SharingPlan:
                 candidates.setdefault(name, []).append((len(leaves),
                                                         NodeUse(node.index, mapping)))
         nodes.append(node)
-    uses = _chosen_uses(candidates)
-    trees = {p["name"]: p.get("tree") for p in job.data.get("patterns", ())}
-    private = {name: _siblings(job.pattern(name), trees.get(name), chosen, nodes)
-               for name, chosen in uses.items()}
-    return SharingPlan(tuple(nodes), uses, {n: p for n, p in private.items() if p})
-
-
-def _siblings(spec: PatternSpec, tree: Any, uses: Sequence[NodeUse],
-              nodes: Sequence[SharedNode]) -> tuple[SharedNode, ...]:
-    """The subtrees the pattern's plan tree joins, one after the other, to the subtree its
-    first node stands for (the siblings on the way up to the root) that hold two or more
-    plain variables and no variable of another node: the plan (seed 004 App. C, a bushy
-    tree) builds each one's partial matches and joins them whole. Joined variable by variable
-    in the plan's order instead, a sibling's first variable multiplied the node's partial
-    matches by all its candidates in the window before its conditions applied
-    (docs/sharing.md, "Sibling subtrees of a shared node")."""
-    if tree is None or not uses:
-        return ()
-    first = {uses[0].names[v] for v in nodes[uses[0].node].spec.order}
-    covered = {v for use in uses for v in use.names.values()}
-    found: list[SharedNode] = []
-    while not isinstance(tree, str) and set(_leaves(tree)) != first:
-        inside = [t for t in tree if first <= set(_leaves(t))]
-        if not inside:
-            return tuple(found)  # the node is not a subtree of this tree
-        sibling = tree[1] if inside[0] is tree[0] else tree[0]
-        leaves = _leaves(sibling)
-        if len(leaves) > 1 and not covered & set(leaves) and \
-                all(spec.operand(v).kind == PLAIN for v in leaves):
-            sub = _sub_spec(spec, leaves, spec.window, f"{spec.name}/part{len(found)}")
-            found.append(SharedNode(-1, sub, compile_pattern(sub), None))
-        tree = inside[0]
-    return tuple(found)
+    return SharingPlan(tuple(nodes), _chosen_uses(candidates))
 
 
 def _chosen_uses(candidates: Mapping[str, list[tuple[int, NodeUse]]]
@@ -365,10 +329,6 @@ def match_group(frame: pd.DataFrame | Columns, job: Job, plan: SharingPlan,
         node_rows[index] = rows  # counted by latest event, like matches
     for name, spec in specs.items():
         starts = [(use, node_rows[use.node]) for use in plan.uses.get(name, ())]
-        for part in plan.private.get(name, ()):
-            alone = _SharedContext(table, part.spec, part.stages, cache, allowed=mine.get(name))
-            starts.append((NodeUse(-1, {v: v for v in part.spec.order}),
-                           _node_rows(alone, _chunk(alone, chunk_events))))
         context = _SharedContext(table, spec, job.stages[name], cache, starts,
                                  allowed=mine.get(name))
         out.matches[name] = [m for m in _match(context, table, own,
