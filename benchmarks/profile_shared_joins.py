@@ -4,9 +4,7 @@ per plan of `bench_sharing_engine`'s trading-rules and synthetic workloads, the 
 thread's CPU seconds, the user part of them alone (the system part, page faults of the
 output's buffers mostly, varies run to run for the same plan), and the rows the joins
 build (every join step's rows before its conditions filter them, complete matches
-included). "chosen, siblings one by one" is the chosen plan with a shared node's sibling
-subtrees joined variable by variable in the plan's order, as before they were joined whole
-(docs/sharing.md, "Sibling subtrees of a shared node")."""
+included; docs/sharing.md, "Shared against unshared on the engine")."""
 
 from __future__ import annotations
 
@@ -23,7 +21,7 @@ from benchmarks.bench_sharing_engine import plans_and_jobs, workloads
 from cepplan.engine_adapter.local.engine import run_local_job
 from cepplan.engine_adapter.runtime import matcher, shared_plan
 
-RUNS = ("trivial", "re", "sh", "chosen unshared", "chosen, siblings one by one", "chosen")
+RUNS = ("trivial", "re", "sh", "chosen unshared", "chosen")
 
 
 class JoinRows:
@@ -53,20 +51,13 @@ class JoinRows:
             setattr(owner, name, original)
 
 
-def _run(job: dict, events: Path, out: Path, counter: JoinRows,
-         siblings_whole: bool) -> tuple[float, float, int]:
+def _run(job: dict, events: Path, out: Path, counter: JoinRows) -> tuple[float, float, int]:
     """Engine thread CPU, its user part and the join rows of one run."""
-    siblings = shared_plan._siblings
-    if not siblings_whole:
-        shared_plan._siblings = lambda *args: ()
-    try:
-        counter.rows = 0
-        usage, clock = resource.getrusage(resource.RUSAGE_THREAD), time.thread_time()
-        run_local_job(job, [str(events)], out, say=lambda _: None)
-        user = resource.getrusage(resource.RUSAGE_THREAD).ru_utime - usage.ru_utime
-        return time.thread_time() - clock, user, counter.rows
-    finally:
-        shared_plan._siblings = siblings
+    counter.rows = 0
+    usage, clock = resource.getrusage(resource.RUSAGE_THREAD), time.thread_time()
+    run_local_job(job, [str(events)], out, say=lambda _: None)
+    user = resource.getrusage(resource.RUSAGE_THREAD).ru_utime - usage.ru_utime
+    return time.thread_time() - clock, user, counter.rows
 
 
 def main(quick: bool = False) -> None:
@@ -77,18 +68,16 @@ def main(quick: bool = False) -> None:
         with tempfile.TemporaryDirectory() as tmp:
             for title, wl, events in islice(workloads(Path(tmp), quick), 2):
                 _, jobs = plans_and_jobs(wl, limit)
-                jobs["chosen, siblings one by one"] = jobs["chosen"]
-                _run(jobs["trivial"], events, Path(tmp) / "out", counter, True)  # warm-up
+                _run(jobs["trivial"], events, Path(tmp) / "out", counter)  # warm-up
                 found: dict[str, list[tuple[float, float, int]]] = {n: [] for n in RUNS}
                 for _ in range(repeats):  # interleaved: drift in load hits every plan alike
                     for name in RUNS:
-                        found[name].append(_run(jobs[name], events, Path(tmp) / "out", counter,
-                                                name != "chosen, siblings one by one"))
+                        found[name].append(_run(jobs[name], events, Path(tmp) / "out", counter))
                 print(f"\n-- {title}: median of {repeats} interleaved runs per plan")
-                print(f"{'plan':>28} {'engine CPU s':>12} {'user CPU s':>10} {'join rows':>10}")
+                print(f"{'plan':>16} {'engine CPU s':>12} {'user CPU s':>10} {'join rows':>10}")
                 for name in RUNS:
                     runs = found[name]
-                    print(f"{name:>28} {statistics.median(r[0] for r in runs):>12.3f} "
+                    print(f"{name:>16} {statistics.median(r[0] for r in runs):>12.3f} "
                           f"{statistics.median(r[1] for r in runs):>10.3f} {runs[-1][2]:>10}")
     finally:
         counter.restore()
