@@ -270,14 +270,21 @@ def best_runs(runs: Sequence[str], run: Callable[[str, Path], dict],
             {name: pick(t) for name, t in times["match"].items()}, found, metrics)
 
 
-def _compare(title: str, wl, events: Path, limit: float, tmp: Path, repeats: int) -> None:
-    """Every plan on the same events, `repeats` rounds interleaved; median per plan."""
+def plans_and_jobs(wl, limit: float) -> tuple[dict[str, Any], dict[str, dict]]:
+    """The compared plans (trivial, RE, SH, the chosen one by tabu search within `limit`
+    seconds) and their jobs, with "chosen unshared": the chosen trees without sharing."""
     base = trivial_plan(wl)
     plans = {"trivial": base}
     for name, search in (("re", "re"), ("sh", "sh"), ("chosen", "tabu")):
         plans[name] = evaluation(wl, wl.statistics, base, EvaluationSettings(search, "edge", limit))
     jobs = {name: job_data(wl, plan) for name, plan in plans.items()}
     jobs["chosen unshared"] = {k: v for k, v in jobs["chosen"].items() if k != "sharing"}
+    return plans, jobs
+
+
+def _compare(title: str, wl, events: Path, limit: float, tmp: Path, repeats: int) -> None:
+    """Every plan on the same events, `repeats` rounds interleaved; median per plan."""
+    plans, jobs = plans_and_jobs(wl, limit)
     cpu: dict[str, float] = {}
     engine: dict[str, float] = {}
     wall, match_s, found, metrics = best_runs(

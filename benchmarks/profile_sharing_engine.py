@@ -19,15 +19,12 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from benchmarks.bench_sharing_engine import RUNS, workloads
-from cepplan.engine_adapter.job_spec import job_data
+from benchmarks.bench_sharing_engine import RUNS, plans_and_jobs, workloads
 from cepplan.engine_adapter.local import engine as local_engine
 from cepplan.engine_adapter.local import shared as local_shared
 from cepplan.engine_adapter.local import writer as local_writer
 from cepplan.engine_adapter.runtime import job as runtime_job
 from cepplan.engine_adapter.runtime import matcher, records, shared_plan
-from cepplan.planner.evaluation import EvaluationSettings, evaluation
-from cepplan.planner.plan import trivial_plan
 
 PHASES = ("read", "tag", "acquire", "table", "join", "kleene", "negation", "render", "write",
           "complex")
@@ -131,14 +128,7 @@ def main(quick: bool = False) -> None:
     columns = ("wall", "cpu", "engine", *PHASES, "other", "writer")
     with tempfile.TemporaryDirectory() as tmp:
         for title, wl, events in workloads(Path(tmp), quick):
-            base = trivial_plan(wl)
-            plans = {"trivial": base}
-            for name, search in (("re", "re"), ("sh", "sh"), ("chosen", "tabu")):
-                plans[name] = evaluation(wl, wl.statistics, base,
-                                         EvaluationSettings(search, "edge", limit))
-            jobs = {name: job_data(wl, plan) for name, plan in plans.items()}
-            jobs["chosen unshared"] = {k: v for k, v in jobs["chosen"].items()
-                                       if k != "sharing"}
+            _, jobs = plans_and_jobs(wl, limit)
             print(f"\n-- {title}: the engine thread's exclusive CPU seconds per phase, and "
                   "the writer thread's (run of least engine CPU of 2)")
             print(f"{'plan':>16} " + " ".join(f"{c:>8}" for c in columns))
