@@ -14,6 +14,7 @@ import json
 import math
 import os
 import random
+import shutil
 import statistics
 import subprocess
 import sys
@@ -241,19 +242,28 @@ def best_runs(runs: Sequence[str], run: Callable[[str, Path], dict],
     hits every plan alike: per plan the wall and matching seconds of its rounds reduced by
     `pick` (the best, or the median), its matches (from the last round) and its metrics.
     `run(name, out)` runs one plan into `out`; `matching` reads the matching seconds from
-    its metrics. With `cpu`, the CPU seconds of this process per plan (`pick`ed) go there
-    too (in-process runs), and with `engine` those of the calling thread alone (the engine's,
-    without the match writer's thread). With `warm_up`, the first plan runs once untimed
-    first (the process's first run pays for imports and growing its heap)."""
+    its metrics. Each round starts one plan later, and each run after its previous output is
+    removed and the earlier ones flushed to disk (untimed). With `cpu`, the CPU seconds of
+    this process per plan (`pick`ed) go there too (in-process runs), and with `engine` those
+    of the calling thread alone (the engine's, without the match writer's thread). With
+    `warm_up`, the first plan runs once untimed first (the process's first run pays for
+    imports and growing its heap)."""
     times: dict[str, dict[str, list[float]]] = {"wall": {}, "match": {}, "cpu": {},
                                                 "engine": {}}
     if warm_up:
         run(runs[0], tmp / "warm-up")
     found: dict[str, dict] = {}
     metrics: dict[str, dict] = {}
-    for _ in range(repeats):
-        for name in runs:
+    for index in range(repeats):
+        # each round starts one plan later, and each run starts with the earlier outputs
+        # removed and written back, so that no plan always runs last and no run inherits
+        # the unwritten output of the runs before it (up to 1.4 GB a run): the kernel writes
+        # it back, or throttles the writer for it, during the next run
+        shift = index % len(runs)
+        for name in [*runs[shift:], *runs[:shift]]:
             out = tmp / name.replace(" ", "_")
+            shutil.rmtree(out, ignore_errors=True)
+            os.sync()
             start, clock, own = time.perf_counter(), time.process_time(), time.thread_time()
             metrics[name] = run(name, out)
             times["wall"].setdefault(name, []).append(time.perf_counter() - start)
