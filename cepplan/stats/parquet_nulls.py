@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from cepplan.stats.row_estimate import local_files
 from cepplan.workload.model import Workload
 
 
@@ -14,17 +15,13 @@ def columns_without_nulls(paths: Sequence[str], workload: Workload) -> set[str]:
     """Top-level columns with a recorded null count of 0 in every row group of every file of
     `paths`; empty unless the source is Parquet on this machine (remote paths, unreadable
     files, footers without null counts prove nothing)."""
-    from cepplan.stats.local_source import SourceError, expand_paths
-
-    if workload.source.format != "parquet" or any("://" in p for p in paths):
-        return set()
+    files = local_files(paths) if workload.source.format == "parquet" else []
+    proven: set[str] | None = None
     try:
-        files = expand_paths(list(paths))
-        proven: set[str] | None = None
         for path in files:
             columns = _file_columns_without_nulls(path)
             proven = columns if proven is None else proven & columns
-    except (SourceError, OSError, ValueError):
+    except (OSError, ValueError):
         return set()
     return proven or set()
 

@@ -23,15 +23,11 @@ def estimate_type_counts(paths: Sequence[str], workload: Workload) -> dict[str, 
     file times the rows the files hold (Parquet footers; text: size / bytes per row of those
     first rows). None when the files cannot be looked at here (remote paths, unreadable
     files: the scan reports those)."""
-    from cepplan.stats.local_source import SourceError, expand_paths
-
-    if any("://" in p for p in paths):
+    files = local_files(paths)
+    if not files:
         return None
     source = reader_arguments(workload)["source"]
     try:
-        files = expand_paths(list(paths))
-        if not files:
-            return None
         if source["format"] == "parquet":
             shares = _parquet_head(files[0], source.get("type_column"), source.get("type"))
             rows = float(sum(_parquet_rows(f) for f in files))
@@ -39,9 +35,22 @@ def estimate_type_counts(paths: Sequence[str], workload: Workload) -> dict[str, 
             shares, head_rows = _text_head(files[0], workload)
             head_bytes = min(HEAD_BYTES, os.path.getsize(files[0]))
             rows = sum(os.path.getsize(f) for f in files) * head_rows / max(head_bytes, 1)
-    except (SourceError, OSError, ValueError, KeyError, StopIteration, ArithmeticError):
+    except (OSError, ValueError, KeyError, StopIteration, ArithmeticError):
         return None
     return {name: share * rows for name, share in shares.items()}
+
+
+def local_files(paths: Sequence[str]) -> list[str]:
+    """The files `paths` name on this machine (folders expanded); none when a path is
+    remote or cannot be listed (the scan itself reports those)."""
+    from cepplan.stats.local_source import SourceError, expand_paths
+
+    if any("://" in p for p in paths):
+        return []
+    try:
+        return expand_paths(list(paths))
+    except (SourceError, OSError):
+        return []
 
 
 def _parquet_rows(path: str) -> int:
@@ -83,17 +92,13 @@ def head_groups(paths: Sequence[str], workload: Workload, columns: Sequence[str]
     the input is local Parquet, those columns are stored as text and hold at most `limit`
     distinct tuples; else None. A guess at the groups rows are counted by (the Spark job
     counts the rows of these groups without grouping them; any other group is counted too)."""
-    from cepplan.stats.local_source import SourceError, expand_paths
-
-    if (not columns or workload.source.format != "parquet" or any("://" in p for p in paths)):
+    files = local_files(paths) if columns and workload.source.format == "parquet" else []
+    if not files:
         return None
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     try:
-        files = expand_paths(list(paths))
-        if not files:
-            return None
         head = pq.ParquetFile(files[0])
         schema = head.schema_arrow
         if not all(c in schema.names and schema.field(c).type in (pa.string(),
@@ -101,7 +106,7 @@ def head_groups(paths: Sequence[str], workload: Workload, columns: Sequence[str]
                    for c in columns):
             return None
         batch = next(head.iter_batches(batch_size=HEAD_ROWS, columns=list(columns)))
-    except (SourceError, OSError, ValueError, KeyError, StopIteration):
+    except (OSError, ValueError, KeyError, StopIteration):
         return None
     distinct = pa.Table.from_batches([batch]).group_by(list(columns)).aggregate([])
     if distinct.num_rows > limit:

@@ -98,9 +98,7 @@ class Renderer:
     def _render_missing(self, ranks: np.ndarray) -> None:
         """Render the events among `ranks` not rendered yet (a mask, not a sort: cheap for
         millions of ranks over a table of thousands)."""
-        need = np.zeros(len(self.table), dtype=bool)
-        need[ranks] = True
-        need &= ~self._store.done[self._rows]
+        need = self._mask(ranks) & ~self._store.done[self._rows]
         if need.any():
             self._render(np.flatnonzero(need))
 
