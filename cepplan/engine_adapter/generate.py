@@ -60,6 +60,8 @@ SHIPPED = (
     "engine_adapter/runtime/matcher.py",
     "engine_adapter/runtime/records.py",
     "engine_adapter/runtime/shared_plan.py",
+    "engine_adapter/runtime/user_order.py",
+    "costmodels/trees.py",
     "engine_adapter/runtime/spec.py",
     "engine_adapter/runtime/table.py",
     "engine_adapter/runtime/tagging.py",

@@ -11,6 +11,7 @@ from typing import Any
 from cepplan.errors import InputError, Problem
 from cepplan.planner.plan import Plan
 from cepplan.search.local import BUSHY, LEFT_DEEP
+from cepplan.search.problem import Problem as SearchProblem
 from cepplan.search.problem import problem_from_workload
 from cepplan.search.solve import ALGORITHMS, SearchResult, search
 from cepplan.workload.model import Statistics, Workload
@@ -57,8 +58,9 @@ def evaluation(workload: Workload, statistics: Statistics, plan: Plan,
         negated = [o.var for o in workload.pattern(name).negated]
         patterns[name] = replace(patterns[name], tree=_json_tree(tree),
                                  order=(*result.orders[name], *negated))
-    return replace(plan, patterns=MappingProxyType(patterns),
-                   sharing=sharing_section(result, settings.time_limit))
+    sharing = sharing_section(result, settings.time_limit)
+    sharing["join_model"] = join_model(problem, result)
+    return replace(plan, patterns=MappingProxyType(patterns), sharing=sharing)
 
 
 def _together(plan: Plan) -> tuple[frozenset[str], ...]:
@@ -91,6 +93,17 @@ def sharing_section(result: SearchResult, time_limit: float) -> dict[str, Any]:
         section["note"] = "nothing to share: no two patterns have a common subpattern of two " \
                           "or more events with the same conditions"
     return section
+
+
+def join_model(problem: SearchProblem, result: SearchResult) -> dict[str, Any]:
+    """Per user of a shared node, the figures its tree was priced with (rates, conditions'
+    selectivities, the tree): the engine chooses from them, once per job, how the user's
+    join goes on from the node's partial matches (docs/sharing.md, "Users' join order")."""
+    users = {name for s in result.shared for name in s.users}
+    return {p.name: {"rates": dict(p.rates),
+                     "conditions": [[sorted(c.variables), c.selectivity] for c in p.conditions],
+                     "tree": _json_tree(result.trees[p.name])}
+            for p in problem.patterns if p.name in users and p.name in result.trees}
 
 
 def _json_tree(tree: Any) -> Any:

@@ -3,14 +3,17 @@
 The plan's `sharing.shared` nodes are subtrees several patterns contain. Per partition each
 node's partial matches (its events joined by the node's conditions, in the node's window,
 the largest of its users') are computed ONCE; every user then starts its join from them:
-only rows within its own window are kept, its remaining variables are joined on top in its
-plan's order, and its own Kleene expansion and negation follow (`matcher._Context`).
+only rows within its own window and of its own acquired events are kept, its remaining
+variables are joined on top in the order `user_order` chose for it once per job (one by one,
+or a subtree of its plan tree built whole), and its own Kleene expansion and negation follow
+(`matcher._Context`). A user whose own order builds fewer rows than going on from the node
+does not share.
 
 A user takes a node only when its part of the pattern provably is the node: same types and
 kinds, same SEQ order, the same filters and join conditions up to variable names (checked
 here, once per job), so matches are identical with and without sharing. A pattern uses
-several disjoint nodes when the plan has them (§5's multitrees): the largest first, then, for
-the others, its join goes on with each node's partial matches as one more operand
+several disjoint nodes when the plan has them (§5's multitrees): the largest first, then its
+join goes on with each other node's partial matches as one more operand
 (`_SharedContext.join_node`). Patterns linked through nodes form a sharing group, evaluated
 together per partition. OR patterns are not shared.
 """
@@ -44,6 +47,13 @@ from cepplan.engine_adapter.runtime.spec import (
     compile_pattern,
 )
 from cepplan.engine_adapter.runtime.table import Columns, Table, expand, make_table
+from cepplan.engine_adapter.runtime.user_order import (
+    JoinModel,
+    Step,
+    UserJoin,
+    join_models,
+    user_join,
+)
 from cepplan.workload.columns import EVENT_TYPE
 
 if TYPE_CHECKING:  # the local engine's time-range path runs shared groups without pandas
@@ -77,6 +87,8 @@ class SharingPlan:
 
     nodes: tuple[SharedNode, ...]
     uses: Mapping[str, tuple[NodeUse, ...]]
+    # per user, how its join goes on from its first node (`user_order`)
+    joins: Mapping[str, UserJoin] = field(default_factory=dict)
 
     def groups(self) -> list[list[str]]:
         """Patterns connected through shared nodes (evaluated together per partition)."""
@@ -130,7 +142,23 @@ def sharing_plan(job: Job, alone: Collection[str] = ()) -> SharingPlan:
                 candidates.setdefault(name, []).append((len(leaves),
                                                         NodeUse(node.index, mapping)))
         nodes.append(node)
-    return SharingPlan(tuple(nodes), _chosen_uses(candidates))
+    models = join_models(section)
+    while True:  # users that build fewer rows alone leave; their nodes may then be lonely
+        uses = _chosen_uses(candidates)
+        joins = {name: _user_join(job, name, chosen, nodes, models.get(name))
+                 for name, chosen in uses.items()}
+        alone = [name for name, join in joins.items() if not join.shares]
+        if not alone:
+            return SharingPlan(tuple(nodes), uses, joins)
+        for name in alone:
+            del candidates[name]
+
+
+def _user_join(job: Job, name: str, uses: Sequence[NodeUse], nodes: Sequence[SharedNode],
+               model: JoinModel | None) -> UserJoin:
+    """`user_order.user_join` for one user, its nodes' variables under its own names."""
+    sets = [frozenset(use.names[v] for v in nodes[use.node].spec.order) for use in uses]
+    return user_join(job.pattern(name), job.stages[name], sets[0], sets[1:], model)
 
 
 def _chosen_uses(candidates: Mapping[str, list[tuple[int, NodeUse]]]
@@ -328,12 +356,28 @@ def match_group(frame: pd.DataFrame | Columns, job: Job, plan: SharingPlan,
         out.partials[index] = int(np.count_nonzero((stamps >= own[0]) & (stamps < own[1])))
         node_rows[index] = rows  # counted by latest event, like matches
     for name, spec in specs.items():
-        starts = [(use, node_rows[use.node]) for use in plan.uses.get(name, ())]
+        starts = [(use, node_rows[use.node].only(mine.get(name)))
+                  for use in plan.uses.get(name, ())]
+        join = plan.joins.get(name)
+        steps = join.steps if join else ()
+        for step in steps:
+            if len(step) > 1 and not any(set(step) == set(u.names.values()) for u, _ in starts):
+                starts.append(_built_whole(table, spec, step, cache, mine.get(name),
+                                           chunk_events))
         context = _SharedContext(table, spec, job.stages[name], cache, starts,
-                                 allowed=mine.get(name))
+                                 allowed=mine.get(name), steps=steps)
         out.matches[name] = [m for m in _match(context, table, own,
                                                _chunk(context, chunk_events)) if m.count]
     return out
+
+
+def _built_whole(table: Table, spec: PatternSpec, step: Step, cache: _Candidates,
+                 allowed: np.ndarray | None, chunk_events: int) -> tuple[NodeUse, NodeRows]:
+    """A subtree of a user's plan tree evaluated on its own (its variables in the step's
+    order, its conditions applied) over the partition, to be joined whole like a node."""
+    sub = _sub_spec(spec, step, spec.window, f"{spec.name}/whole")
+    context = _SharedContext(table, sub, compile_pattern(sub), cache, allowed=allowed)
+    return NodeUse(-1, {v: v for v in step}), _node_rows(context, _chunk(context, chunk_events))
 
 
 def _chunk(context: _Context, chunk_events: int) -> int:
@@ -364,6 +408,17 @@ class NodeRows:
         names = names or {}
         return {names.get(v, v): (a[first:last] if keep is None else a[first:last][keep])
                 for v, a in self.ranks.items()}
+
+    def only(self, allowed: np.ndarray | None) -> NodeRows:
+        """The partial matches whose every event is `allowed` (a user's acquired rows, as
+        its own variables bind alone; the node holds every user's)."""
+        if allowed is None or not len(self.latest):
+            return self
+        keep = np.logical_and.reduce([allowed[a] for a in self.ranks.values()])
+        if keep.all():
+            return self
+        return NodeRows({v: a[keep] for v, a in self.ranks.items()}, self.latest[keep],
+                        self.earliest[keep], self.window)
 
 
 def _node_rows(context: _SharedContext, chunk_events: int) -> NodeRows:
@@ -401,16 +456,18 @@ def _match(context: _Context, table: Table, own: tuple[float, float],
 
 class _SharedContext(_Context):
     """The matcher's context with candidates shared across the group and, for a node's
-    user, the join started from its largest node's partial matches and its other nodes'
-    joined in as whole operands."""
+    user, the join started from its largest node's partial matches and going on by its
+    `steps`: a variable, or another node's (or a subtree's built whole) partial matches
+    joined in as one operand."""
 
     def __init__(self, table: Table, spec: PatternSpec, stages: Stages, cache: _Candidates,
                  starts: Sequence[tuple[NodeUse, NodeRows]] = (),
-                 allowed: np.ndarray | None = None):
+                 allowed: np.ndarray | None = None, steps: Sequence[Step] = ()):
         self._cache = cache
         self._allowed = allowed  # the ranks this pattern (or node) may bind, if not all
         super().__init__(table, spec, stages)
         self.starts = list(starts)
+        self.steps = list(steps) or [(v,) for v in spec.order]
 
     def _candidates(self, operand):
         filters = (self.stages.negation_filters if operand.kind == NEGATED
@@ -440,26 +497,25 @@ class _SharedContext(_Context):
         rows = node.between(first, last, keep, use.names)
         if not len(next(iter(rows.values()))):
             return {}
-        joined = {v: (u, n) for u, n in later for v in u.names.values()}
-        done = [set(rows)]  # the conditions inside each node hold already
-        pending = [p for p in self.stages.joins if not p.variables <= done[0]]
+        joined = {frozenset(u.names.values()): (u, n) for u, n in later}
+        pending = [p for p in self.stages.joins if not p.variables <= set(rows)]
         last_position = max(o.position for o in operands)
-        for var in self.spec.order:
-            if var in rows or self.spec.operand(var).kind == NEGATED:
+        for step in self.steps:
+            if step[0] in rows or self.spec.operand(step[0]).kind == NEGATED:
                 continue
-            if var in joined:
-                rows = self.join_node(rows, *joined[var], stop)
-                done.append(set(joined[var][0].names.values()))
-                pending = [p for p in pending if not p.variables <= done[-1]]
+            if len(step) > 1:
+                use, part = joined[frozenset(step)]
+                rows = self.join_node(rows, use, part, stop)
+                pending = [p for p in pending if not p.variables <= set(step)]  # hold inside
             else:
-                cand = self.cands[var]
-                rows = self._extend(rows, self.spec.operand(var), cand, table.ts[cand], stop,
-                                    last_position, start)
+                cand = self.cands[step[0]]
+                rows = self._extend(rows, self.spec.operand(step[0]), cand, table.ts[cand],
+                                    stop, last_position, start)
             ready = [p for p in pending if p.variables <= set(rows)]
             pending = [p for p in pending if not p.variables <= set(rows)]
             for pred in ready:
                 rows = _filter_rows(rows, self._holds_on_rows(pred.tree, rows))
-            if not len(rows[var]):
+            if not len(rows[step[0]]):
                 return {}
         return rows
 
