@@ -529,10 +529,17 @@ class _SharedContext(_Context):
         stamps = np.vstack([table.ts[a] for a in rows.values()])
         latest_ts, earliest_ts = stamps.max(axis=0), stamps.min(axis=0)
         node_ts = table.ts[node.latest]
+        low = np.searchsorted(node_ts, latest_ts - self.window, "left")
         high = np.minimum(np.searchsorted(node_ts, earliest_ts + self.window, "right"),
                           np.searchsorted(node.latest, stop, "left"))
-        which, positions = expand(np.searchsorted(node_ts, latest_ts - self.window, "left"),
-                                  high)
+        if self.seq:  # the node's latest event lies after the bound events before it in
+            # the sequence and before those after it: searched, not expanded and dropped
+            last = max(self.spec.operand(use.names[v]).position for v in node.ranks)
+            low, high = self._order_bounds(
+                low, high, node.latest, node_ts,
+                [a for v, a in rows.items() if self.spec.operand(v).position < last],
+                [a for v, a in rows.items() if self.spec.operand(v).position > last])
+        which, positions = expand(low, high)
         keep = (node.earliest[positions] >= latest_ts[which] - self.window) & \
             (node_ts[positions] - node.earliest[positions] <= self.window)
         added = {use.names[v]: a[positions] for v, a in node.ranks.items()}

@@ -10,7 +10,9 @@ variables is built k·C/W times per time unit (docs/sharing.md), so a step costs
 
 with C the partial matches per window (`costmodels.trees.node_cost`, seed 004 §3.3, App. C).
 A subtree joined whole also costs its own build (its cheapest order, over the whole slice);
-another shared node's partial matches cost only the join. The cheapest sequence of steps is
+another shared node's partial matches cost only the join; in a SEQ, joining a part of j
+variables whole is searched by its latest event only, so it is priced at every interleaving,
+binom(|B ∪ A|, j) times the ordered rows. The cheapest sequence of steps is
 a DP over the sets of bound variables (the local plan generator's left-deep DP, seed 004 §4.2,
 started from the node); a user whose own unshared order is cheaper than that does not share.
 Without the plan's figures, variables linked by a condition to the bound ones come first.
@@ -103,7 +105,11 @@ class _Pricing:
         both = bound | added
         inside = {s: sel for s, sel in self.model.selectivities.items()
                   if s <= bound or s <= added}
-        return len(both) * node_cost(both, self.window, self.model.rates, inside, self.seq)
+        rows = len(both) * node_cost(both, self.window, self.model.rates, inside, self.seq)
+        if self.seq and bound and len(added) > 1:  # two ordered parts joined whole are
+            # searched by the latest event only: up to every interleaving of the parts
+            rows *= math.comb(len(both), len(added))
+        return rows
 
     def cheapest(self, start: frozenset[str],
                  atoms: Sequence[tuple[frozenset[str], Step, float]]
