@@ -21,7 +21,7 @@ from cepplan.engine_adapter.runtime.local import run_local
 from cepplan.engine_adapter.runtime.shared_plan import evaluate_group, sharing_plan
 from cepplan.engine_adapter.runtime.user_order import UserJoin, join_models, user_join
 from cepplan.planner.evaluation import EvaluationSettings, evaluation
-from cepplan.planner.plan import trivial_plan
+from cepplan.planner.plan import read_plan, trivial_plan, write_plan
 from cepplan.workload.loader import build_workload
 from tests.engine.reference_matcher import canonical, reference_matches
 
@@ -130,9 +130,9 @@ def test_a_user_cheaper_alone_does_not_share():
     assert not join.shares and join.cost > join.alone > 0
 
 
-def test_the_planner_writes_each_users_figures():
+def test_the_planner_writes_each_users_figures(tmp_path):
     """`cepplan optimize`'s plan carries per user of a shared node its rates, conditions and
-    tree (`sharing.join_model`), which the engine reads."""
+    tree (`sharing.join_model`), which the engine reads; the plan file passes its schema."""
     raw = _workload("SEQ")
     raw["patterns"].append({"name": "pair2", "structure": ["SEQ", "s:C", "t:D"],
                             "where": ["s.diff < t.diff"], "within": "2s"})
@@ -146,5 +146,8 @@ def test_the_planner_writes_each_users_figures():
         entry = plan.sharing["join_model"][name]
         assert set(entry["rates"]) == {o.var for o in wl.pattern(name).positive}
         assert entry["tree"] == plan.patterns[name].tree
-    job = job_from_json(job_data(wl, plan))
+    write_plan(plan, tmp_path / "plan.json")
+    read = read_plan(tmp_path / "plan.json", wl)
+    assert read.sharing["join_model"] == json.loads(json.dumps(plan.sharing["join_model"]))
+    job = job_from_json(job_data(wl, read))
     assert set(sharing_plan(job).joins) <= users

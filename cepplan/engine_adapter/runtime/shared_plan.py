@@ -3,11 +3,10 @@
 The plan's `sharing.shared` nodes are subtrees several patterns contain. Per partition each
 node's partial matches (its events joined by the node's conditions, in the node's window,
 the largest of its users') are computed ONCE; every user then starts its join from them:
-only rows within its own window and of its own acquired events are kept, its remaining
-variables are joined on top in the order `user_order` chose for it once per job (one by one,
-or a subtree of its plan tree built whole), and its own Kleene expansion and negation follow
-(`matcher._Context`). A user whose own order builds fewer rows than going on from the node
-does not share.
+only rows within its own window are kept, its remaining variables are joined on top in the
+order `user_order` chose for it once per job (one by one, or a subtree of its plan tree
+built whole), and its own Kleene expansion and negation follow (`matcher._Context`). A user
+whose own order builds fewer rows than going on from the node does not share.
 
 A user takes a node only when its part of the pattern provably is the node: same types and
 kinds, same SEQ order, the same filters and join conditions up to variable names (checked
@@ -356,8 +355,7 @@ def match_group(frame: pd.DataFrame | Columns, job: Job, plan: SharingPlan,
         out.partials[index] = int(np.count_nonzero((stamps >= own[0]) & (stamps < own[1])))
         node_rows[index] = rows  # counted by latest event, like matches
     for name, spec in specs.items():
-        starts = [(use, node_rows[use.node].only(mine.get(name)))
-                  for use in plan.uses.get(name, ())]
+        starts = [(use, node_rows[use.node]) for use in plan.uses.get(name, ())]
         join = plan.joins.get(name)
         steps = join.steps if join else ()
         for step in steps:
@@ -408,17 +406,6 @@ class NodeRows:
         names = names or {}
         return {names.get(v, v): (a[first:last] if keep is None else a[first:last][keep])
                 for v, a in self.ranks.items()}
-
-    def only(self, allowed: np.ndarray | None) -> NodeRows:
-        """The partial matches whose every event is `allowed` (a user's acquired rows, as
-        its own variables bind alone; the node holds every user's)."""
-        if allowed is None or not len(self.latest):
-            return self
-        keep = np.logical_and.reduce([allowed[a] for a in self.ranks.values()])
-        if keep.all():
-            return self
-        return NodeRows({v: a[keep] for v, a in self.ranks.items()}, self.latest[keep],
-                        self.earliest[keep], self.window)
 
 
 def _node_rows(context: _SharedContext, chunk_events: int) -> NodeRows:
