@@ -142,10 +142,15 @@ def sharing_plan(job: Job, alone: Collection[str] = ()) -> SharingPlan:
                                                         NodeUse(node.index, mapping)))
         nodes.append(node)
     models = join_models(section)
+    known: dict[tuple[str, tuple[int, ...]], UserJoin] = {}  # (user, its nodes) -> join
     while True:  # users that build fewer rows alone leave; their nodes may then be lonely
         uses = _chosen_uses(candidates)
-        joins = {name: _user_join(job, name, chosen, nodes, models.get(name))
-                 for name, chosen in uses.items()}
+        joins = {}
+        for name, chosen in uses.items():
+            key = (name, tuple(u.node for u in chosen))
+            if key not in known:
+                known[key] = _user_join(job, name, chosen, nodes, models.get(name))
+            joins[name] = known[key]
         alone = [name for name, join in joins.items() if not join.shares]
         if not alone:
             return SharingPlan(tuple(nodes), uses, joins)

@@ -100,8 +100,15 @@ class _Pricing:
         self.model = model
         self.window = spec.window or 1.0
         self.seq = spec.operator == "SEQ"
+        self._rows: dict[tuple[frozenset[str], frozenset[str]], float] = {}
 
     def rows(self, bound: frozenset[str], added: frozenset[str]) -> float:
+        key = (bound, added)
+        if key not in self._rows:
+            self._rows[key] = self._priced(bound, added)
+        return self._rows[key]
+
+    def _priced(self, bound: frozenset[str], added: frozenset[str]) -> float:
         both = bound | added
         inside = {s: sel for s, sel in self.model.selectivities.items()
                   if s <= bound or s <= added}
