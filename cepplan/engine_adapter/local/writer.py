@@ -97,16 +97,17 @@ def staged_output(out: Path, output_format: str) -> Iterator[tuple[MatchWriter, 
 
 
 class _BackgroundFile:
-    """A binary file written by a thread: `write` queues buffers (at most `PENDING` lists
-    of them, which bounds memory) and returns; an error of the thread is raised by the
-    next `write` or by `close`. Every `RECYCLE_BYTES` written, the file's pages the disk
-    already has are dropped from the page cache and their writeback started for the rest,
-    so that the page cache recycles a window's worth of pages instead of taking a fresh
-    page per 4 KiB of output: on a virtual machine whose freed memory goes back to the
-    host, fresh pages cost the writer 2-10 times the CPU of the copy (docs/engine.md,
-    "Output cost")."""
+    """A binary file written by a thread: `write` queues buffers (at most `PENDING`, each
+    at most a chunk of rendered matches, which bounds memory; queued one by one, so that a
+    partition's many chunks do not hold up the next partition's few) and returns; an
+    error of the thread is raised by the next `write` or by `close`. Every
+    `RECYCLE_BYTES` written, the file's pages the disk already has are dropped from the
+    page cache and their writeback started for the rest, so that the page cache recycles
+    a window's worth of pages instead of taking a fresh page per 4 KiB of output: on a
+    virtual machine whose freed memory goes back to the host, fresh pages cost the writer
+    2-10 times the CPU of the copy (docs/engine.md, "Output cost")."""
 
-    PENDING = 4
+    PENDING = 16
     RECYCLE_BYTES = 32 << 20
 
     def __init__(self, path: Path):
@@ -119,7 +120,8 @@ class _BackgroundFile:
 
     def write(self, buffers: list) -> None:
         self._raise()
-        self._queue.put(buffers)
+        for data in buffers:
+            self._queue.put(data)
 
     def close(self, *, complete: bool = True) -> None:
         if self._thread.is_alive():
@@ -137,10 +139,9 @@ class _BackgroundFile:
     def _run(self) -> None:
         written = recycled = 0
         try:
-            while (buffers := self._queue.get()) is not None:
+            while (data := self._queue.get()) is not None:
                 if self._error is None and not self._drop:
-                    for data in buffers:
-                        written += self._file.write(data)
+                    written += self._file.write(data)
                     if written - recycled >= self.RECYCLE_BYTES:
                         self._file.flush()
                         _recycle(self._file.fileno(), written)
