@@ -3,7 +3,11 @@ trading-rules example and a synthetic many-pattern workload under the chosen pla
 and, for comparison, unshared) vs trivial, SH and RE, side by side in one run, with matches
 checked identical across plans; measured vs modelled partial matches per shared node.
 Streams are long enough for runs of seconds, not tenths (where set-up would weigh more than
-matching); every figure is the median of interleaved repeats.
+matching); every figure is the median of interleaved repeats. Per plan, the user and system
+CPU of the engine thread and of the match writer's thread are shown apart (the output's
+cost, docs/sharing.md "Output cost (seventh session)").
+`CEPPLAN_BENCH_SHARING=plans` runs only the plan comparison of the trading rules and the
+synthetic workload (no common prefix, no partial matches per pattern, no OpenCEP).
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ import json
 import math
 import os
 import random
+import resource
 import shutil
 import statistics
 import subprocess
@@ -30,6 +35,7 @@ import pandas as pd
 
 from cepplan.costmodels.trees import node_cost
 from cepplan.engine_adapter.job_spec import job_data
+from cepplan.engine_adapter.local import writer as local_writer
 from cepplan.engine_adapter.local.engine import run_local_job
 from cepplan.engine_adapter.runtime.job import job_from_json, partitions
 from cepplan.engine_adapter.runtime.local import run_local
@@ -47,16 +53,57 @@ EXAMPLE = ROOT / "examples" / "trading_rules"
 RUNS = ("trivial", "re", "sh", "chosen unshared", "chosen")
 
 
+THREAD_CPU = ("engine user", "engine sys", "writer user", "writer sys", "engine faults")
+
+
 def main(quick: bool = False) -> None:
     print(f"load: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} (1, 5 min)")
     limit = 2.0 if quick else 10.0
+    plans_only = os.environ.get("CEPPLAN_BENCH_SHARING") == "plans"
     with tempfile.TemporaryDirectory() as tmp:
         for title, wl, events in workloads(Path(tmp), quick):
+            if plans_only and "common prefix" in title:
+                continue
             _compare(title, wl, events, limit, Path(tmp), repeats=1 if quick else 5)
-            if title.startswith("synthetic"):
+            if title.startswith("synthetic") and not plans_only:
                 _partials_per_pattern(title, wl, events, limit)
-        _versus_opencep(Path(tmp), limit, patterns=12 if quick else 24,
-                        seconds=30.0 if quick else 90.0)
+        if not plans_only:
+            _versus_opencep(Path(tmp), limit, patterns=12 if quick else 24,
+                            seconds=30.0 if quick else 90.0)
+    print(f"load at the end: {os.getloadavg()[0]:.2f} (1 min)")
+
+
+class ThreadCPU:
+    """The user and system CPU seconds of the calling thread (the engine's) and of the match
+    writer's thread over one run, and the engine thread's minor page faults: the writer's
+    thread reads its own on exit (`getrusage(RUSAGE_THREAD)`, Linux)."""
+
+    def __init__(self) -> None:
+        self.writer = (0.0, 0.0)
+        self._start = resource.getrusage(resource.RUSAGE_THREAD)
+
+    def __enter__(self) -> ThreadCPU:
+        run = local_writer._BackgroundFile._run
+
+        def measured(file) -> None:
+            try:
+                run(file)
+            finally:
+                usage = resource.getrusage(resource.RUSAGE_THREAD)
+                self.writer = (usage.ru_utime, usage.ru_stime)
+
+        self._saved = run
+        local_writer._BackgroundFile._run = measured
+        self._start = resource.getrusage(resource.RUSAGE_THREAD)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        local_writer._BackgroundFile._run = self._saved
+        end = resource.getrusage(resource.RUSAGE_THREAD)
+        self.seconds = dict(zip(THREAD_CPU, (end.ru_utime - self._start.ru_utime,
+                                             end.ru_stime - self._start.ru_stime, *self.writer,
+                                             end.ru_minflt - self._start.ru_minflt),
+                                strict=True))
 
 
 def workloads(tmp: Path, quick: bool) -> Iterator[tuple[str, Any, Path]]:
@@ -236,7 +283,8 @@ def best_runs(runs: Sequence[str], run: Callable[[str, Path], dict],
               matching: Callable[[dict], float], tmp: Path, repeats: int,
               cpu: dict[str, float] | None = None,
               pick: Callable[[list[float]], float] = min, warm_up: bool = False,
-              engine: dict[str, float] | None = None
+              engine: dict[str, float] | None = None,
+              threads: dict[str, dict[str, float]] | None = None
               ) -> tuple[dict[str, float], dict[str, float], dict[str, dict], dict[str, dict]]:
     """Each named plan run `repeats` rounds, interleaved so that drift in the machine's load
     hits every plan alike: per plan the wall and matching seconds of its rounds reduced by
@@ -247,9 +295,10 @@ def best_runs(runs: Sequence[str], run: Callable[[str, Path], dict],
     this process per plan (`pick`ed) go there too (in-process runs), and with `engine` those
     of the calling thread alone (the engine's, without the match writer's thread). With
     `warm_up`, the first plan runs once untimed first (the process's first run pays for
-    imports and growing its heap)."""
+    imports and growing its heap). With `threads`, per plan the user and system CPU of the
+    engine and writer threads (`ThreadCPU`), each `pick`ed."""
     times: dict[str, dict[str, list[float]]] = {"wall": {}, "match": {}, "cpu": {},
-                                                "engine": {}}
+                                                "engine": {}, **{k: {} for k in THREAD_CPU}}
     if warm_up:
         run(runs[0], tmp / "warm-up")
     found: dict[str, dict] = {}
@@ -265,8 +314,11 @@ def best_runs(runs: Sequence[str], run: Callable[[str, Path], dict],
             shutil.rmtree(out, ignore_errors=True)
             os.sync()
             start, clock, own = time.perf_counter(), time.process_time(), time.thread_time()
-            metrics[name] = run(name, out)
+            with ThreadCPU() as usage:
+                metrics[name] = run(name, out)
             times["wall"].setdefault(name, []).append(time.perf_counter() - start)
+            for key, value in usage.seconds.items():
+                times[key].setdefault(name, []).append(value)
             times["cpu"].setdefault(name, []).append(time.process_time() - clock)
             times["engine"].setdefault(name, []).append(time.thread_time() - own)
             times["match"].setdefault(name, []).append(matching(metrics[name]))
@@ -276,6 +328,8 @@ def best_runs(runs: Sequence[str], run: Callable[[str, Path], dict],
         cpu.update({name: pick(t) for name, t in times["cpu"].items()})
     if engine is not None:
         engine.update({name: pick(t) for name, t in times["engine"].items()})
+    if threads is not None:
+        threads.update({name: {k: pick(times[k][name]) for k in THREAD_CPU} for name in runs})
     return ({name: pick(t) for name, t in times["wall"].items()},
             {name: pick(t) for name, t in times["match"].items()}, found, metrics)
 
@@ -297,11 +351,13 @@ def _compare(title: str, wl, events: Path, limit: float, tmp: Path, repeats: int
     plans, jobs = plans_and_jobs(wl, limit)
     cpu: dict[str, float] = {}
     engine: dict[str, float] = {}
+    threads: dict[str, dict[str, float]] = {}
     wall, match_s, found, metrics = best_runs(
         RUNS, lambda name, out: run_local_job(jobs[name], [str(events)], out,
                                               say=lambda _: None),
         lambda m: sum(v for k, v in m["seconds"].items() if k.startswith("match ")),
-        tmp, repeats, cpu, pick=statistics.median, warm_up=True, engine=engine)
+        tmp, repeats, cpu, pick=statistics.median, warm_up=True, engine=engine,
+        threads=threads)
     frame = _canonical(events)
     rounds: dict[str, list[float]] = {name: [] for name in RUNS}
     for _ in range(repeats):  # interleaved, median CPU seconds per plan
@@ -328,6 +384,11 @@ def _compare(title: str, wl, events: Path, limit: float, tmp: Path, repeats: int
               f"{engine['trivial'] / engine[name]:>9.2f}x {match_s[name]:>10.2f} "
               f"{match_s['trivial'] / match_s[name]:>9.2f}x {joins[name]:>11.3f} "
               f"{joins['trivial'] / joins[name]:>9.2f}x")
+    print("CPU seconds by thread, median (the writer's thread copies the lines into the file)")
+    print(f"{'plan':>16} " + " ".join(f"{k:>13}" for k in THREAD_CPU))
+    for name in RUNS:
+        print(f"{name:>16} " + " ".join(f"{threads[name][k]:>13.0f}" if k == "engine faults"
+                                        else f"{threads[name][k]:>13.3f}" for k in THREAD_CPU))
     best = {label: min(values[n] for n in ("re", "sh")) / values["chosen"]
             for label, values in (("wall", wall), ("CPU", cpu), ("engine CPU", engine),
                                   ("matching", match_s), ("joins", joins))}

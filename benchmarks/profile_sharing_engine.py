@@ -7,6 +7,9 @@ less the timed calls inside it), so they add up to the engine thread's CPU time 
 wall: the machine is shared, and other processes' load would land in whichever phase was
 running). The match writer's thread (the kernel copying the output into the page cache) is
 its own column: charged to the phases, it made rendering look 0.5-1.5 s for the same matches.
+Below each plan's row, the system part of each phase's CPU and its minor page faults (the
+engine thread's `getrusage(RUSAGE_THREAD)`): where the output's buffers fault
+(docs/sharing.md, "Output cost (seventh session)").
 """
 
 from __future__ import annotations
@@ -14,10 +17,12 @@ from __future__ import annotations
 import argparse
 import functools
 import os
+import resource
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from benchmarks.bench_sharing_engine import RUNS, plans_and_jobs, workloads
 from cepplan.engine_adapter.local import engine as local_engine
@@ -31,18 +36,25 @@ PHASES = ("read", "tag", "acquire", "table", "join", "kleene", "negation", "rend
 
 
 class PhaseClock:
-    """Exclusive CPU seconds of the calling thread per phase: entering a timed call charges
-    the time so far to the phase it interrupts."""
+    """Exclusive CPU seconds of the calling thread per phase, their system part and the
+    minor page faults: entering a timed call charges the usage so far to the phase it
+    interrupts."""
 
     def __init__(self) -> None:
         self.seconds = dict.fromkeys(PHASES, 0.0)
+        self.system = dict.fromkeys(PHASES, 0.0)
+        self.faults = dict.fromkeys(PHASES, 0)
         self._stack: list[str] = []
-        self._mark = time.thread_time()
+        self._mark = resource.getrusage(resource.RUSAGE_THREAD)
 
     def _switch(self) -> None:
-        now = time.thread_time()
+        now = resource.getrusage(resource.RUSAGE_THREAD)
         if self._stack:
-            self.seconds[self._stack[-1]] += now - self._mark
+            phase, mark = self._stack[-1], self._mark
+            self.seconds[phase] += (now.ru_utime - mark.ru_utime) + (now.ru_stime
+                                                                     - mark.ru_stime)
+            self.system[phase] += now.ru_stime - mark.ru_stime
+            self.faults[phase] += now.ru_minflt - mark.ru_minflt
         self._mark = now
 
     def timed(self, phase: str, func: Callable) -> Callable:
@@ -80,7 +92,8 @@ def _instrument(clock: PhaseClock) -> list[tuple[object, str, object]]:
     """Wrap the engine's phase functions; returns what to restore."""
     targets = [
         (local_engine, "_tagged", "tag"), (local_engine, "acquire", "acquire"),
-        (local_shared, "acquire", "acquire"),
+        (local_shared, "acquire", "acquire"), (local_engine, "acquire_in_range", "acquire"),
+        (local_shared, "acquire_in_range", "acquire"),
         (runtime_job, "make_table", "table"), (shared_plan, "make_table", "table"),
         (matcher._Context, "_candidates", "table"),
         (shared_plan._SharedContext, "_candidates", "table"),
@@ -102,23 +115,30 @@ def _instrument(clock: PhaseClock) -> list[tuple[object, str, object]]:
     return saved
 
 
-def profile_run(job: dict, events: Path, out: Path) -> dict[str, float]:
+def profile_run(job: dict, events: Path, out: Path) -> dict[str, Any]:
     """One engine run of `job`: wall seconds, the process's and the engine thread's CPU
     seconds, the exclusive CPU seconds of every phase (`other`: what no phase accounts
-    for) and the other threads' (`writer`: the match writer's)."""
+    for) and the other threads' (`writer`: the match writer's); under `system` and
+    `faults`, per phase the system part and the minor page faults."""
     clock = PhaseClock()
     saved = _instrument(clock)
     try:
-        start, cpu, main = time.perf_counter(), time.process_time(), time.thread_time()
+        start, cpu = time.perf_counter(), time.process_time()
+        usage = resource.getrusage(resource.RUSAGE_THREAD)
         local_engine.run_local_job(job, [str(events)], out, say=lambda _: None)
         wall, cpu = time.perf_counter() - start, time.process_time() - cpu
-        main = time.thread_time() - main
+        end = resource.getrusage(resource.RUSAGE_THREAD)
     finally:
         for owner, name, original in reversed(saved):
             setattr(owner, name, original)
-    row = {"wall": wall, "cpu": cpu, "engine": main, **clock.seconds}
+    main = (end.ru_utime - usage.ru_utime) + (end.ru_stime - usage.ru_stime)
+    row: dict[str, Any] = {"wall": wall, "cpu": cpu, "engine": main, **clock.seconds}
     row["other"] = main - sum(clock.seconds.values())
     row["writer"] = cpu - main
+    row["system"] = {**clock.system, "engine": end.ru_stime - usage.ru_stime,
+                     "other": (end.ru_stime - usage.ru_stime) - sum(clock.system.values())}
+    row["faults"] = {**clock.faults, "engine": end.ru_minflt - usage.ru_minflt,
+                     "other": (end.ru_minflt - usage.ru_minflt) - sum(clock.faults.values())}
     return row
 
 
@@ -136,6 +156,12 @@ def main(quick: bool = False) -> None:
                 rows = [profile_run(jobs[name], events, Path(tmp) / "out") for _ in range(2)]
                 best = min(rows, key=lambda r: r["engine"])
                 print(f"{name:>16} " + " ".join(f"{best[c]:>8.3f}" for c in columns))
+                print(f"{'  of it system':>16} " + " ".join(
+                    f"{best['system'][c]:>8.3f}" if c in best["system"] else f"{'':>8}"
+                    for c in columns))
+                print(f"{'  minor faults':>16} " + " ".join(
+                    f"{best['faults'][c]:>8d}" if c in best["faults"] else f"{'':>8}"
+                    for c in columns))
 
 
 if __name__ == "__main__":

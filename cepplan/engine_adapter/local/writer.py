@@ -3,12 +3,15 @@ staging directory beside `--out` and renamed over it only when everything succee
 (`cepplan.interrupt.staged_directory`, which also clears what killed runs left behind).
 
 JSON lines are written by a thread of their own, so that the disk writes the matches of one
-range while the next are matched and rendered (Arrow and file writes release the GIL).
+range while the next are matched and rendered (Arrow and file writes release the GIL). That
+thread keeps the file's page cache to a window (`_BackgroundFile.RECYCLE_BYTES`): the kernel
+then reuses pages it has just had, not fresh ones (docs/engine.md, "Output cost").
 """
 
 from __future__ import annotations
 
 import json
+import os
 import queue
 import threading
 from collections.abc import Iterator
@@ -94,11 +97,18 @@ def staged_output(out: Path, output_format: str) -> Iterator[tuple[MatchWriter, 
 
 
 class _BackgroundFile:
-    """A binary file written by a thread: `write` queues buffers (at most `PENDING` lists
-    of them, which bounds memory) and returns; an error of the thread is raised by the
-    next `write` or by `close`."""
+    """A binary file written by a thread: `write` queues buffers (at most `PENDING`, each
+    at most a chunk of rendered matches, which bounds memory; queued one by one, so that a
+    partition's many chunks do not hold up the next partition's few) and returns; an
+    error of the thread is raised by the next `write` or by `close`. Every
+    `RECYCLE_BYTES` written, the file's pages the disk already has are dropped from the
+    page cache and their writeback started for the rest, so that the page cache recycles
+    a window's worth of pages instead of taking a fresh page per 4 KiB of output: on a
+    virtual machine whose freed memory goes back to the host, fresh pages cost the writer
+    2-10 times the CPU of the copy (docs/engine.md, "Output cost")."""
 
-    PENDING = 4
+    PENDING = 16
+    RECYCLE_BYTES = 32 << 20
 
     def __init__(self, path: Path):
         self._file = open(path, "wb")  # noqa: SIM115 (closed by the thread)
@@ -110,7 +120,8 @@ class _BackgroundFile:
 
     def write(self, buffers: list) -> None:
         self._raise()
-        self._queue.put(buffers)
+        for data in buffers:
+            self._queue.put(data)
 
     def close(self, *, complete: bool = True) -> None:
         if self._thread.is_alive():
@@ -126,14 +137,26 @@ class _BackgroundFile:
             raise error
 
     def _run(self) -> None:
+        written = recycled = 0
         try:
-            while (buffers := self._queue.get()) is not None:
+            while (data := self._queue.get()) is not None:
                 if self._error is None and not self._drop:
-                    for data in buffers:
-                        self._file.write(data)
+                    written += self._file.write(data)
+                    if written - recycled >= self.RECYCLE_BYTES:
+                        self._file.flush()
+                        _recycle(self._file.fileno(), written)
+                        recycled = written
         except BaseException as err:  # e.g. a full disk: raised in the main thread
             self._error = err
             while self._queue.get() is not None:  # unblock the writer until close
                 pass
         finally:
             self._file.close()
+
+
+def _recycle(fd: int, size: int) -> None:
+    """Start writing back the file's first `size` bytes and drop the pages of them already
+    written back (`POSIX_FADV_DONTNEED` does both, without waiting; a no-op where the
+    platform or file system has no such advice)."""
+    if hasattr(os, "posix_fadvise"):
+        os.posix_fadvise(fd, 0, size, os.POSIX_FADV_DONTNEED)

@@ -165,7 +165,7 @@ class Renderer:
                 order[:, i] = positions[i][ranks[start:stop]] + offset[i]
             for i in range(len(lists)):
                 order[:, len(pieces) + i] = rows + offset[len(pieces) + i]
-            laid = pc.take(layout, order.ravel())
+            laid = _gathered(layout, order.ravel())
             offsets = np.frombuffer(laid.buffers()[1], np.int64)[laid.offset:][
                 :len(order.ravel()) + 1:len(names)]
             chunks.append(pa.LargeStringArray.from_buffers(
@@ -210,6 +210,19 @@ def _kleene_texts(texts: pa.Array, at: np.ndarray, flat: np.ndarray, starts: np.
                                           events)
     return pc.binary_join_element_wise(_scalar(label + "["), pc.binary_join(lists, _scalar(", ")),
                                        _scalar("]" + end), _scalar(""))
+
+
+def _gathered(values: pa.Array, indices: np.ndarray) -> pa.LargeStringArray:
+    """`values.take(indices)` as large strings, the bytes copied once: NumPy gathers the
+    values' 16-byte string views and Arrow's cast concatenates what they point at, 2-3
+    times faster than `take` over strings of ~100 bytes, which copies each value with its
+    offset bookkeeping (docs/engine.md, "Output cost")."""
+    views = values.cast(pa.string_view())
+    buffers = views.buffers()
+    picked = np.frombuffer(buffers[1], dtype="V16")[views.offset:views.offset + len(views)]
+    gathered = pa.Array.from_buffers(pa.string_view(), len(indices),
+                                     [None, pa.py_buffer(picked[indices]), *buffers[2:]])
+    return gathered.cast(pa.large_string())
 
 
 def _literal(text: str) -> str:
