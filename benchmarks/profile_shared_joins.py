@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import statistics
 import tempfile
 import time
 from itertools import islice
 from pathlib import Path
 
-from benchmarks.bench_sharing_engine import plans_and_jobs, workloads
+from benchmarks.bench_sharing_engine import ThreadCPU, plans_and_jobs, workloads
 from cepplan.engine_adapter.local.engine import run_local_job
 from cepplan.engine_adapter.runtime import matcher, shared_plan
 
@@ -63,10 +62,10 @@ def _run(job: dict, events: Path, out: Path, counter: JoinRows) -> tuple[float, 
     """Engine thread CPU, its user part and the join rows of one run."""
     counter.rows = 0
     counter.per_spec = {}
-    usage, clock = resource.getrusage(resource.RUSAGE_THREAD), time.thread_time()
-    run_local_job(job, [str(events)], out, say=lambda _: None)
-    user = resource.getrusage(resource.RUSAGE_THREAD).ru_utime - usage.ru_utime
-    return time.thread_time() - clock, user, counter.rows
+    clock = time.thread_time()
+    with ThreadCPU() as usage:
+        run_local_job(job, [str(events)], out, say=lambda _: None)
+    return time.thread_time() - clock, usage.seconds["engine user"], counter.rows
 
 
 def main(quick: bool = False, prefix: bool = False) -> None:
