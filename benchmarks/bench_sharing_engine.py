@@ -44,6 +44,8 @@ from cepplan.engine_adapter.runtime.shared_plan import evaluate_group, sharing_p
 from cepplan.engine_adapter.runtime.table import make_table
 from cepplan.planner.evaluation import EvaluationSettings, evaluation
 from cepplan.planner.plan import trivial_plan
+from cepplan.search.baselines import cost_floor, sharing_floor
+from cepplan.search.local import Compiled, Interner
 from cepplan.search.problem import problem_from_workload
 from cepplan.search.synthetic import synthetic_workload
 from cepplan.workload.loader import build_workload, load_workload
@@ -395,6 +397,7 @@ def _compare(title: str, wl, events: Path, limit: float, tmp: Path, repeats: int
     print("chosen shared plan vs the best of SH and RE: " + ", ".join(
         f"{label} {ratio:.2f}x ({abs(1 - 1 / ratio) * 100:.0f} % "
         f"{'less' if ratio >= 1 else 'more'} time)" for label, ratio in best.items()))
+    _modelled_reach(wl, plans)
     nodes = metrics["chosen"].get("shared_nodes", [])
     if nodes:
         measured = sum(n["per_window"] for n in nodes)
@@ -406,6 +409,32 @@ def _compare(title: str, wl, events: Path, limit: float, tmp: Path, repeats: int
               f"per window measured {measured:.4g} vs modelled {modelled:.4g} "
               f"(per node measured/modelled: median {np.median(ratios):.2f}, "
               f"range {min(ratios):.2f}–{max(ratios):.2f})")
+
+
+def _modelled_reach(wl, plans: dict[str, Any]) -> None:
+    """What the cost model lets any plan gain over RE as the engine runs it (leaves once,
+    coinciding subtrees shared): every plan pays the complete matches, negation and each
+    type's leaf alike, so only inner partial matches differ, and no multitree goes below the
+    floor (`cost_floor`, `sharing_floor`; seed 004 App. C)."""
+    interner = Interner()
+    compiled = [Compiled(p, interner)
+                for p in problem_from_workload(wl, wl.statistics).patterns]
+    roots, negation, leaves = cost_floor(compiled)
+    fixed = roots + negation + leaves
+    floor = max(fixed, sharing_floor(compiled))
+    modelled = {name: plans[name].sharing["modelled_cost"]["chosen"]
+                for name in ("re", "sh", "chosen") if plans[name].sharing}
+    if "re" not in modelled or "chosen" not in modelled:
+        return
+    inner = {name: cost - fixed for name, cost in modelled.items()}
+    print(f"modelled per window: complete matches {roots:.4g}, negation {negation:.3g}, each "
+          f"type's leaf once {leaves:.4g} (the same in every plan: "
+          f"{100 * fixed / modelled['re']:.0f} % of RE's {modelled['re']:.4g}); inner partial "
+          f"matches " + " / ".join(f"{n.upper() if n != 'chosen' else n} {v:.4g}"
+                                   for n, v in inner.items())
+          + f" (chosen {100 * (1 - inner['chosen'] / inner['re']):.0f} % below RE); no plan "
+          f"below {floor:.4g}: at most {100 * (1 - floor / modelled['re']):.1f} % below RE in "
+          f"all (chosen {100 * (1 - modelled['chosen'] / modelled['re']):.1f} %)")
 
 
 def _canonical(events: Path) -> pd.DataFrame:
