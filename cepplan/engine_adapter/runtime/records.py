@@ -96,11 +96,11 @@ class Renderer:
         return self._store.texts[self._rows[ranks]]
 
     def _render_missing(self, ranks: np.ndarray) -> None:
-        """Render the events among `ranks` not rendered yet (a mask, not a sort: cheap for
-        millions of ranks over a table of thousands)."""
-        need = self._mask(ranks) & ~self._store.done[self._rows]
-        if need.any():
-            self._render(np.flatnonzero(need))
+        """Render the events among `ranks` not rendered yet (looked up by rank: no array
+        the size of the table)."""
+        need = ranks[~self._store.done[self._rows[ranks]]]
+        if len(need):
+            self._render(np.unique(need))
 
     def _render(self, ranks: np.ndarray) -> None:
         """Each event's text: its values as JSON column by column, put together row by row
@@ -136,40 +136,47 @@ class Renderer:
         [events]}} and a newline, `RENDER_ROWS` matches a chunk, each chunk's data buffer
         JSON lines ready to write. A line is its pieces one after the other: per variable,
         its label and event text (made once per event it binds, label included) or its
-        Kleene list, the closing braces on the last piece; one `take` per chunk lays the
-        pieces of every line out in order, so no Python string per match is built."""
+        Kleene list, the closing braces on the last piece. Each piece's 16-byte string view
+        is looked up by rank (NumPy), and one Arrow cast per chunk copies the pieces of its
+        lines in order: no Python string per match, no array the size of the table
+        per chunk (docs/engine.md, "Output cost")."""
         head = '{"pattern": ' + json.dumps(spec.name) + ', "events": {'
         names = [*matches.single, *matches.kleene]
         labels = {v: f"{', ' if i else head}{json.dumps(v)}: " for i, v in enumerate(names)}
         ends = {v: "}}\n" if v == names[-1] else "" for v in names}
+        used = {v: np.flatnonzero(self._mask(ranks)) for v, ranks in matches.single.items()}
+        sizes = [len(ranks) for ranks in used.values()]
+        texts = self.event_texts(np.concatenate([np.empty(0, np.int64), *used.values()]))
+        fixed = pc.binary_join_element_wise(
+            _repeated([labels[v] for v in used], sizes), pa.array(texts, pa.large_string()),
+            _repeated([ends[v] for v in used], sizes), _scalar(""))
+        views, buffers = _views(fixed)
+        by_rank, start = [], 0  # per single variable: its piece's view at each rank it binds
+        for ranks in used.values():
+            view = np.empty(len(self.table), dtype=views.dtype)
+            view[ranks] = views[start:start + len(ranks)]
+            by_rank.append(view)
+            start += len(ranks)
         sets = {v: _flat_sets(s) for v, s in matches.kleene.items()}
-        bounds = {v: self._mask(ranks) for v, ranks in matches.single.items()}
-        texts, at = self._arrow_texts([*bounds.values(),
-                                       *(self._mask(flat) for flat, _ in sets.values())])
-        pieces, positions = [], []  # per single variable: its pieces; rank -> its piece
-        for var, bound in bounds.items():
-            pieces.append(pc.binary_join_element_wise(
-                _scalar(labels[var]), texts.take(at[bound]), _scalar(ends[var]), _scalar("")))
-            positions.append(np.cumsum(bound) - 1)
-        fixed = pa.concat_arrays(pieces) if pieces else None
+        texts, at = (self._arrow_texts([self._mask(flat) for flat, _ in sets.values()])
+                     if sets else (None, None))
         chunks = []
-        for start in range(0, matches.count, RENDER_ROWS):
-            stop = min(matches.count, start + RENDER_ROWS)
-            lists = [_kleene_texts(texts, at, *sets[v], start, stop, labels[v], ends[v])
-                     for v in matches.kleene]
-            layout = pa.concat_arrays([fixed, *lists] if pieces else lists) if lists else fixed
-            offset = np.cumsum([0] + [len(p) for p in [*pieces, *lists]])
-            rows = np.arange(stop - start, dtype=np.int64)
-            order = np.empty((stop - start, len(names)), dtype=np.int64)
+        for first in range(0, matches.count, RENDER_ROWS):
+            last = min(matches.count, first + RENDER_ROWS)
+            laid = np.empty((last - first, len(names)), dtype=views.dtype)
             for i, ranks in enumerate(matches.single.values()):
-                order[:, i] = positions[i][ranks[start:stop]] + offset[i]
-            for i in range(len(lists)):
-                order[:, len(pieces) + i] = rows + offset[len(pieces) + i]
-            laid = _gathered(layout, order.ravel())
-            offsets = np.frombuffer(laid.buffers()[1], np.int64)[laid.offset:][
-                :len(order.ravel()) + 1:len(names)]
+                laid[:, i] = by_rank[i][ranks[first:last]]
+            more = list(buffers)
+            for i, var in enumerate(matches.kleene, start=len(matches.single)):
+                lists, own = _views(_kleene_texts(texts, at, *sets[var], first, last,
+                                                  labels[var], ends[var]))
+                laid[:, i] = _rebased(lists, len(more))
+                more += own
+            pieces = _strings(laid.ravel(), more)
+            offsets = np.frombuffer(pieces.buffers()[1], np.int64)[pieces.offset:][
+                :len(pieces) + 1:len(names)]
             chunks.append(pa.LargeStringArray.from_buffers(
-                len(rows), pa.py_buffer(np.ascontiguousarray(offsets)), laid.buffers()[2]))
+                last - first, pa.py_buffer(np.ascontiguousarray(offsets)), pieces.buffers()[2]))
         return pa.chunked_array(chunks, pa.large_string())
 
     def _mask(self, ranks: np.ndarray) -> np.ndarray:
@@ -181,9 +188,8 @@ class Renderer:
     def _arrow_texts(self, masks: Sequence[np.ndarray]) -> tuple[pa.Array, np.ndarray]:
         """The texts of every event some of `masks` flags, as one Arrow array, and each
         rank's position in it."""
-        used = np.logical_or.reduce(masks) if masks else np.zeros(len(self.table), bool)
-        ranks = np.flatnonzero(used)
-        texts = pa.array(self.event_texts(ranks), pa.large_string())
+        used = np.logical_or.reduce(masks)
+        texts = pa.array(self.event_texts(np.flatnonzero(used)), pa.large_string())
         return texts, np.cumsum(used) - 1
 
 
@@ -205,7 +211,7 @@ def _kleene_texts(texts: pa.Array, at: np.ndarray, flat: np.ndarray, starts: np.
     """Sets `first`..`last` of a Kleene variable's (`_flat_sets`) each as its label, a JSON
     list of its events' texts and `end`, by Arrow kernels (no Python string per set)."""
     low, high = int(starts[first]), int(starts[last])
-    events = texts.take(at[flat[low:high]])
+    events = _gathered(texts, at[flat[low:high]])
     lists = pa.LargeListArray.from_arrays(pa.array(starts[first:last + 1] - low, pa.int64()),
                                           events)
     return pc.binary_join_element_wise(_scalar(label + "["), pc.binary_join(lists, _scalar(", ")),
@@ -213,16 +219,41 @@ def _kleene_texts(texts: pa.Array, at: np.ndarray, flat: np.ndarray, starts: np.
 
 
 def _gathered(values: pa.Array, indices: np.ndarray) -> pa.LargeStringArray:
-    """`values.take(indices)` as large strings, the bytes copied once: NumPy gathers the
-    values' 16-byte string views and Arrow's cast concatenates what they point at, 2-3
-    times faster than `take` over strings of ~100 bytes, which copies each value with its
-    offset bookkeeping (docs/engine.md, "Output cost")."""
+    """`values.take(indices)` as large strings, the bytes copied once (`_views`,
+    `_strings`)."""
+    views, buffers = _views(values)
+    return _strings(views[indices], buffers)
+
+
+def _views(values: pa.Array) -> tuple[np.ndarray, list[pa.Buffer]]:
+    """Strings as their 16-byte string views (a NumPy array, one per value) and the data
+    buffers the views point into (a cast, no copy of the bytes)."""
     views = values.cast(pa.string_view())
     buffers = views.buffers()
-    picked = np.frombuffer(buffers[1], dtype="V16")[views.offset:views.offset + len(views)]
-    gathered = pa.Array.from_buffers(pa.string_view(), len(indices),
-                                     [None, pa.py_buffer(picked[indices]), *buffers[2:]])
-    return gathered.cast(pa.large_string())
+    return (np.frombuffer(buffers[1], dtype="V16")[views.offset:views.offset + len(views)],
+            buffers[2:])
+
+
+def _rebased(views: np.ndarray, base: int) -> np.ndarray:
+    """String views whose data buffers come `base` places later in a list of buffers
+    (a view of more than 12 bytes holds its buffer's index; shorter ones are inline)."""
+    fields = views.view(np.int32).reshape(-1, 4).copy()
+    fields[fields[:, 0] > 12, 2] += base
+    return fields.view(views.dtype).ravel()
+
+
+def _strings(views: np.ndarray, buffers: list[pa.Buffer]) -> pa.LargeStringArray:
+    """The strings `views` point at (into `buffers`) as large strings: Arrow's cast
+    copies the bytes once, 2-3 times faster than `take` over strings of ~100 bytes, which
+    copies each value with its offset bookkeeping (docs/engine.md, "Output cost")."""
+    array = pa.Array.from_buffers(pa.string_view(), len(views),
+                                  [None, pa.py_buffer(views), *buffers])
+    return array.cast(pa.large_string())
+
+
+def _repeated(texts: Sequence[str], counts: Sequence[int]) -> pa.LargeStringArray:
+    """Each of `texts` `counts` times, as Arrow strings."""
+    return pa.array(np.repeat(np.asarray(texts, dtype=object), counts), pa.large_string())
 
 
 def _literal(text: str) -> str:
