@@ -66,11 +66,25 @@ class EventTexts:
     (one per pattern or sharing group and time slice) hold it: a table built from the pool
     carries its events' pool rows in `ROW_COLUMN`, and every `Renderer` over such a table
     reads and fills this one store (so the same matches cost the same to render whatever
-    the plan splits the pool into)."""
+    the plan splits the pool into). The texts are held as Arrow string views (`views`, one
+    per pool row, into `buffers`), so that they are made Arrow strings once, not once per
+    table that renders them."""
 
     def __init__(self, size: int):
-        self.texts = np.full(size, None, dtype=object)
+        self.views = np.zeros(size, dtype="V16")
+        self.buffers: list[pa.Buffer] = []
         self.done = np.zeros(size, dtype=bool)
+
+    def add(self, rows: np.ndarray, texts: pa.Array) -> None:
+        """Keep `texts` as the texts of pool rows `rows`."""
+        views, buffers = _views(texts)
+        self.views[rows] = _rebased(views, len(self.buffers))
+        self.buffers += buffers
+        self.done[rows] = True
+
+    def strings(self, rows: np.ndarray) -> pa.LargeStringArray:
+        """The texts of pool rows `rows` (rendered), as Arrow strings."""
+        return _strings(self.views[rows], self.buffers)
 
 
 class Renderer:
@@ -88,44 +102,45 @@ class Renderer:
         self._rows = (np.asarray(rows, dtype=np.int64) if rows is not None
                       else np.arange(len(table), dtype=np.int64))
 
-    def event_texts(self, ranks: np.ndarray) -> np.ndarray:
+    def event_texts(self, ranks: np.ndarray) -> pa.LargeStringArray:
         """The JSON text of each event: id, type, ts, its type's attributes (and, for a
         complex event, its own pattern and events)."""
         ranks = np.asarray(ranks, dtype=np.int64)
-        self._render_missing(ranks)
-        return self._store.texts[self._rows[ranks]]
-
-    def _render_missing(self, ranks: np.ndarray) -> None:
-        """Render the events among `ranks` not rendered yet (looked up by rank: no array
-        the size of the table)."""
         need = ranks[~self._store.done[self._rows[ranks]]]
         if len(need):
             self._render(np.unique(need))
+        return self._store.strings(self._rows[ranks])
 
     def _render(self, ranks: np.ndarray) -> None:
-        """Each event's text: its values as JSON column by column, put together row by row
-        by one %-format per event (no intermediate string per field)."""
+        """Each event's text: its values as JSON column by column (each column once for
+        every kind of event having it), put together row by row by one %-format per event
+        (no intermediate string per field)."""
         table = self.table
-        types = table.types[ranks]
-        for kind in np.unique(types.astype(str)):
-            mine = ranks[types == kind]
-            attrs = self.type_attrs.get(kind, ())
+        kinds, kind_of = np.unique(table.types[ranks].astype(str), return_inverse=True)
+        attrs = {k: list(self.type_attrs.get(k, ())) for k in kinds}
+        columns = {"id": _json_column(table.ids[ranks]), "ts": _json_column(table.ts[ranks])}
+        for attr in dict.fromkeys(a for names in attrs.values() for a in names):
+            having = np.isin(kind_of, [i for i, k in enumerate(kinds) if attr in attrs[k]])
+            columns[attr] = np.empty(len(ranks), dtype=object)
+            columns[attr][having] = _json_column(table.column(attr)[ranks[having]])
+        nested = (table.columns[MATCH_COLUMN][ranks] if MATCH_COLUMN in table.columns
+                  else None)
+        text = np.empty(len(ranks), dtype=object)
+        for index, kind in enumerate(kinds):
+            mine = np.flatnonzero(kind_of == index)
             form = "".join(["{\"id\": %s, \"type\": ", _literal(json.dumps(kind)),
-                            ", \"ts\": %s", *(f", {_literal(json.dumps(a))}: %s" for a in attrs)])
-            columns = [_json_column(table.ids[mine]), _json_column(table.ts[mine]),
-                       *(_json_column(table.column(a)[mine]) for a in attrs)]
-            nested = (table.columns[MATCH_COLUMN][mine] if MATCH_COLUMN in table.columns
-                      else None)
-            if nested is None or not any(isinstance(t, str) for t in nested):
-                text = [(form + "}") % row for row in zip(*map(list, columns), strict=True)]
+                            ", \"ts\": %s",
+                            *(f", {_literal(json.dumps(a))}: %s" for a in attrs[kind])])
+            values = zip(*(columns[c][mine].tolist() for c in ["id", "ts", *attrs[kind]]),
+                         strict=True)
+            own = nested[mine] if nested is not None else None
+            if own is None or not any(isinstance(t, str) for t in own):
+                made = [(form + "}") % row for row in values]
             else:  # a complex event: its own pattern and events follow, from its match
-                text = [(form + ", " + t[1:].replace("%", "%%") if isinstance(t, str)
-                         else form + "}") % row
-                        for row, t in zip(zip(*map(list, columns), strict=True), nested,
-                                          strict=True)]
-            rows = self._rows[mine]
-            self._store.texts[rows] = np.asarray(text, dtype=object) if text else text
-            self._store.done[rows] = True
+                made = [(form + ", " + t[1:].replace("%", "%%") if isinstance(t, str)
+                         else form + "}") % row for row, t in zip(values, own, strict=True)]
+            text[mine] = made
+        self._store.add(self._rows[ranks], pa.array(text, pa.large_string()))
 
     def match_lines(self, spec: PatternSpec, matches: Matches) -> str:
         """All matches as JSON lines (`match_array`'s text)."""
@@ -146,9 +161,9 @@ class Renderer:
         ends = {v: "}}\n" if v == names[-1] else "" for v in names}
         used = {v: np.flatnonzero(self._mask(ranks)) for v, ranks in matches.single.items()}
         sizes = [len(ranks) for ranks in used.values()]
-        texts = self.event_texts(np.concatenate([np.empty(0, np.int64), *used.values()]))
         fixed = pc.binary_join_element_wise(
-            _repeated([labels[v] for v in used], sizes), pa.array(texts, pa.large_string()),
+            _repeated([labels[v] for v in used], sizes),
+            self.event_texts(np.concatenate([np.empty(0, np.int64), *used.values()])),
             _repeated([ends[v] for v in used], sizes), _scalar(""))
         views, buffers = _views(fixed)
         by_rank, start = [], 0  # per single variable: its piece's view at each rank it binds
@@ -189,8 +204,7 @@ class Renderer:
         """The texts of every event some of `masks` flags, as one Arrow array, and each
         rank's position in it."""
         used = np.logical_or.reduce(masks)
-        texts = pa.array(self.event_texts(np.flatnonzero(used)), pa.large_string())
-        return texts, np.cumsum(used) - 1
+        return self.event_texts(np.flatnonzero(used)), np.cumsum(used) - 1
 
 
 def with_rows(frame: pd.DataFrame | Columns, attributes: Sequence[str]) -> list[str]:
@@ -252,8 +266,10 @@ def _strings(views: np.ndarray, buffers: list[pa.Buffer]) -> pa.LargeStringArray
 
 
 def _repeated(texts: Sequence[str], counts: Sequence[int]) -> pa.LargeStringArray:
-    """Each of `texts` `counts` times, as Arrow strings."""
-    return pa.array(np.repeat(np.asarray(texts, dtype=object), counts), pa.large_string())
+    """Each of `texts` `counts` times, as Arrow strings (an Arrow `take`: no Python object
+    per value)."""
+    return pa.array(texts, pa.large_string()).take(
+        np.repeat(np.arange(len(texts), dtype=np.int32), counts))
 
 
 def _literal(text: str) -> str:
