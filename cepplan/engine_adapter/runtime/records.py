@@ -116,11 +116,18 @@ class Renderer:
         every kind of event having it), put together row by row by one %-format per event
         (no intermediate string per field)."""
         table = self.table
-        kinds, kind_of = np.unique(table.types[ranks].astype(str), return_inverse=True)
+        codes: dict[str, int] = {}  # each kind of event by first appearance
+        kind_of = np.fromiter((codes.setdefault(str(t), len(codes))
+                               for t in table.types[ranks].tolist()), np.int64, len(ranks))
+        kinds = list(codes)
         attrs = {k: list(self.type_attrs.get(k, ())) for k in kinds}
         columns = {"id": _json_column(table.ids[ranks]), "ts": _json_column(table.ts[ranks])}
         for attr in dict.fromkeys(a for names in attrs.values() for a in names):
-            having = np.isin(kind_of, [i for i, k in enumerate(kinds) if attr in attrs[k]])
+            having = [i for i, k in enumerate(kinds) if attr in attrs[k]]
+            if len(having) == len(kinds):
+                columns[attr] = _json_column(table.column(attr)[ranks])
+                continue
+            having = np.isin(kind_of, having)
             columns[attr] = np.empty(len(ranks), dtype=object)
             columns[attr][having] = _json_column(table.column(attr)[ranks[having]])
         nested = (table.columns[MATCH_COLUMN][ranks] if MATCH_COLUMN in table.columns
@@ -301,7 +308,10 @@ def lines_text(lines: pa.Array | pa.ChunkedArray) -> str:
 def _json_column(values: np.ndarray) -> np.ndarray:
     """Each value as JSON text, as `json.dumps(plain_value(v))` writes it."""
     if values.dtype.kind in "iu":
-        return np.asarray(values.astype(str), dtype=object)
+        return np.asarray(orjson.dumps(np.ascontiguousarray(values),
+                                       option=orjson.OPT_SERIALIZE_NUMPY)[1:-1]
+                          .decode().split(",") if orjson is not None and len(values)
+                          else list(map(str, values.tolist())), dtype=object)
     if values.dtype.kind == "f":
         finite = np.isfinite(values)
         plain = np.where(finite, values, 0.0)
