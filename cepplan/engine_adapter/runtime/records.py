@@ -66,11 +66,25 @@ class EventTexts:
     (one per pattern or sharing group and time slice) hold it: a table built from the pool
     carries its events' pool rows in `ROW_COLUMN`, and every `Renderer` over such a table
     reads and fills this one store (so the same matches cost the same to render whatever
-    the plan splits the pool into)."""
+    the plan splits the pool into). The texts are held as Arrow string views (`views`, one
+    per pool row, into `buffers`), so that they are made Arrow strings once, not once per
+    table that renders them."""
 
     def __init__(self, size: int):
-        self.texts = np.full(size, None, dtype=object)
+        self.views = np.zeros(size, dtype="V16")
+        self.buffers: list[pa.Buffer] = []
         self.done = np.zeros(size, dtype=bool)
+
+    def add(self, rows: np.ndarray, texts: pa.Array) -> None:
+        """Keep `texts` as the texts of pool rows `rows`."""
+        views, buffers = _views(texts)
+        self.views[rows] = _rebased(views, len(self.buffers))
+        self.buffers += buffers
+        self.done[rows] = True
+
+    def strings(self, rows: np.ndarray) -> pa.LargeStringArray:
+        """The texts of pool rows `rows` (rendered), as Arrow strings."""
+        return _strings(self.views[rows], self.buffers)
 
 
 class Renderer:
@@ -88,44 +102,52 @@ class Renderer:
         self._rows = (np.asarray(rows, dtype=np.int64) if rows is not None
                       else np.arange(len(table), dtype=np.int64))
 
-    def event_texts(self, ranks: np.ndarray) -> np.ndarray:
+    def event_texts(self, ranks: np.ndarray) -> pa.LargeStringArray:
         """The JSON text of each event: id, type, ts, its type's attributes (and, for a
         complex event, its own pattern and events)."""
         ranks = np.asarray(ranks, dtype=np.int64)
-        self._render_missing(ranks)
-        return self._store.texts[self._rows[ranks]]
-
-    def _render_missing(self, ranks: np.ndarray) -> None:
-        """Render the events among `ranks` not rendered yet (a mask, not a sort: cheap for
-        millions of ranks over a table of thousands)."""
-        need = self._mask(ranks) & ~self._store.done[self._rows]
-        if need.any():
-            self._render(np.flatnonzero(need))
+        need = ranks[~self._store.done[self._rows[ranks]]]
+        if len(need):
+            self._render(np.unique(need))
+        return self._store.strings(self._rows[ranks])
 
     def _render(self, ranks: np.ndarray) -> None:
-        """Each event's text: its values as JSON column by column, put together row by row
-        by one %-format per event (no intermediate string per field)."""
+        """Each event's text: its values as JSON column by column (each column once for
+        every kind of event having it), put together row by row by one %-format per event
+        (no intermediate string per field)."""
         table = self.table
-        types = table.types[ranks]
-        for kind in np.unique(types.astype(str)):
-            mine = ranks[types == kind]
-            attrs = self.type_attrs.get(kind, ())
+        codes: dict[str, int] = {}  # each kind of event by first appearance
+        kind_of = np.fromiter((codes.setdefault(str(t), len(codes))
+                               for t in table.types[ranks].tolist()), np.int64, len(ranks))
+        kinds = list(codes)
+        attrs = {k: list(self.type_attrs.get(k, ())) for k in kinds}
+        columns = {"id": _json_column(table.ids[ranks]), "ts": _json_column(table.ts[ranks])}
+        for attr in dict.fromkeys(a for names in attrs.values() for a in names):
+            having = [i for i, k in enumerate(kinds) if attr in attrs[k]]
+            if len(having) == len(kinds):
+                columns[attr] = _json_column(table.column(attr)[ranks])
+                continue
+            having = np.isin(kind_of, having)
+            columns[attr] = np.empty(len(ranks), dtype=object)
+            columns[attr][having] = _json_column(table.column(attr)[ranks[having]])
+        nested = (table.columns[MATCH_COLUMN][ranks] if MATCH_COLUMN in table.columns
+                  else None)
+        text = np.empty(len(ranks), dtype=object)
+        for index, kind in enumerate(kinds):
+            mine = np.flatnonzero(kind_of == index)
             form = "".join(["{\"id\": %s, \"type\": ", _literal(json.dumps(kind)),
-                            ", \"ts\": %s", *(f", {_literal(json.dumps(a))}: %s" for a in attrs)])
-            columns = [_json_column(table.ids[mine]), _json_column(table.ts[mine]),
-                       *(_json_column(table.column(a)[mine]) for a in attrs)]
-            nested = (table.columns[MATCH_COLUMN][mine] if MATCH_COLUMN in table.columns
-                      else None)
-            if nested is None or not any(isinstance(t, str) for t in nested):
-                text = [(form + "}") % row for row in zip(*map(list, columns), strict=True)]
+                            ", \"ts\": %s",
+                            *(f", {_literal(json.dumps(a))}: %s" for a in attrs[kind])])
+            values = zip(*(columns[c][mine].tolist() for c in ["id", "ts", *attrs[kind]]),
+                         strict=True)
+            own = nested[mine] if nested is not None else None
+            if own is None or not any(isinstance(t, str) for t in own):
+                made = [(form + "}") % row for row in values]
             else:  # a complex event: its own pattern and events follow, from its match
-                text = [(form + ", " + t[1:].replace("%", "%%") if isinstance(t, str)
-                         else form + "}") % row
-                        for row, t in zip(zip(*map(list, columns), strict=True), nested,
-                                          strict=True)]
-            rows = self._rows[mine]
-            self._store.texts[rows] = np.asarray(text, dtype=object) if text else text
-            self._store.done[rows] = True
+                made = [(form + ", " + t[1:].replace("%", "%%") if isinstance(t, str)
+                         else form + "}") % row for row, t in zip(values, own, strict=True)]
+            text[mine] = made
+        self._store.add(self._rows[ranks], pa.array(text, pa.large_string()))
 
     def match_lines(self, spec: PatternSpec, matches: Matches) -> str:
         """All matches as JSON lines (`match_array`'s text)."""
@@ -136,40 +158,47 @@ class Renderer:
         [events]}} and a newline, `RENDER_ROWS` matches a chunk, each chunk's data buffer
         JSON lines ready to write. A line is its pieces one after the other: per variable,
         its label and event text (made once per event it binds, label included) or its
-        Kleene list, the closing braces on the last piece; one `take` per chunk lays the
-        pieces of every line out in order, so no Python string per match is built."""
+        Kleene list, the closing braces on the last piece. Each piece's 16-byte string view
+        is looked up by rank (NumPy), and one Arrow cast per chunk copies the pieces of its
+        lines in order: no Python string per match, no array the size of the table
+        per chunk (docs/engine.md, "Output cost")."""
         head = '{"pattern": ' + json.dumps(spec.name) + ', "events": {'
         names = [*matches.single, *matches.kleene]
         labels = {v: f"{', ' if i else head}{json.dumps(v)}: " for i, v in enumerate(names)}
         ends = {v: "}}\n" if v == names[-1] else "" for v in names}
+        used = {v: np.flatnonzero(self._mask(ranks)) for v, ranks in matches.single.items()}
+        sizes = [len(ranks) for ranks in used.values()]
+        fixed = pc.binary_join_element_wise(
+            _repeated([labels[v] for v in used], sizes),
+            self.event_texts(np.concatenate([np.empty(0, np.int64), *used.values()])),
+            _repeated([ends[v] for v in used], sizes), _scalar(""))
+        views, buffers = _views(fixed)
+        by_rank, start = [], 0  # per single variable: its piece's view at each rank it binds
+        for ranks in used.values():
+            view = np.empty(len(self.table), dtype=views.dtype)
+            view[ranks] = views[start:start + len(ranks)]
+            by_rank.append(view)
+            start += len(ranks)
         sets = {v: _flat_sets(s) for v, s in matches.kleene.items()}
-        bounds = {v: self._mask(ranks) for v, ranks in matches.single.items()}
-        texts, at = self._arrow_texts([*bounds.values(),
-                                       *(self._mask(flat) for flat, _ in sets.values())])
-        pieces, positions = [], []  # per single variable: its pieces; rank -> its piece
-        for var, bound in bounds.items():
-            pieces.append(pc.binary_join_element_wise(
-                _scalar(labels[var]), texts.take(at[bound]), _scalar(ends[var]), _scalar("")))
-            positions.append(np.cumsum(bound) - 1)
-        fixed = pa.concat_arrays(pieces) if pieces else None
+        texts, at = (self._arrow_texts([self._mask(flat) for flat, _ in sets.values()])
+                     if sets else (None, None))
         chunks = []
-        for start in range(0, matches.count, RENDER_ROWS):
-            stop = min(matches.count, start + RENDER_ROWS)
-            lists = [_kleene_texts(texts, at, *sets[v], start, stop, labels[v], ends[v])
-                     for v in matches.kleene]
-            layout = pa.concat_arrays([fixed, *lists] if pieces else lists) if lists else fixed
-            offset = np.cumsum([0] + [len(p) for p in [*pieces, *lists]])
-            rows = np.arange(stop - start, dtype=np.int64)
-            order = np.empty((stop - start, len(names)), dtype=np.int64)
+        for first in range(0, matches.count, RENDER_ROWS):
+            last = min(matches.count, first + RENDER_ROWS)
+            laid = np.empty((last - first, len(names)), dtype=views.dtype)
             for i, ranks in enumerate(matches.single.values()):
-                order[:, i] = positions[i][ranks[start:stop]] + offset[i]
-            for i in range(len(lists)):
-                order[:, len(pieces) + i] = rows + offset[len(pieces) + i]
-            laid = _gathered(layout, order.ravel())
-            offsets = np.frombuffer(laid.buffers()[1], np.int64)[laid.offset:][
-                :len(order.ravel()) + 1:len(names)]
+                laid[:, i] = by_rank[i][ranks[first:last]]
+            more = list(buffers)
+            for i, var in enumerate(matches.kleene, start=len(matches.single)):
+                lists, own = _views(_kleene_texts(texts, at, *sets[var], first, last,
+                                                  labels[var], ends[var]))
+                laid[:, i] = _rebased(lists, len(more))
+                more += own
+            pieces = _strings(laid.ravel(), more)
+            offsets = np.frombuffer(pieces.buffers()[1], np.int64)[pieces.offset:][
+                :len(pieces) + 1:len(names)]
             chunks.append(pa.LargeStringArray.from_buffers(
-                len(rows), pa.py_buffer(np.ascontiguousarray(offsets)), laid.buffers()[2]))
+                last - first, pa.py_buffer(np.ascontiguousarray(offsets)), pieces.buffers()[2]))
         return pa.chunked_array(chunks, pa.large_string())
 
     def _mask(self, ranks: np.ndarray) -> np.ndarray:
@@ -181,10 +210,8 @@ class Renderer:
     def _arrow_texts(self, masks: Sequence[np.ndarray]) -> tuple[pa.Array, np.ndarray]:
         """The texts of every event some of `masks` flags, as one Arrow array, and each
         rank's position in it."""
-        used = np.logical_or.reduce(masks) if masks else np.zeros(len(self.table), bool)
-        ranks = np.flatnonzero(used)
-        texts = pa.array(self.event_texts(ranks), pa.large_string())
-        return texts, np.cumsum(used) - 1
+        used = np.logical_or.reduce(masks)
+        return self.event_texts(np.flatnonzero(used)), np.cumsum(used) - 1
 
 
 def with_rows(frame: pd.DataFrame | Columns, attributes: Sequence[str]) -> list[str]:
@@ -205,7 +232,7 @@ def _kleene_texts(texts: pa.Array, at: np.ndarray, flat: np.ndarray, starts: np.
     """Sets `first`..`last` of a Kleene variable's (`_flat_sets`) each as its label, a JSON
     list of its events' texts and `end`, by Arrow kernels (no Python string per set)."""
     low, high = int(starts[first]), int(starts[last])
-    events = texts.take(at[flat[low:high]])
+    events = _gathered(texts, at[flat[low:high]])
     lists = pa.LargeListArray.from_arrays(pa.array(starts[first:last + 1] - low, pa.int64()),
                                           events)
     return pc.binary_join_element_wise(_scalar(label + "["), pc.binary_join(lists, _scalar(", ")),
@@ -213,16 +240,43 @@ def _kleene_texts(texts: pa.Array, at: np.ndarray, flat: np.ndarray, starts: np.
 
 
 def _gathered(values: pa.Array, indices: np.ndarray) -> pa.LargeStringArray:
-    """`values.take(indices)` as large strings, the bytes copied once: NumPy gathers the
-    values' 16-byte string views and Arrow's cast concatenates what they point at, 2-3
-    times faster than `take` over strings of ~100 bytes, which copies each value with its
-    offset bookkeeping (docs/engine.md, "Output cost")."""
+    """`values.take(indices)` as large strings, the bytes copied once (`_views`,
+    `_strings`)."""
+    views, buffers = _views(values)
+    return _strings(views[indices], buffers)
+
+
+def _views(values: pa.Array) -> tuple[np.ndarray, list[pa.Buffer]]:
+    """Strings as their 16-byte string views (a NumPy array, one per value) and the data
+    buffers the views point into (a cast, no copy of the bytes)."""
     views = values.cast(pa.string_view())
     buffers = views.buffers()
-    picked = np.frombuffer(buffers[1], dtype="V16")[views.offset:views.offset + len(views)]
-    gathered = pa.Array.from_buffers(pa.string_view(), len(indices),
-                                     [None, pa.py_buffer(picked[indices]), *buffers[2:]])
-    return gathered.cast(pa.large_string())
+    return (np.frombuffer(buffers[1], dtype="V16")[views.offset:views.offset + len(views)],
+            buffers[2:])
+
+
+def _rebased(views: np.ndarray, base: int) -> np.ndarray:
+    """String views whose data buffers come `base` places later in a list of buffers
+    (a view of more than 12 bytes holds its buffer's index; shorter ones are inline)."""
+    fields = views.view(np.int32).reshape(-1, 4).copy()
+    fields[fields[:, 0] > 12, 2] += base
+    return fields.view(views.dtype).ravel()
+
+
+def _strings(views: np.ndarray, buffers: list[pa.Buffer]) -> pa.LargeStringArray:
+    """The strings `views` point at (into `buffers`) as large strings: Arrow's cast
+    copies the bytes once, 2-3 times faster than `take` over strings of ~100 bytes, which
+    copies each value with its offset bookkeeping (docs/engine.md, "Output cost")."""
+    array = pa.Array.from_buffers(pa.string_view(), len(views),
+                                  [None, pa.py_buffer(views), *buffers])
+    return array.cast(pa.large_string())
+
+
+def _repeated(texts: Sequence[str], counts: Sequence[int]) -> pa.LargeStringArray:
+    """Each of `texts` `counts` times, as Arrow strings (an Arrow `take`: no Python object
+    per value)."""
+    return pa.array(texts, pa.large_string()).take(
+        np.repeat(np.arange(len(texts), dtype=np.int32), counts))
 
 
 def _literal(text: str) -> str:
@@ -254,7 +308,10 @@ def lines_text(lines: pa.Array | pa.ChunkedArray) -> str:
 def _json_column(values: np.ndarray) -> np.ndarray:
     """Each value as JSON text, as `json.dumps(plain_value(v))` writes it."""
     if values.dtype.kind in "iu":
-        return np.asarray(values.astype(str), dtype=object)
+        return np.asarray(orjson.dumps(np.ascontiguousarray(values),
+                                       option=orjson.OPT_SERIALIZE_NUMPY)[1:-1]
+                          .decode().split(",") if orjson is not None and len(values)
+                          else list(map(str, values.tolist())), dtype=object)
     if values.dtype.kind == "f":
         finite = np.isfinite(values)
         plain = np.where(finite, values, 0.0)
