@@ -35,6 +35,12 @@ class Table:
         """An attribute's values; `ts` is every event's timestamp (format doc)."""
         return self.ts if attr == "ts" else self.columns[attr]
 
+    def between(self, first: int, last: int) -> Table:
+        """Ranks [first, last) as a table of their own (views, no copy): rank r there is
+        rank first + r here."""
+        return Table(self.ts[first:last], self.ids[first:last], self.types[first:last],
+                     {name: column[first:last] for name, column in self.columns.items()})
+
 
 class Columns:
     """Canonical events as named NumPy columns of equal length, each already in
