@@ -18,12 +18,13 @@ from cepplan.engine_adapter.local.acquire import acquire, acquire_in_range
 from cepplan.engine_adapter.local.engine import SLICE_ROWS
 from cepplan.engine_adapter.runtime.job import Job, PartitionOutput, partitions, rendered
 from cepplan.engine_adapter.runtime.matcher import Matches
-from cepplan.engine_adapter.runtime.records import EventTexts, Renderer
+from cepplan.engine_adapter.runtime.records import ROW_COLUMN, EventTexts, Renderer
 from cepplan.engine_adapter.runtime.shared_plan import (
     TYPE_CODES,
     Candidates,
     GroupMatches,
     SharingPlan,
+    group_attributes,
     group_table,
     match_group,
     match_table,
@@ -32,7 +33,7 @@ from cepplan.engine_adapter.runtime.shared_plan import (
 )
 from cepplan.engine_adapter.runtime.spec import PatternSpec
 from cepplan.engine_adapter.runtime.table import Columns, Table
-from cepplan.workload.columns import EVENT_TS, EVENT_TYPE
+from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_TYPE
 
 if TYPE_CHECKING:  # the time-range path runs without pandas
     import pandas as pd
@@ -59,8 +60,9 @@ def match_shared_range(pool: Columns, job: Job, plan: SharingPlan, names: Sequen
         kept[name] = acquire_in_range(pool, job.pattern(name), seconds)
         totals[name][0] += int(np.count_nonzero(kept[name] & inside))
     clock = time.perf_counter()
-    rows = np.logical_or.reduce(list(kept.values()))
-    frame = pool.take(rows, [c for c in pool.columns if "\t" not in c])
+    rows = np.flatnonzero(np.logical_or.reduce(list(kept.values())))
+    wanted = {EVENT_TYPE, EVENT_TS, EVENT_ID, ROW_COLUMN, *group_attributes(job, names)}
+    frame = pool.take(rows, [c for c in pool.columns if c in wanted])  # the group's columns
     frame.data.update({acquired_column(n): keep[rows] for n, keep in kept.items()})
     type_names, codes = _type_codes(pool)
     frame.data[TYPE_CODES] = codes[rows]

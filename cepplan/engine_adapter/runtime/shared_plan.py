@@ -317,10 +317,15 @@ TYPE_CODES = "\ttype code"  # a group frame's column: each event's type as a cod
 
 
 def type_codes(types: np.ndarray) -> tuple[list[str], np.ndarray]:
-    """The distinct type names of `types` and each event's position in them (hashed by
-    Arrow, not sorted)."""
+    """The distinct type names of `types`, sorted, and each event's position in them
+    (hashed by Arrow, then the few names sorted: the codes order events as their types'
+    names do, so `make_table` can sort by them)."""
     encoded = pc.dictionary_encode(pa.array(types, pa.string()))
-    return encoded.dictionary.to_pylist(), encoded.indices.to_numpy(zero_copy_only=False)
+    names = encoded.dictionary.to_pylist()
+    order = sorted(range(len(names)), key=names.__getitem__)
+    rank = np.empty(len(names), dtype=np.int32)
+    rank[order] = np.arange(len(names), dtype=np.int32)
+    return [names[i] for i in order], rank[encoded.indices.to_numpy(zero_copy_only=False)]
 
 
 class Candidates:
@@ -415,12 +420,19 @@ def group_table(frame: pd.DataFrame | Columns, job: Job, names: Sequence[str],
     """One partition of a sharing group as one table: every member's attributes, the
     `acquired` flag columns and the columns `more` (and the pool rows, when the frame has
     them)."""
+    attributes = group_attributes(job, names)
+    attributes += [c for c in [*(acquired or {}).values(), *more] if c not in attributes]
+    return make_table(frame, with_rows(frame, attributes),
+                      type_order=TYPE_CODES if TYPE_CODES in more else None)
+
+
+def group_attributes(job: Job, names: Sequence[str]) -> list[str]:
+    """The attribute columns the members `names` of a sharing group read or output."""
     attributes: list[str] = []
     for name in names:
         attributes += [a for a in needed_attributes(job, job.pattern(name))
                        if a not in attributes]
-    attributes += [c for c in [*(acquired or {}).values(), *more] if c not in attributes]
-    return make_table(frame, with_rows(frame, attributes))
+    return attributes
 
 
 def match_table(table: Table, job: Job, plan: SharingPlan, names: Sequence[str], *,
