@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from cepplan.engine_adapter.local import engine
 from cepplan.engine_adapter.local.acquire import acquire, acquire_in_range
-from cepplan.engine_adapter.local.engine import SLICE_ROWS
 from cepplan.engine_adapter.runtime.job import Job, PartitionOutput, partitions, rendered
 from cepplan.engine_adapter.runtime.matcher import Matches
 from cepplan.engine_adapter.runtime.records import ROW_COLUMN, EventTexts, Renderer
@@ -104,7 +104,7 @@ def _group_slices(table: Table, shape: SimpleNamespace, largest: int
     it, when a negation can look ahead), cut so that the group's largest member has about
     `SLICE_ROWS` of its own events in each, as when evaluated alone (cut by the group's
     events, a member would be matched and rendered in more, smaller pieces)."""
-    rows = SLICE_ROWS * len(table) // max(1, largest)
+    rows = engine.SLICE_ROWS * len(table) // max(1, largest)
     if len(table) <= rows:
         yield (0, len(table)), (-math.inf, math.inf)
         return
@@ -147,7 +147,7 @@ class _MemberOutput:
         for name, matches in found.items():
             self.pending[name].append((first, last, matches))
             self.rows[name] += int(np.count_nonzero(self.own[name][first:last] & owned))
-            if self.rows[name] >= SLICE_ROWS or self.specs[name].kleene_vars:
+            if self.rows[name] >= engine.SLICE_ROWS or self.specs[name].kleene_vars:
                 self._write(name)
 
     def flush(self) -> None:
