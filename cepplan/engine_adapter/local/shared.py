@@ -44,17 +44,15 @@ if TYPE_CHECKING:  # the time-range path runs without pandas
 def match_shared_range(pool: Columns, job: Job, plan: SharingPlan, names: Sequence[str],
                        owned: tuple[float, float], inside: np.ndarray, writer: Any,
                        totals: dict[str, list[int]], partials: dict[int, int],
-                       seconds: dict[str, float], slices: Callable,
-                       texts: EventTexts | None = None) -> None:
+                       seconds: dict[str, float], texts: EventTexts | None = None) -> None:
     """One sharing group's matches whose latest event lies in `owned` (`inside` flags those
     rows of `pool`), written per member: each member acquires its rows once (its rows sent
     counted as when evaluated alone), the group is matched once over their union, each
     shared node's partial matches computed once and added to `partials`; `totals` gets each
     member's rows sent, matches and cap hits. `texts`: the pool's event texts (its
-    `ROW_COLUMN`), shared with the other patterns' renderers. `slices` is unused: the
-    group's table is built once per key and cut into `_group_slices` of it (docs/sharing.md,
-    "Shared plans on time slices (eighth session)")."""
-    del slices
+    `ROW_COLUMN`), shared with the other patterns' renderers. The group's table is built
+    once per key and cut into `_group_slices` of it (docs/sharing.md, "Shared plans on time
+    slices (eighth session)")."""
     kept: dict[str, np.ndarray] = {}
     for name in names:
         kept[name] = acquire_in_range(pool, job.pattern(name), seconds)
