@@ -355,6 +355,7 @@ class Candidates:
         return self.cache[key]
 
     def of_type(self, type_name: str) -> np.ndarray:
+        """The ranks of the table's events of one type."""
         return self.types.get(type_name, np.empty(0, np.int64))
 
     def between(self, first: int, last: int) -> Candidates:
