@@ -264,7 +264,7 @@ def _match_range(pool: Columns, job: Job, owned: tuple[float, float], writer: An
 
             names = sharing.members(spec.name)
             match_shared_range(pool, job, sharing, names, owned, inside, writer, totals,
-                               partials, seconds, _slices, texts)
+                               partials, seconds, texts)
             done.update(names)
             continue
         keep = acquire_in_range(pool, spec, seconds)

@@ -105,6 +105,14 @@ def match_partition(table: Table, spec: PatternSpec, stages: Stages, *,
     return [Matches.joined(parts) for parts in found]
 
 
+def passing(table: Table, ranks: np.ndarray, filters: list) -> np.ndarray:
+    """The ranks among `ranks` whose events pass every one of an operand's `filters`."""
+    for tree in filters:
+        columns = {key: table.column(key[1])[ranks] for key in referenced_keys(tree)}
+        ranks = ranks[np.asarray(evaluate(tree, columns, len(ranks)), dtype=bool)]
+    return ranks
+
+
 class _Context:
     """One pattern over one table: candidate events per variable and the stage functions."""
 
@@ -122,13 +130,9 @@ class _Context:
 
     def _candidates(self, operand: OperandSpec) -> np.ndarray:
         """Ranks of the events of the operand's type that pass its filters (seed 001 step 1)."""
-        ranks = self._of_type(operand.type)
         filters = (self.stages.negation_filters if operand.kind == "negated"
                    else self.stages.filters).get(operand.var, [])
-        for tree in filters:
-            columns = {key: self.table.column(key[1])[ranks] for key in referenced_keys(tree)}
-            ranks = ranks[np.asarray(evaluate(tree, columns, len(ranks)), dtype=bool)]
-        return ranks
+        return passing(self.table, self._of_type(operand.type), filters)
 
     def _of_type(self, type_name: str) -> np.ndarray:
         """Ranks of the table's events of one type."""

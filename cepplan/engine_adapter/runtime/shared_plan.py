@@ -23,6 +23,7 @@ import json
 import math
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from itertools import product
 from typing import TYPE_CHECKING, Any
 
@@ -37,7 +38,13 @@ from cepplan.engine_adapter.runtime.job import (
     partitions,
     rendered,
 )
-from cepplan.engine_adapter.runtime.matcher import CHUNK_EVENTS, Matches, _Context, _filter_rows
+from cepplan.engine_adapter.runtime.matcher import (
+    CHUNK_EVENTS,
+    Matches,
+    _Context,
+    _filter_rows,
+    passing,
+)
 from cepplan.engine_adapter.runtime.records import EventTexts, Renderer, with_rows
 from cepplan.engine_adapter.runtime.spec import (
     NEGATED,
@@ -115,7 +122,15 @@ class SharingPlan:
 
     def users(self, node: int) -> list[str]:
         """The patterns fed from node `node`."""
-        return sorted(n for n, uses in self.uses.items() if any(u.node == node for u in uses))
+        return list(self._users.get(node, ()))
+
+    @cached_property
+    def _users(self) -> dict[int, list[str]]:
+        users: dict[int, list[str]] = {}
+        for name in sorted(self.uses):
+            for node in dict.fromkeys(u.node for u in self.uses[name]):
+                users.setdefault(node, []).append(name)
+        return users
 
 
 def sharing_plan(job: Job, alone: Collection[str] = ()) -> SharingPlan:
@@ -298,18 +313,77 @@ class GroupMatches:
                                sum(m.cap_hits for m in found))
 
 
-class _Candidates:
-    """Candidate events per (type, filters), and each type's events, computed once for the
-    whole group (its table holds every member's types)."""
+TYPE_CODES = "\ttype code"  # a group frame's column: each event's type as a code
 
-    def __init__(self, table: Table) -> None:
+
+def type_codes(types: np.ndarray) -> tuple[list[str], np.ndarray]:
+    """The distinct type names of `types`, sorted, and each event's position in them
+    (hashed by Arrow, then the few names sorted: the codes order events as their types'
+    names do, so `make_table` can sort by them)."""
+    encoded = pc.dictionary_encode(pa.array(types, pa.string()))
+    names = encoded.dictionary.to_pylist()
+    order = sorted(range(len(names)), key=names.__getitem__)
+    rank = np.empty(len(names), dtype=np.int32)
+    rank[order] = np.arange(len(names), dtype=np.int32)
+    return [names[i] for i in order], rank[encoded.indices.to_numpy(zero_copy_only=False)]
+
+
+class Candidates:
+    """Candidate events per (type, filters), and each type's events, computed once over a
+    group's whole table (it holds every member's types) and read by every node and member,
+    and by every slice of the table (`between`) as views."""
+
+    def __init__(self, table: Table, type_names: Sequence[str] | None = None) -> None:
+        """`type_names`: when given, the table's `TYPE_CODES` column holds each event's
+        type as a position in them (computed once per pool instead of per table)."""
+        self.table = table
         self.cache: dict[str, np.ndarray] = {}
-        encoded = pc.dictionary_encode(pa.array(table.types, pa.string()))  # hashed, not sorted
-        names = encoded.dictionary.to_pylist()
-        codes = encoded.indices.to_numpy(zero_copy_only=False)
+        # (id of a pattern's stages, variable, kind) -> (the stages, the cache key)
+        self.keys: dict[tuple[int, str, str], tuple[Stages, str]] = {}
+        if type_names is None:
+            names, codes = type_codes(table.types)
+        else:
+            names, codes = list(type_names), table.columns[TYPE_CODES]
         order = np.argsort(codes, kind="stable")
         bounds = np.searchsorted(codes[order], np.arange(len(names) + 1))
         self.types = {name: order[bounds[i]:bounds[i + 1]] for i, name in enumerate(names)}
+
+    def passing(self, key: str, type_name: str, filters: list) -> np.ndarray:
+        """The ranks of the events of `type_name` passing `filters` (`key` names both)."""
+        if key not in self.cache:
+            self.cache[key] = passing(self.table, self.of_type(type_name), filters)
+        return self.cache[key]
+
+    def of_type(self, type_name: str) -> np.ndarray:
+        """The ranks of the table's events of one type."""
+        return self.types.get(type_name, np.empty(0, np.int64))
+
+    def between(self, first: int, last: int) -> Candidates:
+        """The candidates of the table's ranks [first, last), as ranks of `table.between`."""
+        return _SliceCandidates(self, first, last)
+
+
+class _SliceCandidates(Candidates):
+    """A slice's candidates: the whole table's, cut to the slice's ranks and moved."""
+
+    def __init__(self, whole: Candidates, first: int, last: int) -> None:
+        self.whole, self.first, self.last = whole, first, last
+        self.cache, self.keys = {}, whole.keys
+        self.types = {}
+
+    def passing(self, key: str, type_name: str, filters: list) -> np.ndarray:
+        if key not in self.cache:
+            self.cache[key] = self._cut(self.whole.passing(key, type_name, filters))
+        return self.cache[key]
+
+    def of_type(self, type_name: str) -> np.ndarray:
+        if type_name not in self.types:
+            self.types[type_name] = self._cut(self.whole.of_type(type_name))
+        return self.types[type_name]
+
+    def _cut(self, ranks: np.ndarray) -> np.ndarray:
+        low, high = np.searchsorted(ranks, (self.first, self.last))
+        return ranks[low:high] - self.first
 
 
 def evaluate_group(frame: pd.DataFrame | Columns, job: Job, plan: SharingPlan,
@@ -333,21 +407,52 @@ def match_group(frame: pd.DataFrame | Columns, job: Job, plan: SharingPlan,
                 acquired: Mapping[str, str] | None = None,
                 texts: EventTexts | None = None) -> GroupMatches:
     """Match the patterns `names` (one sharing group, same key) over one partition's events:
-    one table, each shared node's partial matches once, each pattern on top of its nodes.
-    `acquired` names, per member, the frame's column flagging the rows the engine's
-    acquisition keeps for it: its variables then bind only those, as in its own table when
-    evaluated alone, and a node's only its users' (same matches, fewer partial ones).
+    one table (`group_table`), matched by `match_table`, rendered by `GroupMatches.output`.
     `texts`: the event texts of the pool the frame was taken from, if shared."""
-    specs = {name: job.pattern(name) for name in names}
+    table = group_table(frame, job, names, acquired)
+    out = GroupMatches(Renderer(table, job.types, texts), {n: job.pattern(n) for n in names})
+    out.matches, out.partials = match_table(table, job, plan, names, own=own,
+                                            chunk_events=chunk_events, acquired=acquired)
+    return out
+
+
+def group_table(frame: pd.DataFrame | Columns, job: Job, names: Sequence[str],
+                acquired: Mapping[str, str] | None = None, more: Sequence[str] = ()) -> Table:
+    """One partition of a sharing group as one table: every member's attributes, the
+    `acquired` flag columns and the columns `more` (and the pool rows, when the frame has
+    them)."""
+    attributes = group_attributes(job, names)
+    attributes += [c for c in [*(acquired or {}).values(), *more] if c not in attributes]
+    return make_table(frame, with_rows(frame, attributes),
+                      type_order=TYPE_CODES if TYPE_CODES in more else None)
+
+
+def group_attributes(job: Job, names: Sequence[str]) -> list[str]:
+    """The attribute columns the members `names` of a sharing group read or output."""
     attributes: list[str] = []
-    for spec in specs.values():
-        attributes += [a for a in needed_attributes(job, spec) if a not in attributes]
-    flags = dict(acquired or {})
-    table = make_table(frame, with_rows(frame, attributes + [c for c in flags.values()
-                                                            if c not in attributes]))
-    mine = {n: np.asarray(table.columns[c], dtype=bool) for n, c in flags.items()}
-    cache = _Candidates(table)
-    out = GroupMatches(Renderer(table, job.types, texts), specs)
+    for name in names:
+        attributes += [a for a in needed_attributes(job, job.pattern(name))
+                       if a not in attributes]
+    return attributes
+
+
+def match_table(table: Table, job: Job, plan: SharingPlan, names: Sequence[str], *,
+                own: tuple[float, float] = (-math.inf, math.inf),
+                chunk_events: int = CHUNK_EVENTS,
+                acquired: Mapping[str, str] | None = None,
+                candidates: Candidates | None = None
+                ) -> tuple[dict[str, list[Matches]], dict[int, int]]:
+    """Per pattern of `names` its matches over `table` (a `group_table`, or rows of one)
+    whose latest event lies in `own`, and each shared node's partial matches there: each
+    node's computed once, each pattern on top of its nodes. `acquired` names, per member,
+    the table's column flagging the rows the engine's acquisition keeps for it: its
+    variables then bind only those, as in its own table when evaluated alone, and a node's
+    only its users' (same matches, fewer partial ones). `candidates`: the table's, when
+    it is a slice of a larger table whose candidates are computed once (`Candidates`)."""
+    specs = {name: job.pattern(name) for name in names}
+    mine = {n: np.asarray(table.columns[c], dtype=bool) for n, c in (acquired or {}).items()}
+    cache = candidates or Candidates(table)
+    partials: dict[int, int] = {}
     node_rows: dict[int, NodeRows] = {}
     for index in sorted({u.node for n in names for u in plan.uses.get(n, ())}):
         node = plan.nodes[index]
@@ -357,8 +462,9 @@ def match_group(frame: pd.DataFrame | Columns, job: Job, plan: SharingPlan,
         context = _SharedContext(table, node.spec, node.stages, cache, allowed=allowed)
         rows = _node_rows(context, _chunk(context, chunk_events))
         stamps = table.ts[rows.latest]
-        out.partials[index] = int(np.count_nonzero((stamps >= own[0]) & (stamps < own[1])))
+        partials[index] = int(np.count_nonzero((stamps >= own[0]) & (stamps < own[1])))
         node_rows[index] = rows  # counted by latest event, like matches
+    matches: dict[str, list[Matches]] = {}
     for name, spec in specs.items():
         starts = [(use, node_rows[use.node]) for use in plan.uses.get(name, ())]
         join = plan.joins.get(name)
@@ -369,12 +475,12 @@ def match_group(frame: pd.DataFrame | Columns, job: Job, plan: SharingPlan,
                                            chunk_events))
         context = _SharedContext(table, spec, job.stages[name], cache, starts,
                                  allowed=mine.get(name), steps=steps)
-        out.matches[name] = [m for m in _match(context, table, own,
-                                               _chunk(context, chunk_events)) if m.count]
-    return out
+        matches[name] = [m for m in _match(context, table, own,
+                                           _chunk(context, chunk_events)) if m.count]
+    return matches, partials
 
 
-def _built_whole(table: Table, spec: PatternSpec, step: Step, cache: _Candidates,
+def _built_whole(table: Table, spec: PatternSpec, step: Step, cache: Candidates,
                  allowed: np.ndarray | None, chunk_events: int) -> tuple[NodeUse, NodeRows]:
     """A subtree of a user's plan tree evaluated on its own (its variables in the step's
     order, its conditions applied) over the partition, to be joined whole like a node."""
@@ -452,7 +558,7 @@ class _SharedContext(_Context):
     `steps`: a variable, or another node's (or a subtree's built whole) partial matches
     joined in as one operand."""
 
-    def __init__(self, table: Table, spec: PatternSpec, stages: Stages, cache: _Candidates,
+    def __init__(self, table: Table, spec: PatternSpec, stages: Stages, cache: Candidates,
                  starts: Sequence[tuple[NodeUse, NodeRows]] = (),
                  allowed: np.ndarray | None = None, steps: Sequence[Step] = ()):
         self._cache = cache
@@ -464,15 +570,16 @@ class _SharedContext(_Context):
     def _candidates(self, operand):
         filters = (self.stages.negation_filters if operand.kind == NEGATED
                    else self.stages.filters).get(operand.var, [])
-        key = json.dumps([operand.type, operand.kind == NEGATED,
-                          sorted(json.dumps(_renamed(f, {operand.var: "_"})) for f in filters)])
-        if key not in self._cache.cache:
-            self._cache.cache[key] = super()._candidates(operand)
-        ranks = self._cache.cache[key]
+        name = (id(self.stages), operand.var, operand.kind)
+        if name not in self._cache.keys:  # the stages held, so that their id stays theirs
+            self._cache.keys[name] = (self.stages, json.dumps(
+                [operand.type, operand.kind == NEGATED,
+                 sorted(json.dumps(_renamed(f, {operand.var: "_"})) for f in filters)]))
+        ranks = self._cache.passing(self._cache.keys[name][1], operand.type, filters)
         return ranks if self._allowed is None else ranks[self._allowed[ranks]]
 
     def _of_type(self, type_name: str) -> np.ndarray:
-        return self._cache.types.get(type_name, np.empty(0, np.int64))
+        return self._cache.of_type(type_name)
 
     def join(self, operands, start, stop):
         if not self.starts:
