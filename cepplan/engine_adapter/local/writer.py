@@ -107,7 +107,7 @@ class _BackgroundFile:
     virtual machine whose freed memory goes back to the host, fresh pages cost the writer
     2-10 times the CPU of the copy (docs/engine.md, "Output cost")."""
 
-    PENDING = 16
+    PENDING = 64  # chunks: rendering outruns the disk in bursts (docs/engine.md)
     RECYCLE_BYTES = 32 << 20
 
     def __init__(self, path: Path):
