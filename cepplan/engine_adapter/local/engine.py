@@ -13,7 +13,7 @@ import math
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from itertools import zip_longest
+from itertools import pairwise, zip_longest
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -332,12 +332,17 @@ def _slices(frame: pd.DataFrame | Columns, spec: PatternSpec, rows: int = SLICE_
             yield group, (-math.inf, math.inf)
             continue
         stamps = np.asarray(values(group, EVENT_TS), dtype=np.float64)
-        cuts = np.unique(np.sort(stamps)[::rows])
-        for i, low in enumerate(cuts):
-            high = cuts[i + 1] if i + 1 < len(cuts) else math.inf
-            inside = (stamps >= low - back) & (stamps <= high + ahead)
-            yield (group.take(inside) if isinstance(group, Columns) else group[inside],
-                   (-math.inf if i == 0 else low, high))
+        for own in time_ranges(np.sort(stamps), rows):
+            inside = (stamps >= own[0] - back) & (stamps <= own[1] + ahead)
+            yield (group.take(inside) if isinstance(group, Columns) else group[inside], own)
+
+
+def time_ranges(stamps: np.ndarray, rows: int) -> Iterator[tuple[float, float]]:
+    """Time ranges [low, high) of about `rows` of the sorted `stamps` each, the first open
+    below and the last above: each owns the matches whose latest event falls in it."""
+    cuts = np.unique(stamps[::rows])
+    bounds = [-math.inf, *cuts[1:], math.inf]
+    return pairwise(bounds)
 
 
 def _read_and_tag(job: Job, reader: dict[str, Any], events: Sequence[str],

@@ -108,12 +108,10 @@ def _group_slices(table: Table, shape: SimpleNamespace, largest: int
         return
     back = shape.window or 0.0
     ahead = back if shape.negated else 0.0
-    cuts = np.unique(table.ts[::rows])
-    for i, low in enumerate(cuts):
-        high = cuts[i + 1] if i + 1 < len(cuts) else math.inf
-        first = int(np.searchsorted(table.ts, low - back, "left"))
-        last = int(np.searchsorted(table.ts, high + ahead, "right"))
-        yield (first, last), (-math.inf if i == 0 else low, high)
+    for own in engine.time_ranges(table.ts, rows):
+        first = int(np.searchsorted(table.ts, own[0] - back, "left"))
+        last = int(np.searchsorted(table.ts, own[1] + ahead, "right"))
+        yield (first, last), own
 
 
 class _MemberOutput:
