@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-import pandas as pd
 import pytest
 
 from cepplan.engine_adapter.local import engine
@@ -18,12 +17,16 @@ from cepplan.engine_adapter.local import shared as local_shared
 from cepplan.engine_adapter.runtime import records
 from cepplan.engine_adapter.runtime.job import job_from_json
 from cepplan.engine_adapter.runtime.shared_plan import sharing_plan
-from cepplan.search.synthetic import synthetic_workload
-from cepplan.workload.loader import build_workload, load_workload
+from cepplan.workload.loader import load_workload
 from tests.engine.reference_matcher import canonical, reference_matches
 from tests.engine.test_local_engine import read_matches
-from tests.engine.test_shared_plan import EXAMPLE, _events
-from tests.engine.test_shared_time_ranges import _chosen
+from tests.engine.test_shared_plan import EXAMPLE
+from tests.engine.test_shared_time_ranges import (
+    _chosen,
+    random_events,
+    random_workload,
+    trading_events,
+)
 
 
 def _run(data: dict, events: Path, out: Path, monkeypatch, *, region: int, slice_rows: int
@@ -88,13 +91,10 @@ def _check(data: dict, events: Path, tmp: Path, monkeypatch) -> dict[str, list]:
 def test_random_workloads_in_many_slices(seed, tmp_path, monkeypatch):
     """Random many-pattern workloads (SEQ and AND, conditions, no key): every way above,
     and the brute-force reference's matches."""
-    wl = build_workload(synthetic_workload(10, avg_size=3.0, n_types=5, seed=seed,
-                                           window_s=3, max_size=4))
+    wl = random_workload(seed)
     data = _chosen(wl)
-    events = _events([f"T{i:02d}" for i in range(5)], 700, seed, 240.0)
     path = tmp_path / "events.csv"
-    events.rename(columns={"__type": "type", "__ts": "ts"}).drop(columns="__id").to_csv(
-        path, index=False)
+    events = random_events(seed, 700, 240.0, path)
     got = _check(data, path, tmp_path, monkeypatch)
     expected = {p: sorted(map(canonical, m)) for p, m in reference_matches(wl, events).items()}
     assert {p: got.get(p, []) for p in expected} == expected
@@ -103,9 +103,7 @@ def test_random_workloads_in_many_slices(seed, tmp_path, monkeypatch):
 
 def test_trading_rules_in_many_slices(tmp_path, monkeypatch):
     """The trading rules (a key per ticker, Kleene members rendered per slice)."""
-    csv = pd.read_csv(EXAMPLE / "events.csv")
-    path = tmp_path / "events.csv"
-    csv[csv["ts"] < 60].to_csv(path, index=False)
+    path = trading_events(60, tmp_path / "events.csv")
     data = _chosen(load_workload(EXAMPLE / "workload.json"))
     got = _check(data, path, tmp_path, monkeypatch)
     assert sum(map(len, got.values())) > 500

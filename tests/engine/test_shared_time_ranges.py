@@ -29,6 +29,29 @@ def _chosen(wl) -> dict:
     return job_data(wl, plan)
 
 
+def random_workload(seed: int):
+    """A random many-pattern workload: 10 SEQ/AND patterns of about 3 of 5 types, 3 s
+    windows, conditions."""
+    return build_workload(synthetic_workload(10, avg_size=3.0, n_types=5, seed=seed,
+                                             window_s=3, max_size=4))
+
+
+def random_events(seed: int, count: int, span: float, path: Path) -> pd.DataFrame:
+    """`count` random events of `random_workload`'s 5 types over `span` seconds (canonical
+    frame), also written to `path` as the workload's CSV."""
+    events = _events([f"T{i:02d}" for i in range(5)], count, seed, span)
+    events.rename(columns={"__type": "type", "__ts": "ts"}).drop(columns="__id").to_csv(
+        path, index=False)
+    return events
+
+
+def trading_events(seconds: float, path: Path) -> Path:
+    """The trading rules' events of their first `seconds`, written to `path` as CSV."""
+    csv = pd.read_csv(EXAMPLE / "events.csv")
+    csv[csv["ts"] < seconds].to_csv(path, index=False)
+    return path
+
+
 def _three_runs(data: dict, events: Path, tmp: Path, monkeypatch) -> dict[str, tuple]:
     """Shared by range, shared over the whole pool, unshared by range: metrics, matches."""
     out = {}
@@ -57,9 +80,7 @@ def _assert_same(runs: dict[str, tuple], data: dict) -> None:
 
 
 def test_trading_rules_by_range_equal_whole_pool_and_unshared(tmp_path, monkeypatch):
-    csv = pd.read_csv(EXAMPLE / "events.csv")
-    path = tmp_path / "events.csv"
-    csv[csv["ts"] < 40].to_csv(path, index=False)
+    path = trading_events(40, tmp_path / "events.csv")
     data = _chosen(load_workload(EXAMPLE / "workload.json"))
     runs = _three_runs(data, path, tmp_path, monkeypatch)
     _assert_same(runs, data)
@@ -68,15 +89,12 @@ def test_trading_rules_by_range_equal_whole_pool_and_unshared(tmp_path, monkeypa
 
 @pytest.mark.parametrize("seed", [0, 3])
 def test_random_workloads_by_range_match_the_reference(seed, tmp_path, monkeypatch):
-    wl = build_workload(synthetic_workload(10, avg_size=3.0, n_types=5, seed=seed,
-                                           window_s=3, max_size=4))
+    wl = random_workload(seed)
     data = _chosen(wl)
     if not sharing_plan(job_from_json(data)).uses:
         pytest.fail(f"seed {seed}: the plan shares nothing, pick another seed")
-    events = _events([f"T{i:02d}" for i in range(5)], 240, seed, 90.0)
     path = tmp_path / "events.csv"
-    events.rename(columns={"__type": "type", "__ts": "ts"}).drop(columns="__id").to_csv(
-        path, index=False)
+    events = random_events(seed, 240, 90.0, path)
     runs = _three_runs(data, path, tmp_path, monkeypatch)
     _assert_same(runs, data)
     expected = {p: sorted(map(canonical, m)) for p, m in reference_matches(wl, events).items()}
@@ -88,9 +106,7 @@ def test_small_chunks_with_acquired_flags_give_the_same_group_matches():
     """`match_group` in chunks of a few events of each member's own (scaled to the group
     table) and with acquired-row flags: the same matches and node partial matches as in
     one chunk without flags."""
-    wl = build_workload(synthetic_workload(10, avg_size=3.0, n_types=5, seed=2, window_s=3,
-                                           max_size=4))
-    job = job_from_json(_chosen(wl))
+    job = job_from_json(_chosen(random_workload(2)))
     plan = sharing_plan(job)
     events = _events([f"T{i:02d}" for i in range(5)], 150, 2, 50.0)
     assert plan.groups()
