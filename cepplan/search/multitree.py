@@ -25,6 +25,7 @@ class Multitree:
         self.users: dict[int, dict[int, float]] = {}  # node -> user pattern -> its window
         self.masks: dict[int, dict[int, int]] = {}  # node -> user pattern -> its variables
         self.size: dict[int, int] = {}
+        self._widest: dict[int, float] = {}  # the window each node's contribution is priced at
         self.contribution: dict[int, float] = {}
         self.cost = sum(c.pattern.negation_cost for c in compiled)
         self.signature = 0
@@ -67,7 +68,7 @@ class Multitree:
             self.users.setdefault(node, {})[p] = window
             self.masks.setdefault(node, {})[p] = mask
             self.size[node] = mask.bit_count()
-            self._recost(node)
+            self._recost(node, p)
         return old
 
     def apply(self, move: dict[int, IndexTree]) -> dict[int, IndexTree]:
@@ -95,18 +96,28 @@ class Multitree:
         return [node for node, users in self.users.items()
                 if len(users) > 1 and self.size[node] > 1]
 
-    def _recost(self, node: int) -> None:
+    def _recost(self, node: int, added: int | None = None) -> None:
+        """The node's cost after a user left, or after user `added` joined: then, unless it
+        widens the node's window, only that user is priced (a leaf shared by u patterns
+        costs O(u) to build, not O(u²))."""
         users = self.users[node]
-        masks = self.masks[node]
-        new = shared_node_cost(
-            (window, partial(self.compiled[p].cost_at, masks[p])) for p, window in users.items()
-        ) if users else 0.0
-        self.cost += new - self.contribution.get(node, 0.0)
+        old = self.contribution.get(node, 0.0)
+        before = self._widest.get(node)
+        if added is not None and before is not None and users[added] <= before:
+            widest = before
+            new = max(old, self.compiled[added].cost_at(self.masks[node][added], widest))
+        else:
+            widest = max(users.values()) if users else 0.0
+            new = shared_node_cost(
+                (window, partial(self.compiled[p].cost_at, self.masks[node][p]))
+                for p, window in users.items()) if users else 0.0
+        self._widest[node] = widest
+        self.cost += new - old
         if users:
             self.contribution[node] = new
         else:
             self.contribution.pop(node, None)
-            del self.users[node], self.masks[node], self.size[node]
+            del self.users[node], self.masks[node], self.size[node], self._widest[node]
 
 
 def multi_cost(compiled: Sequence[Compiled], trees: Sequence[IndexTree]) -> float:
