@@ -26,8 +26,8 @@ def metrics_lines(metrics: dict[str, Any], time_unit: str = "") -> list[str]:
     for reason, count in sorted(reasons.items()):
         if reason != NOT_USED:
             lines.append(f"  {reason:<18} {count:>12,}")
-    lines.append(f"rows to matchers     {sent:>12,}   {factor:.3f} per event read (each "
-                 "pattern's matcher gets its own copy)")
+    lines.append(f"rows to matchers     {sent:>12,}   {factor:.3f} per event read (a copy per "
+                 "matcher that reads it)")
     if metrics.get("engine") != "local":  # only Spark moves rows between machines
         lines.append(f"rows shuffled        {metrics.get('rows_shuffled', 0):>12,}   "
                      "(with the copies time ranges share)")
