@@ -68,3 +68,19 @@ def test_rows_of_undeclared_types_are_not_used_and_copies_are_explained():
         "matching"]
     metrics["rows_rejected"] = {"unknown type": 6}
     assert run_warnings(metrics, 16) == []
+
+
+def test_stats_counts_rows_of_undeclared_types_as_not_used(tmp_path, cli):
+    lines = (EXAMPLES / "fraud" / "events.csv").read_text().splitlines()
+    last = lines[-1].split(",", 1)[1]
+    events = tmp_path / "events.csv"
+    events.write_text("\n".join([*lines, "Mystery," + last, "Login,not-a-time,k0,s0,s3,,"])
+                      + "\n")
+    done = cli("stats", events, "-w", EXAMPLES / "fraud" / "workload.json", "-o",
+               tmp_path / "stats.json", "--engine", "local")
+    assert done.code == 0, done.err
+    assert "1 rejected, 1 not used (types the workload does not declare:" in \
+        " ".join(done.out.split())
+    warnings = [line for line in done.err.splitlines() if line.startswith("warning:")]
+    assert warnings == [f"warning: 1 of {len(lines) + 1} rows rejected (missing or "
+                        "unparsable time: 1)"], done.err
