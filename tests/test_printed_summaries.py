@@ -84,3 +84,11 @@ def test_stats_counts_rows_of_undeclared_types_as_not_used(tmp_path, cli):
     warnings = [line for line in done.err.splitlines() if line.startswith("warning:")]
     assert warnings == [f"warning: 1 of {len(lines) + 1} rows rejected (missing or "
                         "unparsable time: 1)"], done.err
+
+
+def test_a_greedy_covering_fallback_is_a_warning():
+    metrics = {"rows_read": 0, "covering": {"solver": {"fallbacks": 2}}}
+    assert run_warnings(metrics, 16) == [
+        "warning: 2 batch(es) of consumer queries used the greedy cover: CP-SAT found none "
+        "within the plan's covering time limit, so operators may run more often than needed "
+        "(optimize --covering-time-limit)"]

@@ -56,9 +56,10 @@ def metrics_lines(metrics: dict[str, Any], time_unit: str = "") -> list[str]:
 
 
 def run_warnings(metrics: dict[str, Any], kleene_cap: int) -> list[str]:
-    """What a run left out, one `warning:` line each (printed even under -q): rows rejected
-    (rows of types the workload does not declare are only not used), Kleene enumerations
-    cut by the cap, matches held back because their NOT reaches past the input."""
+    """What a run left out or settled for, one `warning:` line each (printed even under -q):
+    rows rejected (rows of types the workload does not declare are only not used), Kleene
+    enumerations cut by the cap, covering batches left to the greedy cover, matches held
+    back because their NOT reaches past the input."""
     lines = []
     rejected = {r: n for r, n in metrics.get("rows_rejected", {}).items()
                 if n and r != NOT_USED}
@@ -73,6 +74,12 @@ def run_warnings(metrics: dict[str, Any], kleene_cap: int) -> list[str]:
                          "events to a Kleene variable were not reported (only the latest "
                          "were kept); raise options.kleene_cap in the workload (at most 30) "
                          "or shorten the window to find them all")
+    fallbacks = (metrics.get("covering") or {}).get("solver", {}).get("fallbacks", 0)
+    if fallbacks:
+        lines.append(f"warning: {fallbacks:,} batch(es) of consumer queries used the greedy "
+                     "cover: CP-SAT found none within the plan's covering time limit, so "
+                     "operators may run more often than needed (optimize "
+                     "--covering-time-limit)")
     span = metrics.get("input_span")
     for name, held in metrics.get("negation_held_back", {}).items():
         if held and span:
