@@ -60,7 +60,8 @@ def compare_command(
 
         report["measured"] = measure_plans(
             report, comparison.plans, loaded, files, say, shared=comparison.shared,
-            independent=comparison.independent, covering=comparison.covering)
+            independent=comparison.independent, covering=comparison.covering,
+            warn=lambda text: print(text, file=sys.stderr))
     paths = write_report(report, output)
     if not quiet:
         for line in best_plan_lines(report):

@@ -93,3 +93,14 @@ def test_local_run_holds_back_and_warns_under_quiet(tmp_path, cli):
 
 def test_spark_run_holds_back_and_warns_under_quiet(tmp_path, cli):
     check_end_case(*run_end_case(tmp_path, cli, "spark"))
+
+
+def test_compare_warns_once_of_what_its_runs_left_out(tmp_path, cli):
+    (tmp_path / "w.json").write_text(json.dumps(WORKLOAD))
+    (tmp_path / "e.csv").write_text(EVENTS)
+    done = cli("compare", tmp_path / "w.json", "--events", tmp_path / "e.csv", "-o",
+               tmp_path / "report.html", "--time-limit", "2", "-q")
+    assert done.code == 0, done.err
+    warnings = [line for line in done.err.splitlines() if line.startswith("warning:")]
+    assert len(warnings) == 2, done.err  # each plan run cut and held the same: said once
+    assert "1 match(es) held back" in warnings[1] and "kleene_cap=2" in warnings[0]
