@@ -92,3 +92,17 @@ def test_a_greedy_covering_fallback_is_a_warning():
         "warning: 2 batch(es) of consumer queries used the greedy cover: CP-SAT found none "
         "within the plan's covering time limit, so operators may run more often than needed "
         "(optimize --covering-time-limit)"]
+
+
+def test_more_rows_to_matchers_than_events_is_explained():
+    metrics = {"engine": "local", "rows_read": 100, "rows_rejected": {},
+               "rows_to_matchers": 547, "rows_to_matchers_by_pattern": {"p": 547},
+               "matches": {"p": 1}, "seconds": {},
+               "contexts": {"windows": {}, "patterns": {}}}
+    text = "\n".join(metrics_lines(metrics))
+    assert "547   5.470 per event read" in text
+    assert ("more rows than events: several matchers read the same events, and context "
+            "derivation reads again the events where its steps overlap") in text
+    del metrics["contexts"]
+    metrics["rows_to_matchers"] = 50
+    assert "more rows than events" not in "\n".join(metrics_lines(metrics))

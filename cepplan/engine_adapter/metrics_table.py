@@ -28,6 +28,10 @@ def metrics_lines(metrics: dict[str, Any], time_unit: str = "") -> list[str]:
             lines.append(f"  {reason:<18} {count:>12,}")
     lines.append(f"rows to matchers     {sent:>12,}   {factor:.3f} per event read (a copy per "
                  "matcher that reads it)")
+    if factor > 1:
+        again = (", and context derivation reads again the events where its steps overlap"
+                 if metrics.get("contexts") else "")
+        lines.append(f"  more rows than events: several matchers read the same events{again}")
     if metrics.get("engine") != "local":  # only Spark moves rows between machines
         lines.append(f"rows shuffled        {metrics.get('rows_shuffled', 0):>12,}   "
                      "(with the copies time ranges share)")
