@@ -5,6 +5,7 @@ run leaves out (Kleene cap cuts, held matches) is a warning that survives -q."""
 from __future__ import annotations
 
 import json
+import random
 from pathlib import Path
 
 import pytest
@@ -15,9 +16,11 @@ from cepplan.engine_adapter.job_spec import job_data
 from cepplan.engine_adapter.runtime.job import job_from_json
 from cepplan.engine_adapter.runtime.local import run_local
 from cepplan.planner.plan import trivial_plan
+from cepplan.workload import build_workload
 from tests.engine.reference_matcher import canonical, reference_run
+from tests.engine.test_local_engine import read_matches
 from tests.engine.test_matcher_vs_reference import EVENT, frame
-from tests.engine.workloads import TEMPLATES, workload
+from tests.engine.workloads import TEMPLATES, TYPES, workload
 from tests.hostile import conftest as hostile
 
 cli = hostile.cli  # the fixture: the real `cepplan` entry point, in-process
@@ -104,3 +107,38 @@ def test_compare_warns_once_of_what_its_runs_left_out(tmp_path, cli):
     warnings = [line for line in done.err.splitlines() if line.startswith("warning:")]
     assert len(warnings) == 2, done.err  # each plan run cut and held the same: said once
     assert "1 match(es) held back" in warnings[1] and "kleene_cap=2" in warnings[0]
+
+
+@pytest.mark.parametrize("by_range", [True, False])
+def test_engine_paths_hold_back_what_the_reference_holds_back(tmp_path, monkeypatch, by_range):
+    """The in-process engine, matched in many small time ranges as read or over the whole
+    pool, on a random stream: the reference's matches and held-back counts, every NOT
+    position (start, middle, end, AND) in one job."""
+    from tests.engine.test_local_time_ranges import _run
+
+    patterns = [{**pattern, "name": template} for template in NEGATIONS
+                for pattern in TEMPLATES[template]]
+    wl = build_workload({
+        "format": "cepplan.workload/1", "time_unit": "s",
+        "source": {"format": "csv", "header": True, "type_column": "type"},
+        "event_types": {t: {"attributes": {"v": "long", "w": "double", "k": "string"}}
+                        for t in TYPES},
+        "patterns": patterns})
+    rng = random.Random(7)
+    rows, ts = [], 0.0
+    for _ in range(300):
+        ts += rng.choice([0.0, 0.5, 1.0])
+        rows.append((rng.choice(TYPES), ts, rng.randint(0, 4), rng.choice([0.5, 2.0, 3.5]),
+                     rng.choice(["x", "y"])))
+    events = frame(rows)
+    path = tmp_path / "events.csv"
+    path.write_text("type,ts,v,w,k\n" + "".join(",".join(map(str, row)) + "\n"
+                                                 for row in rows))
+    data = job_data(wl, trivial_plan(wl))
+    metrics = _run(data, [str(path)], tmp_path / "out", monkeypatch, by_range=by_range)
+    matches, held = reference_run(wl, events)
+    got = read_matches(tmp_path / "out")
+    assert {name: got.get(name, []) for name in matches} == {
+        name: sorted(map(canonical, found)) for name, found in matches.items()}
+    assert metrics["negation_held_back"] == held
+    assert held["not_end"] and held["not_start"] and held["not_and"] and not held["not_middle"]
