@@ -180,7 +180,7 @@ def _baseline(commands: list[Command]) -> tuple[str, ...]:
     plan = _output(commands, "-o optimised/")
     assert _matches(base) == _matches(plan), "the plans found different matches"
     return (_field(base, r"rows to matchers\s+([\d,]+)"),
-            _field(base, r"transmission factor ([\d.]+)"),
+            _field(base, r"([\d.]+) per event read"),
             f"{sum(_matches(base).values()):,}")
 
 
@@ -189,7 +189,7 @@ CLAIMS = (
     Claim(r"(\d+) password resets in 1000 minutes[^`]*`w\.amount > 500` holds for ([\d.]+) of",
           _measured),
     Claim(r"trivial plan \(`--plan-kind trivial`\) sends ([\d,]+) rows to the\s+matchers on the "
-          r"same data \(transmission factor ([\d.]+)\) and finds the same ([\d,]+) matches",
+          r"same data \(([\d.]+) per event read\) and finds the same ([\d,]+) matches",
           _baseline),
 )
 

@@ -33,7 +33,7 @@ def run_command(
     """Evaluate the plan on the events; write matches and metrics.json."""
     from cepplan.engine_adapter.engine_choice import choose_engine
     from cepplan.engine_adapter.inputs import event_paths, plan_and_workload
-    from cepplan.engine_adapter.metrics_table import metrics_lines
+    from cepplan.engine_adapter.metrics_table import metrics_lines, run_warnings
     from cepplan.interrupt import staged_directory
     from cepplan.limits import check_output_dir
 
@@ -50,8 +50,10 @@ def run_command(
         else:
             _run_spark(loaded, chosen, plan_kind.value, files, staged, output_format.value,
                        master or "local[*]", progress, verbose)
+    metrics = json.loads((output / "metrics.json").read_text())
+    for line in run_warnings(metrics, loaded.options.kleene_cap):
+        typer.echo(line, err=True)
     if not quiet:
-        metrics = json.loads((output / "metrics.json").read_text())
         typer.echo(f"engine: {which}")
         for line in metrics_lines(metrics, loaded.time_unit):
             typer.echo(line)

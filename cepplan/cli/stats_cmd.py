@@ -87,10 +87,13 @@ def stats(
             on_stage("context windows")
             document["contexts"] = measure_contexts(spark, events, loaded)
     write_stats(document, output, loaded)
+    from cepplan.engine_adapter.metrics_table import NOT_USED
+
     rows = document["rows"]
-    if rows["rejected"]:
-        reasons = ", ".join(f"{k}: {v}" for k, v in rows["reasons"].items())
-        print(f"warning: {rows['rejected']} of {rows['read']} rows rejected ({reasons})",
+    bad = {k: v for k, v in rows["reasons"].items() if k != NOT_USED}
+    if bad:
+        reasons = ", ".join(f"{k}: {v}" for k, v in bad.items())
+        print(f"warning: {sum(bad.values())} of {rows['read']} rows rejected ({reasons})",
               file=sys.stderr)
     if not quiet:
         from rich.console import Console
@@ -108,9 +111,15 @@ def print_summary(document: dict[str, Any], console: Console) -> None:
     from rich.table import Table
 
     unit = document["time_unit"]
+    from cepplan.engine_adapter.metrics_table import NOT_USED
+
     rows = document["rows"]
-    table = Table(title=f"{rows['read']} rows read, {rows['rejected']} rejected; "
-                  f"span {document['observed']['span']:g} {unit}")
+    unused = rows["reasons"].get(NOT_USED, 0)
+    types = ", ".join(rows.get("unknown_types", {}))
+    not_used = f", {unused} not used (types the workload does not declare: {types})" \
+        if unused else ""
+    table = Table(title=f"{rows['read']} rows read, {rows['rejected'] - unused} rejected"
+                  f"{not_used}; span {document['observed']['span']:g} {unit}")
     for name in ("type", "events", f"rate/{unit}", "95% CI", "disp.", "burst.", "model"):
         table.add_column(name, justify="left" if name in ("type", "model") else "right")
     for name, info in document["types"].items():

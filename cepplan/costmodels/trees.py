@@ -16,7 +16,8 @@ variables form no partial matches of their own: they veto complete matches on to
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from functools import partial
 
 Tree = object  # a variable name (leaf) or a pair (left, right) of trees
 
@@ -63,17 +64,25 @@ def cost_tree(tree: Tree, window: float, rates: Mapping[str, float],
                for node in tree_nodes(tree))
 
 
-def cost_tree_multi(nodes: Iterable[tuple[object, float, float, Iterable[float]]]) -> float:
-    """Cost_tree^multi (seed 004 App. C): each distinct node counted once. A node is given as
-    (identity, size k, C(N)/W^k, windows of its users); a shared node keeps the largest
-    window of the patterns using it (seed 004 §3.1)."""
-    seen: dict[object, tuple[float, float, float]] = {}
-    for key, size, base, windows in nodes:
-        widest = max(windows)
-        if key in seen:
-            widest = max(widest, seen[key][2])
-        seen[key] = (size, base, widest)
-    return sum(base * widest ** size for size, base, widest in seen.values())
+def shared_node_cost(users: Iterable[tuple[float, Callable[[float], float]]]) -> float:
+    """C(N) of a node several patterns use, given each user's (window, C(N) as a function of
+    the window): the node holds the partial matches of the widest window (seed 004 §3.1), and
+    where the users' figures differ (a Kleene rate depends on the window; selectivities are
+    measured per pattern) the largest estimate — a function of the set of users, never of
+    their order."""
+    users = list(users)
+    widest = max(window for window, _ in users)
+    return max(cost(widest) for _, cost in users)
+
+
+def cost_tree_multi(nodes: Iterable[tuple[object, float, Callable[[float], float]]]) -> float:
+    """Cost_tree^multi (seed 004 App. C): each distinct node counted once. A node is given per
+    user as (identity, the user's window, its C(N) as a function of the window); a shared
+    node costs `shared_node_cost` of its users."""
+    users: dict[object, list[tuple[float, Callable[[float], float]]]] = {}
+    for key, window, cost in nodes:
+        users.setdefault(key, []).append((window, cost))
+    return sum(shared_node_cost(each) for each in users.values())
 
 
 def kleene_rate(rate: float, window: float, cap: int) -> float:
@@ -99,13 +108,14 @@ def no_event_probability(rate: float, window: float, operator: str, positives: i
 def instances(orders: Iterable[tuple[Sequence[str], float, Mapping[str, float],
                                      Mapping[frozenset[str], float], bool]]) -> float:
     """#inst of a multi-pattern tree (seed 004 §3.3): the orders' common prefixes merged, each
-    distinct prefix P_N costing Cost_ord^{|P_N|}, with the largest window of the patterns
-    sharing it (§3.1). An order is (labels, window, rates, selectivities, seq) over labels."""
-    prefixes: dict[tuple[str, ...], tuple[float, Mapping, Mapping, bool]] = {}
+    distinct prefix P_N costing Cost_ord^{|P_N|} as a shared node (`shared_node_cost`: the
+    largest window of the patterns sharing it, §3.1). An order is (labels, window, rates,
+    selectivities, seq) over labels, with plain rates (no Kleene variable)."""
+    prefixes: dict[tuple[str, ...], list[tuple[float, Callable[[float], float]]]] = {}
     for order, window, rates, selectivities, seq in orders:
         for k in range(1, len(order) + 1):
             key = tuple(order[:k])
-            if key not in prefixes or prefixes[key][0] < window:
-                prefixes[key] = (window, rates, selectivities, seq)
-    return sum(node_cost(key, window, rates, selectivities, seq)
-               for key, (window, rates, selectivities, seq) in prefixes.items())
+            prefixes.setdefault(key, []).append(
+                (window, partial(node_cost, key, rates=rates, selectivities=selectivities,
+                                 seq=seq)))
+    return sum(shared_node_cost(users) for users in prefixes.values())

@@ -4,19 +4,34 @@ from __future__ import annotations
 
 from typing import Any
 
+NOT_USED = "unknown type"  # the reader's reason for rows of types the workload lacks
+
 
 def metrics_lines(metrics: dict[str, Any], time_unit: str = "") -> list[str]:
-    """Rows read and rejected, rows sent to matchers (the measured transmission factor),
-    matches and predicted cost per pattern, and time per stage."""
+    """Rows read, not used (types the workload does not declare) and rejected, rows sent to
+    matchers (per event read: a row goes to each pattern that needs it), matches and
+    predicted cost per pattern, and time per stage."""
     read = metrics["rows_read"]
-    rejected = sum(metrics.get("rows_rejected", {}).values())
+    reasons = metrics.get("rows_rejected", {})
+    unused = reasons.get(NOT_USED, 0)
+    rejected = sum(reasons.values()) - unused
     sent = metrics["rows_to_matchers"]
-    factor = sent / (read - rejected) if read - rejected else 0.0
-    lines = [f"rows read            {read:>12,}",
-             f"rows rejected        {rejected:>12,}"]
-    for reason, count in sorted(metrics.get("rows_rejected", {}).items()):
-        lines.append(f"  {reason:<18} {count:>12,}")
-    lines.append(f"rows to matchers     {sent:>12,}   transmission factor {factor:.3f}")
+    events = read - rejected - unused
+    factor = sent / events if events else 0.0
+    lines = [f"rows read            {read:>12,}"]
+    if unused:
+        lines.append(f"rows not used        {unused:>12,}   (of types the workload does not "
+                     "declare)")
+    lines.append(f"rows rejected        {rejected:>12,}")
+    for reason, count in sorted(reasons.items()):
+        if reason != NOT_USED:
+            lines.append(f"  {reason:<18} {count:>12,}")
+    lines.append(f"rows to matchers     {sent:>12,}   {factor:.3f} per event read (a copy per "
+                 "matcher that reads it)")
+    if factor > 1:
+        again = (", and context derivation reads again the events where its steps overlap"
+                 if metrics.get("contexts") else "")
+        lines.append(f"  more rows than events: several matchers read the same events{again}")
     if metrics.get("engine") != "local":  # only Spark moves rows between machines
         lines.append(f"rows shuffled        {metrics.get('rows_shuffled', 0):>12,}   "
                      "(with the copies time ranges share)")
@@ -41,6 +56,41 @@ def metrics_lines(metrics: dict[str, Any], time_unit: str = "") -> list[str]:
         lines += ["", *contexts_lines(metrics["contexts"])]
     if metrics.get("covering"):
         lines += ["", *covering_lines(metrics["covering"])]
+    return lines
+
+
+def run_warnings(metrics: dict[str, Any], kleene_cap: int) -> list[str]:
+    """What a run left out or settled for, one `warning:` line each (printed even under -q):
+    rows rejected (rows of types the workload does not declare are only not used), Kleene
+    enumerations cut by the cap, covering batches left to the greedy cover, matches held
+    back because their NOT reaches past the input."""
+    lines = []
+    rejected = {r: n for r, n in metrics.get("rows_rejected", {}).items()
+                if n and r != NOT_USED}
+    if rejected:
+        reasons = ", ".join(f"{r}: {n:,}" for r, n in sorted(rejected.items()))
+        lines.append(f"warning: {sum(rejected.values()):,} of {metrics['rows_read']:,} rows "
+                     f"rejected ({reasons}): they were left out of the matching")
+    for name, hits in metrics.get("kleene_cap_hits", {}).items():
+        if hits:
+            lines.append(f"warning: pattern {name}: {hits:,} Kleene enumerations cut at "
+                         f"kleene_cap={kleene_cap}: matches binding more than {kleene_cap} "
+                         "events to a Kleene variable were not reported (only the latest "
+                         "were kept); raise options.kleene_cap in the workload (at most 30) "
+                         "or shorten the window to find them all")
+    fallbacks = (metrics.get("covering") or {}).get("solver", {}).get("fallbacks", 0)
+    if fallbacks:
+        lines.append(f"warning: {fallbacks:,} batch(es) of consumer queries used the greedy "
+                     "cover: CP-SAT found none within the plan's covering time limit, so "
+                     "operators may run more often than needed (optimize "
+                     "--covering-time-limit)")
+    span = metrics.get("input_span")
+    for name, held in metrics.get("negation_held_back", {}).items():
+        if held and span:
+            lines.append(f"warning: pattern {name}: {held:,} match(es) held back: their NOT "
+                         f"window reaches beyond the events given (ts {span[0]:g} to "
+                         f"{span[1]:g}), so nothing shows the NOT holds there; they are not "
+                         "reported (add the events around the input to decide them)")
     return lines
 
 

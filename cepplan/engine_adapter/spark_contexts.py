@@ -160,6 +160,7 @@ class SparkContexts:
         for name, objects in derived.matches.items():
             metrics["matches"][name] = len(objects)
             metrics["kleene_cap_hits"][name] = derived.cap_hits.get(name, 0)
+            metrics["negation_held_back"][name] = derived.held_back.get(name, 0)
         for name in self.seen:
             if self.spec.contexts_of(name):
                 metrics["matches"][name] = kept.get(("matches", name), 0)

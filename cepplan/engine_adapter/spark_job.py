@@ -33,6 +33,7 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
+from dataclasses import replace
 from typing import Any
 
 from pyspark.sql import DataFrame, Observation, SparkSession
@@ -82,6 +83,8 @@ def run_job(spark: SparkSession, data: dict[str, Any], events: Sequence[str], ou
     clock = time.perf_counter()
     counts = spark.sparkContext.accumulator({}, Counts())
     pool, cached, figures = _read_and_tag(spark, data, events, job, plan, counts)
+    data = {**data, "input_span": list(figures.covered)}  # negations decided within it
+    job = replace(job, span=figures.covered)
     metrics = _read_metrics(figures)
     seconds["read and tag"] = time.perf_counter() - clock
     say(f"read {metrics['rows_read']:,} rows ({sum(metrics['rows_rejected'].values()):,} "
@@ -104,7 +107,6 @@ def run_job(spark: SparkSession, data: dict[str, Any], events: Sequence[str], ou
         raise
     finally:
         cached.unpersist()
-    _warn_cap_hits(metrics, data, say)
     return metrics
 
 
@@ -137,7 +139,6 @@ def _by_ranges(spark: SparkSession, data: dict[str, Any], events: Sequence[str],
         raise
     say(f"read {metrics['rows_read']:,} rows ({sum(metrics['rows_rejected'].values()):,} "
         f"rejected), matched in {len(found)} time ranges without a shuffle")
-    _warn_cap_hits(metrics, data, say)
     return metrics
 
 
@@ -146,14 +147,6 @@ def _staging(out_dir: str) -> str:
     parent = os.path.dirname(os.path.abspath(out_dir)) or "."
     os.makedirs(parent, exist_ok=True)
     return tempfile.mkdtemp(prefix=".cepplan-run-", dir=parent)
-
-
-def _warn_cap_hits(metrics: dict[str, Any], data: dict[str, Any],
-                   say: Callable[[str], None]) -> None:
-    for name, hits in metrics["kleene_cap_hits"].items():
-        if hits:
-            say(f"warning: pattern {name}: {hits:,} Kleene enumerations cut at "
-                f"kleene_cap={data['options'].get('kleene_cap', 16)}")
 
 
 def _read_and_tag(spark: SparkSession, data: dict[str, Any], events: Sequence[str], job,
@@ -178,7 +171,9 @@ def _read_and_tag(spark: SparkSession, data: dict[str, Any], events: Sequence[st
     raw = read_events(spark, list(events), **reader)
     reasons = reject_reasons(reader["source"], reader["attributes"])
     observed = Observation("read")
+    good = F.when(F.col(REJECT).isNull(), F.col(EVENT_TS))
     raw = raw.observe(observed, F.count(F.lit(1)).alias("rows"),
+                      F.min(good).alias("first"), F.max(good).alias("last"),
                       *[F.count_if(F.col(REJECT) == r).alias(f"reject {i}")
                         for i, r in enumerate(reasons)])
     rows = valid_rows(raw)
@@ -190,8 +185,10 @@ def _read_and_tag(spark: SparkSession, data: dict[str, Any], events: Sequence[st
     values = observed.get
     rejected = {r: int(values[f"reject {i}"]) for i, r in enumerate(reasons)
                 if values[f"reject {i}"]}
+    covered = (math.inf, -math.inf) if values["first"] is None else (
+        float(values["first"]), float(values["last"]))
     return pool, pool, ReadFigures(int(values["rows"]), rejected, tagged, first or 0.0,
-                                   last or 0.0)
+                                   last or 0.0, covered)
 
 
 def _columns(job, available: list[str]) -> list[str]:
@@ -209,7 +206,9 @@ def _read_metrics(figures: ReadFigures) -> dict[str, Any]:
     return {"engine": "spark", "spark_plan": "shuffle", "rows_read": figures.rows,
             "rows_rejected": figures.rejected, "rows_to_matchers": 0,
             "rows_to_matchers_by_pattern": {}, "rows_shuffled": 0, "matches": {},
-            "kleene_cap_hits": {}}
+            "kleene_cap_hits": {}, "negation_held_back": {},
+            "input_span": list(figures.covered) if figures.covered[0] <= figures.covered[1]
+            else None}
 
 
 def _direct_directory(spark: SparkSession, data: dict[str, Any], output_format: str,
@@ -309,6 +308,7 @@ def _counted(metrics: dict, counts: dict, data: dict[str, Any]) -> None:
         metrics["rows_to_matchers_by_pattern"][name] = counts.get(("sent", name), 0)
         metrics["matches"][name] = counts.get(("matches", name), 0)
         metrics["kleene_cap_hits"][name] = counts.get(("cap", name), 0)
+        metrics["negation_held_back"][name] = counts.get(("held", name), 0)
     metrics["rows_to_matchers"] = sum(metrics["rows_to_matchers_by_pattern"].values())
     metrics["rows_shuffled"] = counts.get(("shuffled", ""), 0)
 

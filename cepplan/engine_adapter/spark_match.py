@@ -41,15 +41,23 @@ GROUP_EVENTS = 50_000  # events per range and key group the matcher holds at onc
 
 
 class Counts(AccumulatorParam):
-    """Adds dictionaries of counts: ("matches"|"sent"|"cap", pattern) and ("shuffled", "")."""
+    """Adds dictionaries of counts: ("matches"|"sent"|"cap"|"held", pattern) and ("shuffled",
+    ""); ("first", "") and ("last", "") keep the smallest / largest timestamp (a task run
+    twice changes neither)."""
 
     def zero(self, value: dict) -> dict:
         return {}
 
     def addInPlace(self, value1: dict, value2: dict) -> dict:
         for key, count in value2.items():
-            value1[key] = value1.get(key, 0) + count
+            if key[0] in _EXTREMES and key in value1:
+                value1[key] = _EXTREMES[key[0]](value1[key], count)
+            else:
+                value1[key] = value1.get(key, 0) + count
         return value1
+
+
+_EXTREMES = {"first": min, "last": max}
 
 
 @dataclass(frozen=True)
@@ -144,11 +152,12 @@ def match(acquired: DataFrame, plan: Layout, keys: tuple[str, ...],
             found[("sent", name)] = int(np.count_nonzero(mine & owned))
             if name in shared:
                 continue
-            matches = cap = 0
+            matches = cap = held = 0
             for events in partitions(group[mine], spec.partition_by):
                 out = evaluate_partition(events, job, spec, own=own,
                                          with_complex=name in output.consumed)
                 cap += out.cap_hits
+                held += out.held_back
                 matches += out.count
                 if out.complex is not None and len(out.complex):
                     yield output.events(out.complex.assign(**{PATTERN: name}))
@@ -156,6 +165,7 @@ def match(acquired: DataFrame, plan: Layout, keys: tuple[str, ...],
                     yield from output.texts(name, out.matches, where(name))
             found[("matches", name)] = matches
             found[("cap", name)] = cap
+            found[("held", name)] = held
         output.close()
         counts.add(found)
 

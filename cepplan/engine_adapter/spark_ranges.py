@@ -36,6 +36,7 @@ import pyarrow as pa
 from pyspark.sql import SparkSession
 from pyspark.sql import types as T
 
+from cepplan.engine_adapter.runtime.job import Covered
 from cepplan.engine_adapter.spark_read import plain_csv_splits, read_lines, task_numbers
 from cepplan.workload.columns import EVENT_ID, EVENT_TS
 
@@ -179,7 +180,7 @@ def _metrics(data: Mapping[str, Any], figures: list[dict[str, Any]]) -> dict[str
     from cepplan.engine_adapter.runtime.shared_plan import node_summaries
 
     rejected: Counter = Counter()
-    totals: dict[str, list[int]] = {p["name"]: [0, 0, 0] for p in data["patterns"]}
+    totals: dict[str, list[int]] = {p["name"]: [0, 0, 0, 0] for p in data["patterns"]}
     built: dict[str, list[int]] = {}
     for f in figures:
         rejected.update(f["rejected"])
@@ -193,7 +194,11 @@ def _metrics(data: Mapping[str, Any], figures: list[dict[str, Any]]) -> dict[str
         "rows_read": sum(f["read"] for f in figures), "rows_rejected": dict(rejected),
         "rows_to_matchers": sum(sent.values()), "rows_to_matchers_by_pattern": sent,
         "rows_shuffled": 0, "matches": {n: t[1] for n, t in totals.items()},
-        "kleene_cap_hits": {n: t[2] for n, t in totals.items()}}
+        "kleene_cap_hits": {n: t[2] for n, t in totals.items()},
+        "negation_held_back": {n: t[3] for n, t in totals.items()}}
+    covered = [f["covered"] for f in figures if f.get("covered")]
+    metrics["input_span"] = ([min(c[0] for c in covered), max(c[1] for c in covered)]
+                             if covered else None)
     seconds: Counter = Counter()
     for f in figures:
         seconds.update(f.get("seconds", {}))
@@ -261,7 +266,9 @@ class RangeTask:
             return figures
         if len(stamps):
             figures["first"], figures["last"] = float(stamps[0]), float(stamps[-1])
-        totals = {p.name: [0, 0, 0] for p in job.patterns}
+        totals = {p.name: [0, 0, 0, 0] for p in job.patterns}
+        if reader.own_covered.first <= reader.own_covered.last:
+            figures["covered"] = list(reader.own_covered.span)
         built: dict[str, list[int]] = {}
         partials: dict[int, int] = {}
         seconds: dict[str, float] = {}
@@ -271,8 +278,10 @@ class RangeTask:
             if low < high:
                 pool = Columns.concat([p for p in (back, own, ahead)
                                        if p is not None and len(p)], _EMPTY)
-                _match_range(pool, job, (low, high), writer, totals, built, seconds,
-                             sharing, partials)
+                # the input's time as far as this task read it, margins included: all of
+                # it that its matches' negations need, or up to the input's very end
+                _match_range(pool, replace(job, span=reader.covered.span), (low, high), writer,
+                             totals, built, seconds, sharing, partials)
             writer.close()
         finally:
             writer.close(complete=False)
@@ -301,6 +310,8 @@ class _Reader:
         self.wanted = _wanted_columns(job)
         self.bound = {t.type for p in job.patterns for t in p.operands}
         self.seconds = 0.0  # reading and tagging, margins included
+        self.covered = Covered()  # the good rows' time, margins included
+        self.own_covered = Covered()  # the good rows' time in the region itself
 
     def rows(self, start: int, end: int, before: int):
         """(the tagged rows of the lines in [start, end), rows read, rejected by reason); the
@@ -313,10 +324,14 @@ class _Reader:
             handle.seek(start)
             text = handle.read(end - start)
         parts, read, rejected = [], 0, Counter()
+        own = (start, end) == (self.region.start, self.region.end)
         for got in read_lines(self.region.path, self.region.names, self.reader, self.bound,
                               text):
             read += got.read
             rejected.update(got.rejected)
+            self.covered.add(*got.covered)
+            if own:
+                self.own_covered.add(*got.covered)
             frame = got.columns()
             if self.positions:
                 frame.data[EVENT_ID] = frame.data[EVENT_ID] + before

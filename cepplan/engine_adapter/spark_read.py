@@ -52,13 +52,15 @@ class Split:
 @dataclass(frozen=True)
 class ReadFigures:
     """What the read stage observed: rows read, rejected by reason, the tagged rows' count
-    and time span."""
+    and time span, and the time the input covers (its good rows' first and last timestamp,
+    `Job.span`)."""
 
     rows: int
     rejected: dict[str, int]
     tagged: int
     first: float
     last: float
+    covered: tuple[float, float] = (math.inf, -math.inf)
 
 
 def plain_csv_splits(data: Mapping[str, Any], events: Sequence[str], parallelism: int, *,
@@ -129,7 +131,8 @@ def read_and_tag(spark: SparkSession, data: Mapping[str, Any], splits: list[Spli
     found = counts.value
     rejected = {reason: n for (kind, reason), n in found.items() if kind == "reject" and n}
     figures = ReadFigures(found.get(("read", ""), 0), rejected, tagged, first or 0.0,
-                          last or 0.0)
+                          last or 0.0, (found.get(("first", ""), math.inf),
+                                        found.get(("last", ""), -math.inf)))
     ids = F.col(EVENT_ID)
     if not has_ids:  # positions over all files: rows (malformed ones too) of earlier splits
         sizes = [found.get(("split", str(i)), 0) for i in range(len(splits))]
@@ -193,6 +196,8 @@ class _Task:
             found[("read", "")] = found.get(("read", ""), 0) + got.read
             for reason, n in got.rejected.items():
                 found[("reject", reason)] = found.get(("reject", reason), 0) + n
+            found[("first", "")] = min(found.get(("first", ""), math.inf), got.covered[0])
+            found[("last", "")] = max(found.get(("last", ""), -math.inf), got.covered[1])
             out = self._tagged(got.columns(), job, number)
             if out is not None:
                 yield out

@@ -77,6 +77,7 @@ def evaluate_shared(cache: MutableMapping[str, Any], job: Job, group: pd.DataFra
         rows = np.logical_or.reduce([group[flags[n]].to_numpy(dtype=bool) for n in names])
         counts = dict.fromkeys(names, 0)
         caps = dict.fromkeys(names, 0)
+        held = dict.fromkeys(names, 0)
         partials: dict[int, int] = {}
         for events in partitions(group[rows], job.pattern(names[0]).partition_by):
             result = evaluate_group(events, job, plan, names, own=own,
@@ -87,6 +88,7 @@ def evaluate_shared(cache: MutableMapping[str, Any], job: Job, group: pd.DataFra
             for name, out in result.outputs.items():
                 counts[name] += out.count
                 caps[name] += out.cap_hits
+                held[name] += out.held_back
                 if out.complex is not None and len(out.complex):
                     batches.append(output.events(out.complex.assign(**{PATTERN: name})))
                 elif out.count:
@@ -94,6 +96,7 @@ def evaluate_shared(cache: MutableMapping[str, Any], job: Job, group: pd.DataFra
         for name in names:
             found[("matches", name)] = counts[name]
             found[("cap", name)] = caps[name]
+            found[("held", name)] = held[name]
         for node, count in partials.items():
             found[(_PARTIALS, str(node))] = count
         done.update(names)

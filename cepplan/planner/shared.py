@@ -124,14 +124,15 @@ def evaluate_total(workload: Workload, results: Mapping[str, NodeResult],
             if child is None:
                 operand = result.model.operand(var)
                 kept = operand.selectivity
-                rates[operand.event_type] = operand.occurrence.rate / kept if kept else 0.0
+                if kept:  # the type's rate; a filter that keeps nothing says nothing of it
+                    rates[operand.event_type] = operand.occurrence.rate / kept
                 requests.setdefault(operand.event_type, []).append(
                     min(1.0, weight * fraction) * kept)
             else:
                 contributions.setdefault(child, []).append(weight * fraction)
                 if child in shared:
                     usage[(name, var, child)] = weight * fraction
-    total = sum(rates[t] * _union(ps) for t, ps in requests.items())
+    total = sum(rates.get(t, 0.0) * _union(ps) for t, ps in requests.items())
     return total, usage
 
 

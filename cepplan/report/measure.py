@@ -73,13 +73,15 @@ class Runner:
 def measure_plans(report: Mapping[str, Any], plans: Mapping[str, Plan], workload: Workload,
                   events: Sequence[str], progress: Callable[[str], None] = lambda _: None, *,
                   shared: Plan | None = None, independent: Plan | None = None,
-                  covering: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, Any]:
+                  covering: Mapping[str, Mapping[str, Any]] | None = None,
+                  warn: Callable[[str], None] = lambda _: None) -> dict[str, Any]:
     """The `measured` section: per planner rows to matchers, transmission factor measured
     (against the trivial plan's rows) and predicted (its modelled cost against trivial's),
     partial matches per window measured and predicted, matches and wall time;
     `matches_equal` says whether every plan found the same matches. With `shared`, the plan
     whose shared subtrees run once; with `independent`, the context-independent plan; with
-    `covering`, each solver's covering section run on the consumer queries."""
+    `covering`, each solver's covering section run on the consumer queries. What the runs
+    left out (`metrics_table.run_warnings`) goes to `warn`, each line once."""
     totals = {p["name"]: p["total_cost"] for p in report["planners"]}
     predicted = {p["name"]: p["patterns"] for p in report["planners"]}
     out: dict[str, Any] = {"engine": "local", "events": [str(e) for e in events]}
@@ -98,6 +100,11 @@ def measure_plans(report: Mapping[str, Any], plans: Mapping[str, Plan], workload
             row["predicted_factor"] = (totals[row["planner"]] / totals["trivial"]
                                        if totals.get("trivial") and row["planner"] in totals
                                        else None)
+        from cepplan.engine_adapter.metrics_table import run_warnings
+
+        for line in dict.fromkeys(line for run in done.values() for line in run_warnings(
+                run.metrics, workload.options.kleene_cap)):
+            warn(line)
         digests = {r.digest for r in done.values()}
         out.update(runs=runs, matches_equal=len(digests) == 1)
         if independent is not None:

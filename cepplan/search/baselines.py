@@ -11,7 +11,9 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Sequence
+from functools import partial
 
+from cepplan.costmodels.trees import shared_node_cost
 from cepplan.search.graph import MultiPatternGraph, mask_of_labels
 from cepplan.search.local import Compiled, IndexTree, best_tree, local_cost, pattern_order_tree
 from cepplan.search.multitree import multi_cost
@@ -45,16 +47,16 @@ def cost_floor(compiled: Sequence[Compiled]) -> tuple[float, float, float]:
     """What no multitree goes below (seed 004 App. C), as (complete matches, negation,
     leaves): every distinct root once (patterns equal over labels share theirs) with the
     widest window of its patterns, every negation node, and each event type's leaf once."""
-    roots: dict[int, float] = {}
-    leaves: dict[str, float] = {}
+    roots: dict[int, list] = {}
+    leaves: dict[str, list] = {}
     for c in compiled:
         full = (1 << c.m) - 1
-        key = c.signature(full)
-        roots[key] = max(roots.get(key, 0.0), c.cost[full])
+        roots.setdefault(c.signature(full), []).append((c.window, partial(c.cost_at, full)))
         for i, label in enumerate(c.labels):
-            leaves[label] = max(leaves.get(label, 0.0), c.cost[1 << i])
+            leaves.setdefault(label, []).append((c.window, partial(c.cost_at, 1 << i)))
     negation = sum(c.pattern.negation_cost for c in compiled)
-    return sum(roots.values()), negation, sum(leaves.values())
+    return (sum(map(shared_node_cost, roots.values())), negation,
+            sum(map(shared_node_cost, leaves.values())))
 
 
 def sharing_floor(compiled: Sequence[Compiled]) -> float:

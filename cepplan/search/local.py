@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 
+from cepplan.costmodels.trees import node_cost
 from cepplan.search.problem import SearchPattern
 
 IndexTree = object  # int (leaf) or (IndexTree, IndexTree)
@@ -49,6 +50,7 @@ class Compiled:
                         c.key, c.selectivity) for c in pattern.conditions]
         self._signatures: dict[int, int] = {}
         self._node_ids: dict[IndexTree, int] = {}
+        self._costs_at: dict[tuple[int, float], float] = {}
 
     @cached_property
     def condition_scopes(self) -> tuple[tuple[str, frozenset[str]], ...]:
@@ -76,6 +78,26 @@ class Compiled:
     def cost(self) -> list[float]:
         """C(mask) with the pattern's own window."""
         return [b * self.window ** mask.bit_count() for mask, b in enumerate(self.base)]
+
+    @cached_property
+    def _kleene_mask(self) -> int:
+        return sum(1 << i for i, v in enumerate(self.pattern.variables)
+                   if v in self.pattern.kleene)
+
+    def cost_at(self, mask: int, window: float) -> float:
+        """C(mask) within another window (a shared node's widest): a Kleene variable's
+        effective rate is taken at that window, not at the pattern's own."""
+        if window == self.window:
+            return self.cost[mask]
+        if not mask & self._kleene_mask:
+            return self.base[mask] * window ** mask.bit_count()
+        found = self._costs_at.get((mask, window))
+        if found is None:
+            names = [v for i, v in enumerate(self.pattern.variables) if mask >> i & 1]
+            found = self._costs_at[(mask, window)] = node_cost(
+                names, window, self.pattern.rates_at(window), self.pattern.selectivities,
+                self.pattern.seq)
+        return found
 
     def signature(self, mask: int) -> int:
         """What a node over `mask` computes, whatever its shape: structure projection and the

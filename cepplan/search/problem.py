@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
 from cepplan.costmodels.markov import event_probability
@@ -51,10 +51,21 @@ class SearchPattern:
     rates: Mapping[str, float]  # effective rates (Kleene: subsets, docs/sharing.md)
     conditions: tuple[Condition, ...] = ()
     negation_cost: float = 0.0  # the veto node on top of the root (constant across plans)
+    # each Kleene variable's rate of single events, whose effective rate depends on the window
+    kleene: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
+    kleene_cap: int = 16
 
     @property
     def seq(self) -> bool:
         return self.operator == "SEQ"
+
+    def rates_at(self, window: float) -> Mapping[str, float]:
+        """The effective rates within another window (a shared node keeps its widest user's
+        window): a Kleene variable's subsets grow with the window, plain rates do not."""
+        if window == self.window or not self.kleene:
+            return self.rates
+        return {**self.rates, **{var: kleene_rate(rate, window, self.kleene_cap)
+                                 for var, rate in self.kleene.items()}}
 
     @property
     def selectivities(self) -> dict[frozenset[str], float]:
@@ -111,7 +122,7 @@ def _search_pattern(pattern: Pattern, workload: Workload, statistics: Statistics
     window = float(pattern.window)
     cap = workload.options.kleene_cap
     selectivity = statistics.selectivities.get(pattern.name, {})
-    labels, rates = {}, {}
+    labels, rates, kleene = {}, {}, {}
     seen: dict[str, int] = {}
     for operand in sorted(pattern.positive, key=lambda o: o.position):
         var = operand.var
@@ -124,17 +135,18 @@ def _search_pattern(pattern: Pattern, workload: Workload, statistics: Statistics
         rate = _rate(statistics, operand.event_type)
         for p in own:
             rate *= selectivity.get(p.text, 1.0)
-        rates[var] = kleene_rate(rate, window, cap) if operand.kind == KLEENE else rate
+        rates[var] = rate
+        if operand.kind == KLEENE:
+            kleene[var], rates[var] = rate, kleene_rate(rate, window, cap)
     positives = {o.var for o in pattern.positive}
     conditions = tuple(
         Condition(p.variables, _rewrite(p.portable, labels), selectivity.get(p.text, 1.0))
         for p in pattern.predicates if len(p.variables) > 1 and p.variables <= positives)
     variables = tuple(o.var for o in sorted(pattern.positive, key=lambda o: o.position))
     searched = SearchPattern(pattern.name, pattern.operator, window, variables,
-                             MappingProxyType(labels), MappingProxyType(rates), conditions)
-    negation = _negation_cost(pattern, searched, statistics)
-    return SearchPattern(searched.name, searched.operator, window, variables,
-                         searched.labels, searched.rates, conditions, negation)
+                             MappingProxyType(labels), MappingProxyType(rates), conditions,
+                             kleene=MappingProxyType(kleene), kleene_cap=cap)
+    return replace(searched, negation_cost=_negation_cost(pattern, searched, statistics))
 
 
 def _negation_cost(pattern: Pattern, searched: SearchPattern, statistics: Statistics) -> float:

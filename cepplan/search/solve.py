@@ -154,7 +154,7 @@ def _shared(state: Multitree) -> tuple[SharedNode, ...]:
             c = state.compiled[p]
             sub = next(n for n in nodes_of(state.trees[p]) if c.node_id(n) == node)
             users[c.pattern.name] = _names(c, sub)
-        out.append(SharedNode(users, max(state.users[node].values()), state.info[node][0],
+        out.append(SharedNode(users, max(state.users[node].values()), state.size[node],
                               state.contribution.get(node, 0.0)))
     return tuple(sorted(out, key=lambda s: (-s.size, -len(s.users), sorted(s.users))))
 

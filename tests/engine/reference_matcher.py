@@ -7,7 +7,9 @@ earlier operand precedes every event of a later one (strict: smaller timestamp; 
 allow: a timestamp not larger, whatever the row order); all predicates hold; with a partition
 key all events share its (non-missing) value; a negated variable blocks the match when some
 other event of its type, placed as its position says and keeping the window, satisfies its
-predicates (seed 002 §2.2). Slow (exponential) and obviously right; tests only. The one
+predicates (seed 002 §2.2); a match is held back (not reported) when the time where such an
+event could block it — its gap — reaches outside the time the input covers (its first to its
+last event's timestamp). Slow (exponential) and obviously right; tests only. The one
 shortcut: candidate sets wider than the window are never formed (no match can contain one).
 """
 
@@ -27,16 +29,50 @@ from cepplan.workload.model import KLEENE, Pattern, Workload
 
 def reference_matches(workload: Workload, events: pd.DataFrame) -> dict[str, list[dict]]:
     """Match objects (format doc, "matches") of every pattern, children before parents."""
+    return reference_run(workload, events)[0]
+
+
+def reference_run(workload: Workload, events: pd.DataFrame
+                  ) -> tuple[dict[str, list[dict]], dict[str, int]]:
+    """(the match objects of every pattern, the matches held back per pattern)."""
     pool = [_event(row, workload) for row in events.to_dict("records")]
+    stamps = [e["ts"] for e in pool]
+    span = (min(stamps), max(stamps)) if stamps else (math.inf, -math.inf)
     out: dict[str, list[dict]] = {}
+    held: dict[str, int] = {}
     for name in bottom_up_order(detection_graph(workload)):
         pattern = workload.pattern(name)
         found = []
+        held[name] = 0
         for group in _partitions(pool, pattern):
-            found += _pattern_matches(pattern, group, workload)
+            for match in _pattern_matches(pattern, group, workload):
+                if _undecided(pattern, match["bound"], span):
+                    held[name] += 1
+                else:
+                    found.append(match)
         out[name] = [m["object"] for m in found]
         pool += [_complex_event(pattern, m) for m in found]
-    return out
+    return out, held
+
+
+def _undecided(pattern: Pattern, bound: dict, span: tuple[float, float]) -> bool:
+    """Whether the gap of some negated variable (where an event of it would block the match:
+    within the window, and in a SEQ after the operands before it and before those after it)
+    reaches outside the time the input covers."""
+    window = pattern.window
+    stamps = {var: [e["ts"] for e in chosen] for var, chosen in bound.items()}
+    every = [t for ts in stamps.values() for t in ts]
+    for negated in pattern.negated:
+        low, high = max(every) - window, min(every) + window
+        if pattern.operator == "SEQ":
+            for operand in pattern.positive:
+                if operand.position < negated.position:
+                    low = max(low, *stamps[operand.var])
+                else:
+                    high = min(high, *stamps[operand.var])
+        if low < span[0] or high > span[1]:
+            return True
+    return False
 
 
 def _event(row: dict, workload: Workload) -> dict:

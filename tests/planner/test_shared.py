@@ -56,3 +56,20 @@ def test_sharing_never_raises_the_total():
         workload = _section_6_4(rates, window=rng.uniform(0.5, 3.0))
         outcome = plan_workload(workload, workload.statistics, Settings())
         assert outcome.total <= outcome.independent_total + 1e-12
+
+
+def test_a_filter_that_keeps_nothing_leaves_its_type_rate_to_the_other_patterns():
+    """Pattern z's filter on A keeps no event; g still pushes every A (2/s) and C (1/s) event,
+    and z never asks for B (its a never arrives): 3 events/s, whichever pattern comes first."""
+    patterns = [{"name": "z", "structure": ["AND", "a:A", "b:B"], "where": ["a.x > 1"],
+                 "within": 1},
+                {"name": "g", "structure": ["AND", "a:A", "c:C"], "within": 1}]
+    for order in (patterns, patterns[::-1]):
+        workload = build_workload({
+            "format": "cepplan.workload/1", "time_unit": "s",
+            "event_types": {t: {"attributes": {"x": "double"}} for t in "ABC"},
+            "patterns": order,
+            "statistics": {"rates": {"A": 2.0, "B": 1.0, "C": 1.0},
+                           "selectivities": {"z": {"a.x > 1": 0.0}}}})
+        outcome = plan_workload(workload, workload.statistics, Settings())
+        assert outcome.total == pytest.approx(3.0)

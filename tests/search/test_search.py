@@ -7,6 +7,7 @@ import itertools
 import random
 import time
 from dataclasses import replace
+from functools import partial
 
 import pytest
 
@@ -38,8 +39,9 @@ def _reference_nodes(pattern, tree, nodes: list):
         names = na + nb
         inside = frozenset(c.key for c in pattern.conditions if c.variables <= set(names))
         key = (frozenset([ka, kb]) if ka != kb else (ka, kb), inside)
-    nodes.append((key, len(names), node_cost(names, 1.0, pattern.rates, pattern.selectivities,
-                                             pattern.seq), [pattern.window]))
+    nodes.append((key, pattern.window, partial(node_cost, names, rates=pattern.rates,
+                                               selectivities=pattern.selectivities,
+                                               seq=pattern.seq)))
     return key, names
 
 

@@ -97,8 +97,11 @@ def test_cost_ord_tree_and_multi_are_the_seed_sums():
     assert cost_ord("abc", w, rates, sel, seq=False) == pytest.approx(by_hand)
     assert cost_tree((("a", "b"), "c"), w, rates, sel, seq=False) == pytest.approx(
         by_hand + w * 3 + w * 0.5)
-    assert cost_tree_multi([("x", 2, 1.0, [1.0, 3.0]), ("x", 2, 1.0, [2.0]),
-                            ("y", 1, 2.0, [1.0])]) == pytest.approx(9.0 + 2.0)
+    def square(w):
+        return w * w
+
+    assert cost_tree_multi([("x", 1.0, square), ("x", 3.0, square), ("x", 2.0, square),
+                            ("y", 1.0, lambda w: 2.0 * w)]) == pytest.approx(9.0 + 2.0)
     assert node_cost("abc", w, rates, sel, seq=True) == pytest.approx(
         node_cost("abc", w, rates, sel, seq=False) / math.factorial(3))
 

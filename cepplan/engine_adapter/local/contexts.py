@@ -83,7 +83,8 @@ class LocalContexts:
         keep = counting_mask(texts, contexts, self.derived.windows, self.spec)
         lines = "".join(text + "\n" for text, kept in zip(texts, keep, strict=True) if kept)
         made = result.complex[keep] if result.complex is not None else None
-        return PartitionOutput(lines, int(keep.sum()), made, result.cap_hits)
+        return PartitionOutput(lines, int(keep.sum()), made, result.cap_hits,
+                               held_back=result.held_back)
 
     def done(self, spec: PatternSpec, made: int) -> None:
         """A pattern evaluated: its metrics; its `made` counted complex events join the rows

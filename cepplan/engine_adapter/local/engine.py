@@ -13,6 +13,7 @@ import math
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import replace
 from itertools import pairwise, zip_longest
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -23,7 +24,13 @@ from cepplan.engine_adapter.local.acquire import acquire, acquire_in_range
 from cepplan.engine_adapter.local.pandas_hold import hold_pandas_back
 from cepplan.engine_adapter.local.source import read_batches
 from cepplan.engine_adapter.local.writer import staged_output
-from cepplan.engine_adapter.runtime.job import Job, evaluate_partition, job_from_json, partitions
+from cepplan.engine_adapter.runtime.job import (
+    Covered,
+    Job,
+    evaluate_partition,
+    job_from_json,
+    partitions,
+)
 from cepplan.engine_adapter.runtime.matcher import partials_per_window
 from cepplan.engine_adapter.runtime.records import MATCH_COLUMN, ROW_COLUMN, EventTexts
 from cepplan.engine_adapter.runtime.spec import PatternSpec
@@ -68,16 +75,21 @@ def run_local_job(data: dict[str, Any], events: Sequence[str], out: Path, *,
         from cepplan.engine_adapter.covering_run import covering_part, run_covering
 
         observers.append(lambda batch: consumed.append(covering_part(batch, covering)))
-    pool, rows_read, rejected = _read_and_tag(job, data["reader"], events, seconds, observers)
+    covered = Covered()
+    pool, rows_read, rejected = _read_and_tag(job, data["reader"], events, seconds, observers,
+                                              covered)
+    job = replace(job, span=covered.span)  # negations decided within the input's time
+    if stage is not None:
+        stage.job = job
     say(f"read {rows_read} rows ({sum(rejected.values())} rejected), "
         f"{len(pool)} tagged for the patterns")
     consumers = {o.type for p in job.patterns for o in p.operands}
     metrics: dict[str, Any] = {"engine": "local", "rows_read": rows_read,
                                "rows_rejected": dict(rejected), "rows_to_matchers": 0,
                                "rows_to_matchers_by_pattern": {}, "rows_shuffled": 0,
-                               "matches": {}, "kleene_cap_hits": {}}
+                               "matches": {}, "kleene_cap_hits": {}, "negation_held_back": {},
+                               "input_span": _span_figures(covered)}
     derived: dict[str, list[dict]] = {}
-    cap = data["options"].get("kleene_cap", 16)
     sharing, shared, partials = sharing_plan(job), {}, {}
     partial_counts: dict[str, list[int]] = {}  # pattern -> partial matches per join prefix
     with staged_output(out, output_format) as (writer, finish):
@@ -89,8 +101,8 @@ def run_local_job(data: dict[str, Any], events: Sequence[str], out: Path, *,
             sharing = sharing_plan(job, alone=derived)  # the stage evaluated those already
             for name, objects in derived.items():
                 writer.write(name, "".join(json.dumps(o) + "\n" for o in objects), len(objects))
-                _count(metrics, name, stage.seen(name), len(objects), found.cap_hits[name], say,
-                       cap)
+                _count(metrics, name, stage.seen(name), len(objects), found.cap_hits[name],
+                       found.held_back.get(name, 0), say)
             say(f"contexts: {len(found.windows.frame())} windows derived")
             if found.complex_frames:
                 pool = _with_tags(pool, pd.concat(found.complex_frames, ignore_index=True), job)
@@ -104,7 +116,7 @@ def run_local_job(data: dict[str, Any], events: Sequence[str], out: Path, *,
             frame = frame.loc[keep, [c for c in frame.columns if "\t" not in c]]  # no tags
             seconds[f"acquire {spec.name}"] = time.perf_counter() - clock
             clock = time.perf_counter()
-            count, hits, made, built = 0, 0, [], []
+            count, hits, held, made, built = 0, 0, 0, [], []
             if spec.name in sharing.uses:  # the shared plan, together
                 if spec.name not in shared:
                     shared.update(shared_group(pool, job, sharing, spec.name, consumers,
@@ -121,10 +133,11 @@ def run_local_job(data: dict[str, Any], events: Sequence[str], out: Path, *,
                 writer.write(spec.name, result.matches, result.count)
                 count += result.count
                 hits += result.cap_hits
+                held += result.held_back
                 if result.complex is not None:
                     made.append(result.complex)
             seconds[f"match {spec.name}"] = time.perf_counter() - clock
-            _count(metrics, spec.name, int(keep.sum()), count, hits, say, cap)
+            _count(metrics, spec.name, int(keep.sum()), count, hits, held, say)
             if built:
                 partial_counts[spec.name] = built
             if stage is not None:
@@ -183,15 +196,19 @@ def _run_by_time_range(job: Job, data: dict[str, Any], events: Sequence[str], ou
     counts: Counter = Counter()
     metrics: dict[str, Any] = {"engine": "local", "rows_read": 0, "rows_rejected": {},
                                "rows_to_matchers": 0, "rows_to_matchers_by_pattern": {},
-                               "rows_shuffled": 0, "matches": {}, "kleene_cap_hits": {}}
-    totals = {p.name: [0, 0, 0] for p in job.patterns}  # rows sent, matches, cap hits
+                               "rows_shuffled": 0, "matches": {}, "kleene_cap_hits": {},
+                               "negation_held_back": {}}
+    totals = {p.name: [0, 0, 0, 0] for p in job.patterns}  # rows sent, matches, cap hits,
+    # matches held back
     built: dict[str, list[int]] = {}  # pattern -> partial matches per join prefix
     sharing, partials = _sharing(job), {}  # shared node -> partial matches
     margin = _margin(job)
+    covered = Covered()  # the input's time so far: negations are decided within it
     with staged_output(out, output_format) as (writer, finish):
         held: list[Columns] = []
         rows, low, latest, first = 0, -math.inf, -math.inf, None
-        for part in _tagged_batches(job, data["reader"], events, seconds, counts, plain=True):
+        for part in _tagged_batches(job, data["reader"], events, seconds, counts, plain=True,
+                                    covered=covered):
             ts = part[EVENT_TS]
             if len(ts) and (ts[0] < latest or np.any(np.diff(ts) < 0)):
                 raise _OutOfOrder
@@ -203,21 +220,21 @@ def _run_by_time_range(job: Job, data: dict[str, Any], events: Sequence[str], ou
                 continue
             pool = Columns.concat(held, _EMPTY)
             high = latest - margin
-            _match_range(pool, job, (low, high), writer, totals, built, seconds,
-                         sharing, partials)
+            _match_range(pool, replace(job, span=covered.span), (low, high), writer, totals,
+                         built, seconds, sharing, partials)
             stamps = pool[EVENT_TS]
             held = [pool.take(slice(int(np.searchsorted(stamps, high - margin, "left")), None))]
             rows, low = len(held[0]), high
         pool = Columns.concat(held, _EMPTY)
-        _match_range(pool, job, (low, math.inf), writer, totals, built, seconds,
-                     sharing, partials)
+        _match_range(pool, replace(job, span=covered.span), (low, math.inf), writer, totals,
+                     built, seconds, sharing, partials)
         metrics["rows_read"] = counts.pop(_ROWS_READ, 0)
         metrics["rows_rejected"] = dict(counts)
         say(f"read {metrics['rows_read']} rows ({sum(counts.values())} rejected), "
             "matched by time range as read")
-        cap = data["options"].get("kleene_cap", 16)
+        metrics["input_span"] = _span_figures(covered)
         for spec in job.patterns:
-            _count(metrics, spec.name, *totals[spec.name], say, cap)
+            _count(metrics, spec.name, *totals[spec.name], say)
         span = (latest - first) if first is not None else 0.0
         if sharing is not None:
             from cepplan.engine_adapter.runtime.shared_plan import node_summaries
@@ -280,21 +297,27 @@ def _match_range(pool: Columns, job: Job, owned: tuple[float, float], writer: An
             writer.write(spec.name, result.matches, result.count)
             total[1] += result.count
             total[2] += result.cap_hits
+            total[3] += result.held_back
             built[spec.name] = _added(built.get(spec.name, []), result.partials)
         seconds[f"match {spec.name}"] = (seconds.get(f"match {spec.name}", 0.0)
                                          + time.perf_counter() - clock)
 
 
-def _count(metrics: dict[str, Any], name: str, sent: int, count: int, hits: int,
-           say: Callable[[str], None], cap: int) -> None:
-    """One pattern's counts into the metrics (rows to matchers, matches, cap hits), said."""
+def _count(metrics: dict[str, Any], name: str, sent: int, count: int, hits: int, held: int,
+           say: Callable[[str], None]) -> None:
+    """One pattern's counts into the metrics (rows to matchers, matches, cap hits, matches
+    held back), said as progress (`cepplan run` warns of cuts and holds from the metrics)."""
     metrics["rows_to_matchers"] += sent
     metrics["rows_to_matchers_by_pattern"][name] = sent
     metrics["matches"][name] = count
     metrics["kleene_cap_hits"][name] = hits
+    metrics["negation_held_back"][name] = held
     say(f"pattern {name}: {sent} rows to matchers, {count} matches")
-    if hits:
-        say(f"warning: pattern {name}: {hits} Kleene enumerations cut at kleene_cap={cap}")
+
+
+def _span_figures(covered: Covered) -> list[float] | None:
+    """metrics.json's `input_span`: the first and last event's timestamps (None: no event)."""
+    return [covered.first, covered.last] if covered.first <= covered.last else None
 
 
 def _added(total: list[int], more: list[int]) -> list[int]:
@@ -347,15 +370,16 @@ def time_ranges(stamps: np.ndarray, rows: int) -> Iterator[tuple[float, float]]:
 
 def _read_and_tag(job: Job, reader: dict[str, Any], events: Sequence[str],
                   seconds: dict[str, float],
-                  observers: Sequence[Callable[[pd.DataFrame], None]] = ()
-                  ) -> tuple[pd.DataFrame, int, Counter]:
+                  observers: Sequence[Callable[[pd.DataFrame], None]] = (),
+                  covered: Covered | None = None) -> tuple[pd.DataFrame, int, Counter]:
     """All batches read and tagged; only rows some variable can bind are kept, with the
     columns the matchers read and one boolean column per variable tag. Each observer sees
     every batch's good rows first (the context stage's metrics, the consumer queries)."""
     import pandas as pd
 
     counts: Counter = Counter()
-    parts = list(_tagged_batches(job, reader, events, seconds, counts, observers))
+    parts = list(_tagged_batches(job, reader, events, seconds, counts, observers,
+                                 covered=covered))
     pool = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=_EMPTY)
     rows_read = counts.pop(_ROWS_READ, 0)
     return pool, rows_read, counts
@@ -364,10 +388,12 @@ def _read_and_tag(job: Job, reader: dict[str, Any], events: Sequence[str],
 def _tagged_batches(job: Job, reader: dict[str, Any], events: Sequence[str],
                     seconds: dict[str, float], counts: Counter,
                     observers: Sequence[Callable[[pd.DataFrame], None]] = (), *,
-                    plain: bool = False) -> Iterator[pd.DataFrame | Columns]:
+                    plain: bool = False,
+                    covered: Covered | None = None) -> Iterator[pd.DataFrame | Columns]:
     """Each batch's tagged rows (`_tagged`), as read: NumPy `Columns` if `plain`, else
     pandas; rows read and rejected by reason are added to `counts` (rows read under
-    `_ROWS_READ`). Seconds reading and tagging exclude the consumer's work between batches."""
+    `_ROWS_READ`), the good rows' timestamps to `covered`. Seconds reading and tagging
+    exclude the consumer's work between batches."""
     wanted = _wanted_columns(job)
     used = None if observers else {o.type for p in job.patterns for o in p.operands}
     batches = read_batches(events, **reader, only_types=used)
@@ -378,6 +404,8 @@ def _tagged_batches(job: Job, reader: dict[str, Any], events: Sequence[str],
             break
         counts[_ROWS_READ] += batch.read
         counts.update(batch.rejected)
+        if covered is not None:
+            covered.add(*batch.covered)
         frame = batch.columns() if plain else batch.events
         for observe in observers:
             observe(frame)

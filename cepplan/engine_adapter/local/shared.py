@@ -169,13 +169,14 @@ class _MemberOutput:
         total = self.totals[name]
         total[1] += out.count
         total[2] += out.cap_hits
+        total[3] += out.held_back
 
 
 def _moved(matches: Matches, offset: int) -> Matches:
     """Matches of a table's rows from rank `offset` on, as ranks of the table (plain
     variables only)."""
     return Matches({v: ranks + offset for v, ranks in matches.single.items()}, {},
-                   matches.count, matches.cap_hits)
+                   matches.count, matches.cap_hits, matches.held_back)
 
 
 def acquired_column(name: str) -> str:

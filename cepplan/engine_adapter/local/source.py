@@ -6,6 +6,7 @@ count of the rejected ones per reason.
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -43,6 +44,8 @@ class Batch:
     good: Columns
     rejected: Counter
     read: int = 0  # rows read: good (handed over or not), rejected, malformed
+    # the first and last timestamp of the good rows of every event type, handed over or not
+    covered: tuple[float, float] = (math.inf, -math.inf)
 
     @property
     def events(self) -> pd.DataFrame:
@@ -93,7 +96,10 @@ def _batch(batch: Canonical, types: list[str], only_types: Collection[str] | Non
     data.update({k: v[rows] for k, v in batch.keys.items()})
     for attr, (values, ok) in batch.attributes.items():
         data[attr] = _column(values[rows], ok[rows], batch.attribute_types[attr])
-    return Batch(Columns(data, codes=codes[rows], types=types), rejected, len(batch))
+    stamps = batch.ts[good]
+    covered = (float(stamps.min()), float(stamps.max())) if len(stamps) else (math.inf,
+                                                                              -math.inf)
+    return Batch(Columns(data, codes=codes[rows], types=types), rejected, len(batch), covered)
 
 
 def _column(values: np.ndarray, ok: np.ndarray, kind: str) -> np.ndarray:

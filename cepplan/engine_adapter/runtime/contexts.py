@@ -70,6 +70,7 @@ class Derived:
     cap_hits: dict[str, int]
     seen: dict[str, int]
     complex_frames: list[pd.DataFrame]
+    held_back: dict[str, int] = field(default_factory=dict)  # when evaluated over every event
 
 
 def run_with_contexts(events: pd.DataFrame, job: Job, *, chunk_events: int = CHUNK_EVENTS,
@@ -124,6 +125,7 @@ def derive_contexts(events: pd.DataFrame, job: Job, spec: ContextSpec,
     raw: dict[str, tuple[list[dict], pd.DataFrame | None]] = {}
     seen: dict[str, int] = {}  # rows each deriving pattern was evaluated over
     cap_hits: dict[str, int] = {}
+    held_back: dict[str, int] = {}
     single = all(len(job.pattern(n).operands) == 1 for n in first)  # cheap over every event
     if first == set(spec.deriving) and not first & used and not single:
         windows, counted, seen, cap_hits = derive_lazily(events, job, spec, chunk_events)
@@ -132,7 +134,7 @@ def derive_contexts(events: pd.DataFrame, job: Job, spec: ContextSpec,
         for pattern in (p for p in job.patterns if p.name in first):
             frame = _pool(events, complex_frames, pattern)
             found, hits, made = _evaluate(frame, job, pattern, pattern.name in used,
-                                          chunk_events)
+                                          chunk_events, held_back)
             raw[pattern.name] = (found, made)
             cap_hits[pattern.name] = hits
             seen[pattern.name] = len(frame)
@@ -149,7 +151,7 @@ def derive_contexts(events: pd.DataFrame, job: Job, spec: ContextSpec,
         cap_hits.setdefault(name, 0)
         if made is not None:
             kept.append(_kept_rows(made, contexts, windows, spec))
-    return Derived(windows, matches, cap_hits, seen, kept)
+    return Derived(windows, matches, cap_hits, seen, kept, held_back)
 
 
 def pushed_down(frame: pd.DataFrame, pattern: PatternSpec, spec: ContextSpec,
@@ -290,7 +292,7 @@ def _deriving_spans(rows: pd.DataFrame, job: Job, pattern: PatternSpec, chunk_ev
         table = make_table(group, needed_attributes(job, pattern))
         renderer = Renderer(table, job.types)
         for found in match_partition(table, pattern, job.stages[pattern.name],
-                                     chunk_events=chunk_events):
+                                     chunk_events=chunk_events, span=job.span):
             hits += found.cap_hits
             if not found.count:
                 continue
@@ -364,13 +366,18 @@ def _pool(events: pd.DataFrame, complex_frames: list[pd.DataFrame],
 
 
 def _evaluate(frame: pd.DataFrame, job: Job, pattern: PatternSpec, with_complex: bool,
-              chunk_events: int) -> tuple[list[dict], int, pd.DataFrame | None]:
+              chunk_events: int, held_back: dict[str, int] | None = None
+              ) -> tuple[list[dict], int, pd.DataFrame | None]:
+    """A pattern's match objects over every key, its cap hits and complex events; the
+    matches held back added to `held_back` (pattern -> count), if given."""
     found, hits, made = [], 0, []
     for group in partitions(frame, pattern.partition_by):
         out = evaluate_partition(group, job, pattern, with_complex=with_complex,
                                  chunk_events=chunk_events)
         found += [json.loads(text) for text in out.texts()]
         hits += out.cap_hits
+        if held_back is not None:
+            held_back[pattern.name] = held_back.get(pattern.name, 0) + out.held_back
         if out.complex is not None:
             made.append(out.complex)
     return found, hits, (pd.concat(made, ignore_index=True) if made else None)

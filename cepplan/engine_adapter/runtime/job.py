@@ -38,12 +38,15 @@ FORMAT = "cepplan.job/1"
 
 @dataclass(frozen=True)
 class Job:
-    """The patterns to evaluate, children before parents, and each type's attributes."""
+    """The patterns to evaluate, children before parents, and each type's attributes;
+    `span`: the time the input covers, from its first event's timestamp to its last (or to
+    the last read so far, when matched as read): a negation is decided only inside it."""
 
     patterns: tuple[PatternSpec, ...]
     stages: Mapping[str, Stages]
     types: Mapping[str, tuple[str, ...]]
     data: Mapping[str, Any] = field(default_factory=dict)
+    span: tuple[float, float] = (-math.inf, math.inf)
 
     def pattern(self, name: str) -> PatternSpec:
         for spec in self.patterns:
@@ -53,6 +56,22 @@ class Job:
 
     def is_complex(self, type_name: str) -> bool:
         return any(p.name == type_name for p in self.patterns)
+
+
+@dataclass
+class Covered:
+    """The time an input covers, from its events' timestamps as they are read (`Job.span`)."""
+
+    first: float = math.inf
+    last: float = -math.inf
+
+    def add(self, first: float, last: float) -> None:
+        """Widen by a batch's first and last timestamps."""
+        self.first, self.last = min(self.first, first), max(self.last, last)
+
+    @property
+    def span(self) -> tuple[float, float]:
+        return (self.first, self.last)
 
 
 def job_from_json(data: Mapping[str, Any]) -> Job:
@@ -67,7 +86,9 @@ def job_from_json(data: Mapping[str, Any]) -> Job:
                                        kleene_cap=options.get("kleene_cap", 16))
                      for p in data["patterns"])
     types = {str(k): tuple(str(a) for a in v) for k, v in data["types"].items()}
-    return Job(patterns, {p.name: compile_pattern(p) for p in patterns}, types, data)
+    span = data.get("input_span") or (-math.inf, math.inf)
+    return Job(patterns, {p.name: compile_pattern(p) for p in patterns}, types, data,
+               (float(span[0]), float(span[1])))
 
 
 def needed_attributes(job: Job, spec: PatternSpec) -> list[str]:
@@ -88,14 +109,15 @@ class PartitionOutput:
     """What one partition of one pattern produced: its matches as JSON lines (one match
     object per line, each line ending in a newline; rendered once: one string, or Arrow
     strings, one line each), how many, the matches as complex events when asked, the Kleene
-    enumerations cut by the cap, and the partial matches the matcher built per join prefix
-    length (empty when not counted)."""
+    enumerations cut by the cap, the partial matches the matcher built per join prefix
+    length (empty when not counted) and the matches held back (`Matches.held_back`)."""
 
     matches: str | pa.ChunkedArray
     count: int
     complex: pd.DataFrame | None
     cap_hits: int
     partials: list[int] = field(default_factory=list)
+    held_back: int = 0
 
     def texts(self) -> list[str]:
         """One JSON text per match."""
@@ -115,9 +137,8 @@ def evaluate_partition(frame: pd.DataFrame | Columns, job: Job, spec: PatternSpe
     event texts of the pool the frame was taken from (its `ROW_COLUMN`), if shared."""
     table = make_table(frame, with_rows(frame, needed_attributes(job, spec)))
     partials: list[int] = []
-    results = [m for m in match_partition(table, spec, job.stages[spec.name], own=own,
-                                          chunk_events=chunk_events, partials=partials)
-               if m.count]
+    results = match_partition(table, spec, job.stages[spec.name], own=own,
+                              chunk_events=chunk_events, partials=partials, span=job.span)
     out = rendered(Renderer(table, job.types, texts), spec, results, with_complex)
     out.partials = partials
     return out
@@ -125,12 +146,15 @@ def evaluate_partition(frame: pd.DataFrame | Columns, job: Job, spec: PatternSpe
 
 def rendered(renderer: Renderer, spec: PatternSpec, results: list[Matches],
              with_complex: bool) -> PartitionOutput:
-    """A partition's output from its non-empty matches: JSON lines as Arrow strings and,
-    when asked, the matches as complex events."""
+    """A partition's output from its matches: JSON lines as Arrow strings and, when asked,
+    the matches as complex events."""
+    held = sum(m.held_back for m in results)
+    results = [m for m in results if m.count]
     arrays = [renderer.match_array(spec, m) for m in results]
     lines = pa.chunked_array([c for a in arrays for c in a.chunks], pa.large_string())
     out = PartitionOutput(lines, sum(m.count for m in results), None,
-                          sum(m.cap_hits for m in results))
+                          sum(m.cap_hits for m in results),
+                          held_back=held)
     if with_complex and out.count:
         import pandas as pd
 

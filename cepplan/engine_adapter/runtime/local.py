@@ -7,7 +7,7 @@ patterns above it (complex subevents, seed 002 §3.2.3).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import pandas as pd
 
@@ -15,22 +15,28 @@ from cepplan.engine_adapter.runtime.contexts import has_contexts, run_with_conte
 from cepplan.engine_adapter.runtime.job import Job, evaluate_partition, partitions
 from cepplan.engine_adapter.runtime.matcher import CHUNK_EVENTS
 from cepplan.engine_adapter.runtime.shared_plan import run_group, sharing_plan
-from cepplan.workload.columns import EVENT_TYPE
+from cepplan.workload.columns import EVENT_TS, EVENT_TYPE
 
 
 @dataclass
 class LocalResult:
-    """Match objects per pattern and the number of Kleene enumerations cut by the cap."""
+    """Match objects per pattern, the number of Kleene enumerations cut by the cap and of
+    matches held back (a negation the input's time does not decide)."""
 
     matches: dict[str, list[dict]] = field(default_factory=dict)
     cap_hits: dict[str, int] = field(default_factory=dict)
+    held_back: dict[str, int] = field(default_factory=dict)
     partials: dict[int, int] = field(default_factory=dict)  # shared node -> partial matches
 
 
 def run_local(events: pd.DataFrame, job: Job, *, chunk_events: int = CHUNK_EVENTS,
               share: bool = True) -> LocalResult:
     """All matches of every pattern in `job` over `events` (canonical columns); with `share`,
-    the plan's shared subtrees are computed once per partition for their users."""
+    the plan's shared subtrees are computed once per partition for their users. The input
+    covers the time from its first to its last event (`Job.span`)."""
+    if len(events):
+        stamps = events[EVENT_TS]
+        job = replace(job, span=(float(stamps.min()), float(stamps.max())))
     if has_contexts(job):  # the context stage: docs/contexts.md
         return run_with_contexts(events, job, chunk_events=chunk_events)
     result = LocalResult()
@@ -43,7 +49,7 @@ def run_local(events: pd.DataFrame, job: Job, *, chunk_events: int = CHUNK_EVENT
         pool = pd.concat([events, *complex_frames], ignore_index=True) if complex_frames \
             else events
         frame = pool[pool[EVENT_TYPE].isin(types)]
-        found, hits, made = [], 0, []
+        found, hits, held, made = [], 0, 0, []
         if sharing is not None and spec.name in sharing.uses:  # the shared plan's groups
             if spec.name not in shared:
                 shared.update(run_group(pool, job, sharing, spec.name, with_complex=used,
@@ -56,9 +62,11 @@ def run_local(events: pd.DataFrame, job: Job, *, chunk_events: int = CHUNK_EVENT
         for out in outputs:
             found += [json.loads(text) for text in out.texts()]
             hits += out.cap_hits
+            held += out.held_back
             if out.complex is not None:
                 made.append(out.complex)
         result.matches[spec.name] = found
         result.cap_hits[spec.name] = hits
+        result.held_back[spec.name] = held
         complex_frames += made
     return result

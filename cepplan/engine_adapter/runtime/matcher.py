@@ -14,7 +14,9 @@ window plus the chunk. Per chunk:
 3. negation (seed 002 §2.2): a match is dropped when an event of a negated variable satisfying
    its predicates lies in the gap its position defines — between the neighbouring positive
    operands in a SEQ (start: from the window's start; end: up to the window's end), anywhere in
-   the window for AND.
+   the window for AND. A match no event blocks but whose gap reaches outside the time the
+   input covers (`span`: its first to its last event) is held back, not reported: the input
+   never showed that the negation holds there (docs/engine.md, "End of the input").
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ class Matches:
     kleene: dict[str, list[tuple[int, ...]]] = field(default_factory=dict)
     count: int = 0
     cap_hits: int = 0
+    held_back: int = 0  # matches whose negation the input's time span does not decide
 
     def extend(self, other: Matches) -> None:
         """Append another batch of matches over the same table."""
@@ -59,6 +62,7 @@ class Matches:
             self.kleene.setdefault(var, []).extend(tuples)
         self.count += other.count
         self.cap_hits += other.cap_hits
+        self.held_back += other.held_back
 
     @staticmethod
     def joined(parts: list[Matches]) -> Matches:
@@ -72,6 +76,7 @@ class Matches:
                 out.kleene.setdefault(var, []).extend(tuples)
             out.count += part.count
             out.cap_hits += part.cap_hits
+            out.held_back += part.held_back
         return out
 
     def ranks_of(self, var: str, row: int) -> tuple[int, ...]:
@@ -84,15 +89,18 @@ class Matches:
 def match_partition(table: Table, spec: PatternSpec, stages: Stages, *,
                     own: tuple[float, float] = (-math.inf, math.inf),
                     chunk_events: int = CHUNK_EVENTS,
-                    partials: list[int] | None = None) -> list[Matches]:
+                    partials: list[int] | None = None,
+                    span: tuple[float, float] = (-math.inf, math.inf)) -> list[Matches]:
     """All matches of `spec` in one partition whose latest event's timestamp lies in `own`
-    (the time range this partition owns; matches outside it belong to a neighbour).
+    (the time range this partition owns; matches outside it belong to a neighbour). `span`:
+    the time the input covers (`Job.span`); matches it cannot decide are held back.
 
     One `Matches` per operand group: the whole pattern for SEQ/AND, each operand for OR.
     With a `partials` list, adds the partial matches built per join prefix (`_count_partials`).
     """
     context = _Context(table, spec, stages)
     context.partials = partials
+    context.span = span
     groups = [(o,) for o in spec.positive] if spec.operator == "OR" else [spec.positive]
     found: list[list[Matches]] = [[] for _ in groups]
     n = len(table)
@@ -118,6 +126,7 @@ class _Context:
 
     partials: list[int] | None = None  # distinct partial matches per join prefix length
     own: tuple[float, float] = (-math.inf, math.inf)  # the owned range of the current chunk
+    span: tuple[float, float] = (-math.inf, math.inf)  # the time the input covers
 
     def __init__(self, table: Table, spec: PatternSpec, stages: Stages):
         self.table = table
@@ -155,7 +164,7 @@ class _Context:
         matches = self.kleene(operands, rows)
         for operand in self.spec.negated:
             matches = self.negation(operand, operands, matches)
-        return matches
+        return self.decided(operands, matches)
 
     def join(self, operands: tuple[OperandSpec, ...], start: int,
              stop: int) -> dict[str, np.ndarray]:
@@ -371,14 +380,7 @@ class _Context:
         if not matches.count:
             return matches
         table = self.table
-        firsts, lasts = {}, {}
-        for o in operands:
-            if o.var in matches.kleene:
-                sets = matches.kleene[o.var]
-                firsts[o.var] = np.fromiter((s[0] for s in sets), np.int64, len(sets))
-                lasts[o.var] = np.fromiter((s[-1] for s in sets), np.int64, len(sets))
-            else:
-                firsts[o.var] = lasts[o.var] = matches.single[o.var]
+        firsts, lasts = _ends(operands, matches)
         cand = self.cands[operand.var]
         cand_ts = table.ts[cand]
         latest = np.max(np.vstack([table.ts[a] for a in lasts.values()]), axis=0)
@@ -407,6 +409,33 @@ class _Context:
         blocked = np.zeros(matches.count, dtype=bool)
         blocked[which[keep]] = True
         return _select(matches, ~blocked)
+
+    def decided(self, operands: tuple[OperandSpec, ...], matches: Matches) -> Matches:
+        """The matches whose every negation the input decides: held back (counted) are those
+        whose gap before the first positive operand reaches before the input's first event
+        (max(ts) - W < start) or after the last one past its last event (min(ts) + W > end);
+        an AND's gap is the whole window, so both."""
+        if not matches.count or not self.spec.negated or self.span == (-math.inf, math.inf):
+            return matches
+        positions = [o.position for o in operands]
+        edges = [(not self.seq or n.position < min(positions),
+                  not self.seq or n.position > max(positions)) for n in self.spec.negated]
+        leading, trailing = any(e[0] for e in edges), any(e[1] for e in edges)
+        if not (leading or trailing):
+            return matches
+        firsts, lasts = _ends(operands, matches)
+        held = np.zeros(matches.count, dtype=bool)
+        if leading:
+            latest = np.max(np.vstack([self.table.ts[a] for a in lasts.values()]), axis=0)
+            held |= latest - self.window < self.span[0]
+        if trailing:
+            earliest = np.min(np.vstack([self.table.ts[a] for a in firsts.values()]), axis=0)
+            held |= earliest + self.window > self.span[1]
+        if not held.any():
+            return matches
+        out = _select(matches, ~held)
+        out.held_back += int(np.count_nonzero(held))
+        return out
 
     def _negation_holds(self, pred: PredicateSpec, operand: OperandSpec, matches: Matches,
                         firsts: dict, lasts: dict, which: np.ndarray, events: np.ndarray,
@@ -450,7 +479,21 @@ def _select(matches: Matches, keep: np.ndarray) -> Matches:
     index = np.flatnonzero(keep)
     return Matches(single={v: a[index] for v, a in matches.single.items()},
                    kleene={v: [s[i] for i in index] for v, s in matches.kleene.items()},
-                   count=len(index), cap_hits=matches.cap_hits)
+                   count=len(index), cap_hits=matches.cap_hits, held_back=matches.held_back)
+
+
+def _ends(operands: tuple[OperandSpec, ...], matches: Matches
+          ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """Per positive variable, the rank of its first and of its last event in each match."""
+    firsts, lasts = {}, {}
+    for o in operands:
+        if o.var in matches.kleene:
+            sets = matches.kleene[o.var]
+            firsts[o.var] = np.fromiter((s[0] for s in sets), np.int64, len(sets))
+            lasts[o.var] = np.fromiter((s[-1] for s in sets), np.int64, len(sets))
+        else:
+            firsts[o.var] = lasts[o.var] = matches.single[o.var]
+    return firsts, lasts
 
 
 def _row_getter(table: Table, rows: dict[str, np.ndarray], row: int):

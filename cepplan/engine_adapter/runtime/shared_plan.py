@@ -310,7 +310,8 @@ class GroupMatches:
         """Pattern `name`'s counts only."""
         found = self.matches[name]
         return PartitionOutput("", sum(m.count for m in found), None,
-                               sum(m.cap_hits for m in found))
+                               sum(m.cap_hits for m in found),
+                               held_back=sum(m.held_back for m in found))
 
 
 TYPE_CODES = "\ttype code"  # a group frame's column: each event's type as a code
@@ -475,8 +476,9 @@ def match_table(table: Table, job: Job, plan: SharingPlan, names: Sequence[str],
                                            chunk_events))
         context = _SharedContext(table, spec, job.stages[name], cache, starts,
                                  allowed=mine.get(name), steps=steps)
-        matches[name] = [m for m in _match(context, table, own,
-                                           _chunk(context, chunk_events)) if m.count]
+        context.span = job.span
+        matches[name] = [m for m in _match(context, table, own, _chunk(context, chunk_events))
+                         if m.count or m.held_back]
     return matches, partials
 
 
