@@ -9,6 +9,7 @@ from pathlib import Path
 import typer
 
 from cepplan.cli import options
+from cepplan.terminal import echo
 
 
 def compare_command(
@@ -47,7 +48,7 @@ def compare_command(
     loaded = load_workload(workload)
     statistics = read_stats(stats, loaded) if stats else loaded.statistics
     say = (lambda _: None) if quiet or not sys.stderr.isatty() else (
-        lambda text: print(text, file=sys.stderr))
+        lambda text: echo(text, err=True))
     if events:
         from cepplan.engine_adapter.inputs import event_paths
 
@@ -66,10 +67,10 @@ def compare_command(
         best = report["best"]
         trivial = report["planners"][0]["total_cost"]
         cost = next(p["total_cost"] for p in report["planners"] if p["name"] == best)
-        typer.echo(f"best plan: {best}, {cost:.4g} {report['unit']} against {trivial:.4g} "
+        echo(f"best plan: {best}, {cost:.4g} {report['unit']} against {trivial:.4g} "
                    f"for the trivial plan")
-        typer.echo("report written to " + ", ".join(str(p) for p in paths.values()))
+        echo("report written to " + ", ".join(str(p) for p in paths.values()))
     if events and not matches_equal(report["measured"]):
-        print("error: the plans found different matches on these events; plans must change "
-              "cost, never results: please report this as a bug", file=sys.stderr)
+        echo("error: the plans found different matches on these events; plans must change "
+              "cost, never results: please report this as a bug", err=True)
         raise typer.Exit(1)

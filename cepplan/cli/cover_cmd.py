@@ -9,6 +9,7 @@ import typer
 
 from cepplan.cli import options
 from cepplan.cli.options import CoverRun
+from cepplan.terminal import echo
 
 
 def cover_command(
@@ -46,5 +47,5 @@ def cover_command(
     if quiet:
         return
     for line in covering_lines(run.metrics):
-        typer.echo(line)
-    typer.echo(f"results and metrics.json written to {out}")
+        echo(line, lines=False)
+    echo(f"results and metrics.json written to {out}")

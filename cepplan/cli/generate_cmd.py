@@ -8,6 +8,7 @@ import typer
 
 from cepplan.cli import options
 from cepplan.cli.options import PlanKind
+from cepplan.terminal import echo
 
 
 def generate_command(
@@ -31,5 +32,5 @@ def generate_command(
     chosen, loaded = plan_and_workload(plan, workload, trivial=trivial)
     generate(loaded, chosen, output, plan_kind=plan_kind.value)
     if not quiet:
-        typer.echo(f"job written to {output}; run it with:\n  spark-submit --py-files "
+        echo(f"job written to {output}; run it with:\n  spark-submit --py-files "
                    f"{output / 'runtime.zip'} {output / 'job.py'} --events EVENTS --out RESULTS")

@@ -9,6 +9,7 @@ from pathlib import Path
 import typer
 
 from cepplan.cli import options
+from cepplan.terminal import echo
 
 STEP_SECONDS = 0.5  # the simulation step of cepplan.stats.mobility.simulate_cars
 
@@ -60,5 +61,5 @@ def synth_mobile(
                        sim.events.to_json(orient="records", lines=True).encode())
     write_json_atomic(out / "workload.json", mobility_workload(sim, spec))
     if not quiet:
-        typer.echo(f"wrote {len(sim.events)} speed events of {cars} cars, {consumers} consumers "
+        echo(f"wrote {len(sim.events)} speed events of {cars} cars, {consumers} consumers "
                    f"with {interest:g} m interests, to {out}")

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -12,6 +11,7 @@ import typer
 
 from cepplan.cli import options
 from cepplan.cli.options import CoveringSolver, Engine, Search, Sharing, Solver, Strategy
+from cepplan.terminal import echo
 
 MAX_TIME_LIMIT = 86_400.0  # seconds
 MAX_DP = 30  # subevents; the DP itself also falls back when its tables would not fit
@@ -92,7 +92,7 @@ def optimize_command(
     statistics = (parse_stats(measured, str(stats), loaded, notes) if stats
                   else loaded.statistics)
     for note in notes:
-        print(f"note: {note}", file=sys.stderr)
+        echo(f"note: {note}", err=True)
     step = None if time_step is None else bounded(
         "--time-step", options.duration_value("--time-step", time_step, loaded.time_unit),
         low=0, high=MAX_DURATION)
@@ -110,8 +110,8 @@ def optimize_command(
     write_plan(result.plan, output)
     if not quiet:
         for line in summary(result, loaded):
-            typer.echo(line)
-        typer.echo(f"plan written to {output}")
+            echo(line, lines=False)
+        echo(f"plan written to {output}")
 
 
 def summary(result: Optimized, workload: Workload) -> list[str]:

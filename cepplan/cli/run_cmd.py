@@ -11,6 +11,7 @@ import typer
 
 from cepplan.cli import options
 from cepplan.cli.options import Engine, MatchFormat, PlanKind
+from cepplan.terminal import echo
 
 
 def run_command(
@@ -52,11 +53,11 @@ def run_command(
                        master or "local[*]", progress, verbose)
     if not quiet:
         metrics = json.loads((output / "metrics.json").read_text())
-        typer.echo(f"engine: {which}")
+        echo(f"engine: {which}")
         for line in metrics_lines(metrics, loaded.time_unit):
-            typer.echo(line)
+            echo(line, lines=False)
         results = ", consumer query results" if "covering" in metrics else ""
-        typer.echo(f"matches{results} and metrics.json written to {output}")
+        echo(f"matches{results} and metrics.json written to {output}")
 
 
 def _run_local(loaded, chosen, plan_kind: str, files: list[str], out: Path,
@@ -66,7 +67,7 @@ def _run_local(loaded, chosen, plan_kind: str, files: list[str], out: Path,
     from cepplan.engine_adapter.local.engine import run_local_job
 
     data = job_data(loaded, chosen, plan_kind=plan_kind)
-    say = (lambda text: typer.echo(text, err=True)) if progress else (lambda _text: None)
+    say = (lambda text: echo(text, err=True)) if progress else (lambda _text: None)
     run_local_job(data, files, out, output_format=output_format, covering=chosen.covering,
                   say=say)
 
@@ -82,6 +83,6 @@ def _run_spark(loaded, chosen, plan_kind: str, files: list[str], out: Path,
     with scratch_directory() as scratch:
         job_dir = generate(loaded, chosen, scratch / "job", plan_kind=plan_kind)
         if progress:
-            print(f"cepplan: running the job on Spark ({master})", file=sys.stderr, flush=True)
+            echo(f"cepplan: running the job on Spark ({master})", err=True)
         submit(job_dir, files, out, master=master, output_format=output_format,
                quiet=not progress, verbose=verbose)

@@ -15,6 +15,7 @@ import typer
 
 from cepplan.cli import options
 from cepplan.cli.options import Engine
+from cepplan.terminal import echo
 
 if TYPE_CHECKING:  # rich loads slowly: imported when a summary is printed
     from rich.console import Console
@@ -90,15 +91,15 @@ def stats(
     rows = document["rows"]
     if rows["rejected"]:
         reasons = ", ".join(f"{k}: {v}" for k, v in rows["reasons"].items())
-        print(f"warning: {rows['rejected']} of {rows['read']} rows rejected ({reasons})",
-              file=sys.stderr)
+        echo(f"warning: {rows['rejected']} of {rows['read']} rows rejected ({reasons})",
+             err=True, lines=False)
     if not quiet:
         from rich.console import Console
 
         print_summary(document, Console(width=None if sys.stdout.isatty() else 110))
         engine_text = ("in-process engine" if chosen == "local"
                        else f"Spark engine ({master or 'local[*]'})")
-        typer.echo(f"wrote {output} (measured by the {engine_text} in "
+        echo(f"wrote {output} (measured by the {engine_text} in "
                    f"{document['provenance']['seconds']:.1f} s)")
 
 
@@ -106,6 +107,12 @@ def print_summary(document: dict[str, Any], console: Console) -> None:
     """The summary tables: per type rate, interval, dispersion index, burstiness and chosen
     model; per predicate selectivity with its interval and sample size."""
     from rich.table import Table
+    from rich.text import Text
+
+    from cepplan.terminal import printable
+
+    def plain(text: str) -> Text:  # names and predicates as text: no markup, no control codes
+        return Text(printable(text, lines=False))
 
     unit = document["time_unit"]
     rows = document["rows"]
@@ -116,9 +123,9 @@ def print_summary(document: dict[str, Any], console: Console) -> None:
     for name, info in document["types"].items():
         occ = document["occurrence"][name]
         low, high = info["rate_ci95"]
-        table.add_row(name, str(info["count"]), f"{info['rate']:.4g}",
+        table.add_row(plain(name), str(info["count"]), f"{info['rate']:.4g}",
                       f"{low:.3g}–{high:.3g}", _num(occ["poisson"]["dispersion_index"]),
-                      _num(occ["markov"]["burstiness"]), occ["choice"]["model"])
+                      _num(occ["markov"]["burstiness"]), plain(occ["choice"]["model"]))
     console.print(table)
     details = document["selectivity_details"]
     if details:
@@ -128,10 +135,12 @@ def print_summary(document: dict[str, Any], console: Console) -> None:
         for pattern, entries in details.items():
             for text, entry in entries.items():
                 if entry["value"] is None:
-                    sel.add_row(pattern, text, entry["kind"], "—", entry["reason"], "")
+                    sel.add_row(plain(pattern), plain(text), plain(entry["kind"]), "—",
+                                plain(entry["reason"]), "")
                     continue
                 low, high = entry["ci95"]
-                sel.add_row(pattern, text, entry["kind"], f"{entry['value']:.3f}",
+                sel.add_row(plain(pattern), plain(text), plain(entry["kind"]),
+                            f"{entry['value']:.3f}",
                             f"{low:.3f}–{high:.3f}", str(entry["n"]))
         console.print(sel)
 
