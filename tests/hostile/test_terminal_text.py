@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from cepplan.terminal import printable
 from tests.hostile.conftest import EXAMPLES, ROOT
+from tests.hostile_workloads import mobile_named, traffic_named
 
 # OSC 52 (clipboard), OSC 0 (window title), C1 CSI (clear screen), C1 OSC ended by C1 ST, DEL,
 # SGR 8 (hidden text), a carriage return that would overwrite the line
@@ -34,35 +35,19 @@ def neutral(outcome) -> str:
     return text
 
 
-def hostile_traffic(folder: Path) -> Path:
+def hostile_traffic(folder: Path, literal: str = f"exit{PAYLOAD}") -> Path:
     """The traffic example with the payload in the workload's name, a context's name and a
     string literal of a predicate."""
-    raw = json.loads((EXAMPLES / "traffic" / "workload.json").read_text())
-    raw["name"] = f"traffic{PAYLOAD}"
-    congestion = f"congestion{PAYLOAD}"
-    contexts = raw["contexts"]
-    contexts["types"][congestion] = contexts["types"].pop("congestion")
-    for transition in contexts["transitions"]:
-        for key in ("from", "to", "context"):
-            if transition.get(key) == "congestion":
-                transition[key] = congestion
-    toll = next(p for p in raw["patterns"] if p["name"] == "toll")
-    toll["where"][1] = f"p2.lane != 'exit{PAYLOAD}'"
     path = folder / "workload.json"
-    path.write_text(json.dumps(raw))
+    path.write_text(json.dumps(traffic_named(f"traffic{PAYLOAD}", f"congestion{PAYLOAD}",
+                                             literal)))
     return path
 
 
 def hostile_mobile(folder: Path) -> Path:
     """The mobile example with the payload in its operator's name and a query's id."""
-    raw = json.loads((EXAMPLES / "mobile" / "workload.json").read_text())
-    operator = f"avg{PAYLOAD}"
-    raw["consumers"]["operators"][operator] = raw["consumers"]["operators"].pop("avg_speed")
-    for query in raw["consumers"]["queries"]:
-        query["operator"] = operator
-    raw["consumers"]["queries"][0]["id"] = f"car{PAYLOAD}"
     path = folder / "workload.json"
-    path.write_text(json.dumps(raw))
+    path.write_text(json.dumps(mobile_named("mobile", f"avg{PAYLOAD}", f"car{PAYLOAD}")))
     return path
 
 
@@ -131,11 +116,7 @@ def test_stats_error_naming_event_types_of_the_data_prints_them_as_visible_escap
 
 def test_stats_table_prints_predicates_as_visible_escapes(cli, tmp_path):
     """The selectivity table quotes each predicate (rich would also read `[...]` as markup)."""
-    workload = hostile_traffic(tmp_path)
-    raw = json.loads(workload.read_text())
-    toll = next(p for p in raw["patterns"] if p["name"] == "toll")
-    toll["where"][1] = f"p2.lane != '[bold]{PAYLOAD}'"
-    workload.write_text(json.dumps(raw))
+    workload = hostile_traffic(tmp_path, literal=f"[bold]{PAYLOAD}")
     outcome = cli("stats", EXAMPLES / "traffic" / "events.csv", "-w", workload, "-o",
                   tmp_path / "stats.json", "--engine", "local")
     assert outcome.code == 0, outcome.err
