@@ -20,6 +20,10 @@ from cepplan.terminal import echo
 if TYPE_CHECKING:  # rich loads slowly: imported when a summary is printed
     from rich.console import Console
 
+MAX_SAMPLE = 10_000_000  # events per pattern (and tuples per predicate) sampled
+MAX_GROUPS = 1_000_000  # keys / regions reported per type
+MAX_PARTITIONS = 100_000  # Spark shuffle partitions (Spark reads the setting as a 32-bit int)
+
 
 def stats(
     events: list[str] = typer.Argument(..., metavar="EVENTS...",
@@ -52,7 +56,9 @@ def stats(
 
     check_output_file(output, "--output")
     at_least("--markov-order", markov_order, 1, 8)
-    at_least("--shuffle-partitions", shuffle_partitions, 0)
+    at_least("--shuffle-partitions", shuffle_partitions, 0, MAX_PARTITIONS)
+    at_least("--sample", sample, 1, MAX_SAMPLE)
+    at_least("--max-groups", max_groups, 1, MAX_GROUPS)
     loaded = load_workload(workload)
     reader_arguments(loaded)  # a workload without a source fails here, before Spark starts
     step = options.duration_value("--time-step", time_step, loaded.time_unit)
@@ -60,10 +66,6 @@ def stats(
         local = "://" not in path and not any(c in path for c in "*?[")
         if local:
             check_readable(path, "event file")
-    if sample < 1 or max_groups < 1:
-        raise options.option_error("--sample" if sample < 1 else "--max-groups",
-                                   "must be at least 1")
-
     from cepplan.stats.engines import choose_engine, measure
     from cepplan.stats.progress import stage_progress
     from cepplan.stats.stats_file import write_stats
