@@ -37,6 +37,11 @@ def echo(text: object = "", *, err: bool = False, lines: bool = True) -> None:
     print(printable(str(text), lines=lines), file=stream, flush=True)
 
 
+def warn(text: str) -> None:
+    """Print `warning: TEXT` on stderr, a line of its own (newlines in names escaped)."""
+    echo(f"warning: {text}", err=True, lines=False)
+
+
 def problem_text(problem: Problem) -> str:
     """`error: FILE: PLACE: PROBLEM` made printable, a newline in a quoted name escaped; the
     predicate excerpt under it keeps its lines."""

@@ -11,7 +11,7 @@ import typer
 
 from cepplan.cli import options
 from cepplan.cli.options import Engine, MatchFormat, PlanKind
-from cepplan.terminal import echo
+from cepplan.terminal import echo, warn
 
 
 def run_command(
@@ -40,7 +40,7 @@ def run_command(
 
     check_output_dir(output, "--output")
     trivial = plan_kind is PlanKind.trivial
-    chosen, loaded = plan_and_workload(plan, workload, trivial=trivial)
+    chosen, loaded = plan_and_workload(plan, workload, trivial=trivial, warn=warn)
     files = event_paths(events)
     which = choose_engine(engine.value, master, files)
     progress = verbose or (sys.stderr.isatty() and not quiet)

@@ -15,7 +15,7 @@ import typer
 
 from cepplan.cli import options
 from cepplan.cli.options import Engine
-from cepplan.terminal import echo
+from cepplan.terminal import echo, warn
 
 if TYPE_CHECKING:  # rich loads slowly: imported when a summary is printed
     from rich.console import Console
@@ -93,8 +93,7 @@ def stats(
     rows = document["rows"]
     if rows["rejected"]:
         reasons = ", ".join(f"{k}: {v}" for k, v in rows["reasons"].items())
-        echo(f"warning: {rows['rejected']} of {rows['read']} rows rejected ({reasons})",
-             err=True, lines=False)
+        warn(f"{rows['rejected']} of {rows['read']} rows rejected ({reasons})")
     if not quiet:
         from rich.console import Console
 

@@ -8,7 +8,7 @@ import typer
 
 from cepplan.cli import options
 from cepplan.errors import InputError
-from cepplan.terminal import echo, problem_text
+from cepplan.terminal import echo, problem_text, warn
 
 
 def validate(
@@ -30,7 +30,7 @@ def validate(
                 echo(problem_text(problem), err=True)
             continue
         for issue in context_issues(workload):
-            echo(f"warning: {path}: {issue.path}: {issue.message}", err=True, lines=False)
+            warn(f"{path}: {issue.path}: {issue.message}")
         if not quiet:
             echo(f"ok: {path} ({len(workload.patterns)} patterns, "
                        f"{len(workload.event_types)} event types)")

@@ -424,3 +424,54 @@ def test_compare_page_of_names_with_dollars(server):
     assert headers["content-type"].startswith("text/html")
     assert "cong$\\undefinedmacro$" in body.decode()
 
+
+# -- plans and statistics tied to the workload's content --------------------------------------
+
+def test_a_plan_from_the_service_runs_with_the_workload_file(server, tmp_path):
+    """Issue 29: the service planned `request.workload` and recorded a digest `cepplan run`
+    did not accept for the same workload's file ("made for another version"). The digest is
+    of the content: the plan runs, with its modelled costs, and finds the matches the
+    unoptimised plan finds."""
+    port, _ = server
+    status, _, body = post(port, "/v1/optimize", {"workload": workload("fraud"),
+                                                  "settings": {"time_limit": 2}})
+    assert status == 200
+    plan = tmp_path / "plan.json"
+    plan.write_bytes(body)
+    runs = {}
+    for kind in ("plan", "trivial"):
+        done = subprocess.run([sys.executable, "-m", "cepplan", "run", str(plan),
+                               str(EXAMPLES / "fraud" / "events.csv"), "-w",
+                               str(EXAMPLES / "fraud" / "workload.json"), "-o",
+                               str(tmp_path / kind), "--plan-kind", kind, "-q"],
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0 and not done.stderr, done.stderr
+        runs[kind] = json.loads((tmp_path / kind / "metrics.json").read_text())
+    assert runs["plan"]["matches"] == runs["trivial"]["matches"]
+    planned = json.loads(body)["patterns"]
+    assert {name: p["expected_cost"] for name, p in runs["plan"]["plan"]["predicted"].items()} \
+        == {name: p["detection"]["expected_cost"] for name, p in planned.items()}
+
+
+def test_statistics_of_another_workload_refused(server, tmp_path):
+    """The service checks `workload_digest` as `cepplan optimize --stats` does: statistics
+    `cepplan stats` measured for this workload are used, another workload's are a 422 (they
+    were used silently)."""
+    port, _ = server
+    stats = tmp_path / "stats.json"
+    done = subprocess.run([sys.executable, "-m", "cepplan", "stats",
+                           str(EXAMPLES / "fraud" / "events.csv"), "-w",
+                           str(EXAMPLES / "fraud" / "workload.json"), "-o", str(stats), "-q",
+                           "--engine", "local"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    measured = json.loads(stats.read_text())
+    document = {"workload": workload("fraud"), "stats": measured,
+                "settings": {"time_limit": 2}}
+    assert post(port, "/v1/optimize", document)[0] == 200
+    edited = workload("fraud")
+    edited["patterns"][0]["within"] = "7min"
+    status, _, body = post(port, "/v1/optimize", {**document, "workload": edited})
+    assert status == 422
+    [problem] = json.loads(body)["problems"]
+    assert problem["file"] == "request.stats" and problem["path"] == "workload_digest"
+    assert "another workload" in problem["message"] and "older cepplan" in problem["message"]
