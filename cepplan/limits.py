@@ -12,6 +12,9 @@ from pathlib import Path
 
 from cepplan.errors import InputError
 
+MIN_TIME_LIMIT = 0.001  # seconds; the search's share of a subnormal limit rounded to 0 s
+MAX_K = 1000  # plans each pattern offers the patterns built on it (0: all of them)
+
 
 def bounded(option: str, value: float, *, low: float, high: float,
             inclusive: bool = False) -> float:

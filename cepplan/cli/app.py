@@ -29,6 +29,7 @@ from cepplan.cli import (
 from cepplan.cli.options import command_with_aliases
 from cepplan.errors import CepplanError, InputError
 from cepplan.interrupt import interruption, signals_interrupt, stop_children
+from cepplan.terminal import echo, problem_text
 
 app = typer.Typer(
     name="cepplan",
@@ -46,7 +47,7 @@ USAGE_ERROR = typer.BadParameter.__mro__[1]  # Click's UsageError, wherever Type
 
 def _version(value: bool) -> None:
     if value:
-        typer.echo(f"cepplan {cepplan.__version__}")
+        echo(f"cepplan {cepplan.__version__}")
         raise typer.Exit()
 
 
@@ -90,7 +91,7 @@ def main() -> None:
         for signum in (signal.SIGINT, signal.SIGTERM):  # a second Ctrl-C: finish tidying up
             signal.signal(signum, signal.SIG_IGN)
         stop_children()  # e.g. the JVM of `cepplan stats`, which would outlive us
-        print(f"cepplan: {stop.describe()}", file=sys.stderr)
+        echo(f"cepplan: {stop.describe()}", err=True)
         sys.exit(stop.exit_code)
 
 
@@ -102,7 +103,7 @@ def _main() -> None:
             sys.exit(code)
     except USAGE_ERROR as err:  # Click's own checks (choices, types, unknown options)
         if type(err).__name__ != "NoArgsIsHelpError":  # that one has printed the help
-            print(f"error: {_usage_message(err)}", file=sys.stderr)
+            echo(f"error: {_usage_message(err)}", err=True, lines=False)
         sys.exit(err.exit_code)
     except CepplanError as err:
         if interruption(err):
@@ -111,9 +112,9 @@ def _main() -> None:
             traceback.print_exc()
         problems = err.problems if isinstance(err, InputError) else ()
         for problem in problems:
-            print(f"error: {problem.render()}", file=sys.stderr)
+            echo(problem_text(problem), err=True)
         if not problems:
-            print(f"error: {err}", file=sys.stderr)
+            echo(f"error: {err}", err=True)
         sys.exit(2)
 
 

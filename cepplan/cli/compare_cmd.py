@@ -9,6 +9,7 @@ from pathlib import Path
 import typer
 
 from cepplan.cli import options
+from cepplan.terminal import echo
 
 
 def compare_command(
@@ -47,7 +48,7 @@ def compare_command(
     loaded = load_workload(workload)
     statistics = read_stats(stats, loaded) if stats else loaded.statistics
     say = (lambda _: None) if quiet or not sys.stderr.isatty() else (
-        lambda text: print(text, file=sys.stderr))
+        lambda text: echo(text, err=True))
     if events:
         from cepplan.engine_adapter.inputs import event_paths
 
@@ -61,15 +62,15 @@ def compare_command(
         report["measured"] = measure_plans(
             report, comparison.plans, loaded, files, say, shared=comparison.shared,
             independent=comparison.independent, covering=comparison.covering,
-            warn=lambda text: print(text, file=sys.stderr))
+            warn=lambda text: echo(text, err=True, lines=False))
     paths = write_report(report, output)
     if not quiet:
         for line in best_plan_lines(report):
-            typer.echo(line)
-        typer.echo("report written to " + ", ".join(str(p) for p in paths.values()))
+            echo(line)
+        echo("report written to " + ", ".join(str(p) for p in paths.values()))
     if events and not matches_equal(report["measured"]):
-        print("error: the plans found different matches on these events; plans must change "
-              "cost, never results: please report this as a bug", file=sys.stderr)
+        echo("error: the plans found different matches on these events; plans must change "
+              "cost, never results: please report this as a bug", err=True)
         raise typer.Exit(1)
 
 

@@ -9,6 +9,7 @@ import typer
 
 from cepplan.cli import options
 from cepplan.cli.options import CoverRun
+from cepplan.terminal import echo, warn
 
 
 def cover_command(
@@ -35,7 +36,7 @@ def cover_command(
     from cepplan.limits import check_output_dir
 
     check_output_dir(out, "--output")  # before any work
-    chosen, loaded = plan_and_workload(plan, workload)
+    chosen, loaded = plan_and_workload(plan, workload, warn=warn)
     if not chosen.covering:
         raise InputError.single(str(plan), "covering", "the plan has no consumer queries "
                                 "(the workload declares no `consumers`)")
@@ -46,5 +47,5 @@ def cover_command(
     if quiet:
         return
     for line in covering_lines(run.metrics):
-        typer.echo(line)
-    typer.echo(f"results and metrics.json written to {out}")
+        echo(line, lines=False)
+    echo(f"results and metrics.json written to {out}")

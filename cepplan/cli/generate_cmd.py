@@ -8,6 +8,7 @@ import typer
 
 from cepplan.cli import options
 from cepplan.cli.options import PlanKind
+from cepplan.terminal import echo, warn
 
 
 def generate_command(
@@ -28,8 +29,8 @@ def generate_command(
 
     check_output_dir(output, "--output")
     trivial = plan_kind is PlanKind.trivial
-    chosen, loaded = plan_and_workload(plan, workload, trivial=trivial)
+    chosen, loaded = plan_and_workload(plan, workload, trivial=trivial, warn=warn)
     generate(loaded, chosen, output, plan_kind=plan_kind.value)
     if not quiet:
-        typer.echo(f"job written to {output}; run it with:\n  spark-submit --py-files "
+        echo(f"job written to {output}; run it with:\n  spark-submit --py-files "
                    f"{output / 'runtime.zip'} {output / 'job.py'} --events EVENTS --out RESULTS")

@@ -9,8 +9,10 @@ from pathlib import Path
 import typer
 
 from cepplan.cli import options
+from cepplan.terminal import echo
 
 STEP_SECONDS = 0.5  # the simulation step of cepplan.stats.mobility.simulate_cars
+MAX_CARS = 1_000_000
 
 
 def synth_mobile(
@@ -31,13 +33,14 @@ def synth_mobile(
     """Simulate mobile consumers whose interests overlap, for `cepplan optimize` and `cover`."""
     from cepplan.cli.synth_cmd import MAX_EVENTS
     from cepplan.fileio import write_bytes_atomic, write_json_atomic
-    from cepplan.limits import bounded, check_output_dir
+    from cepplan.limits import at_least, bounded, check_output_dir
     from cepplan.stats.mobility import MobilitySpec, mobility_workload, simulate_cars
     from cepplan.workload.durations import MAX_DURATION
 
     check_output_dir(out, "--output")
     if not cars > 0:
         raise options.option_error("--cars", f"must be positive, got {cars}")
+    at_least("--cars", cars, 1, MAX_CARS)
     for flag, value in (("--interest", interest), ("--duration", duration), ("--side", side),
                         ("--window", window), ("--batch", batch)):
         if not value > 0:
@@ -60,5 +63,5 @@ def synth_mobile(
                        sim.events.to_json(orient="records", lines=True).encode())
     write_json_atomic(out / "workload.json", mobility_workload(sim, spec))
     if not quiet:
-        typer.echo(f"wrote {len(sim.events)} speed events of {cars} cars, {consumers} consumers "
+        echo(f"wrote {len(sim.events)} speed events of {cars} cars, {consumers} consumers "
                    f"with {interest:g} m interests, to {out}")

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -12,6 +11,7 @@ import typer
 
 from cepplan.cli import options
 from cepplan.cli.options import CoveringSolver, Engine, Search, Sharing, Solver, Strategy
+from cepplan.terminal import echo
 
 MAX_TIME_LIMIT = 86_400.0  # seconds
 MAX_DP = 30  # subevents; the DP itself also falls back when its tables would not fit
@@ -71,7 +71,7 @@ def optimize_command(
     event, then the whole workload's saving.
     """
     from cepplan.fileio import read_json
-    from cepplan.limits import at_least, bounded, check_output_file
+    from cepplan.limits import MAX_K, MIN_TIME_LIMIT, at_least, bounded, check_output_file
     from cepplan.planner.compose import Settings
     from cepplan.planner.covering_plan import CoveringSettings
     from cepplan.planner.evaluation import EvaluationSettings
@@ -81,8 +81,8 @@ def optimize_command(
     from cepplan.workload import load_workload
     from cepplan.workload.durations import MAX_DURATION
 
-    bounded("--time-limit", time_limit, low=0, high=MAX_TIME_LIMIT)
-    at_least("-k", k, 0)
+    bounded("--time-limit", time_limit, low=MIN_TIME_LIMIT, high=MAX_TIME_LIMIT, inclusive=True)
+    at_least("-k", k, 0, MAX_K)
     at_least("--dp-limit", dp_limit, 1, MAX_DP)
     _check_search(neighborhood, time_limit, covering_time_limit)
     check_output_file(output, "--output")
@@ -92,7 +92,7 @@ def optimize_command(
     statistics = (parse_stats(measured, str(stats), loaded, notes) if stats
                   else loaded.statistics)
     for note in notes:
-        print(f"note: {note}", file=sys.stderr)
+        echo(f"note: {note}", err=True)
     step = None if time_step is None else bounded(
         "--time-step", options.duration_value("--time-step", time_step, loaded.time_unit),
         low=0, high=MAX_DURATION)
@@ -110,8 +110,8 @@ def optimize_command(
     write_plan(result.plan, output)
     if not quiet:
         for line in summary(result, loaded):
-            typer.echo(line)
-        typer.echo(f"plan written to {output}")
+            echo(line, lines=False)
+        echo(f"plan written to {output}")
 
 
 def summary(result: Optimized, workload: Workload) -> list[str]:
@@ -183,7 +183,7 @@ def fewer(baseline: float, cost: float) -> str:
 
 def _check_search(neighborhood: str, time_limit: float, covering_time_limit: float) -> None:
     """Options Click cannot check: the neighbourhood's spelling and positive time limits."""
-    from cepplan.limits import bounded
+    from cepplan.limits import MIN_TIME_LIMIT, bounded
     from cepplan.search.neighbourhood import parse_neighbourhood
 
     try:
@@ -194,7 +194,7 @@ def _check_search(neighborhood: str, time_limit: float, covering_time_limit: flo
                         ("--covering-time-limit", covering_time_limit)):
         if not value > 0:
             raise options.option_error(flag, f"must be more than 0 seconds, got {value}")
-        bounded(flag, value, low=0, high=MAX_TIME_LIMIT)
+        bounded(flag, value, low=MIN_TIME_LIMIT, high=MAX_TIME_LIMIT, inclusive=True)
 
 
 def _shared_users(workload: Workload, shared: tuple[str, ...]) -> list[tuple[str, str]]:

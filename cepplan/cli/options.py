@@ -10,7 +10,6 @@ This module imports nothing heavy: `cepplan --help` must stay fast.
 
 from __future__ import annotations
 
-import sys
 from enum import Enum
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ import typer
 from typer.core import TyperCommand
 
 from cepplan.errors import InputError
+from cepplan.terminal import echo
 
 
 class Solver(str, Enum):
@@ -195,7 +195,7 @@ def rename_options(args: list[str], renames: dict[str, str]) -> list[str]:
         if flag not in noted:
             noted.add(flag)
             instead = f"use {new}" if new else "give it as an argument, without the option"
-            print(f"note: {flag} is deprecated: {instead}", file=sys.stderr)
+            echo(f"note: {flag} is deprecated: {instead}", err=True)
         if new:
             renamed.append(f"{new}={value}" if equals else new)
         elif equals:

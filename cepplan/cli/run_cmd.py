@@ -11,6 +11,7 @@ import typer
 
 from cepplan.cli import options
 from cepplan.cli.options import Engine, MatchFormat, PlanKind
+from cepplan.terminal import echo, warn
 
 
 def run_command(
@@ -39,7 +40,7 @@ def run_command(
 
     check_output_dir(output, "--output")
     trivial = plan_kind is PlanKind.trivial
-    chosen, loaded = plan_and_workload(plan, workload, trivial=trivial)
+    chosen, loaded = plan_and_workload(plan, workload, trivial=trivial, warn=warn)
     files = event_paths(events)
     which = choose_engine(engine.value, master, files)
     progress = verbose or (sys.stderr.isatty() and not quiet)
@@ -52,13 +53,13 @@ def run_command(
                        master or "local[*]", progress, verbose)
     metrics = json.loads((output / "metrics.json").read_text())
     for line in run_warnings(metrics, loaded.options.kleene_cap):
-        typer.echo(line, err=True)
+        echo(line, err=True, lines=False)
     if not quiet:
-        typer.echo(f"engine: {which}")
+        echo(f"engine: {which}")
         for line in metrics_lines(metrics, loaded.time_unit):
-            typer.echo(line)
+            echo(line, lines=False)
         results = ", consumer query results" if "covering" in metrics else ""
-        typer.echo(f"matches{results} and metrics.json written to {output}")
+        echo(f"matches{results} and metrics.json written to {output}")
 
 
 def _run_local(loaded, chosen, plan_kind: str, files: list[str], out: Path,
@@ -68,7 +69,7 @@ def _run_local(loaded, chosen, plan_kind: str, files: list[str], out: Path,
     from cepplan.engine_adapter.local.engine import run_local_job
 
     data = job_data(loaded, chosen, plan_kind=plan_kind)
-    say = (lambda text: typer.echo(text, err=True)) if progress else (lambda _text: None)
+    say = (lambda text: echo(text, err=True)) if progress else (lambda _text: None)
     run_local_job(data, files, out, output_format=output_format, covering=chosen.covering,
                   say=say)
 
@@ -84,6 +85,6 @@ def _run_spark(loaded, chosen, plan_kind: str, files: list[str], out: Path,
     with scratch_directory() as scratch:
         job_dir = generate(loaded, chosen, scratch / "job", plan_kind=plan_kind)
         if progress:
-            print(f"cepplan: running the job on Spark ({master})", file=sys.stderr, flush=True)
+            echo(f"cepplan: running the job on Spark ({master})", err=True)
         submit(job_dir, files, out, master=master, output_format=output_format,
                quiet=not progress, verbose=verbose)

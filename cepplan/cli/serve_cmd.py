@@ -16,12 +16,12 @@ def serve_command(
                              "port, printed at start)."),
     workers: int = typer.Option(2, "--workers", min=1, max=64, help="Planning processes; "
                                 "health checks stay fast while they work."),
-    max_body: int = typer.Option(1 << 20, "--max-body", min=1024, help="Largest request body "
-                                 "in bytes (larger: 413)."),
+    max_body: int = typer.Option(1 << 20, "--max-body", min=1024, max=1 << 30,
+                                 help="Largest request body in bytes (larger: 413)."),
     max_time_limit: float = typer.Option(60.0, "--max-time-limit", min=0.01, help="Largest "
                                          "solver time limit a request may ask, in seconds."),
-    cache_size: int = typer.Option(256, "--cache-size", min=0, help="Answers to identical "
-                                   "requests kept (0: no cache)."),
+    cache_size: int = typer.Option(256, "--cache-size", min=0, max=100_000,
+                                   help="Answers to identical requests kept (0: no cache)."),
     quiet: bool = typer.Option(False, "-q", "--quiet", help="Log nothing but errors."),
 ) -> None:
     """Serve the optimizer over HTTP: validate, optimize and compare as a JSON API.
@@ -36,6 +36,7 @@ def serve_command(
     from cepplan.cli.optimize_cmd import MAX_TIME_LIMIT
     from cepplan.limits import bounded
     from cepplan.service.app import ServiceConfig, create_app
+    from cepplan.service.http_protocol import ProblemHttpProtocol
     from cepplan.service.requests import Limits
 
     bounded("--max-time-limit", max_time_limit, low=0, high=MAX_TIME_LIMIT)
@@ -44,5 +45,5 @@ def serve_command(
         raise InputError.single("<environment>", "CEPPLAN_TOKEN",
                                 "the token must have at least 16 characters")
     config = ServiceConfig(Limits(max_body, max_time_limit), workers, cache_size, token)
-    uvicorn.run(create_app(config), host=host, port=port,
+    uvicorn.run(create_app(config), host=host, port=port, http=ProblemHttpProtocol,
                 log_level="warning" if quiet else "info", access_log=not quiet)

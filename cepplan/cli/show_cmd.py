@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from cepplan.terminal import echo
+
 if TYPE_CHECKING:
     from cepplan.workload import Workload
 
@@ -17,7 +19,7 @@ def show(workload: Path = typer.Argument(..., metavar="WORKLOAD",
     from cepplan.workload import load_workload
 
     for line in describe(load_workload(workload)):
-        typer.echo(line)
+        echo(line, lines=False)
 
 
 def describe(workload: Workload) -> list[str]:

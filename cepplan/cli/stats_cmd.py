@@ -15,9 +15,14 @@ import typer
 
 from cepplan.cli import options
 from cepplan.cli.options import Engine
+from cepplan.terminal import echo, warn
 
 if TYPE_CHECKING:  # rich loads slowly: imported when a summary is printed
     from rich.console import Console
+
+MAX_SAMPLE = 10_000_000  # events per pattern (and tuples per predicate) sampled
+MAX_GROUPS = 1_000_000  # keys / regions reported per type
+MAX_PARTITIONS = 100_000  # Spark shuffle partitions (Spark reads the setting as a 32-bit int)
 
 
 def stats(
@@ -51,7 +56,9 @@ def stats(
 
     check_output_file(output, "--output")
     at_least("--markov-order", markov_order, 1, 8)
-    at_least("--shuffle-partitions", shuffle_partitions, 0)
+    at_least("--shuffle-partitions", shuffle_partitions, 0, MAX_PARTITIONS)
+    at_least("--sample", sample, 1, MAX_SAMPLE)
+    at_least("--max-groups", max_groups, 1, MAX_GROUPS)
     loaded = load_workload(workload)
     reader_arguments(loaded)  # a workload without a source fails here, before Spark starts
     step = options.duration_value("--time-step", time_step, loaded.time_unit)
@@ -59,10 +66,6 @@ def stats(
         local = "://" not in path and not any(c in path for c in "*?[")
         if local:
             check_readable(path, "event file")
-    if sample < 1 or max_groups < 1:
-        raise options.option_error("--sample" if sample < 1 else "--max-groups",
-                                   "must be at least 1")
-
     from cepplan.stats.engines import choose_engine, measure
     from cepplan.stats.progress import stage_progress
     from cepplan.stats.stats_file import write_stats
@@ -93,15 +96,14 @@ def stats(
     bad = {k: v for k, v in rows["reasons"].items() if k != NOT_USED}
     if bad:
         reasons = ", ".join(f"{k}: {v}" for k, v in bad.items())
-        print(f"warning: {sum(bad.values())} of {rows['read']} rows rejected ({reasons})",
-              file=sys.stderr)
+        warn(f"{sum(bad.values())} of {rows['read']} rows rejected ({reasons})")
     if not quiet:
         from rich.console import Console
 
         print_summary(document, Console(width=None if sys.stdout.isatty() else 110))
         engine_text = ("in-process engine" if chosen == "local"
                        else f"Spark engine ({master or 'local[*]'})")
-        typer.echo(f"wrote {output} (measured by the {engine_text} in "
+        echo(f"wrote {output} (measured by the {engine_text} in "
                    f"{document['provenance']['seconds']:.1f} s)")
 
 
@@ -109,6 +111,12 @@ def print_summary(document: dict[str, Any], console: Console) -> None:
     """The summary tables: per type rate, interval, dispersion index, burstiness and chosen
     model; per predicate selectivity with its interval and sample size."""
     from rich.table import Table
+    from rich.text import Text
+
+    from cepplan.terminal import printable
+
+    def plain(text: str) -> Text:  # names and predicates as text: no markup, no control codes
+        return Text(printable(text, lines=False))
 
     unit = document["time_unit"]
     from cepplan.engine_adapter.metrics_table import NOT_USED
@@ -125,9 +133,9 @@ def print_summary(document: dict[str, Any], console: Console) -> None:
     for name, info in document["types"].items():
         occ = document["occurrence"][name]
         low, high = info["rate_ci95"]
-        table.add_row(name, str(info["count"]), f"{info['rate']:.4g}",
+        table.add_row(plain(name), str(info["count"]), f"{info['rate']:.4g}",
                       f"{low:.3g}–{high:.3g}", _num(occ["poisson"]["dispersion_index"]),
-                      _num(occ["markov"]["burstiness"]), occ["choice"]["model"])
+                      _num(occ["markov"]["burstiness"]), plain(occ["choice"]["model"]))
     console.print(table)
     details = document["selectivity_details"]
     if details:
@@ -137,10 +145,12 @@ def print_summary(document: dict[str, Any], console: Console) -> None:
         for pattern, entries in details.items():
             for text, entry in entries.items():
                 if entry["value"] is None:
-                    sel.add_row(pattern, text, entry["kind"], "—", entry["reason"], "")
+                    sel.add_row(plain(pattern), plain(text), plain(entry["kind"]), "—",
+                                plain(entry["reason"]), "")
                     continue
                 low, high = entry["ci95"]
-                sel.add_row(pattern, text, entry["kind"], f"{entry['value']:.3f}",
+                sel.add_row(plain(pattern), plain(text), plain(entry["kind"]),
+                            f"{entry['value']:.3f}",
                             f"{low:.3f}–{high:.3f}", str(entry["n"]))
         console.print(sel)
 

@@ -14,6 +14,7 @@ import typer
 
 from cepplan.cli import options
 from cepplan.cli.options import option_error
+from cepplan.terminal import echo
 
 MAX_EVENTS = 50_000_000  # what one machine generates and writes comfortably in memory
 LINEAR_ROAD_REPORTS = 12 / 30  # per segment and time unit: linear_road's 12 cars, every 30
@@ -115,8 +116,8 @@ def synth(
     write_stats(result.truth, truth_path, loaded)
     if not quiet:
         counts = ", ".join(f"{k}: {v}" for k, v in result.truth["counts"].items())
-        typer.echo(f"wrote {len(result.events)} events to {output} ({counts})")
-        typer.echo(f"wrote ground truth to {truth_path}")
+        echo(f"wrote {len(result.events)} events to {output} ({counts})")
+        echo(f"wrote ground truth to {truth_path}")
 
 
 def _check_size(workload: Workload, duration: float, total_rate: float,
@@ -164,9 +165,9 @@ def _linear_road(loaded: Workload, output: Path, duration: float, seed: int, seg
     truth_path = output.with_name(output.name.split(".")[0] + ".truth.json")
     write_json_atomic(truth_path, result.truth)
     if not quiet:
-        typer.echo(f"wrote {len(result.events)} position reports on {segments} segments to "
+        echo(f"wrote {len(result.events)} position reports on {segments} segments to "
                    f"{output} (congested {congestion_share:.0%} of the time)")
-        typer.echo(f"wrote the true context episodes to {truth_path}")
+        echo(f"wrote the true context episodes to {truth_path}")
 
 
 def _pairs(items: list[str], option: str, workload: Workload) -> list[tuple[str, str]]:

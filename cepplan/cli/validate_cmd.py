@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import typer
 
 from cepplan.cli import options
 from cepplan.errors import InputError
+from cepplan.terminal import echo, problem_text, warn
 
 
 def validate(
@@ -27,13 +27,13 @@ def validate(
         except InputError as err:
             failed += 1
             for problem in err.problems:
-                print(f"error: {problem.render()}", file=sys.stderr)
+                echo(problem_text(problem), err=True)
             continue
         for issue in context_issues(workload):
-            print(f"warning: {path}: {issue.path}: {issue.message}", file=sys.stderr)
+            warn(f"{path}: {issue.path}: {issue.message}")
         if not quiet:
-            typer.echo(f"ok: {path} ({len(workload.patterns)} patterns, "
+            echo(f"ok: {path} ({len(workload.patterns)} patterns, "
                        f"{len(workload.event_types)} event types)")
     if failed:
-        print(f"{failed} of {len(workloads)} workload(s) invalid", file=sys.stderr)
+        echo(f"{failed} of {len(workloads)} workload(s) invalid", err=True)
         raise typer.Exit(2)

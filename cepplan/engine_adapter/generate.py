@@ -48,6 +48,7 @@ SHIPPED = (
     "engine_adapter/local/pandas_hold.py",
     "engine_adapter/local/writer.py",
     "interrupt.py",
+    "terminal.py",
     "fileio.py",
     # the in-process reader, used by spark_read where the executors can import it (orjson)
     "engine_adapter/local/source.py",

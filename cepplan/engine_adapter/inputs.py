@@ -6,6 +6,7 @@ fit its workload is an error before Spark starts").
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from cepplan.errors import InputError
@@ -16,18 +17,30 @@ from cepplan.workload import Workload, load_workload
 
 
 def plan_and_workload(plan_path: Path, workload_path: Path | None = None, *,
-                      trivial: bool = False) -> tuple[Plan, Workload]:
-    """The plan (or, with `trivial`, the trivial plan) and its workload, checked to fit."""
+                      trivial: bool = False, warn: Callable[[str], None] | None = None
+                      ) -> tuple[Plan, Workload]:
+    """The plan (or, with `trivial`, the trivial plan) and its workload, checked to fit: the
+    plan must record the workload it was made for (`workload.sha256`, the digest of the
+    workload's content). A plan whose own content was changed since it was planned runs
+    without its modelled figures, and `warn` is told so."""
     if workload_path is None:
         workload_path = _workload_of(plan_path)
     workload = load_workload(workload_path)
-    plan = read_plan(plan_path, workload)
     if trivial:
-        plan = trivial_plan(workload)
-    elif plan.workload_digest and workload.digest and plan.workload_digest != workload.digest:
+        read_plan(plan_path, workload)
+        return trivial_plan(workload), workload
+    notes: list[str] = []
+    plan = read_plan(plan_path, workload, notes)
+    if not plan.workload_digest:
+        raise InputError.single(str(plan_path), "workload.sha256", "the plan does not record "
+                                "the workload it was made for: run `cepplan optimize` again "
+                                "(or run the unoptimised plan: --plan-kind trivial)")
+    if not workload.made_for(plan.workload_digest):
         raise InputError.single(str(plan_path), "workload.sha256",
                                 f"the plan was made for another version of {workload_path}: "
                                 "run `cepplan optimize` again")
+    for note in notes if warn else ():
+        warn(note)
     return plan, workload
 
 

@@ -28,7 +28,6 @@ import json
 import math
 import os
 import shutil
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -55,6 +54,7 @@ from cepplan.engine_adapter.spark_read import ReadFigures, plain_csv_splits, rea
 from cepplan.engine_adapter.spark_shared import note_span, shared_metrics
 from cepplan.engine_adapter.spark_stages import Stages
 from cepplan.engine_adapter.spark_tags import TAGS, Layout, layout, tag_column
+from cepplan.terminal import echo
 from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_TYPE, merged_attribute_types
 from cepplan.workload.spark_source import (
     REJECT,
@@ -341,10 +341,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         metrics = run_job(spark, data, args.events, args.out, output_format=args.format,
                           counted=counted,
-                          say=lambda text: print(f"cepplan: {text}", file=sys.stderr,
-                                                 flush=True))
+                          say=lambda text: echo(f"cepplan: {text}", err=True))
     except SourceError as err:
-        print(f"error: {err}", file=sys.stderr, flush=True)
+        echo(f"error: {err}", err=True)
         return 2
     finally:
         spark.stop()

@@ -20,6 +20,7 @@ import pyspark
 from cepplan.engine_adapter.jvm_start import FAST_JIT, ClassArchive, class_archive
 from cepplan.errors import CepplanError
 from cepplan.interrupt import run_child_group
+from cepplan.terminal import printable
 
 # Settings chosen for the job (docs/engine.md, "Spark settings"); `conf` overrides them.
 JOB_SETTINGS = {
@@ -81,7 +82,8 @@ def submit(job_dir: Path, events: list[str], out: Path, *, master: str = "local[
     def on_line(line: str) -> None:
         tail.append(line.rstrip("\n"))
         if verbose or (not quiet and _worth_showing(line)):
-            print(line, end="", file=sys.stderr, flush=True)
+            bar = line[:len(line) - len(line.lstrip("\r"))]  # Spark's progress bar redraws
+            print(bar + printable(line[len(bar):]), end="", file=sys.stderr, flush=True)
 
     try:
         code = run_child_group(command, env=env, on_line=on_line)  # stopped whole if interrupted

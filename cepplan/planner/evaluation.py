@@ -8,9 +8,10 @@ from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Any
 
-from cepplan.errors import InputError, Problem
+from cepplan.errors import InputError
 from cepplan.planner.plan import Plan
 from cepplan.search.local import BUSHY, LEFT_DEEP
+from cepplan.search.neighbourhood import parse_neighbourhood
 from cepplan.search.problem import Problem as SearchProblem
 from cepplan.search.problem import problem_from_workload
 from cepplan.search.solve import ALGORITHMS, SearchResult, search
@@ -43,16 +44,12 @@ def evaluation(workload: Workload, statistics: Statistics, plan: Plan,
     has left; `settings.time_limit` when not given), and the plan records the time limit."""
     if settings.search == NONE:
         return plan
+    _check_settings(settings)
     problem = problem_from_workload(workload, statistics, _together(plan))
-    try:
-        if settings.sharing not in SHARING_SHAPES:
-            raise ValueError(f"{settings.sharing!r} is not one of {', '.join(SHARING_SHAPES)}")
-        result = search(problem, algorithm=settings.search, neighbourhood=settings.neighborhood,
-                        shape=SHARING_SHAPES[settings.sharing], seed=settings.seed,
-                        time_limit=settings.time_limit if budget is None else budget,
-                        patience=settings.patience)
-    except ValueError as exc:
-        raise InputError([Problem("<command line>", "--search", str(exc))]) from exc
+    result = search(problem, algorithm=settings.search, neighbourhood=settings.neighborhood,
+                    shape=SHARING_SHAPES[settings.sharing], seed=settings.seed,
+                    time_limit=settings.time_limit if budget is None else budget,
+                    patience=settings.patience)
     patterns = dict(plan.patterns)
     for name, tree in result.trees.items():
         negated = [o.var for o in workload.pattern(name).negated]
@@ -61,6 +58,22 @@ def evaluation(workload: Workload, statistics: Statistics, plan: Plan,
     sharing = sharing_section(result, settings.time_limit)
     sharing["join_model"] = join_model(problem, result)
     return replace(plan, patterns=MappingProxyType(patterns), sharing=sharing)
+
+
+def _check_settings(settings: EvaluationSettings) -> None:
+    """Each setting the search would refuse, refused with the option that sets it (a bad time
+    limit was blamed on --search)."""
+    try:
+        parse_neighbourhood(settings.neighborhood)
+    except ValueError as exc:
+        raise InputError.single("--neighborhood", "", str(exc)) from None
+    for option, value, allowed in (("--search", settings.search, SEARCHES),
+                                   ("--sharing", settings.sharing, tuple(SHARING_SHAPES))):
+        if value not in allowed:
+            raise InputError.single(option, "", f"{value!r} is not one of {', '.join(allowed)}")
+    if not settings.time_limit > 0:
+        raise InputError.single("--time-limit", "", f"must be more than 0 seconds, got "
+                                f"{settings.time_limit}")
 
 
 def _together(plan: Plan) -> tuple[frozenset[str], ...]:

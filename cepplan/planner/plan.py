@@ -9,11 +9,14 @@ covering are added by the issues that build them.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
+
+import orjson
 
 import cepplan
 from cepplan.errors import InputError, Problem
@@ -23,6 +26,8 @@ from cepplan.workload.model import Pattern, Workload
 
 FORMAT = "cepplan.plan/1"
 SECTIONS = ("contexts", "sharing", "covering")  # what the passes after acquisition add
+CONTENT_DIGEST = "plan_sha256"  # of `patterns` and SECTIONS as the planner wrote them
+MODELLED_TOTALS = ("total_expected_cost", "naive_total_cost", "independent_total_expected_cost")
 
 
 @dataclass(frozen=True)
@@ -95,7 +100,48 @@ class Plan:
             section = getattr(self, name)
             if section:
                 body[name] = dict(section)
-        return body
+        return {**body, CONTENT_DIGEST: content_digest(body)}
+
+
+def content_digest(document: Mapping[str, Any]) -> str:
+    """sha256 of a plan document's planned content — `patterns` (steps, orders, trees and
+    their modelled costs) and the sections of the later passes — as canonical JSON (keys
+    sorted, values as JSON reads them back): recorded when the plan is written, compared when
+    it is read, so an edited plan is never shown with the figures modelled for its original."""
+    planned = {name: document[name] for name in ("patterns", *SECTIONS) if name in document}
+    plain = orjson.loads(orjson.dumps(planned, option=orjson.OPT_SERIALIZE_NUMPY))
+    return hashlib.sha256(orjson.dumps(plain, option=orjson.OPT_SORT_KEYS)).hexdigest()
+
+
+def unmodelled(plan: Plan) -> Plan:
+    """The plan as written without the planner's modelled figures (costs, Pareto fronts,
+    modelled latencies, shared nodes' and grouped windows' costs, expected active shares):
+    what runs for a plan whose figures cannot be trusted to belong to its steps."""
+    patterns = {name: replace(p, detection=replace(p.detection, expected_cost=None,
+                                                   modelled_latency=None),
+                              pareto=(), naive_cost=None) for name, p in plan.patterns.items()}
+    provenance = {k: v for k, v in plan.provenance.items() if k not in MODELLED_TOTALS}
+    sharing = plan.sharing and {
+        **_without(plan.sharing, ("modelled_cost", "trace")),
+        "shared": _each_without_cost(plan.sharing.get("shared"))}
+    contexts = plan.contexts and {
+        **_without(plan.contexts, ("expected_active_share",)),
+        "groups": _each_without_cost(plan.contexts.get("groups"))}
+    return replace(plan, patterns=MappingProxyType(patterns),
+                   provenance=MappingProxyType(provenance), sharing=sharing, contexts=contexts)
+
+
+def _without(section: Mapping[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
+    return {k: v for k, v in section.items() if k not in keys}
+
+
+def _each_without_cost(entries: Any) -> Any:
+    """Shared nodes or grouped windows with their modelled cost unknown (`cost`,
+    `expected_cost`); a malformed section as it was, for the readers that check it."""
+    if not isinstance(entries, list):
+        return entries
+    return [{**e, **{k: None for k in ("cost", "expected_cost") if k in e}}
+            if isinstance(e, dict) else e for e in entries]
 
 
 def trivial_pattern_plan(pattern: Pattern) -> PatternPlan:
@@ -116,8 +162,11 @@ def write_plan(plan: Plan, path: str | Path) -> None:
     write_json_atomic(path, plan.to_json())
 
 
-def read_plan(path: str | Path, workload: Workload | None = None) -> Plan:
-    """Read `plan.json`; with a workload, check that every pattern and variable fits it."""
+def read_plan(path: str | Path, workload: Workload | None = None,
+              notes: list[str] | None = None) -> Plan:
+    """Read `plan.json`; with a workload, check that every pattern and variable fits it. A
+    plan whose content does not match its `plan_sha256` (edited, or written before plans
+    recorded it) is read `unmodelled`, the sentence saying so appended to `notes`."""
     file = str(path)
     raw = read_json(path)
     problems: list[tuple[str, str]] = []
@@ -137,10 +186,21 @@ def read_plan(path: str | Path, workload: Workload | None = None) -> Plan:
     if problems:
         raise InputError([Problem(file, path_, message) for path_, message in problems])
     meta = raw.get("workload") or {}
-    return Plan(MappingProxyType(patterns), meta.get("path", ""), meta.get("sha256", ""),
+    plan = Plan(MappingProxyType(patterns), meta.get("path", ""), meta.get("sha256", ""),
                 MappingProxyType({k: v for k, v in (raw.get("provenance") or {}).items()
                                   if k != "cepplan"}),
                 **{name: raw.get(name) for name in SECTIONS})
+    recorded = raw.get(CONTENT_DIGEST)
+    if recorded == content_digest(raw):
+        return plan
+    if notes is not None:
+        why = ("was changed after `cepplan optimize` wrote it (its content no longer matches "
+               f"{CONTENT_DIGEST})" if recorded else "records no digest of its content "
+               f"({CONTENT_DIGEST}: written by an older cepplan, or by hand)")
+        notes.append(f"{file}: the plan {why}: it runs as written, without the modelled costs, "
+                     "which may belong to other steps; run `cepplan optimize` again to have "
+                     "them")
+    return unmodelled(plan)
 
 
 def plan_mismatches(patterns: Mapping[str, PatternPlan], workload: Workload) -> list[tuple]:

@@ -15,8 +15,11 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
+# labels carry users' names (contexts, operators, patterns): drawn as written, never read as
+# mathtext (`$\\undefinedmacro$` raised a ValueError) or LaTeX
 plt.rcParams.update({"svg.fonttype": "none", "font.size": 9, "axes.spines.top": False,
-                     "axes.spines.right": False, "figure.dpi": 96})
+                     "axes.spines.right": False, "figure.dpi": 96, "text.parse_math": False,
+                     "text.usetex": False})
 
 ACCENT, MUTED = "#1f6feb", "#8c959f"
 

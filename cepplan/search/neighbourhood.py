@@ -96,7 +96,7 @@ def parse_neighbourhood(text: str) -> tuple[str, int]:
     if text == EDGE:
         return EDGE, 2
     kind, _, k = text.partition(":")
-    if kind == VERTEX and k.isdigit() and int(k) >= 2:
+    if kind == VERTEX and k.isascii() and k.isdigit() and int(k) >= 2:  # not '²' or '٣'
         return VERTEX, int(k)
     raise ValueError(f"{text!r} is not 'edge' or 'vertex:K' with K ≥ 2")
 

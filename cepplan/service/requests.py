@@ -11,10 +11,12 @@ import orjson
 from starlette.requests import Request
 
 from cepplan.errors import Problem
+from cepplan.limits import MAX_K, MIN_TIME_LIMIT
 from cepplan.planner.compose import AUTO
 from cepplan.planner.evaluation import SEARCHES, SHARING_SHAPES
 from cepplan.planner.front import DP, HEURISTIC
 from cepplan.planner.strategies import STRATEGIES
+from cepplan.search.neighbourhood import parse_neighbourhood
 from cepplan.service.problems import ProblemError
 
 MAX_DEPTH = 32
@@ -101,16 +103,18 @@ def envelope(document: dict[str, Any], limits: Limits, *, planning: bool) -> dic
 def _settings(settings: dict[str, Any], limits: Limits, bad) -> dict[str, Any]:
     top = limits.max_time_limit
     rules: dict[str, tuple[Callable[[Any], bool], str]] = {
-        "solver": (lambda v: v in SOLVERS, f"must be one of {', '.join(SOLVERS)}"),
-        "strategy": (lambda v: v in STRATEGIES, f"must be one of {', '.join(STRATEGIES)}"),
-        "k": (lambda v: _integer(v) and 0 <= v <= 1000, "must be an integer from 0 to 1000"),
+        "solver": _one_of(SOLVERS),
+        "strategy": _one_of(STRATEGIES),
+        "k": (lambda v: _integer(v) and 0 <= v <= MAX_K,
+              f"must be an integer from 0 to {MAX_K}"),
         "seed": (lambda v: _integer(v) and 0 <= v < 2**63, "must be a non-negative integer"),
-        "time_limit": (lambda v: _number(v) and 0 < v <= top,
-                       f"must be a number of seconds in (0, {top:g}], the server's limit"),
+        "time_limit": (lambda v: _number(v) and MIN_TIME_LIMIT <= v <= top,
+                       f"must be a number of seconds from {MIN_TIME_LIMIT:g} to {top:g}, the "
+                       "server's limit"),
         "share": (lambda v: isinstance(v, bool), "must be true or false"),
-        "search": (lambda v: v in SEARCHES, f"must be one of {', '.join(SEARCHES)}"),
+        "search": _one_of(SEARCHES),
         "neighborhood": (_neighbourhood, "must be edge or vertex:K with K from 2 to 64"),
-        "sharing": (lambda v: v in SHARING_SHAPES, f"must be one of {', '.join(SHARING_SHAPES)}"),
+        "sharing": _one_of(tuple(SHARING_SHAPES)),
     }
     checked: dict[str, Any] = {}
     for key, value in settings.items():
@@ -125,13 +129,19 @@ def _settings(settings: dict[str, Any], limits: Limits, bad) -> dict[str, Any]:
     return checked
 
 
+def _one_of(names: tuple[str, ...]) -> tuple[Callable[[Any], bool], str]:
+    """The rule of a choice: one of `names`, a string (a list or an object is no name, and
+    `in` on an object raised TypeError)."""
+    return (lambda v: isinstance(v, str) and v in names, f"must be one of {', '.join(names)}")
+
+
 def _neighbourhood(value: Any) -> bool:
-    if value == "edge":
-        return True
-    if not isinstance(value, str) or not value.startswith("vertex:"):
+    if not isinstance(value, str):
         return False
-    count = value.partition(":")[2]
-    return count.isdigit() and 2 <= int(count) <= 64
+    try:
+        return parse_neighbourhood(value)[1] <= 64
+    except ValueError:
+        return False
 
 
 def _integer(value: Any) -> bool:

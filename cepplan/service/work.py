@@ -3,7 +3,6 @@ event loop). Each function takes the checked request and returns (status, media 
 
 from __future__ import annotations
 
-import hashlib
 from typing import Any
 
 import orjson
@@ -75,7 +74,7 @@ def _planning_inputs(request: dict[str, Any]) -> tuple[Workload, Any, Settings, 
 
     workload = _workload(request)
     stats = request["stats"]
-    statistics = (parse_stats(stats, "request.stats", workload, check_digest=False) if stats
+    statistics = (parse_stats(stats, "request.stats", workload) if stats
                   else workload.statistics)
     options = {k: v for k, v in request["settings"].items()
                if k not in ("search", "neighborhood", "sharing")}
@@ -86,9 +85,7 @@ def _planning_inputs(request: dict[str, Any]) -> tuple[Workload, Any, Settings, 
 
 
 def _workload(request: dict[str, Any]) -> Workload:
-    raw = request["workload"]
-    digest = hashlib.sha256(orjson.dumps(raw, option=orjson.OPT_SORT_KEYS)).hexdigest()
-    return build_workload(raw, file="request.workload", digest=digest)
+    return build_workload(request["workload"], file="request.workload")
 
 
 def _answering(work) -> Answer:

@@ -34,10 +34,9 @@ def read_stats(path: str | Path, workload: Workload,
     return parse_stats(read_json(path), str(path), workload, notes)
 
 
-def parse_stats(raw: Any, file: str, workload: Workload, notes: list[str] | None = None, *,
-                check_digest: bool = True) -> Statistics:
-    """Statistics from an already-parsed `stats.json` document (`file` names it in errors);
-    `check_digest` off where the workload's file bytes are unknown (the HTTP service)."""
+def parse_stats(raw: Any, file: str, workload: Workload,
+                notes: list[str] | None = None) -> Statistics:
+    """Statistics from an already-parsed `stats.json` document (`file` names it in errors)."""
     if not isinstance(raw, dict) or raw.get("format") != FORMAT:
         raise InputError.single(file, "format", f"not a cepplan statistics file "
                                 f"(expected \"format\": \"{FORMAT}\")")
@@ -45,10 +44,13 @@ def parse_stats(raw: Any, file: str, workload: Workload, notes: list[str] | None
     if problems:
         raise InputError(problems)
     digest = measured_for(raw)
-    if check_digest and digest and workload.digest and digest != workload.digest:
+    if digest and not workload.made_for(digest):
+        older = ("" if workload.file_digest else "; statistics measured by an older cepplan "
+                 "record the digest of the workload file's bytes, which only `cepplan optimize "
+                 "--stats` with that file can check")
         raise InputError.single(file, "workload_digest", f"measured for another workload (or "
                                 f"another version of {workload.path}): run `cepplan stats` "
-                                "again for this one")
+                                f"again for this one{older}")
     unit = raw.get("time_unit", workload.time_unit)
     if unit != workload.time_unit:
         raw = in_time_unit(raw, unit, workload.time_unit)

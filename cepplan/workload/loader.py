@@ -76,24 +76,30 @@ def load_workload(path: str | Path) -> Workload:
     except InputError as err:
         raise InputError([replace(p, message=f"expected a workload.json, but this is "
                                   f"{p.message}") for p in err.problems]) from None
-    return build_workload(raw, file=str(path), digest=hashlib.sha256(data).hexdigest())
+    return build_workload(raw, file=str(path), file_digest=hashlib.sha256(data).hexdigest())
 
 
-def build_workload(raw: Any, *, file: str = "<workload>", digest: str = "") -> Workload:
-    """Validate an already-parsed workload document and build the model."""
-    if not digest:
-        digest = hashlib.sha256(orjson.dumps(raw)).hexdigest()
+def build_workload(raw: Any, *, file: str = "<workload>", file_digest: str = "") -> Workload:
+    """Validate an already-parsed workload document and build the model (`file_digest`: the
+    sha256 of the bytes it was read from, when it was read from a file)."""
     problems = schema_problems(raw, file)
     if problems:
         raise InputError(problems)
     builder = _Builder(raw, file)
-    workload = builder.build(digest)
+    workload = builder.build(content_digest(raw), file_digest)
     if builder.problems:
         raise InputError(builder.problems)
     errors = [Problem(file, i.path, i.message) for i in context_issues(workload) if i.error]
     if errors:
         raise InputError(errors)
     return workload
+
+
+def content_digest(raw: Any) -> str:
+    """sha256 of a workload's canonical JSON (keys sorted, no whitespace, strings as UTF-8):
+    the same for the same content, whether read from a file however formatted or sent to the
+    service; `1` and `1.0` are different numbers to it, as to JSON readers."""
+    return hashlib.sha256(orjson.dumps(raw, option=orjson.OPT_SORT_KEYS)).hexdigest()
 
 
 def schema_problems(raw: Any, file: str) -> list[Problem]:
@@ -148,7 +154,7 @@ class _Builder:
 
     # -- whole document -------------------------------------------------------------------
 
-    def build(self, digest: str) -> Workload:
+    def build(self, digest: str, file_digest: str = "") -> Workload:
         event_types = self.event_types()
         pattern_names = self.pattern_names(event_types)
         order = self.pattern_order(pattern_names, event_types)
@@ -166,6 +172,7 @@ class _Builder:
             statistics=self.statistics(event_types, patterns, pattern_names),
             path=self.file,
             digest=digest,
+            file_digest=file_digest,
         )
         return workload
 

@@ -232,7 +232,15 @@ class Workload:
     consumers: Consumers | None = None
     statistics: Statistics = field(default_factory=Statistics)
     path: str = ""
-    digest: str = ""  # sha256 of the file's bytes: ties plans and jobs to the workload they fit
+    # sha256 of the workload's canonical JSON (loader.content_digest): ties plans, statistics
+    # and jobs to the workload they fit, however it was written or sent
+    digest: str = ""
+    file_digest: str = ""  # sha256 of the file's bytes, which older plans and stats recorded
+
+    def made_for(self, digest: str) -> bool:
+        """Whether a plan or statistics recording `digest` were made for this workload: its
+        content digest, or the digest of its file's bytes that older versions recorded."""
+        return bool(digest) and digest in (self.digest, self.file_digest)
 
     @cached_property
     def patterns_by_name(self) -> Mapping[str, Pattern]:

@@ -33,6 +33,10 @@ SYNTH = [
     (["--regions", "-2"], "--regions", "from 1"),
     (["--truth-draws", "0"], "--truth-draws", "from 1"),
     (["--truth-draws", "1000000000000"], "--truth-draws", "from 1"),
+    (["--keys", str(10**21)], "--keys", "to 1000000"),
+    (["--regions", str(10**21)], "--regions", "to 1000000"),
+    (["--truth-draws", str(10**21)], "--truth-draws", "from 1"),
+    (["--seed", str(10**21)], "--seed", "not in the range"),
     (["--markov", "Login=0.5,2"], "--markov", "probabilities"),
     (["--markov", "Login=0.5,0.5,0.5"], "--markov", "probabilities"),
     (["--markov", "Login=0.1,0.2", "--time-step", "1e-9"], "--duration", "events"),
@@ -49,12 +53,18 @@ def test_synth_option_refused(cli, fraud, extra, option, fragment):
 
 
 OPTIMIZE = [
-    (["--time-limit", "-1"], "--time-limit", "above 0"),
-    (["--time-limit", "0"], "--time-limit", "above 0"),
+    (["--time-limit", "-1"], "--time-limit", "at least 0.001"),
+    (["--time-limit", "0"], "--time-limit", "at least 0.001"),
+    (["--time-limit", "5e-324"], "--time-limit", "at least 0.001"),  # was: blamed on --search
+    (["--covering-time-limit", "5e-324"], "--covering-time-limit", "at least 0.001"),
     (["--time-limit", "nan"], "--time-limit", "finite"),
     (["--time-limit", "inf"], "--time-limit", "finite"),
     (["--time-limit", "1e300"], "--time-limit", "at most"),
-    (["--k", "-3"], "-k", "at least 0"),
+    (["--k", "-3"], "-k", "from 0 to 1000"),
+    (["-k", str(10**21)], "-k", "from 0 to 1000"),  # was: orjson's TypeError writing the plan
+    (["-k", "1001"], "-k", "from 0 to 1000"),
+    (["--dp-limit", str(10**21)], "--dp-limit", "to 30"),
+    (["--seed", str(10**21)], "--seed", "not in the range"),
     (["--dp-limit", "0"], "--dp-limit", "from 1"),
     (["--dp-limit", "64"], "--dp-limit", "to 30"),
     (["--time-step", "-1"], "--time-step", "positive"),
@@ -76,9 +86,15 @@ def test_optimize_option_refused(cli, fraud, extra, option, fragment):
 STATS = [
     (["--markov-order", "0"], "--markov-order", "from 1"),
     (["--markov-order", "9"], "--markov-order", "to 8"),
-    (["--sample", "0"], "--sample", "at least 1"),
-    (["--max-groups", "0"], "--max-groups", "at least 1"),
-    (["--shuffle-partitions", "-1"], "--shuffle-partitions", "at least 0"),
+    (["--markov-order", str(10**21)], "--markov-order", "to 8"),
+    (["--sample", "0"], "--sample", "from 1"),
+    (["--sample", str(10**21)], "--sample", "to 10000000"),  # was: orjson's TypeError
+    (["--max-groups", "0"], "--max-groups", "from 1"),
+    (["--max-groups", str(10**21)], "--max-groups", "to 1000000"),  # was: orjson's TypeError
+    (["--shuffle-partitions", "-1"], "--shuffle-partitions", "from 0"),
+    (["--shuffle-partitions", str(10**21)], "--shuffle-partitions",
+     "to 100000"),  # was: Spark's IllegalArgumentException (32-bit setting)
+    (["--seed", str(10**21)], "--seed", "not in the range"),
     (["--time-step", "nan"], "--time-step", "positive"),
     (["--time-step", "-3s"], "--time-step", "cannot read duration"),
     (["--time-step", "1e300"], "--time-step", "longer than"),

@@ -124,6 +124,10 @@ SERVE = [
     (["--workers", "0"], "--workers", "range"),
     (["--max-body", "10"], "--max-body", "range"),
     (["--cache-size", "-1"], "--cache-size", "range"),
+    (["--port", str(10**21)], "--port", "range"),
+    (["--workers", str(10**21)], "--workers", "range"),
+    (["--max-body", str(10**21)], "--max-body", "range"),  # was: served, unbounded
+    (["--cache-size", str(10**21)], "--cache-size", "range"),  # was: served, unbounded
 ]
 
 
@@ -140,7 +144,11 @@ def test_serve_short_token_refused(cli, monkeypatch):
 
 SYNTH_MOBILE = [
     (["--cars", "0"], "--cars", "positive"),
-    (["--cars", "100000000"], "--duration", "car positions"),  # was: a huge allocation
+    (["--cars", "100000000"], "--cars", "from 1 to 1000000"),  # was: a huge allocation
+    (["--cars", str(10**21)], "--cars", "from 1 to 1000000"),  # was: blamed on --duration
+    (["--cars", "1000000"], "--duration", "car positions"),
+    (["--consumers", str(10**21)], "--consumers", "between 0 and --cars"),
+    (["--seed", str(10**21)], "--seed", "not in the range"),
     (["--duration", "1e12"], "--duration", "car positions"),  # was: a traceback
     (["--duration", "inf"], "--duration", "finite"),  # was: a traceback
     (["--duration", "nan"], "--duration", "positive"),
@@ -176,6 +184,7 @@ LINEAR_ROAD = [
     (["--segments", "0"], "--segments", "at least 1"),  # was: "No objects to concatenate"
     (["--segments", "-1"], "--segments", "at least 1"),
     (["--segments", "100000000"], "--duration", "position reports"),  # was: a stall
+    (["--segments", str(10**21)], "--duration", "fewer --segments"),
     (["--duration", "1e12"], "--duration", "position reports"),  # was: a traceback
     (["--duration", "inf"], "--duration", "finite"),
     (["--congestion-share", "1"], "--linear-road", "[0, 1)"),

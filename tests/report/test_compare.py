@@ -306,7 +306,7 @@ def test_subtree_is_written_in_the_workload_language():
                          "where": ["a.price < b.price", "c.price > 3", "a.price < c.price"],
                          "within": "5s"}],
            "statistics": {"rates": {"GOOG": 1, "MSFT": 1, "AAPL": 1}}}
-    pattern = build_workload(raw, file="w.json", digest="0").pattern("p")
+    pattern = build_workload(raw, file="w.json").pattern("p")
     assert subtree_text(pattern, ["b", "a"]) == "SEQ(a:GOOG, b:MSFT) where a.price < b.price"
     assert subtree_text(pattern, [["a", "b"], "c"]) == (
         "SEQ(a:GOOG, b:MSFT, c:AAPL) where a.price < b.price and c.price > 3 and "

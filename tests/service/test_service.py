@@ -7,16 +7,21 @@ from __future__ import annotations
 import http.client
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
 import threading
 import time
+from functools import partial
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tests.conftest import EXAMPLES
+from tests.hostile_workloads import traffic_named
 
 TOKEN = "s3cret-token-for-tests-0123456789"
 MAX_BODY = 65536
@@ -280,6 +285,18 @@ HOSTILE = {
     "sharing suffix": ("POST", "/v1/optimize",
                        {"workload": workload(), "settings": {"sharing": "suffix"}}, {},
                        TOKEN, 422),
+    "sharing a list": ("POST", "/v1/optimize",
+                       {"workload": workload(), "settings": {"sharing": ["subtree"]}}, {},
+                       TOKEN, 422),
+    "sharing an object on compare": ("POST", "/v1/compare",
+                                     {"workload": workload(), "settings": {"sharing": {}}},
+                                     {"Accept": "text/html"}, TOKEN, 422),
+    "vertex:²": ("POST", "/v1/optimize",
+                 {"workload": workload(), "settings": {"neighborhood": "vertex:²"}}, {},
+                 TOKEN, 422),
+    "time limit 5e-324": ("POST", "/v1/optimize",
+                          {"workload": workload(), "settings": {"time_limit": 5e-324}}, {},
+                          TOKEN, 422),
     "unknown setting": ("POST", "/v1/optimize",
                         {"workload": workload(), "settings": {"exec": "x"}}, {}, TOKEN, 422),
     "stats a list": ("POST", "/v1/optimize", {"workload": workload(), "stats": []}, {},
@@ -317,3 +334,144 @@ def test_hostile_request_gets_a_problem_document(server, case):
         assert answer_headers["www-authenticate"] == "Bearer"
     assert not (cwd / "pwned").exists()
     assert request(port, "GET", "/v1/health", token=None)[0] == 200
+
+
+# -- every setting, any JSON value ------------------------------------------------------------
+
+CHOICES = {"solver": ("auto", "dp", "heuristic"),
+           "strategy": ("mixture", "random", "min-latency", "min-cost", "balanced"),
+           "search": ("tabu", "sa", "sh", "re", "none"), "sharing": ("subtree", "prefix")}
+
+
+def _named(names: tuple[str, ...], value) -> bool:
+    return isinstance(value, str) and value in names
+
+
+SETTINGS = {  # what each setting accepts, stated apart from the service's own rules
+    **{name: partial(_named, names) for name, names in CHOICES.items()},
+    "k": lambda v: type(v) is int and 0 <= v <= 1000,
+    "seed": lambda v: type(v) is int and 0 <= v < 2**63,
+    "time_limit": lambda v: type(v) in (int, float) and 0.001 <= v <= 20,  # --max-time-limit
+    "share": lambda v: type(v) is bool,
+    "neighborhood": lambda v: v == "edge" or (
+        isinstance(v, str) and re.fullmatch("vertex:[0-9]+", v) is not None
+        and 2 <= int(v[7:]) <= 64),
+}
+NAMES = [n for names in CHOICES.values() for n in names]
+
+
+ODD = ["NaN", "Infinity", "-inf", "1e400", "", " dp", "DP", "vertex:²", "vertex:٣", "vertex:65",
+       "vertex:2", "vertex:064", "vertex:", "edge", "true", "null", "0", "[]", "{}"]
+VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers(-2**80, 2**80) | st.sampled_from([0, 1, 1000, 1001,
+                                                                               2**63 - 1, 2**63])
+    | st.floats(allow_nan=False, allow_infinity=False) | st.sampled_from([5e-324, 0.001, 20.0])
+    | st.text(st.characters(blacklist_categories=("Cs",)), max_size=12)
+    | st.sampled_from(NAMES + ODD),
+    lambda inner: st.lists(inner, max_size=3)
+    | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+    max_leaves=6)
+
+
+@pytest.mark.parametrize("name", sorted(SETTINGS))
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(value=VALUES)
+def test_any_value_of_a_setting_is_planned_or_refused_by_name(server, name, value):
+    """A value the setting accepts plans (200); any other — a list, an object, a number for
+    a name, a string for a number, a huge integer — is a 422 problem document naming the
+    setting, never a 500."""
+    port, _ = server
+    others = {} if name == "time_limit" else {"time_limit": 1}
+    status, headers, body = post(port, "/v1/optimize", {
+        "workload": workload(), "settings": {**others, name: value}})
+    if SETTINGS[name](value):
+        assert status == 200, body[:300]
+        return
+    assert status == 422, (status, body[:300])
+    assert headers["content-type"] == "application/problem+json"
+    assert [p["path"] for p in json.loads(body)["problems"]] == [f"settings.{name}"]
+
+
+def test_unparsable_http_gets_a_problem_document_and_the_server_stays_up(server):
+    """`Content-Length: -1` never reaches the app: the HTTP parser refuses it, with a problem
+    document (uvicorn's own answer was plain text)."""
+    port, _ = server
+    for header in (b"Content-Length: -1", b"Content-Length: 1x", b"Bad Header\x01: 1"):
+        with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+            sock.sendall(b"POST /v1/optimize HTTP/1.1\r\nHost: x\r\n"
+                         b"Content-Type: application/json\r\n" + header + b"\r\n\r\n{}")
+            answer = b""
+            while chunk := sock.recv(65536):
+                answer += chunk
+        head, _, body = answer.partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 400"), answer[:300]
+        assert b"content-type: application/problem+json" in head.lower()
+        problem = json.loads(body)
+        assert problem["status"] == 400 and "not valid HTTP" in problem["detail"]
+    assert request(port, "GET", "/v1/health", token=None)[0] == 200
+
+
+def test_compare_page_of_names_with_dollars(server):
+    """A context named like matplotlib mathtext (`$\\undefinedmacro$`) is drawn as written:
+    the report page, not a 500."""
+    port, _ = server
+    raw = traffic_named("traffic", "cong$\\undefinedmacro$", "exit")
+    status, headers, body = post(port, "/v1/compare", {"workload": raw,
+                                                       "settings": {"time_limit": 2}},
+                                 headers={"Accept": "text/html"})
+    assert status == 200, body[:300]
+    assert headers["content-type"].startswith("text/html")
+    assert "cong$\\undefinedmacro$" in body.decode()
+
+
+# -- plans and statistics tied to the workload's content --------------------------------------
+
+def test_a_plan_from_the_service_runs_with_the_workload_file(server, tmp_path):
+    """Issue 29: the service planned `request.workload` and recorded a digest `cepplan run`
+    did not accept for the same workload's file ("made for another version"). The digest is
+    of the content: the plan runs, with its modelled costs, and finds the matches the
+    unoptimised plan finds."""
+    port, _ = server
+    status, _, body = post(port, "/v1/optimize", {"workload": workload("fraud"),
+                                                  "settings": {"time_limit": 2}})
+    assert status == 200
+    plan = tmp_path / "plan.json"
+    plan.write_bytes(body)
+    runs = {}
+    for kind in ("plan", "trivial"):
+        done = subprocess.run([sys.executable, "-m", "cepplan", "run", str(plan),
+                               str(EXAMPLES / "fraud" / "events.csv"), "-w",
+                               str(EXAMPLES / "fraud" / "workload.json"), "-o",
+                               str(tmp_path / kind), "--plan-kind", kind, "-q"],
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0 and not done.stderr, done.stderr
+        runs[kind] = json.loads((tmp_path / kind / "metrics.json").read_text())
+    assert runs["plan"]["matches"] == runs["trivial"]["matches"]
+    planned = json.loads(body)["patterns"]
+    assert {name: p["expected_cost"] for name, p in runs["plan"]["plan"]["predicted"].items()} \
+        == {name: p["detection"]["expected_cost"] for name, p in planned.items()}
+
+
+def test_statistics_of_another_workload_refused(server, tmp_path):
+    """The service checks `workload_digest` as `cepplan optimize --stats` does: statistics
+    `cepplan stats` measured for this workload are used, another workload's are a 422 (they
+    were used silently)."""
+    port, _ = server
+    stats = tmp_path / "stats.json"
+    done = subprocess.run([sys.executable, "-m", "cepplan", "stats",
+                           str(EXAMPLES / "fraud" / "events.csv"), "-w",
+                           str(EXAMPLES / "fraud" / "workload.json"), "-o", str(stats), "-q",
+                           "--engine", "local"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    measured = json.loads(stats.read_text())
+    document = {"workload": workload("fraud"), "stats": measured,
+                "settings": {"time_limit": 2}}
+    assert post(port, "/v1/optimize", document)[0] == 200
+    edited = workload("fraud")
+    edited["patterns"][0]["within"] = "7min"
+    status, _, body = post(port, "/v1/optimize", {**document, "workload": edited})
+    assert status == 422
+    [problem] = json.loads(body)["problems"]
+    assert problem["file"] == "request.stats" and problem["path"] == "workload_digest"
+    assert "another workload" in problem["message"] and "older cepplan" in problem["message"]
