@@ -787,9 +787,10 @@ def _reasons(batch: Canonical, raw: pa.Table, malformed: np.ndarray,
 
     def mark(mask: np.ndarray, text: str) -> None:
         free = mask & (code < 0)
-        if free.any():
-            code[free] = len(texts)
-            texts.append(text)
+        if free.any():  # a reason may come twice: an attribute of several schemas
+            if text not in texts:
+                texts.append(text)
+            code[free] = texts.index(text)
 
     mark(malformed, REJECT_MALFORMED)
     type_codes = batch.type_codes
