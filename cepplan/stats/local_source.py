@@ -22,9 +22,6 @@ formats doubles Python's way.
 
 from __future__ import annotations
 
-import csv
-import glob
-import io
 import json
 import math
 import os
@@ -39,8 +36,22 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 
+from cepplan.stats.text_input import (
+    MAX_LINE_BYTES,
+    LineTooLong,
+    first_line,
+    line_blocks,
+    open_text,
+)
 from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_TYPE, merged_attribute_types
 from cepplan.workload.durations import SECONDS_PER_UNIT
+from cepplan.workload.input_files import (
+    InputFileError,
+    content_problem,
+    duplicate_problem,
+    files_in,
+    header_names,
+)
 
 if TYPE_CHECKING:  # imported where a pandas frame is built
     import pandas as pd
@@ -71,26 +82,11 @@ class SourceError(ValueError):
 
 
 def expand_paths(paths: str | Sequence[str]) -> list[str]:
-    """Files to read: files as given, directories as their non-hidden files (sorted; names
-    starting with `.` or `_` skipped, as Spark does), globs expanded."""
-    paths = [paths] if isinstance(paths, str) else list(paths)
-    if not paths:
-        raise SourceError("no input files given")
-    files: list[str] = []
-    for path in paths:
-        matches = sorted(glob.glob(path)) if any(c in path for c in "*?[") else [path]
-        if not matches or not all(os.path.exists(m) for m in matches):
-            raise SourceError("no such file or directory", path)
-        for match in matches:
-            if os.path.isdir(match):
-                files += [os.path.join(root, name)
-                          for root, dirs, names in sorted(os.walk(match))
-                          for name in sorted(names) if not name.startswith((".", "_"))
-                          if not any(d.startswith((".", "_")) for d in
-                                     os.path.relpath(root, match).split(os.sep) if d != ".")]
-            else:
-                files.append(match)
-    return files
+    """Files to read (`input_files.files_in`: directories and globs expanded as Spark does)."""
+    try:
+        return files_in(paths)
+    except InputFileError as err:
+        raise SourceError(err.message, err.path) from None
 
 
 def input_bytes(paths: str | Sequence[str]) -> int:
@@ -132,20 +128,27 @@ def read_canonical(paths: str | Sequence[str], source: Mapping[str, Any],
     if time_unit not in SECONDS_PER_UNIT:
         raise SourceError(f"unknown time_unit {time_unit!r}")
     files = expand_paths(paths)
+    if text is None:
+        for file in files:
+            problem = content_problem(file, source["format"])
+            if problem:
+                raise SourceError(problem, file)
     attr_types = merged_attribute_types(attributes.values())
     keys = [k for k in source.get("key_columns", ()) if k not in attr_types]
     needed = list(dict.fromkeys(_row_columns(source) + list(attr_types)))
     time_parser = _time_parser(source.get("time_format"), time_unit)
     where = {"file": ", ".join(files)}  # the file being read, for errors
-    raw_batches = _raw_batches(files, source, needed, batch_bytes, where, text)
+    raw_batches = _raw_batches(files, source, needed, attr_types, batch_bytes, where, text)
     while True:
         try:
             raw, malformed, positions = next(raw_batches)
         except StopIteration:
             return
-        except (pa.ArrowInvalid, UnicodeDecodeError) as err:
+        except (pa.ArrowInvalid, OSError) as err:  # OSError: a damaged compressed file
             raise SourceError(f"cannot read as {source['format']}: "
                               f"{str(err).splitlines()[0]}", where["file"]) from None
+        except LineTooLong as err:
+            raise SourceError(str(err), where["file"]) from None
         yield _canonical(raw, malformed, source, attributes, attr_types, keys, time_parser,
                          time_unit, positions)
 
@@ -184,7 +187,8 @@ def _row_columns(source: Mapping[str, Any]) -> list[str]:
 # ---- raw batches per format: (needed columns, malformed-row mask, row positions) ----
 
 def _raw_batches(files: list[str], source: Mapping[str, Any], needed: list[str],
-                 batch_bytes: int, where: dict[str, str], text: bytes | None = None
+                 attr_types: Mapping[str, str], batch_bytes: int, where: dict[str, str],
+                 text: bytes | None = None
                  ) -> Iterator[tuple[pa.Table, np.ndarray, np.ndarray]]:
     fmt = source["format"]
     if fmt == "csv":
@@ -194,15 +198,19 @@ def _raw_batches(files: list[str], source: Mapping[str, Any], needed: list[str],
     if fmt == "jsonl":
         return _json_batches(files, source, needed, batch_bytes, where)
     if fmt == "parquet":
-        return _parquet_batches(files, needed, where)
+        return _parquet_batches(files, needed, attr_types, where)
     raise SourceError(f"unknown source format {fmt!r} (csv, parquet or jsonl)")
 
 
 def _missing(needed: list[str], present: Sequence[str], files: list[str]) -> None:
+    """`SourceError` unless the input's columns `present` name each needed column once."""
     missing = [c for c in needed if c not in present]
     if missing:
         raise SourceError(f"column(s) {', '.join(map(repr, missing))} not in the input "
                           f"(its columns: {', '.join(present)})", ", ".join(files))
+    twice = duplicate_problem(present, needed)
+    if twice:
+        raise SourceError(twice, ", ".join(files))
 
 
 def _csv_header(files: list[str], source: Mapping[str, Any]) -> list[str]:
@@ -210,11 +218,12 @@ def _csv_header(files: list[str], source: Mapping[str, Any]) -> list[str]:
     if not source.get("header", True):
         return list(source.get("columns") or ())
     for file in files:
-        with open(file, newline="", encoding="utf-8", errors="replace") as handle:
-            for line in handle:
-                if line.strip():
-                    return next(csv.reader(io.StringIO(line), escapechar="\\",
-                                           doublequote=False))
+        try:
+            line = first_line(open_text(file))
+        except LineTooLong as err:
+            raise SourceError(str(err), file) from None
+        if line is not None:
+            return header_names(line)
     return []
 
 
@@ -233,40 +242,64 @@ def _csv_batches(files: list[str], source: Mapping[str, Any], needed: list[str],
     offset = 0
     for file in files:
         where["file"] = file
-        bad: list[int] = []  # positions in the file of malformed rows not yet emitted
+        block, done = batch_bytes, 0  # rows of the file handed on
+        while True:  # again with larger blocks while a line is longer than a block
+            try:
+                for table, malformed, positions in _csv_file(file, text, names, needed,
+                                                             header, block):
+                    keep = positions >= done  # rows of an earlier try are handed on already
+                    if not keep.all():
+                        table, malformed, positions = (table.filter(keep), malformed[keep],
+                                                       positions[keep])
+                    if len(positions):
+                        done = int(positions.max()) + 1
+                        yield table, malformed, positions + offset
+                break
+            except pa.ArrowInvalid as err:
+                if "straddl" not in str(err):
+                    raise
+                if block >= 2 * MAX_LINE_BYTES:  # the stream bounds lines before
+                    raise LineTooLong(None) from None
+                block = min(4 * block, 2 * MAX_LINE_BYTES)
+        offset += done
 
-        def invalid(row: Any, bad: list[int] = bad) -> str:
-            if row.text.strip():  # row.number counts non-blank lines from 1, header included
-                bad.append(row.number - 1 - header)
-            return "skip"
 
-        reader = pa_csv.open_csv(
-            file if text is None else pa.BufferReader(text),
-            read_options=pa_csv.ReadOptions(column_names=names, skip_rows=header,
-                                            use_threads=False, block_size=batch_bytes),
-            parse_options=pa_csv.ParseOptions(escape_char="\\", double_quote=False,
-                                              invalid_row_handler=invalid),
-            convert_options=pa_csv.ConvertOptions(
-                include_columns=needed, column_types={n: pa.string() for n in needed},
-                strings_can_be_null=True, null_values=[""], quoted_strings_can_be_null=True))
-        position = 0
-        for batch in reader:
-            end, taken = position + batch.num_rows, 0
-            while taken < len(bad) and bad[taken] < end:  # interleave the malformed rows
-                end, taken = end + 1, taken + 1
-            yield _with_malformed(pa.Table.from_batches([batch]), bad[:taken], position, end,
-                                  needed, offset)
-            del bad[:taken]
-            position = end
-        if bad:
-            yield _with_malformed(pa.table({n: pa.array([], pa.string()) for n in needed}), bad,
-                                  position, bad[-1] + 1, needed, offset)
-            position = bad[-1] + 1
-        offset += position
+def _csv_file(file: str, text: bytes | None, names: list[str], needed: list[str],
+              header: int, block: int) -> Iterator[tuple[pa.Table, np.ndarray, np.ndarray]]:
+    """One CSV file (or `text`) in blocks of `block` bytes: the needed columns, which rows
+    are malformed, the rows' positions in the file."""
+    bad: list[int] = []  # positions in the file of malformed rows not yet emitted
+
+    def invalid(row: Any) -> str:
+        if row.text.strip():  # row.number counts non-blank lines from 1, header included
+            bad.append(row.number - 1 - header)
+        return "skip"
+
+    reader = pa_csv.open_csv(
+        open_text(file, text),
+        read_options=pa_csv.ReadOptions(column_names=names, skip_rows=header,
+                                        use_threads=False, block_size=block),
+        parse_options=pa_csv.ParseOptions(escape_char="\\", double_quote=False,
+                                          invalid_row_handler=invalid),
+        convert_options=pa_csv.ConvertOptions(
+            include_columns=needed, column_types={n: pa.string() for n in needed},
+            strings_can_be_null=True, null_values=[""], quoted_strings_can_be_null=True))
+    position = 0
+    for batch in reader:
+        end, taken = position + batch.num_rows, 0
+        while taken < len(bad) and bad[taken] < end:  # interleave the malformed rows
+            end, taken = end + 1, taken + 1
+        yield _with_malformed(pa.Table.from_batches([batch]), bad[:taken], position, end,
+                              needed)
+        del bad[:taken]
+        position = end
+    if bad:
+        yield _with_malformed(pa.table({n: pa.array([], pa.string()) for n in needed}), bad,
+                              position, bad[-1] + 1, needed)
 
 
 def _with_malformed(good: pa.Table, malformed: list[int], start: int, end: int,
-                    needed: list[str], offset: int) -> tuple[pa.Table, np.ndarray, np.ndarray]:
+                    needed: list[str]) -> tuple[pa.Table, np.ndarray, np.ndarray]:
     """Good rows and NULL rows standing for the malformed ones, with their positions: the
     malformed rows' own, the good rows' the others of [start, end) in order."""
     span = np.arange(start, end, dtype=np.int64)
@@ -274,7 +307,7 @@ def _with_malformed(good: pa.Table, malformed: list[int], start: int, end: int,
     nulls = pa.table({n: pa.nulls(len(malformed), pa.string()) for n in needed})
     table = pa.concat_tables([good.select(needed), nulls])
     flags = np.concatenate([np.zeros(good.num_rows, bool), np.ones(len(malformed), bool)])
-    return table, flags, offset + np.concatenate([span[~is_bad], span[is_bad]])
+    return table, flags, np.concatenate([span[~is_bad], span[is_bad]])
 
 
 def _json_text(value: Any) -> str | None:
@@ -302,25 +335,21 @@ def _json_batches(files: list[str], source: Mapping[str, Any], needed: list[str]
     offset = 0
     for file in files:
         where["file"] = file
-        with open(file, "rb") as handle:
-            while True:
-                lines = handle.readlines(batch_bytes)
-                if not lines:
-                    break
-                values: dict[str, list] = {n: [] for n in needed}
-                malformed: list[bool] = []
-                for line in lines:
-                    if not line.strip():
-                        continue
-                    record = _json_record(line)
-                    malformed.append(record is None)
-                    for name in needed:
-                        values[name].append(None if record is None
-                                            else _json_text(record.get(name)))
-                yield (pa.table({n: pa.array(v, pa.string()) for n, v in values.items()}),
-                       np.array(malformed, dtype=bool),
-                       np.arange(offset, offset + len(malformed), dtype=np.int64))
-                offset += len(malformed)
+        for lines in line_blocks(open_text(file), batch_bytes):
+            values: dict[str, list] = {n: [] for n in needed}
+            malformed: list[bool] = []
+            for line in lines:
+                if not line.strip():
+                    continue
+                record = _json_record(line)
+                malformed.append(record is None)
+                for name in needed:
+                    values[name].append(None if record is None
+                                        else _json_text(record.get(name)))
+            yield (pa.table({n: pa.array(v, pa.string()) for n, v in values.items()}),
+                   np.array(malformed, dtype=bool),
+                   np.arange(offset, offset + len(malformed), dtype=np.int64))
+            offset += len(malformed)
 
 
 def _json_record(line: bytes) -> dict | None:
@@ -338,22 +367,25 @@ def _json_fields(files: list[str]) -> dict[str, None]:
     seen: dict[str, None] = {}
     lines = 0
     for file in files:
-        with open(file, "rb") as handle:
-            for line in handle:
+        try:
+            for line in (line for block in line_blocks(open_text(file), 1 << 16)
+                         for line in block):
                 if lines >= _HEADER_SAMPLE:
                     break
                 lines += 1
                 record = _json_record(line) if line.strip() else None
                 if record is not None:
                     seen.update(dict.fromkeys(record))
+        except LineTooLong as err:
+            raise SourceError(str(err), file) from None
     if not seen:
         raise SourceError("no JSON object in the first lines (empty input or not JSON lines)",
                           ", ".join(files))
     return seen
 
 
-def _parquet_batches(files: list[str], needed: list[str], where: dict[str, str]
-                     ) -> Iterator[tuple[pa.Table, np.ndarray, np.ndarray]]:
+def _parquet_batches(files: list[str], needed: list[str], attr_types: Mapping[str, str],
+                     where: dict[str, str]) -> Iterator[tuple[pa.Table, np.ndarray, np.ndarray]]:
     import pyarrow.parquet as pq
 
     offset = 0
@@ -364,11 +396,40 @@ def _parquet_batches(files: list[str], needed: list[str], where: dict[str, str]
         except (pa.ArrowInvalid, OSError) as err:
             raise SourceError(f"cannot read as Parquet: {err}", file) from None
         _missing(needed, reader.schema_arrow.names, [file])
+        for name in needed:
+            _check_stored_type(name, reader.schema_arrow.field(name).type,
+                               attr_types.get(name), file)
         for batch in reader.iter_batches(batch_size=BATCH_ROWS, columns=needed):
             table = pa.Table.from_batches([batch])
             yield (table, np.zeros(len(table), dtype=bool),
                    np.arange(offset, offset + len(table), dtype=np.int64))
             offset += len(table)
+
+
+def _check_stored_type(name: str, stored: pa.DataType, kind: str | None, file: str) -> None:
+    """`SourceError` for a typed column that cannot hold what the workload says (`kind`: an
+    attribute's type, None for the type, time, id and key columns), as `spark_source` checks:
+    nested values (struct, list, map) anywhere; true/false where a number belongs or a
+    number, time or date where true/false or a number belongs (silently 1.0/0.0 otherwise).
+    Text columns are cast row by row instead, unparsable rows rejected and counted."""
+    if pa.types.is_dictionary(stored):
+        stored = stored.value_type
+    if pa.types.is_nested(stored):
+        raise SourceError(f"column {name!r} holds nested values (lists, maps or records), "
+                          "which cepplan does not read: store it as a plain column", file)
+    text = pa.types.is_string(stored) or pa.types.is_large_string(stored)
+    number = (pa.types.is_integer(stored) or pa.types.is_floating(stored)
+              or pa.types.is_decimal(stored))
+    wants_number = kind in ("double", "long")
+    if pa.types.is_boolean(stored):
+        clash = wants_number
+    elif kind == "bool":
+        clash = not text
+    else:
+        clash = wants_number and not (number or text)
+    if clash:
+        raise SourceError(f"column {name!r} holds {stored} values, but the workload says "
+                          f"{kind}", file)
 
 
 # ---- casts with Spark's try_cast semantics ----

@@ -4,12 +4,19 @@ one clear error naming the file — never a traceback, never a silent wrong answ
 
 from __future__ import annotations
 
+import bz2
+import gzip
 import json
+import os
+import subprocess
+import sys
 
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
-from tests.hostile.conftest import EXAMPLES
+from tests.hostile.conftest import EXAMPLES, ROOT
 
 FRAUD = EXAMPLES / "fraud"
 
@@ -46,3 +53,172 @@ def test_an_attribute_unparsable_in_two_schemas_is_one_reason(cli, fraud, rows):
     assert result.code == 0, result.err
     assert json.loads((fraud / "stats.json").read_text())["rows"]["reasons"] == {
         "unparsable attribute 'amount'": 2}
+
+
+# ---- files that are not what the source says ----
+
+def _as(fraud, fmt: str):
+    """The fraud workload reading `fmt` (csv, parquet, jsonl) files."""
+    doc = json.loads((fraud / "workload.json").read_text())
+    doc["source"]["format"] = fmt
+    if fmt != "csv":
+        doc["source"].pop("header")
+    path = fraud / f"workload_{fmt}.json"
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def _cepplan(*args) -> subprocess.CompletedProcess:
+    """`cepplan ARGS` in a child process: a reader that aborts the process (pyarrow did)
+    fails the case instead of the suite."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run([sys.executable, "-m", "cepplan", *map(str, args)], cwd=ROOT,
+                          env=env, capture_output=True, text=True, timeout=120)
+
+
+NESTED = {"struct": pa.array([{"v": 1.0}] * 300), "list": pa.array([[1.0]] * 300),
+          "map": pa.array([[("v", 1.0)]] * 300, pa.map_(pa.string(), pa.float64()))}
+
+
+@pytest.mark.parametrize("column", ["amount", "user"])
+@pytest.mark.parametrize("kind", list(NESTED))
+def test_nested_parquet_column_is_refused(cli, fraud, rows, kind, column):
+    table = pa.Table.from_pandas(rows, preserve_index=False)
+    table = table.set_column(table.schema.get_field_index(column), column, NESTED[kind])
+    pq.write_table(table, fraud / "events.parquet")
+    _stats(cli, fraud / "events.parquet", _as(fraud, "parquet")).one_error(
+        "events.parquet", f"column {column!r} holds nested values", "plain column")
+
+
+@pytest.mark.parametrize("values", [lambda r: r["amount"].fillna(0) > 500,
+                                   lambda r: pd.Timestamp("2024-01-01")])
+def test_parquet_amount_of_another_kind_is_refused_as_spark_does(cli, fraud, rows, values):
+    """true/false read as 1.0/0.0 was silent; a time read as text made every row unparsable
+    (Spark refuses both: test_events.py)."""
+    rows.assign(amount=values(rows)).to_parquet(fraud / "events.parquet")
+    _stats(cli, fraud / "events.parquet", _as(fraud, "parquet")).one_error(
+        "events.parquet", "column 'amount' holds", "but the workload says double")
+
+
+def test_directory_mixing_csv_parquet_and_text(fraud, rows):
+    folder = fraud / "mixed"
+    folder.mkdir()
+    rows.to_csv(folder / "a.csv", index=False)
+    rows.to_parquet(folder / "b.parquet")
+    (folder / "c.txt").write_text("notes about the data\n")
+    result = _cepplan("stats", folder, "-w", fraud / "workload.json", "-o",
+                      fraud / "stats.json", "-q")
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.splitlines() == [
+        f"error: {folder / 'b.parquet'}: is a Parquet file, but the workload's "
+        "source.format is 'csv'"]
+
+
+def test_bytes_that_are_not_utf8_in_a_malformed_row(fraud, rows):
+    """A Windows-1252 'é' in a row with a field too many aborted the process inside pyarrow;
+    it is read as Spark reads it (U+FFFD), the row malformed."""
+    text = rows.to_csv(index=False).encode()
+    lines = text.splitlines()
+    lines[5] += ",caf\xe9".encode("cp1252")
+    (fraud / "events.csv").write_bytes(b"\n".join(lines) + b"\n")
+    result = _cepplan("stats", fraud / "events.csv", "-w", fraud / "workload.json", "-o",
+                      fraud / "stats.json", "-q")
+    assert result.returncode == 0, result.stderr
+    assert json.loads((fraud / "stats.json").read_text())["rows"]["reasons"] == {
+        "malformed row": 1}
+
+
+@pytest.mark.parametrize("header", ["event,ts,user,device,country,amount,merchant,amount",
+                                    "event,ts,user,device,country,amount,merchant,Amount"])
+def test_a_column_named_twice_is_refused(cli, fraud, rows, header):
+    """The in-process reader took the first `amount`, Spark renamed both: refused in both."""
+    body = rows.to_csv(index=False, header=False).splitlines()
+    (fraud / "events.csv").write_text("\n".join([header, *(line + ",1" for line in body)]))
+    _stats(cli, fraud / "events.csv", fraud / "workload.json").one_error(
+        "events.csv", "the input names column 'amount' 2 times", "(column 6)", "(column 8)")
+
+
+def test_a_parquet_column_named_twice_is_refused(cli, fraud, rows):
+    table = pa.Table.from_pandas(rows, preserve_index=False)
+    table = table.append_column("amount", pa.array([1.0] * len(rows)))
+    pq.write_table(table, fraud / "events.parquet")
+    _stats(cli, fraud / "events.parquet", _as(fraud, "parquet")).one_error(
+        "events.parquet", "names column 'amount' 2 times")
+
+
+def _counts(fraud) -> dict:
+    return json.loads((fraud / "stats.json").read_text())["rows"]
+
+
+def test_byte_order_mark_is_skipped(cli, fraud, rows):
+    """Excel writes CSV with a UTF-8 byte order mark; the first column was '\\ufeffevent'."""
+    (fraud / "bom.csv").write_bytes(b"\xef\xbb\xbf" + rows.to_csv(index=False).encode())
+    result = _stats(cli, fraud / "bom.csv", fraud / "workload.json")
+    assert result.code == 0, result.err
+    assert _counts(fraud)["valid"] == len(rows)
+
+
+COMPRESS = {".gz": lambda data: gzip.compress(data), ".bz2": lambda data: bz2.compress(data),
+            ".zst": lambda data: _zstd(data)}
+
+
+def _zstd(data: bytes) -> bytes:
+    sink = pa.BufferOutputStream()
+    with pa.CompressedOutputStream(sink, "zstd") as stream:
+        stream.write(data)
+    return sink.getvalue().to_pybytes()
+
+
+@pytest.mark.parametrize("ending", list(COMPRESS))
+def test_compressed_csv_is_read_by_its_name(cli, fraud, rows, ending):
+    data = rows.to_csv(index=False).encode()
+    (fraud / f"events.csv{ending}").write_bytes(COMPRESS[ending](data))
+    result = _stats(cli, fraud / f"events.csv{ending}", fraud / "workload.json")
+    assert result.code == 0, result.err
+    assert _counts(fraud)["valid"] == len(rows)
+
+
+@pytest.mark.parametrize("name,content,problem", [
+    ("events.csv", ".gz", "is gzip-compressed, but its name does not end .gz"),
+    ("events.csv.gz", None, "its name ends .gz, but it is not gzip-compressed"),
+    ("events.csv.bz2", ".gz", "(it is gzip-compressed)"),
+    ("events.csv.lz4", "lz4", "is lz4-compressed: decompress it"),
+    ("events.csv", "utf-16", "is UTF-16 text"),
+])
+def test_compression_the_name_does_not_announce(cli, fraud, rows, name, content, problem):
+    data = rows.to_csv(index=False)
+    if content == "lz4":
+        sink = pa.BufferOutputStream()
+        with pa.CompressedOutputStream(sink, "lz4") as stream:
+            stream.write(data.encode())
+        raw = sink.getvalue().to_pybytes()
+    elif content == "utf-16":
+        raw = data.encode("utf-16")
+    else:
+        raw = COMPRESS[content](data.encode()) if content else data.encode()
+    (fraud / name).write_bytes(raw)
+    _stats(cli, fraud / name, fraud / "workload.json").one_error(name, problem)
+
+
+def test_a_two_mebibyte_field_is_read(cli, fraud, rows, tmp_path):
+    """A field longer than the reader's block (1 MiB in `run`, 16 MiB in `stats`) gave
+    pyarrow's "straddling object"; the block grows to the line."""
+    data = rows.astype({"merchant": object})
+    data.loc[data.index[data["event"] == "Swipe"][0], "merchant"] = "m" * (2 << 20)
+    data.to_csv(fraud / "events.csv", index=False)
+    plan = tmp_path / "plan.json"
+    assert cli("optimize", fraud / "workload.json", "-o", plan, "-q").code == 0
+    result = cli("run", plan, fraud / "events.csv", "-o", tmp_path / "out", "-q",
+                 "--engine", "local")
+    assert result.code == 0, result.err
+    metrics = json.loads((tmp_path / "out" / "metrics.json").read_text())
+    assert metrics["rows_read"] == len(rows) and not metrics["rows_rejected"]
+
+
+@pytest.mark.parametrize("fmt", ["csv", "jsonl"])
+def test_input_without_line_breaks_is_refused_at_the_limit(cli, fraud, fmt):
+    """One 17 MiB line: an error naming the line and the limit (it was read whole)."""
+    start = "event,ts,user,device,country,amount,merchant\n" if fmt == "csv" else ""
+    (fraud / f"flat.{fmt}").write_text(start + "x" * (17 << 20))
+    _stats(cli, fraud / f"flat.{fmt}", _as(fraud, fmt)).one_error(
+        f"flat.{fmt}", f"line {2 if fmt == 'csv' else 1} is longer than 16 MiB")
