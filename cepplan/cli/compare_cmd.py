@@ -57,10 +57,15 @@ def compare_command(
     report = comparison.report
     if events:
         from cepplan.report.measure import measure_plans
+        from cepplan.stats.rejected_rows import check_rejected
 
         report["measured"] = measure_plans(
             report, comparison.plans, loaded, files, say, shared=comparison.shared,
             independent=comparison.independent, covering=comparison.covering)
+        warning = check_rejected(", ".join(files), report["measured"]["rows_read"],
+                                 report["measured"]["rows_rejected"], files, loaded)
+        if warning:  # an error instead, before the report is written, when no row is usable
+            print(warning, file=sys.stderr)
     paths = write_report(report, output)
     if not quiet:
         best = report["best"]

@@ -65,6 +65,7 @@ def stats(
 
     from cepplan.stats.engines import choose_engine, measure
     from cepplan.stats.progress import stage_progress
+    from cepplan.stats.rejected_rows import check_rejected
     from cepplan.stats.stats_file import write_stats
 
     chosen = choose_engine(engine.value, events, master=master)
@@ -88,10 +89,9 @@ def stats(
             document["contexts"] = measure_contexts(spark, events, loaded)
     write_stats(document, output, loaded)
     rows = document["rows"]
-    if rows["rejected"]:
-        reasons = ", ".join(f"{k}: {v}" for k, v in rows["reasons"].items())
-        print(f"warning: {rows['rejected']} of {rows['read']} rows rejected ({reasons})",
-              file=sys.stderr)
+    warning = check_rejected(", ".join(events), rows["read"], rows["reasons"], events, loaded)
+    if warning:
+        print(warning, file=sys.stderr)
     if not quiet:
         from rich.console import Console
 

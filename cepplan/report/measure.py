@@ -99,7 +99,9 @@ def measure_plans(report: Mapping[str, Any], plans: Mapping[str, Plan], workload
                                        if totals.get("trivial") and row["planner"] in totals
                                        else None)
         digests = {r.digest for r in done.values()}
-        out.update(runs=runs, matches_equal=len(digests) == 1)
+        out.update(runs=runs, matches_equal=len(digests) == 1,
+                   rows_read=done["trivial"].metrics["rows_read"],
+                   rows_rejected=done["trivial"].metrics["rows_rejected"])
         if independent is not None:
             alone = runner.run("context-independent", independent, contexts=False)
             out["contexts"] = _contexts_measured(done["dp"], alone, workload)

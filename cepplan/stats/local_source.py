@@ -679,6 +679,31 @@ def _time_parser(pattern: str | None, time_unit: str):
     return parse
 
 
+def parse_times(texts: Sequence[str], pattern: str, time_unit: str) -> np.ndarray:
+    """`texts` read with the Spark datetime `pattern`, in `time_unit` (NaN: no time)."""
+    return _time_parser(pattern, time_unit)(pa.array(list(texts), pa.string()))
+
+
+def first_unparsed_time(paths: Sequence[str], source: Mapping[str, Any],
+                        attributes: Mapping[str, Mapping[str, str]], time_unit: str
+                        ) -> str | None:
+    """The first value of the time column (in the first batch of the first file) that is
+    read as no time, as text; None when there is none or the file cannot be read."""
+    column_name = source.get("time_column", "ts")
+    try:
+        files = expand_paths(paths)
+        raw, _, _ = next(_raw_batches(files[:1], source, [column_name], {}, 1 << 20,
+                                      {"file": files[0]}))
+        column = raw.column(column_name).combine_chunks()
+        times = _time_values(column, _time_parser(source.get("time_format"), time_unit),
+                             time_unit)
+    except (SourceError, StopIteration, pa.ArrowInvalid, OSError, LineTooLong):
+        return None
+    unread = np.isnan(times) & ~pc.is_null(column).to_numpy(zero_copy_only=False)
+    first = np.flatnonzero(unread)
+    return str(_as_string(column.take(first[:1]))[0]) if len(first) else None
+
+
 def _run_starts(text: pa.Array) -> np.ndarray | None:
     """Where each run of equal consecutive values starts, when all values have one length
     (compared as bytes); None otherwise."""

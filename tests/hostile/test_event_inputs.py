@@ -222,3 +222,83 @@ def test_input_without_line_breaks_is_refused_at_the_limit(cli, fraud, fmt):
     (fraud / f"flat.{fmt}").write_text(start + "x" * (17 << 20))
     _stats(cli, fraud / f"flat.{fmt}", _as(fraud, fmt)).one_error(
         f"flat.{fmt}", f"line {2 if fmt == 'csv' else 1} is longer than 16 MiB")
+
+
+# ---- rows rejected: never a silent success ----
+
+def _iso(rows: pd.DataFrame, share: float = 1.0) -> pd.DataFrame:
+    """`rows` with the first `share` of their times written as ISO dates and times."""
+    stamps = (pd.Timestamp("2024-01-01") + pd.to_timedelta(rows["ts"], unit="min")).dt.strftime(
+        "%Y-%m-%dT%H:%M:%S.%f")
+    cut = int(len(rows) * share)
+    return rows.assign(ts=[*stamps[:cut], *rows["ts"][cut:]])
+
+
+ADVICE = ("times such as '2024-01-01T00:00:05.762433' are not numbers: set source.time_format "
+          "in the workload to their pattern, here \"yyyy-MM-dd'T'HH:mm:ss.SSSSSS\"")
+
+
+@pytest.fixture
+def fraud_plan(cli, fraud, tmp_path):
+    plan = tmp_path / "plan.json"
+    assert cli("optimize", fraud / "workload.json", "-o", plan, "-q").code == 0
+    return plan
+
+
+def test_run_where_every_row_is_rejected_is_an_error(cli, fraud, rows, fraud_plan, tmp_path):
+    """ISO times without `time_format`: `run -q` exited 0 with 0 matches; now an error that
+    says what to set, and the earlier output stays."""
+    _iso(rows).to_csv(fraud / "events.csv", index=False)
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "earlier").write_text("kept")
+    cli("run", fraud_plan, fraud / "events.csv", "-o", out, "-q", "--engine",
+        "local").one_error("events.csv", "no usable rows: all 300 rows rejected "
+                           "(missing or unparsable time: 300)", ADVICE)
+    assert [p.name for p in out.iterdir()] == ["earlier"]
+
+
+def test_run_with_rejected_rows_warns_even_when_quiet(cli, fraud, rows, fraud_plan, tmp_path):
+    _iso(rows, 0.5).to_csv(fraud / "events.csv", index=False)
+    result = cli("run", fraud_plan, fraud / "events.csv", "-o", tmp_path / "out", "-q",
+                 "--engine", "local")
+    assert result.code == 0 and not result.out, result.err
+    assert result.err.splitlines() == [
+        f"warning: {fraud / 'events.csv'}: 150 of 300 rows rejected (missing or unparsable "
+        f"time: 150): {ADVICE}"]
+
+
+def test_stats_where_every_row_is_rejected_says_what_to_set(cli, fraud, rows):
+    _iso(rows).to_csv(fraud / "events.csv", index=False)
+    _stats(cli, fraud / "events.csv", fraud / "workload.json").one_error(
+        "no usable rows", ADVICE)
+
+
+def test_a_time_format_that_does_not_fit_is_named(cli, fraud, rows):
+    doc = json.loads((fraud / "workload.json").read_text())
+    doc["source"]["time_format"] = "yyyy-MM-dd HH:mm:ss"
+    (fraud / "workload.json").write_text(json.dumps(doc))
+    _iso(rows).to_csv(fraud / "events.csv", index=False)
+    _stats(cli, fraud / "events.csv", fraud / "workload.json").one_error(
+        "no usable rows", "a time such as '2024-01-01T00:00:05.762433' does not fit "
+        "source.time_format 'yyyy-MM-dd HH:mm:ss'")
+
+
+def test_compare_events_where_every_row_is_rejected(cli, fraud, rows, tmp_path):
+    _iso(rows).to_csv(fraud / "events.csv", index=False)
+    out = tmp_path / "report"
+    cli("compare", fraud / "workload.json", "--events", fraud / "events.csv", "-o", out,
+        "-q", "--time-limit", "5").one_error("no usable rows", ADVICE)
+    assert not out.exists() and not list(tmp_path.glob("report*"))
+
+
+def test_cover_where_every_row_is_rejected(cli, tmp_path):
+    events = tmp_path / "events.jsonl"
+    lines = (EXAMPLES / "mobile" / "events.jsonl").read_text().splitlines()[:200]
+    events.write_text("".join(json.dumps({**json.loads(line), "t": "soon"}) + "\n"
+                              for line in lines))
+    plan = tmp_path / "plan.json"
+    assert cli("optimize", EXAMPLES / "mobile" / "workload.json", "-o", plan, "-q").code == 0
+    cli("cover", plan, events, "-o", tmp_path / "out", "-q").one_error(
+        "events.jsonl", "no usable rows: all 200 rows rejected")
+    assert not (tmp_path / "out").exists()
