@@ -54,6 +54,7 @@ SHIPPED = (
     "errors.py",
     "stats/local_source.py",
     "stats/text_input.py",
+    "stats/time_format.py",
     "engine_adapter/runtime/__init__.py",
     "engine_adapter/runtime/binding.py",
     "engine_adapter/runtime/job.py",

@@ -73,14 +73,13 @@ def plain_csv_splits(data: Mapping[str, Any], events: Sequence[str], parallelism
         return None
     try:  # the in-process reader and what it imports (orjson among them) on this Python
         from cepplan.engine_adapter.local.source import read_batches  # noqa: F401
-        from cepplan.stats.local_source import SourceError as ReaderError
-        from cepplan.stats.local_source import time_format_regex
+        from cepplan.stats.time_format import TimeFormatError, time_format_regex
     except ImportError:
         return None
     if source.get("time_format"):
         try:
             time_format_regex(source["time_format"])
-        except ReaderError:  # a pattern letter it does not read
+        except TimeFormatError:  # a pattern letter it does not read
             return None
     reader = data["reader"]
     header = bool(source.get("header", True))

@@ -10,12 +10,8 @@ import re
 from collections.abc import Mapping, Sequence
 
 from cepplan.errors import InputError
-from cepplan.stats.local_source import (
-    REJECT_TIME,
-    SourceError,
-    first_unparsed_time,
-    parse_times,
-)
+from cepplan.stats.local_source import REJECT_TIME, first_unparsed_time
+from cepplan.stats.time_format import TimeFormatError, parse_times
 from cepplan.workload.model import Workload
 
 # a date, then optionally a time of day, a fraction and a zone, as logs and clickstreams write
@@ -71,7 +67,7 @@ def suggested_time_format(text: str, time_unit: str) -> str | None:
         pattern += "XXX" if colon or zone == "Z" else "XX" if len(zone) == 5 else "X"
     try:
         parsed = parse_times([text.strip()], pattern, time_unit)
-    except SourceError:
+    except TimeFormatError:
         return None
     return pattern if parsed[0] == parsed[0] else None  # NaN: it does not parse
 
