@@ -16,6 +16,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from cepplan.engine_adapter.job_spec import job_data
+from cepplan.engine_adapter.local.engine import run_local_job
+from cepplan.planner.plan import trivial_plan
+from cepplan.workload import build_workload
+from tests.engine.reference_matcher import canonical, reference_matches
 from tests.hostile.conftest import EXAMPLES, ROOT
 
 FRAUD = EXAMPLES / "fraud"
@@ -302,3 +307,54 @@ def test_cover_where_every_row_is_rejected(cli, tmp_path):
     cli("cover", plan, events, "-o", tmp_path / "out", "-q").one_error(
         "events.jsonl", "no usable rows: all 200 rows rejected")
     assert not (tmp_path / "out").exists()
+
+
+# ---- whole numbers near the 64-bit limits ----
+
+def _longs(attributes: dict, patterns: list[dict]):
+    """A CSV workload of types A and B with the given long attributes."""
+    return build_workload({
+        "format": "cepplan.workload/1", "time_unit": "s",
+        "source": {"format": "csv", "type_column": "kind", "time_column": "ts"},
+        "event_types": {t: {"attributes": {a: "long"}} for t, a in attributes.items()},
+        "patterns": patterns})
+
+
+def test_long_arithmetic_near_the_limit_matches_the_reference(tmp_path):
+    """`a.n * 4 < 0` held for n = 2^63 - 1 in the engine (int64 wrapped around) and not in
+    the reference semantics; the in-process engine's matches now equal the reference's."""
+    workload = _longs({"A": "n", "B": "n"}, [
+        {"name": "wraps", "structure": ["SEQ", "a:A", "b:B"], "within": 10,
+         "where": ["a.n * 4 < 0", "b.n - a.n > 0", "-b.n < abs(a.n)"]}])
+    big = [2**63 - 1, -2**63, 2**62, -2**62 - 1, 5, -5]
+    events = pd.DataFrame({"__type": ["A", "B"] * 6, "__ts": [float(i) for i in range(12)],
+                           "__id": list(range(12)), "n": big + big[::-1]})
+    events.rename(columns={"__type": "kind", "__ts": "ts"}).drop(columns="__id").to_csv(
+        tmp_path / "events.csv", index=False)
+    expected = sorted(map(canonical, reference_matches(workload, events)["wraps"]))
+    assert expected  # the negative a.n do match
+    run_local_job(job_data(workload, trivial_plan(workload)), [str(tmp_path / "events.csv")],
+                  tmp_path / "out", say=lambda _: None)
+    lines = (tmp_path / "out" / "matches" / "part-00000.jsonl").read_text().splitlines()
+    assert sorted(canonical(json.loads(line)) for line in lines) == expected
+
+
+def test_long_keys_beyond_two_to_the_53_stay_apart(tmp_path):
+    """A long attribute some rows lack was held as doubles, which merge whole numbers above
+    2^53: two events keyed 2^62 and 2^62 + 1 matched as one key. Batches of 1 MiB, the
+    first of A events only (int64), the later ones with B events (the column has gaps)."""
+    workload = _longs({"A": "n", "B": "m"}, [
+        {"name": "same_key", "structure": ["SEQ", "a:A", "b:A"], "within": 5,
+         "partition_by": ["n"]},
+        {"name": "a_then_b", "structure": ["SEQ", "x:A", "y:B"], "within": 1,
+         "where": ["x.n == y.m"]}])
+    rows = ["kind,ts,n,m", f"A,0,{2**62},", f"A,1,{2**62 + 1},"]
+    rows += [f"A,{i},{i},," if i % 3 else f"B,{i},,{2**62 + i}" for i in range(2, 60_000)]
+    (tmp_path / "events.csv").write_text("\n".join(rows) + "\n")
+    for ordered in (True, False):  # the time-range path, and the pandas path
+        if not ordered:
+            (tmp_path / "events.csv").write_text("\n".join([rows[0], *rows[3:], *rows[1:3]]))
+        metrics = run_local_job(job_data(workload, trivial_plan(workload)),
+                                [str(tmp_path / "events.csv")], tmp_path / f"out{ordered}",
+                                say=lambda _: None)
+        assert metrics["matches"] == {"same_key": 0, "a_then_b": 0}, ordered
