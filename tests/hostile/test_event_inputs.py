@@ -19,7 +19,7 @@ import pytest
 from cepplan.engine_adapter.job_spec import job_data
 from cepplan.engine_adapter.local.engine import run_local_job
 from cepplan.planner.plan import trivial_plan
-from cepplan.workload import build_workload
+from cepplan.workload import build_workload, load_workload
 from tests.engine.reference_matcher import canonical, reference_matches
 from tests.hostile.conftest import EXAMPLES, ROOT
 
@@ -358,3 +358,52 @@ def test_long_keys_beyond_two_to_the_53_stay_apart(tmp_path):
                                 [str(tmp_path / "events.csv")], tmp_path / f"out{ordered}",
                                 say=lambda _: None)
         assert metrics["matches"] == {"same_key": 0, "a_then_b": 0}, ordered
+
+
+# ---- names in any script ----
+
+def _renamed(fraud, names: dict[str, str]):
+    """The fraud workload and events with names replaced (types, attributes, variables,
+    patterns alike)."""
+    text = (fraud / "workload.json").read_text()
+    events = "\n".join((fraud / "events.csv").read_text().splitlines()[:1500]) + "\n"
+    for old, new in names.items():
+        text, events = text.replace(old, new), events.replace(old, new)
+    (fraud / "workload.json").write_text(text)
+    (fraud / "events.csv").write_text(events)
+    return fraud / "workload.json"
+
+
+def test_names_in_any_script_run_end_to_end(cli, fraud, tmp_path):
+    """Non-ASCII letters were refused as non-letters (and each reported three times)."""
+    renamed = {"Withdrawal": "Retrait_été", "amount": "Betrag", "country": "국가",
+               "withdrawal_abroad_after_login": "取引_abroad", '"w:': '"ü:', "w.": "ü.",
+               "s1": "σ1"}
+    workload = _renamed(fraud, renamed)
+    assert cli("validate", workload).code == 0
+    assert cli("stats", fraud / "events.csv", "-w", workload, "-o", fraud / "stats.json",
+               "-q").code == 0
+    assert "Retrait_été" in json.loads((fraud / "stats.json").read_text())["rates"]
+    plan = tmp_path / "plan.json"
+    assert cli("optimize", workload, "--stats", fraud / "stats.json", "-o", plan,
+               "-q").code == 0
+    result = cli("run", plan, fraud / "events.csv", "-o", tmp_path / "out", "-q",
+                 "--engine", "local")
+    assert result.code == 0, result.err
+    events = pd.read_csv(fraud / "events.csv").rename(columns={"event": "__type",
+                                                              "ts": "__ts"})
+    events["__id"] = range(len(events))
+    expected = reference_matches(load_workload(workload), events)
+    lines = (tmp_path / "out" / "matches" / "part-00000.jsonl").read_text().splitlines()
+    found = sorted(canonical(json.loads(line)) for line in lines)
+    assert found == sorted(canonical(m) for ms in expected.values() for m in ms)
+    assert any(json.loads(line)["pattern"] == "取引_abroad" for line in lines)
+
+
+@pytest.mark.parametrize("bad", ["Bad-Type", "2fast", "Bad Type"])
+def test_an_invalid_type_name_is_one_error(cli, fraud, bad):
+    """The name is reported where it is declared, not again at each pattern leaf and rate
+    that uses it (a hyphen, a leading digit, a space)."""
+    workload = _renamed(fraud, {"Withdrawal": bad})
+    cli("validate", workload).one_error(f"event_types['{bad}']", "not a valid event type name",
+                                        "letters of any script")
