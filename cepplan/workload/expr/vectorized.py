@@ -128,7 +128,7 @@ def _arithmetic(op: str, left: Any, right: Any) -> Any:
     if not (_is_whole(left) and _is_whole(right)):
         return _ARITHMETIC[op](*_as_doubles_if_any([left, right]))
     if _is_big_whole(left) or _is_big_whole(right):
-        return _ARITHMETIC[op](np.asarray(left, dtype=object), np.asarray(right, dtype=object))
+        return _ARITHMETIC[op](_python_ints(left), _python_ints(right))
     a, b = np.asarray(left, dtype=np.int64), np.asarray(right, dtype=np.int64)
     result = _ARITHMETIC[op](a, b)
     if op == "*":
@@ -137,7 +137,12 @@ def _arithmetic(op: str, left: Any, right: Any) -> Any:
         wraps = ((a ^ result) & ((b if op == "+" else ~b) ^ result)) < 0
     if not np.any(wraps):
         return result
-    return _ARITHMETIC[op](a.astype(object), b.astype(object))
+    return _ARITHMETIC[op](_python_ints(a), _python_ints(b))
+
+
+def _python_ints(value: Any) -> np.ndarray:
+    """Whole numbers as an object array of Python integers (NumPy's would wrap again)."""
+    return np.asarray(value).astype(object)
 
 
 def _whole_unary(function: Any, value: Any) -> Any:
