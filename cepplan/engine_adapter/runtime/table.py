@@ -100,6 +100,28 @@ class Columns:
         return Columns({n: joined_values([p[n] for p in parts]) for n in parts[0].columns})
 
 
+def key_codes(frame: Columns, keys: Sequence[str]) -> np.ndarray:
+    """Per row, its key's number in order of first appearance (-1: a key value is missing,
+    NULL or NaN), from Arrow's hash of each key column: no pandas."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    encoded = [pc.dictionary_encode(pa.array(frame[key], from_pandas=True)) for key in keys]
+    present = np.ones(len(frame), dtype=bool)
+    for one in encoded:
+        present &= ~pc.is_null(one.indices).to_numpy(zero_copy_only=False)
+    rows = np.flatnonzero(present)  # numbered among the rows with every key value
+    codes = np.zeros(len(rows), dtype=np.int64)
+    for index, one in enumerate(encoded):
+        values = one.indices.to_numpy(zero_copy_only=False)[rows].astype(np.int64)
+        codes = codes * len(one.dictionary) + values
+        if index:  # the pairs numbered in order of first appearance again (no overflow)
+            codes = pc.dictionary_encode(pa.array(codes)).indices.to_numpy().astype(np.int64)
+    out = np.full(len(frame), -1, dtype=np.int64)
+    out[rows] = codes
+    return out
+
+
 EXACT_DOUBLES = 2**53  # whole numbers up to this size are doubles exactly
 
 
@@ -127,7 +149,17 @@ def joined_values(parts: Sequence[np.ndarray]) -> np.ndarray:
         return joined
     large = any(p.dtype.kind in "iu" and len(p) and (np.abs(p.astype(np.float64)).max()
                                                     > EXACT_DOUBLES) for p in parts)
-    return np.concatenate([p.astype(object) for p in parts]) if large else joined
+    return np.concatenate([_python_ints(p) for p in parts]) if large else joined
+
+
+def _python_ints(values: np.ndarray) -> np.ndarray:
+    """Whole numbers as Python integers, NaN as None (`whole_numbers`' object form)."""
+    if values.dtype != np.float64:
+        return values.astype(object)
+    missing = np.isnan(values)
+    out = np.where(missing, 0, values).astype(np.int64).astype(object)
+    out[missing] = None
+    return out
 
 
 def concat_frames(frames: Sequence[pd.DataFrame]) -> pd.DataFrame:
