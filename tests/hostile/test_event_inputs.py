@@ -60,6 +60,24 @@ def test_an_attribute_unparsable_in_two_schemas_is_one_reason(cli, fraud, rows):
         "unparsable attribute 'amount'": 2}
 
 
+def test_json_numbers_that_are_sometimes_true_or_an_object(cli, fraud, rows):
+    """JSON lines whose `amount` (a long here, in two schemas) is `true` in one row and an
+    object in another: each an unparsable row, counted (it was a pandas traceback)."""
+    doc = json.loads((fraud / "workload.json").read_text())
+    for name in ("Swipe", "Withdrawal"):
+        doc["event_types"][name]["attributes"]["amount"] = "long"
+    (fraud / "workload.json").write_text(json.dumps(doc))
+    records = json.loads(rows.assign(amount=rows["amount"].round().astype("Int64")).to_json(
+        orient="records"))
+    swipe = next(r for r in records if r["event"] == "Swipe")
+    withdrawal = next(r for r in records if r["event"] == "Withdrawal")
+    swipe["amount"], withdrawal["amount"] = True, {"value": 3}
+    (fraud / "events.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    result = _stats(cli, fraud / "events.jsonl", _as(fraud, "jsonl"))
+    assert result.code == 0, result.err
+    assert _counts(fraud)["reasons"] == {"unparsable attribute 'amount'": 2}
+
+
 # ---- files that are not what the source says ----
 
 def _as(fraud, fmt: str):
