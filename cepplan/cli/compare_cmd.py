@@ -58,11 +58,16 @@ def compare_command(
     report = comparison.report
     if events:
         from cepplan.report.measure import measure_plans
+        from cepplan.stats.rejected_rows import check_rejected
 
         report["measured"] = measure_plans(
             report, comparison.plans, loaded, files, say, shared=comparison.shared,
             independent=comparison.independent, covering=comparison.covering,
             warn=lambda text: echo(text, err=True, lines=False))
+        warning = check_rejected(", ".join(files), report["measured"]["rows_read"],
+                                 report["measured"]["rows_rejected"], files, loaded)
+        if warning:  # an error instead, before the report is written, when no row is usable
+            echo(warning, err=True, lines=False)
     paths = write_report(report, output)
     if not quiet:
         for line in best_plan_lines(report):

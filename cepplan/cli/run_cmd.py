@@ -37,6 +37,7 @@ def run_command(
     from cepplan.engine_adapter.metrics_table import metrics_lines, run_warnings
     from cepplan.interrupt import staged_directory
     from cepplan.limits import check_output_dir
+    from cepplan.stats.rejected_rows import check_rejected
 
     check_output_dir(output, "--output")
     trivial = plan_kind is PlanKind.trivial
@@ -51,7 +52,11 @@ def run_command(
         else:
             _run_spark(loaded, chosen, plan_kind.value, files, staged, output_format.value,
                        master or "local[*]", progress, verbose)
-    metrics = json.loads((output / "metrics.json").read_text())
+        metrics = json.loads((staged / "metrics.json").read_text())
+        warning = check_rejected(", ".join(files), metrics["rows_read"],
+                                 metrics["rows_rejected"], files, loaded)
+    if warning:  # an error instead, before the output is replaced, when no row is usable
+        echo(warning, err=True, lines=False)
     for line in run_warnings(metrics, loaded.options.kleene_cap):
         echo(line, err=True, lines=False)
     if not quiet:

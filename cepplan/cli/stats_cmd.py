@@ -15,7 +15,7 @@ import typer
 
 from cepplan.cli import options
 from cepplan.cli.options import Engine
-from cepplan.terminal import echo, warn
+from cepplan.terminal import echo
 
 if TYPE_CHECKING:  # rich loads slowly: imported when a summary is printed
     from rich.console import Console
@@ -68,6 +68,7 @@ def stats(
             check_readable(path, "event file")
     from cepplan.stats.engines import choose_engine, measure
     from cepplan.stats.progress import stage_progress
+    from cepplan.stats.rejected_rows import check_rejected
     from cepplan.stats.stats_file import write_stats
 
     chosen = choose_engine(engine.value, events, master=master)
@@ -90,13 +91,11 @@ def stats(
             on_stage("context windows")
             document["contexts"] = measure_contexts(spark, events, loaded)
     write_stats(document, output, loaded)
-    from cepplan.engine_adapter.metrics_table import NOT_USED
 
     rows = document["rows"]
-    bad = {k: v for k, v in rows["reasons"].items() if k != NOT_USED}
-    if bad:
-        reasons = ", ".join(f"{k}: {v}" for k, v in bad.items())
-        warn(f"{sum(bad.values())} of {rows['read']} rows rejected ({reasons})")
+    warning = check_rejected(", ".join(events), rows["read"], rows["reasons"], events, loaded)
+    if warning:
+        echo(warning, err=True, lines=False)
     if not quiet:
         from rich.console import Console
 

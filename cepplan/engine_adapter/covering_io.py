@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -21,14 +22,19 @@ from cepplan.workload.model import Workload
 from cepplan.workload.source_spec import reader_arguments
 
 
-def read_covering_rows(paths: list[str], workload: Workload,
-                       section: Mapping[str, Any]) -> pd.DataFrame:
+def read_covering_rows(paths: list[str], workload: Workload, section: Mapping[str, Any]
+                       ) -> tuple[pd.DataFrame, int, Counter]:
     """The events of the files the covering stage reads (the consumer operators' types and
-    columns), as the workload's `source` maps them, in canonical columns."""
-    parts = [covering_part(batch.events, section)
-             for batch in read_batches(paths, **reader_arguments(workload))]
-    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(
+    columns), as the workload's `source` maps them, in canonical columns; the rows read and
+    the rejected ones by reason."""
+    parts, read, rejected = [], 0, Counter()
+    for batch in read_batches(paths, **reader_arguments(workload)):
+        parts.append(covering_part(batch.events, section))
+        read += batch.read
+        rejected.update(batch.rejected)
+    frame = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(
         columns=[EVENT_TYPE, EVENT_TS, EVENT_ID])
+    return frame, read, rejected
 
 
 def write_covering_output(out: Path, results: pd.DataFrame, metrics: dict[str, Any]) -> None:

@@ -54,6 +54,8 @@ SHIPPED = (
     "engine_adapter/local/source.py",
     "errors.py",
     "stats/local_source.py",
+    "stats/text_input.py",
+    "stats/time_format.py",
     "engine_adapter/runtime/__init__.py",
     "engine_adapter/runtime/binding.py",
     "engine_adapter/runtime/job.py",
@@ -70,6 +72,7 @@ SHIPPED = (
     "workload/durations.py",
     "workload/expr/vectorized.py",
     "workload/spark_source.py",
+    "workload/input_files.py",
 )
 EMPTY_PACKAGES = ("", "engine_adapter", "engine_adapter/local", "workload", "workload/expr",
                   "planner", "costmodels", "stats")

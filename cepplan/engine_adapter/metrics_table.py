@@ -60,17 +60,11 @@ def metrics_lines(metrics: dict[str, Any], time_unit: str = "") -> list[str]:
 
 
 def run_warnings(metrics: dict[str, Any], kleene_cap: int) -> list[str]:
-    """What a run left out or settled for, one `warning:` line each (printed even under -q):
-    rows rejected (rows of types the workload does not declare are only not used), Kleene
-    enumerations cut by the cap, covering batches left to the greedy cover, matches held
+    """What a run left out or settled for, one `warning:` line each (printed even under -q;
+    rejected rows are said by `stats.rejected_rows.check_rejected`): Kleene enumerations cut
+    by the cap, covering batches left to the greedy cover, matches held
     back because their NOT reaches past the input."""
     lines = []
-    rejected = {r: n for r, n in metrics.get("rows_rejected", {}).items()
-                if n and r != NOT_USED}
-    if rejected:
-        reasons = ", ".join(f"{r}: {n:,}" for r, n in sorted(rejected.items()))
-        lines.append(f"warning: {sum(rejected.values()):,} of {metrics['rows_read']:,} rows "
-                     f"rejected ({reasons}): they were left out of the matching")
     for name, hits in metrics.get("kleene_cap_hits", {}).items():
         if hits:
             lines.append(f"warning: pattern {name}: {hits:,} Kleene enumerations cut at "

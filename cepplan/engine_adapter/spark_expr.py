@@ -5,7 +5,10 @@ module builds Spark Columns from it node by node, so nothing from a workload is 
 code. Semantics follow `cepplan.workload.expr.vectorized` (and the reference evaluator):
 `/` and `%` are real-valued with NaN for a zero divisor, `%` takes the divisor's sign (NumPy's
 `mod`), a comparison involving NaN is false (Spark would order NaN above every number),
-`min`/`max` propagate NaN.
+`min`/`max` propagate NaN; whole-number `+ - *`, unary minus and `abs` are exact, computed as
+38-digit decimals (any two longs' result fits; a filter whose whole numbers pass 10^38, a
+product of three longs near their limit, is false), a whole number meeting a double is a
+double.
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ from pyspark.sql import functions as F
 
 NUMERIC = ("double", "long")
 _NAN = float("nan")
+_WHOLE = "decimal(38,0)"  # long arithmetic, exact where int64 would overflow (ANSI: an error)
+_EXACT = {"+": F.try_add, "-": F.try_subtract, "*": F.try_multiply}  # NULL beyond 38 digits
 _COMPARE: dict[str, Callable[[Column, Column], Column]] = {
     "<": lambda a, b: a < b, "<=": lambda a, b: a <= b, ">": lambda a, b: a > b,
     ">=": lambda a, b: a >= b, "==": lambda a, b: a == b, "!=": lambda a, b: a != b}
@@ -53,7 +58,7 @@ def _compile(tree: list[Any], resolve: Resolve) -> tuple[Column, str]:
         raise ValueError("Kleene functions are evaluated by the matcher, not pushed down")
     if head == "neg":
         value, kind = _compile(tree[1], resolve)
-        return -value, kind
+        return (-value.cast(_WHOLE) if kind == "long" else -value), kind
     if head == "not":
         return ~_compile(tree[1], resolve)[0], "bool"
     if head == "call":
@@ -68,13 +73,14 @@ def _compile(tree: list[Any], resolve: Resolve) -> tuple[Column, str]:
         if lkind in NUMERIC and rkind in NUMERIC:
             result = result & ~_is_nan(left) & ~_is_nan(right)
         return result, "bool"
-    kind = "long" if lkind == rkind == "long" and head in "+-*" else "double"
+    if head in _EXACT and lkind == rkind == "long":
+        return _EXACT[head](left.cast(_WHOLE), right.cast(_WHOLE)), "long"
     if head == "+":
-        return left + right, kind
+        return left + right, "double"
     if head == "-":
-        return left - right, kind
+        return left - right, "double"
     if head == "*":
-        return left * right, kind
+        return left * right, "double"
     left_d, right_d = left.cast("double"), right.cast("double")
     if head == "/":
         return F.when(right_d == 0, F.lit(_NAN)).otherwise(F.try_divide(left_d, right_d)), \
@@ -88,7 +94,8 @@ def _call(func: str, args: list[tuple[Column, str]]) -> tuple[Column, str]:
     values = [a[0] for a in args]
     kind = "long" if all(a[1] == "long" for a in args) else "double"
     if func == "abs":
-        return F.abs(values[0]), args[0][1]
+        kind = args[0][1]
+        return F.abs(values[0].cast(_WHOLE) if kind == "long" else values[0]), kind
     if func in ("min", "max"):
         pick = F.least(*values) if func == "min" else F.greatest(*values)
         if kind == "long":

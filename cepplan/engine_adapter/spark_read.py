@@ -14,7 +14,6 @@ same row ids); `plain_csv_splits` says None otherwise and the job reads with `sp
 
 from __future__ import annotations
 
-import csv
 import itertools
 import math
 import os
@@ -31,6 +30,7 @@ from pyspark.sql import types as T
 from cepplan.engine_adapter.spark_match import ARROW_TYPES
 from cepplan.engine_adapter.spark_tags import TAGS, Layout, Tag
 from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_TYPE, merged_attribute_types
+from cepplan.workload.input_files import compression, content_problem, header_names
 from cepplan.workload.spark_source import SourceError, check_column_names, spark_type
 
 SPLIT_BYTES = 32 << 20  # at most this much of a file per task
@@ -71,18 +71,17 @@ def plain_csv_splits(data: Mapping[str, Any], events: Sequence[str], parallelism
     if not local or source["format"] != "csv" or data.get("contexts") or data.get("covering"):
         return None
     if not all("://" not in p and not p.startswith("file:") and os.path.isfile(p)
-               for p in events):
+               and compression(p) is None for p in events):  # byte ranges of plain files
         return None
     try:  # the in-process reader and what it imports (orjson among them) on this Python
         from cepplan.engine_adapter.local.source import read_batches  # noqa: F401
-        from cepplan.stats.local_source import SourceError as ReaderError
-        from cepplan.stats.local_source import time_format_regex
+        from cepplan.stats.time_format import TimeFormatError, time_format_regex
     except ImportError:
         return None
     if source.get("time_format"):
         try:
             time_format_regex(source["time_format"])
-        except ReaderError:  # a pattern letter it does not read
+        except TimeFormatError:  # a pattern letter it does not read
             return None
     reader = data["reader"]
     header = bool(source.get("header", True))
@@ -90,6 +89,9 @@ def plain_csv_splits(data: Mapping[str, Any], events: Sequence[str], parallelism
     step = max(MIN_SPLIT_BYTES, min(SPLIT_BYTES, math.ceil(total / (2 * parallelism))))
     splits = []
     for path in events:
+        problem = content_problem(path, "csv")
+        if problem:
+            raise SourceError(problem, path)
         names = tuple(_header(path)) if header else tuple(source.get("columns") or ())
         if not names:
             raise SourceError("cannot find column names: the CSV input is empty or has no "
@@ -104,8 +106,14 @@ def plain_csv_splits(data: Mapping[str, Any], events: Sequence[str], parallelism
 
 
 def _header(path: str) -> list[str]:
-    with open(path, newline="", encoding="utf-8") as handle:
-        return next(csv.reader(handle), [])
+    """The column names on the file's first non-blank line (`input_files.header_names`)."""
+    from cepplan.stats.text_input import LineTooLong, first_line, open_text
+
+    try:
+        line = first_line(open_text(path))
+    except LineTooLong as err:
+        raise SourceError(str(err), path) from None
+    return header_names(line) if line is not None else []
 
 
 def read_and_tag(spark: SparkSession, data: Mapping[str, Any], splits: list[Split], job,

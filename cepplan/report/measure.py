@@ -106,7 +106,9 @@ def measure_plans(report: Mapping[str, Any], plans: Mapping[str, Plan], workload
                 run.metrics, workload.options.kleene_cap)):
             warn(line)
         digests = {r.digest for r in done.values()}
-        out.update(runs=runs, matches_equal=len(digests) == 1)
+        out.update(runs=runs, matches_equal=len(digests) == 1,
+                   rows_read=done["trivial"].metrics["rows_read"],
+                   rows_rejected=done["trivial"].metrics["rows_rejected"])
         if independent is not None:
             alone = runner.run("context-independent", independent, contexts=False)
             out["contexts"] = _contexts_measured(done["dp"], alone, workload)

@@ -26,6 +26,7 @@ from cepplan.errors import InputError
 from cepplan.stats.block_sample import block_index, fraction_of, in_blocks, threshold
 from cepplan.stats.local_source import REJECT, REJECT_TYPE_UNKNOWN
 from cepplan.stats.model_choice import choose_model
+from cepplan.stats.rejected_rows import rejection_advice
 from cepplan.stats.row_estimate import estimate_type_counts
 from cepplan.stats.scan import COUNT, STEP, EventScan, SampleBlocks
 from cepplan.stats.selectivity import estimate_pattern
@@ -73,7 +74,8 @@ def collect_statistics(scan: EventScan, paths: Sequence[str], workload: Workload
     presample = ([] if estimated is None else [
         blocks for _, blocks in sample_plans(workload, estimated, sample=sample, seed=seed,
                                              time_step=time_step, margin=PRESAMPLE_MARGIN)])
-    rows, per_type = _row_summary(scan.step_counts(time_step, presample), where, strict)
+    rows, per_type = _row_summary(scan.step_counts(time_step, presample), where, strict,
+                                  lambda reasons: rejection_advice(reasons, paths, workload))
     first, last = rows.pop("_first_step"), rows.pop("_last_step")
     t_first, t_last = first * time_step, (last + 1) * time_step
     span = t_last - t_first  # the observed steps: rate = mean count per step / step
@@ -165,10 +167,12 @@ def _canonical_order(columns: dict[str, Any], others: list[str]) -> np.ndarray:
     return np.lexsort((columns[EVENT_ID], content, type_rank, times))
 
 
-def _row_summary(grouped: pd.DataFrame, where: str,
-                 strict: bool) -> tuple[dict[str, Any], dict[str, pd.DataFrame]]:
+def _row_summary(grouped: pd.DataFrame, where: str, strict: bool,
+                 advice: Callable[[dict[str, int]], str]
+                 ) -> tuple[dict[str, Any], dict[str, pd.DataFrame]]:
     """Rows read, rejected by reason (unknown type names listed), and per valid type its
-    event count per occupied time step."""
+    event count per occupied time step; `InputError` with `advice` (what to fix, for the
+    reasons) when no row is usable, or any is rejected with `strict`."""
     read = int(grouped[COUNT].sum())
     if read == 0:
         raise InputError.single(where, "", "the input has no rows")
@@ -188,10 +192,11 @@ def _row_summary(grouped: pd.DataFrame, where: str,
         summary += f" (unknown types: {', '.join(list(unknown)[:10])})"
     if not per_type:
         raise InputError.single(where, "", f"no usable rows: all {read} rows rejected "
-                                f"({summary})")
+                                f"({summary}){advice(reasons)}")
     if strict and rejected:
-        raise InputError.single(where, "", f"{rejected} of {read} rows rejected ({summary}); "
-                                "run without --strict to count and skip them")
+        raise InputError.single(where, "", f"{rejected} of {read} rows rejected ({summary})"
+                                f"{advice(reasons)}; run without --strict to count and skip "
+                                "them")
     rows = {"read": read, "valid": read - rejected, "rejected": rejected,
             "reasons": reasons, "unknown_types": dict(list(unknown.items())[:20]),
             "types": {name: int(f[COUNT].sum()) for name, f in per_type.items()},

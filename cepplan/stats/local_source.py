@@ -22,14 +22,11 @@ formats doubles Python's way.
 
 from __future__ import annotations
 
-import csv
-import glob
-import io
 import json
 import math
 import os
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -39,8 +36,23 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 
+from cepplan.stats.text_input import (
+    MAX_LINE_BYTES,
+    LineTooLong,
+    first_line,
+    line_blocks,
+    open_text,
+)
+from cepplan.stats.time_format import TimeFormatError, time_parser
 from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_TYPE, merged_attribute_types
 from cepplan.workload.durations import SECONDS_PER_UNIT
+from cepplan.workload.input_files import (
+    InputFileError,
+    content_problem,
+    duplicate_problem,
+    files_in,
+    header_names,
+)
 
 if TYPE_CHECKING:  # imported where a pandas frame is built
     import pandas as pd
@@ -71,26 +83,11 @@ class SourceError(ValueError):
 
 
 def expand_paths(paths: str | Sequence[str]) -> list[str]:
-    """Files to read: files as given, directories as their non-hidden files (sorted; names
-    starting with `.` or `_` skipped, as Spark does), globs expanded."""
-    paths = [paths] if isinstance(paths, str) else list(paths)
-    if not paths:
-        raise SourceError("no input files given")
-    files: list[str] = []
-    for path in paths:
-        matches = sorted(glob.glob(path)) if any(c in path for c in "*?[") else [path]
-        if not matches or not all(os.path.exists(m) for m in matches):
-            raise SourceError("no such file or directory", path)
-        for match in matches:
-            if os.path.isdir(match):
-                files += [os.path.join(root, name)
-                          for root, dirs, names in sorted(os.walk(match))
-                          for name in sorted(names) if not name.startswith((".", "_"))
-                          if not any(d.startswith((".", "_")) for d in
-                                     os.path.relpath(root, match).split(os.sep) if d != ".")]
-            else:
-                files.append(match)
-    return files
+    """Files to read (`input_files.files_in`: directories and globs expanded as Spark does)."""
+    try:
+        return files_in(paths)
+    except InputFileError as err:
+        raise SourceError(err.message, err.path) from None
 
 
 def input_bytes(paths: str | Sequence[str]) -> int:
@@ -132,20 +129,27 @@ def read_canonical(paths: str | Sequence[str], source: Mapping[str, Any],
     if time_unit not in SECONDS_PER_UNIT:
         raise SourceError(f"unknown time_unit {time_unit!r}")
     files = expand_paths(paths)
+    if text is None:
+        for file in files:
+            problem = content_problem(file, source["format"])
+            if problem:
+                raise SourceError(problem, file)
     attr_types = merged_attribute_types(attributes.values())
     keys = [k for k in source.get("key_columns", ()) if k not in attr_types]
     needed = list(dict.fromkeys(_row_columns(source) + list(attr_types)))
     time_parser = _time_parser(source.get("time_format"), time_unit)
     where = {"file": ", ".join(files)}  # the file being read, for errors
-    raw_batches = _raw_batches(files, source, needed, batch_bytes, where, text)
+    raw_batches = _raw_batches(files, source, needed, attr_types, batch_bytes, where, text)
     while True:
         try:
             raw, malformed, positions = next(raw_batches)
         except StopIteration:
             return
-        except (pa.ArrowInvalid, UnicodeDecodeError) as err:
+        except (pa.ArrowInvalid, OSError) as err:  # OSError: a damaged compressed file
             raise SourceError(f"cannot read as {source['format']}: "
                               f"{str(err).splitlines()[0]}", where["file"]) from None
+        except LineTooLong as err:
+            raise SourceError(str(err), where["file"]) from None
         yield _canonical(raw, malformed, source, attributes, attr_types, keys, time_parser,
                          time_unit, positions)
 
@@ -184,7 +188,8 @@ def _row_columns(source: Mapping[str, Any]) -> list[str]:
 # ---- raw batches per format: (needed columns, malformed-row mask, row positions) ----
 
 def _raw_batches(files: list[str], source: Mapping[str, Any], needed: list[str],
-                 batch_bytes: int, where: dict[str, str], text: bytes | None = None
+                 attr_types: Mapping[str, str], batch_bytes: int, where: dict[str, str],
+                 text: bytes | None = None
                  ) -> Iterator[tuple[pa.Table, np.ndarray, np.ndarray]]:
     fmt = source["format"]
     if fmt == "csv":
@@ -194,15 +199,19 @@ def _raw_batches(files: list[str], source: Mapping[str, Any], needed: list[str],
     if fmt == "jsonl":
         return _json_batches(files, source, needed, batch_bytes, where)
     if fmt == "parquet":
-        return _parquet_batches(files, needed, where)
+        return _parquet_batches(files, needed, attr_types, where)
     raise SourceError(f"unknown source format {fmt!r} (csv, parquet or jsonl)")
 
 
 def _missing(needed: list[str], present: Sequence[str], files: list[str]) -> None:
+    """`SourceError` unless the input's columns `present` name each needed column once."""
     missing = [c for c in needed if c not in present]
     if missing:
         raise SourceError(f"column(s) {', '.join(map(repr, missing))} not in the input "
                           f"(its columns: {', '.join(present)})", ", ".join(files))
+    twice = duplicate_problem(present, needed)
+    if twice:
+        raise SourceError(twice, ", ".join(files))
 
 
 def _csv_header(files: list[str], source: Mapping[str, Any]) -> list[str]:
@@ -210,11 +219,12 @@ def _csv_header(files: list[str], source: Mapping[str, Any]) -> list[str]:
     if not source.get("header", True):
         return list(source.get("columns") or ())
     for file in files:
-        with open(file, newline="", encoding="utf-8", errors="replace") as handle:
-            for line in handle:
-                if line.strip():
-                    return next(csv.reader(io.StringIO(line), escapechar="\\",
-                                           doublequote=False))
+        try:
+            line = first_line(open_text(file))
+        except LineTooLong as err:
+            raise SourceError(str(err), file) from None
+        if line is not None:
+            return header_names(line)
     return []
 
 
@@ -233,40 +243,64 @@ def _csv_batches(files: list[str], source: Mapping[str, Any], needed: list[str],
     offset = 0
     for file in files:
         where["file"] = file
-        bad: list[int] = []  # positions in the file of malformed rows not yet emitted
+        block, done = batch_bytes, 0  # rows of the file handed on
+        while True:  # again with larger blocks while a line is longer than a block
+            try:
+                for table, malformed, positions in _csv_file(file, text, names, needed,
+                                                             header, block):
+                    keep = positions >= done  # rows of an earlier try are handed on already
+                    if not keep.all():
+                        table, malformed, positions = (table.filter(keep), malformed[keep],
+                                                       positions[keep])
+                    if len(positions):
+                        done = int(positions.max()) + 1
+                        yield table, malformed, positions + offset
+                break
+            except pa.ArrowInvalid as err:
+                if "straddl" not in str(err):
+                    raise
+                if block >= 2 * MAX_LINE_BYTES:  # the stream bounds lines before
+                    raise LineTooLong(None) from None
+                block = min(4 * block, 2 * MAX_LINE_BYTES)
+        offset += done
 
-        def invalid(row: Any, bad: list[int] = bad) -> str:
-            if row.text.strip():  # row.number counts non-blank lines from 1, header included
-                bad.append(row.number - 1 - header)
-            return "skip"
 
-        reader = pa_csv.open_csv(
-            file if text is None else pa.BufferReader(text),
-            read_options=pa_csv.ReadOptions(column_names=names, skip_rows=header,
-                                            use_threads=False, block_size=batch_bytes),
-            parse_options=pa_csv.ParseOptions(escape_char="\\", double_quote=False,
-                                              invalid_row_handler=invalid),
-            convert_options=pa_csv.ConvertOptions(
-                include_columns=needed, column_types={n: pa.string() for n in needed},
-                strings_can_be_null=True, null_values=[""], quoted_strings_can_be_null=True))
-        position = 0
-        for batch in reader:
-            end, taken = position + batch.num_rows, 0
-            while taken < len(bad) and bad[taken] < end:  # interleave the malformed rows
-                end, taken = end + 1, taken + 1
-            yield _with_malformed(pa.Table.from_batches([batch]), bad[:taken], position, end,
-                                  needed, offset)
-            del bad[:taken]
-            position = end
-        if bad:
-            yield _with_malformed(pa.table({n: pa.array([], pa.string()) for n in needed}), bad,
-                                  position, bad[-1] + 1, needed, offset)
-            position = bad[-1] + 1
-        offset += position
+def _csv_file(file: str, text: bytes | None, names: list[str], needed: list[str],
+              header: int, block: int) -> Iterator[tuple[pa.Table, np.ndarray, np.ndarray]]:
+    """One CSV file (or `text`) in blocks of `block` bytes: the needed columns, which rows
+    are malformed, the rows' positions in the file."""
+    bad: list[int] = []  # positions in the file of malformed rows not yet emitted
+
+    def invalid(row: Any) -> str:
+        if row.text.strip():  # row.number counts non-blank lines from 1, header included
+            bad.append(row.number - 1 - header)
+        return "skip"
+
+    reader = pa_csv.open_csv(
+        open_text(file, text),
+        read_options=pa_csv.ReadOptions(column_names=names, skip_rows=header,
+                                        use_threads=False, block_size=block),
+        parse_options=pa_csv.ParseOptions(escape_char="\\", double_quote=False,
+                                          invalid_row_handler=invalid),
+        convert_options=pa_csv.ConvertOptions(
+            include_columns=needed, column_types={n: pa.string() for n in needed},
+            strings_can_be_null=True, null_values=[""], quoted_strings_can_be_null=True))
+    position = 0
+    for batch in reader:
+        end, taken = position + batch.num_rows, 0
+        while taken < len(bad) and bad[taken] < end:  # interleave the malformed rows
+            end, taken = end + 1, taken + 1
+        yield _with_malformed(pa.Table.from_batches([batch]), bad[:taken], position, end,
+                              needed)
+        del bad[:taken]
+        position = end
+    if bad:
+        yield _with_malformed(pa.table({n: pa.array([], pa.string()) for n in needed}), bad,
+                              position, bad[-1] + 1, needed)
 
 
 def _with_malformed(good: pa.Table, malformed: list[int], start: int, end: int,
-                    needed: list[str], offset: int) -> tuple[pa.Table, np.ndarray, np.ndarray]:
+                    needed: list[str]) -> tuple[pa.Table, np.ndarray, np.ndarray]:
     """Good rows and NULL rows standing for the malformed ones, with their positions: the
     malformed rows' own, the good rows' the others of [start, end) in order."""
     span = np.arange(start, end, dtype=np.int64)
@@ -274,7 +308,7 @@ def _with_malformed(good: pa.Table, malformed: list[int], start: int, end: int,
     nulls = pa.table({n: pa.nulls(len(malformed), pa.string()) for n in needed})
     table = pa.concat_tables([good.select(needed), nulls])
     flags = np.concatenate([np.zeros(good.num_rows, bool), np.ones(len(malformed), bool)])
-    return table, flags, offset + np.concatenate([span[~is_bad], span[is_bad]])
+    return table, flags, np.concatenate([span[~is_bad], span[is_bad]])
 
 
 def _json_text(value: Any) -> str | None:
@@ -302,25 +336,21 @@ def _json_batches(files: list[str], source: Mapping[str, Any], needed: list[str]
     offset = 0
     for file in files:
         where["file"] = file
-        with open(file, "rb") as handle:
-            while True:
-                lines = handle.readlines(batch_bytes)
-                if not lines:
-                    break
-                values: dict[str, list] = {n: [] for n in needed}
-                malformed: list[bool] = []
-                for line in lines:
-                    if not line.strip():
-                        continue
-                    record = _json_record(line)
-                    malformed.append(record is None)
-                    for name in needed:
-                        values[name].append(None if record is None
-                                            else _json_text(record.get(name)))
-                yield (pa.table({n: pa.array(v, pa.string()) for n, v in values.items()}),
-                       np.array(malformed, dtype=bool),
-                       np.arange(offset, offset + len(malformed), dtype=np.int64))
-                offset += len(malformed)
+        for lines in line_blocks(open_text(file), batch_bytes):
+            values: dict[str, list] = {n: [] for n in needed}
+            malformed: list[bool] = []
+            for line in lines:
+                if not line.strip():
+                    continue
+                record = _json_record(line)
+                malformed.append(record is None)
+                for name in needed:
+                    values[name].append(None if record is None
+                                        else _json_text(record.get(name)))
+            yield (pa.table({n: pa.array(v, pa.string()) for n, v in values.items()}),
+                   np.array(malformed, dtype=bool),
+                   np.arange(offset, offset + len(malformed), dtype=np.int64))
+            offset += len(malformed)
 
 
 def _json_record(line: bytes) -> dict | None:
@@ -338,22 +368,25 @@ def _json_fields(files: list[str]) -> dict[str, None]:
     seen: dict[str, None] = {}
     lines = 0
     for file in files:
-        with open(file, "rb") as handle:
-            for line in handle:
+        try:
+            for line in (line for block in line_blocks(open_text(file), 1 << 16)
+                         for line in block):
                 if lines >= _HEADER_SAMPLE:
                     break
                 lines += 1
                 record = _json_record(line) if line.strip() else None
                 if record is not None:
                     seen.update(dict.fromkeys(record))
+        except LineTooLong as err:
+            raise SourceError(str(err), file) from None
     if not seen:
         raise SourceError("no JSON object in the first lines (empty input or not JSON lines)",
                           ", ".join(files))
     return seen
 
 
-def _parquet_batches(files: list[str], needed: list[str], where: dict[str, str]
-                     ) -> Iterator[tuple[pa.Table, np.ndarray, np.ndarray]]:
+def _parquet_batches(files: list[str], needed: list[str], attr_types: Mapping[str, str],
+                     where: dict[str, str]) -> Iterator[tuple[pa.Table, np.ndarray, np.ndarray]]:
     import pyarrow.parquet as pq
 
     offset = 0
@@ -364,11 +397,40 @@ def _parquet_batches(files: list[str], needed: list[str], where: dict[str, str]
         except (pa.ArrowInvalid, OSError) as err:
             raise SourceError(f"cannot read as Parquet: {err}", file) from None
         _missing(needed, reader.schema_arrow.names, [file])
+        for name in needed:
+            _check_stored_type(name, reader.schema_arrow.field(name).type,
+                               attr_types.get(name), file)
         for batch in reader.iter_batches(batch_size=BATCH_ROWS, columns=needed):
             table = pa.Table.from_batches([batch])
             yield (table, np.zeros(len(table), dtype=bool),
                    np.arange(offset, offset + len(table), dtype=np.int64))
             offset += len(table)
+
+
+def _check_stored_type(name: str, stored: pa.DataType, kind: str | None, file: str) -> None:
+    """`SourceError` for a typed column that cannot hold what the workload says (`kind`: an
+    attribute's type, None for the type, time, id and key columns), as `spark_source` checks:
+    nested values (struct, list, map) anywhere; true/false where a number belongs or a
+    number, time or date where true/false or a number belongs (silently 1.0/0.0 otherwise).
+    Text columns are cast row by row instead, unparsable rows rejected and counted."""
+    if pa.types.is_dictionary(stored):
+        stored = stored.value_type
+    if pa.types.is_nested(stored):
+        raise SourceError(f"column {name!r} holds nested values (lists, maps or records), "
+                          "which cepplan does not read: store it as a plain column", file)
+    text = pa.types.is_string(stored) or pa.types.is_large_string(stored)
+    number = (pa.types.is_integer(stored) or pa.types.is_floating(stored)
+              or pa.types.is_decimal(stored))
+    wants_number = kind in ("double", "long")
+    if pa.types.is_boolean(stored):
+        clash = wants_number
+    elif kind == "bool":
+        clash = not text
+    else:
+        clash = wants_number and not (number or text)
+    if clash:
+        raise SourceError(f"column {name!r} holds {stored} values, but the workload says "
+                          f"{kind}", file)
 
 
 # ---- casts with Spark's try_cast semantics ----
@@ -534,202 +596,34 @@ def _as_string(array: pa.Array) -> np.ndarray:
 
 # ---- time ----
 
-_TIME_LETTERS = {"yyyy": ("year", "4,10"), "yy": ("year2", "2"), "MM": ("month", "2"),
-                 "dd": ("day", "2"), "HH": ("hour", "2"), "mm": ("minute", "2"),
-                 "ss": ("second", "2")}
-_TOKEN = re.compile(r"'[^']*'|([A-Za-z])\1*|[^A-Za-z']+")
-_NEVER = r"\b\B"  # matches nothing
-
-
-def time_format_regex(pattern: str) -> str:
-    """A Spark datetime pattern as a regular expression with one named group per field, read
-    as Spark's parser reads it: fixed two-digit fields, `yyyy` taking 4 to 10 digits less those
-    of the numeric fields right after it (so a digit literal after such a run never parses;
-    years above 9999 are refused when the fields are checked), fractions `S..` 1 to n digits.
-    Supported letters: yyyy yy MM dd HH mm ss S and quoted or punctuation literals; others
-    raise `SourceError`."""
-    out: list[str] = []
-    open_year = False  # inside a numeric run that began with the variable-width year
-    for match in _TOKEN.finditer(pattern):
-        token = match.group(0)
-        literal = token[1:-1] or "'" if token.startswith("'") else (
-            token if not token[0].isalpha() else None)
-        if literal is not None:
-            if open_year and literal[:1].isdigit():
-                return _NEVER
-            open_year = False
-            out.append(re.escape(literal))
-        elif token[0] == "S":
-            out.append(f"(?P<fraction>\\d{{1,{len(token)}}})")
-        elif token in _TIME_LETTERS:
-            name, width = _TIME_LETTERS[token]
-            open_year = open_year or name == "year"
-            out.append(f"(?P<{name}>\\d{{{width}}})")
-        else:
-            raise SourceError(f"time_format {pattern!r}: the local engine reads the letters "
-                              "yyyy yy MM dd HH mm ss S and quoted text; for "
-                              f"{token!r} use --engine spark")
-    return "^" + "".join(out) + "$"
-
-
-def _time_parser(pattern: str | None, time_unit: str):
+def _time_parser(pattern: str | None, time_unit: str) -> Callable[[pa.Array], np.ndarray] | None:
+    """`time_format.time_parser` of the source's pattern (None without one)."""
     if pattern is None:
         return None
-    regex = time_format_regex(pattern)
-    layout = _fixed_layout(pattern)
-    per_unit = SECONDS_PER_UNIT[time_unit]
-
-    def parse(array: pa.Array) -> np.ndarray:
-        """Micros since the epoch (UTC) / (1e6 * unit), NaN where it does not parse or names
-        no real date (Spark's strict resolver)."""
-        text = array if pa.types.is_string(array.type) else pa.array(_as_string(array),
-                                                                       pa.string())
-        if regex == _NEVER:
-            return np.full(len(text), np.nan)
-        firsts = _run_starts(text)
-        if firsts is not None and len(firsts) <= len(text) // 2:  # a coarse clock: each once
-            return np.repeat(parse(text.take(firsts)), np.diff(np.append(firsts, len(text))))
-        fields, valid = _fixed_fields(text, layout) if layout else ({}, None)
-        if valid is None or not valid.all():  # the rows of other shapes: the regex
-            rest = None if valid is None else np.flatnonzero(~valid)
-            found, matched = _regex_fields(text if rest is None else text.take(rest), regex)
-            if rest is None:
-                fields, valid = found, matched
-            else:
-                for name, column in found.items():
-                    fields.setdefault(name, np.zeros(len(text), dtype=np.int64))[rest] = column
-                valid[rest] = matched
-        n = len(text)
-
-        def part(name: str, default: int) -> np.ndarray:
-            return fields[name] if name in fields else np.full(n, default, dtype=np.int64)
-
-        year = part("year", 1970) if "year2" not in fields else 2000 + part("year2", 0)
-        month, day = part("month", 1), part("day", 1)
-        hour, minute, second = part("hour", 0), part("minute", 0), part("second", 0)
-        micros = part("micros", 0)
-        valid &= (year <= 9999) & (month >= 1) & (month <= 12)
-        valid &= (hour <= 23) & (minute <= 59) & (second <= 59)
-        valid &= (day >= 1) & (day <= _days_in_month(year, np.clip(month, 1, 12)))
-        days = _days_from_civil(year, np.clip(month, 1, 12), np.clip(day, 1, 31))
-        total = ((days * 86400 + hour * 3600 + minute * 60 + second) * 1_000_000 + micros)
-        return np.where(valid, total / (1e6 * per_unit), np.nan)
-
-    return parse
+    try:
+        return time_parser(pattern, time_unit)
+    except TimeFormatError as err:
+        raise SourceError(str(err)) from None
 
 
-def _run_starts(text: pa.Array) -> np.ndarray | None:
-    """Where each run of equal consecutive values starts, when all values have one length
-    (compared as bytes); None otherwise."""
-    n = len(text)
-    if n < 2 or text.null_count or not text.buffers()[2]:
+def first_unparsed_time(paths: Sequence[str], source: Mapping[str, Any],
+                        attributes: Mapping[str, Mapping[str, str]], time_unit: str
+                        ) -> str | None:
+    """The first value of the time column (in the first batch of the first file) that is
+    read as no time, as text; None when there is none or the file cannot be read."""
+    column_name = source.get("time_column", "ts")
+    try:
+        files = expand_paths(paths)
+        raw, _, _ = next(_raw_batches(files[:1], source, [column_name], {}, 1 << 20,
+                                      {"file": files[0]}))
+        column = raw.column(column_name).combine_chunks()
+        times = _time_values(column, _time_parser(source.get("time_format"), time_unit),
+                             time_unit)
+    except (SourceError, StopIteration, pa.ArrowInvalid, OSError, LineTooLong):
         return None
-    offsets = np.frombuffer(text.buffers()[1], dtype=np.int32)[text.offset:text.offset + n + 1]
-    width = int(offsets[1] - offsets[0])
-    if width == 0 or offsets[-1] - offsets[0] != n * width or (np.diff(offsets) != width).any():
-        return None
-    data = np.frombuffer(text.buffers()[2], dtype=np.uint8)
-    rows = data[offsets[0]:offsets[-1]].view(np.dtype((np.void, width)))
-    return np.flatnonzero(np.concatenate([[True], rows[1:] != rows[:-1]]))
-
-
-def _regex_fields(text: pa.Array, regex: str) -> tuple[dict[str, np.ndarray], np.ndarray]:
-    """The fields of `time_format_regex` per value (0 where it does not match), and which
-    values match; a fraction as microseconds."""
-    found = pc.extract_regex(text, regex)
-    valid = ~pc.is_null(found).to_numpy(zero_copy_only=False)
-    fields = {}
-    for index in range(found.type.num_fields):
-        name = found.type.field(index).name
-        digits = pc.fill_null(pc.struct_field(found, name), "0")
-        value = pc.cast(digits, pa.int64()).to_numpy(zero_copy_only=False)
-        if name == "fraction":
-            width = pc.utf8_length(digits).to_numpy(zero_copy_only=False).astype(np.int64)
-            name, value = "micros", np.where(width <= 6, value * 10 ** np.clip(6 - width, 0, 6),
-                                             value // 10 ** np.clip(width - 6, 0, 3))
-        fields[name] = value
-    return fields, valid
-
-
-_FIXED_WIDTHS = {"yyyy": 4, "yy": 2, "MM": 2, "dd": 2, "HH": 2, "mm": 2, "ss": 2}
-
-
-def _fixed_layout(pattern: str) -> list[tuple[str, str | bytes]] | None:
-    """The pattern as fixed-width pieces, ("field", name) of its digits or ("text", bytes),
-    when a value of that exact length can only parse one way: no fraction (its width varies)
-    and ASCII literals; else None."""
-    layout: list[tuple[str, str | bytes]] = []
-    for match in _TOKEN.finditer(pattern):
-        token = match.group(0)
-        literal = token[1:-1] or "'" if token.startswith("'") else (
-            token if not token[0].isalpha() else None)
-        if literal is not None:
-            if not literal.isascii():
-                return None
-            layout.append(("text", literal.encode()))
-        elif token in _FIXED_WIDTHS:
-            layout.append(("field", token))
-        else:
-            return None
-    return layout
-
-
-def _fixed_fields(text: pa.Array, layout: list[tuple[str, str | bytes]]
-                  ) -> tuple[dict[str, np.ndarray], np.ndarray]:
-    """The fields of the values whose bytes fit `layout` exactly (digits where fields are,
-    the literals elsewhere), read from the string buffer with NumPy; which values fit. A
-    value fits exactly when the regex matches it with the year taking 4 digits, the only
-    way it can at that length."""
-    n = len(text)
-    width = sum(len(piece) if kind == "text" else _FIXED_WIDTHS[piece]
-                for kind, piece in layout)
-    offsets = np.frombuffer(text.buffers()[1], dtype=np.int32)[text.offset:text.offset + n + 1]
-    fits = (np.diff(offsets) == width) & ~pc.is_null(text).to_numpy(zero_copy_only=False)
-    rows = np.flatnonzero(fits)
-    data = np.frombuffer(text.buffers()[2], dtype=np.uint8) if text.buffers()[2] else None
-    if not len(rows) or data is None:
-        return {}, fits
-    start = int(offsets[0])
-    if len(rows) == n and offsets[-1] - start == n * width:  # all of one width: a view
-        chars = data[start:start + n * width].reshape(n, width)
-    else:
-        chars = data[offsets[rows][:, None] + np.arange(width)]
-    digits = chars - np.uint8(48)  # a digit's value; anything else wraps above 9
-    is_digit = np.concatenate([np.full(len(piece), kind == "field") if kind == "text" else
-                               np.ones(_FIXED_WIDTHS[piece], dtype=bool)
-                               for kind, piece in layout]).astype(bool)
-    literals = np.frombuffer(b"".join(piece if kind == "text" else b"0" * _FIXED_WIDTHS[piece]
-                                      for kind, piece in layout), dtype=np.uint8)
-    good = np.where(is_digit, digits <= 9, chars == literals).all(axis=1)
-    fields, at = {}, 0
-    for kind, piece in layout:
-        if kind == "text":
-            at += len(piece)
-            continue
-        value = np.zeros(len(rows), dtype=np.int64)
-        for column in range(at, at + _FIXED_WIDTHS[piece]):
-            value = value * 10 + digits[:, column]
-        fields[_TIME_LETTERS[piece][0]] = np.zeros(n, dtype=np.int64)
-        fields[_TIME_LETTERS[piece][0]][rows] = value
-        at += _FIXED_WIDTHS[piece]
-    fits[rows[~good]] = False
-    return fields, fits
-
-
-def _days_in_month(year: np.ndarray, month: np.ndarray) -> np.ndarray:
-    leap = ((year % 4 == 0) & (year % 100 != 0)) | (year % 400 == 0)
-    lengths = np.array([31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31])[month - 1]
-    return lengths + ((month == 2) & leap)
-
-
-def _days_from_civil(year: np.ndarray, month: np.ndarray, day: np.ndarray) -> np.ndarray:
-    """Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's algorithm)."""
-    y = year - (month <= 2)
-    era = np.floor_divide(y, 400)
-    yoe = y - era * 400
-    doy = (153 * (month + np.where(month > 2, -3, 9)) + 2) // 5 + day - 1
-    doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
-    return era * 146097 + doe - 719468
+    unread = np.isnan(times) & ~pc.is_null(column).to_numpy(zero_copy_only=False)
+    first = np.flatnonzero(unread)
+    return str(_as_string(column.take(first[:1]))[0]) if len(first) else None
 
 
 def _time_values(column: pa.Array, parser, time_unit: str) -> np.ndarray:
@@ -737,7 +631,8 @@ def _time_values(column: pa.Array, parser, time_unit: str) -> np.ndarray:
     per_unit = SECONDS_PER_UNIT[time_unit]
     typ = column.type
     if parser is not None:
-        values = parser(column)
+        values = parser(column if pa.types.is_string(column.type)
+                        else pa.array(_as_string(column), pa.string()))
     elif pa.types.is_timestamp(typ):
         micros = pc.cast(column, pa.timestamp("us", tz=typ.tz), safe=False).cast(pa.int64())
         values = pc.cast(micros, pa.float64()).to_numpy(zero_copy_only=False) / (1e6 * per_unit)
@@ -787,9 +682,10 @@ def _reasons(batch: Canonical, raw: pa.Table, malformed: np.ndarray,
 
     def mark(mask: np.ndarray, text: str) -> None:
         free = mask & (code < 0)
-        if free.any():
-            code[free] = len(texts)
-            texts.append(text)
+        if free.any():  # a reason may come twice: an attribute of several schemas
+            if text not in texts:
+                texts.append(text)
+            code[free] = texts.index(text)
 
     mark(malformed, REJECT_MALFORMED)
     type_codes = batch.type_codes

@@ -129,6 +129,8 @@ def _partition_codes(sample: pd.DataFrame, columns: list[str]) -> np.ndarray:
     by the text of their values; each column's distinct values are turned into text once
     instead of every row's (the numbers are those of factorizing the rows' texts)."""
     combined = np.zeros(len(sample), dtype=np.int64)
+    if not len(sample):  # no event of the pattern's types sampled (pandas cannot index none)
+        return combined.astype(np.float64)
     for column in columns:
         codes, distinct = pd.factorize(sample[column])
         if (codes < 0).any() or not _text_exact(sample[column].dtype, distinct):

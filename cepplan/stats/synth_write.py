@@ -23,6 +23,10 @@ from cepplan.workload.model import Workload
 _LETTERS = {"yyyy": ("%Y", 0), "yy": ("%y", 0), "MM": ("%m", 0), "dd": ("%d", 86400),
             "HH": ("%H", 3600), "mm": ("%M", 60), "ss": ("%S", 1), "SSS": ("%f", 0.001)}
 _TOKEN = re.compile(r"'[^']*'|([A-Za-z])\1*|[^A-Za-z']+")
+# zone offset letters, written as UTC in their spelling (synth's times are UTC)
+_UTC = {**{"X" * n: "Z" for n in range(1, 6)}, "x": "+00", "xx": "+0000", "xxx": "+00:00",
+        "xxxx": "+0000", "xxxxx": "+00:00", "Z": "+0000", "ZZ": "+0000", "ZZZ": "+0000",
+        "ZZZZZ": "Z"}
 EPOCH_BASE = pd.Timestamp("2024-01-01T00:00:00Z")  # formatted timestamps start here
 
 
@@ -34,11 +38,13 @@ def strftime_pattern(spark_pattern: str, file: str = "<workload>") -> tuple[str,
         token = match.group(0)
         if token.startswith("'"):
             out.append(token[1:-1].replace("%", "%%") or "'")
+        elif token in _UTC:
+            out.append(_UTC[token])
         elif token[0].isalpha():
             if token not in _LETTERS:
                 raise InputError.single(file, "source.time_format", f"synth cannot write "
                                         f"{token!r} in {spark_pattern!r}; it writes "
-                                        f"{', '.join(_LETTERS)}")
+                                        f"{', '.join(_LETTERS)} and zone offsets")
             code, step = _LETTERS[token]
             out.append(code)
             resolution = min(resolution, step) if step else resolution

@@ -51,6 +51,7 @@ from cepplan.workload.model import (
     Statistics,
     Workload,
 )
+from cepplan.workload.names import RULE, is_name
 from cepplan.workload.paths import json_path
 
 if TYPE_CHECKING:  # imported when a workload does not conform (schema_check.conforms)
@@ -129,7 +130,7 @@ def _schema_message(error: jsonschema.ValidationError) -> str:
     if error.validator == "additionalProperties":
         return error.message.replace("Additional properties are not allowed", "unknown key(s)")
     if error.validator == "pattern" and isinstance(error.instance, str):
-        return f"{error.instance!r} is not a valid name (letters, digits and '_')"
+        return f"{error.instance!r} is not a valid name ({RULE})"
     return error.message
 
 
@@ -183,9 +184,8 @@ class _Builder:
         types = {}
         for name, spec in self.raw["event_types"].items():
             path = ("event_types", name)
-            if not _is_name(name):
-                self.error(path, f"{name!r} is not a valid event type name (letters, digits, '_')")
-                continue
+            if not is_name(name):  # reported here once; references to it resolve
+                self.error(path, f"{name!r} is not a valid event type name ({RULE})")
             if ("schema" in spec) == ("attributes" in spec):
                 self.error(path, "give exactly one of \"schema\" (a name) or \"attributes\"")
                 continue
@@ -208,8 +208,9 @@ class _Builder:
 
     def attribute_names(self, attrs: Mapping[str, str], path: tuple) -> None:
         for attr in attrs:
-            if not _is_name(attr) or attr.startswith("__"):
-                self.error((*path, attr), f"{attr!r} is not a valid attribute name")
+            if not is_name(attr) or attr.startswith("__"):
+                self.error((*path, attr), f"{attr!r} is not a valid attribute name ({RULE}; "
+                           "not starting with '__')")
             elif attr == "ts":
                 self.error((*path, attr), "'ts' is reserved: every event has it (its timestamp)")
 
@@ -217,6 +218,9 @@ class _Builder:
         names: dict[str, int] = {}
         for index, spec in enumerate(self.raw["patterns"]):
             name = spec["name"]
+            if not is_name(name):  # the schema's pattern is looser (Python's \w)
+                self.error(("patterns", index, "name"), f"{name!r} is not a valid pattern "
+                           f"name ({RULE})")
             if name in names:
                 self.error(("patterns", index, "name"), f"pattern name {name!r} is already used "
                            f"by patterns[{names[name]}]")
@@ -373,7 +377,7 @@ class _Builder:
         emit, types = {}, {}
         for attr, text in spec.items():
             where = (*path, "emit", attr)
-            if not _is_name(attr) or attr.startswith("__") or attr == "ts":
+            if not is_name(attr) or attr.startswith("__") or attr == "ts":
                 self.error(where, f"{attr!r} cannot be an emitted attribute name")
                 continue
             try:
@@ -646,5 +650,4 @@ def _inside_kleene_ref(expr, target) -> bool:
     return any(isinstance(n, KleeneRef) and n.ref is target for n in walk(expr))
 
 
-def _is_name(text: str) -> bool:
-    return text.isidentifier() and text.isascii()
+

@@ -1,7 +1,8 @@
 """Read event files through a workload's `source` mapping into a canonical Spark DataFrame.
 
 Standalone on purpose: imports only pyspark, the standard library,
-`cepplan.workload.columns` and `cepplan.workload.durations` (both stdlib-only), and takes plain
+`cepplan.workload.columns`, `cepplan.workload.durations` and `cepplan.workload.input_files`
+(all stdlib-only), and takes plain
 JSON-able arguments, so the generated Spark job ships this very file in its runtime zip and runs
 it where cepplan is not installed. `cepplan.workload.source_spec` turns a `Workload` into
 those arguments.
@@ -18,7 +19,6 @@ here: callers count rejects by reason (`valid_rows` keeps the good ones).
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
@@ -29,6 +29,14 @@ from pyspark.sql import types as T
 
 from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_TYPE, merged_attribute_types
 from cepplan.workload.durations import SECONDS_PER_UNIT
+from cepplan.workload.input_files import (
+    InputFileError,
+    content_problem,
+    duplicate_problem,
+    files_in,
+    header_names,
+    unique_names,
+)
 
 REJECT = "__reject"
 REJECT_MALFORMED = "malformed row"
@@ -72,8 +80,8 @@ def read_events(spark: SparkSession, paths: str | Sequence[str], source: Mapping
     if time_unit not in SECONDS_PER_UNIT:
         raise SourceError(f"unknown time_unit {time_unit!r}")
     paths = [paths] if isinstance(paths, str) else list(paths)
-    _check_paths(paths)
-    raw = _read_raw(spark, paths, source)
+    _check_paths(paths, source["format"])
+    raw = _read_raw(spark, paths, source, attributes)
     _check_columns(raw, source, attributes, paths)
     attr_types = merged_attribute_types(attributes.values())
     type_col = source.get("type_column")
@@ -128,16 +136,23 @@ def spark_type(kind: str) -> T.DataType:
     return SPARK_TYPES[kind]
 
 
-def _check_paths(paths: list[str]) -> None:
+def _check_paths(paths: list[str], fmt: str) -> None:
+    """Local paths name files whose first bytes fit `fmt` (`input_files.content_problem`)."""
     if not paths:
         raise SourceError("no input files given")
-    for path in paths:
-        local = "://" not in path and not path.startswith("file:")
-        if local and not any(c in path for c in "*?[") and not os.path.exists(path):
-            raise SourceError("no such file or directory", path)
+    local = [p for p in paths if "://" not in p and not p.startswith("file:")]
+    try:
+        files = files_in(local) if local else []
+    except InputFileError as err:
+        raise SourceError(err.message, err.path) from None
+    for file in files:
+        problem = content_problem(file, fmt)
+        if problem:
+            raise SourceError(problem, file)
 
 
-def _read_raw(spark: SparkSession, paths: list[str], source: Mapping[str, Any]) -> DataFrame:
+def _read_raw(spark: SparkSession, paths: list[str], source: Mapping[str, Any],
+              attributes: Mapping[str, Mapping[str, str]]) -> DataFrame:
     """The files as Spark reads them: CSV and JSON lines as strings (we cast), Parquet typed."""
     fmt = source["format"]
     reader = spark.read
@@ -146,12 +161,12 @@ def _read_raw(spark: SparkSession, paths: list[str], source: Mapping[str, Any]) 
             return reader.parquet(*paths)
         if fmt == "csv":
             header = bool(source.get("header", True))
-            names = (list(spark.read.option("header", True).csv(paths).columns) if header
-                     else list(source.get("columns") or ()))
+            names = _csv_names(spark, paths) if header else list(source.get("columns") or ())
             if not names:
                 raise SourceError("cannot find column names: the CSV input is empty or has "
                                   "no header line")
-            schema = _string_schema([*names, _CORRUPT])
+            check_column_names(names, source, attributes, paths)
+            schema = _string_schema([*unique_names(names), _CORRUPT])
             return (reader.schema(schema).option("header", header)
                     .option("mode", "PERMISSIVE").option("columnNameOfCorruptRecord", _CORRUPT)
                     .csv(paths))
@@ -162,6 +177,14 @@ def _read_raw(spark: SparkSession, paths: list[str], source: Mapping[str, Any]) 
     except AnalysisException as exc:
         raise SourceError(f"cannot read: {_first_line(exc)}", ", ".join(paths)) from None
     raise SourceError(f"unknown source format {fmt!r} (csv, parquet or jsonl)")
+
+
+def _csv_names(spark: SparkSession, paths: list[str]) -> list[str]:
+    """The column names of the first non-blank line, as the in-process reader takes them
+    (`input_files.header_names`; Spark's own header inference renames repeated names)."""
+    line = (spark.read.text(paths).filter(F.length(F.trim(F.col("value"))) > 0)
+            .select("value").first())
+    return header_names(line[0]) if line is not None else []
 
 
 def _json_columns(spark: SparkSession, paths: list[str], source: Mapping[str, Any]) -> list[str]:
@@ -192,22 +215,33 @@ def _row_columns(source: Mapping[str, Any]) -> list[str]:
 
 def _check_columns(raw: DataFrame, source: Mapping[str, Any],
                    attributes: Mapping[str, Mapping[str, str]], paths: list[str]) -> None:
-    check_column_names([c for c in raw.columns if c != _CORRUPT], source, attributes, paths)
-    for name, kind in merged_attribute_types(attributes.values()).items():
+    if source["format"] != "csv":  # CSV names are checked before they are renamed unique
+        check_column_names([c for c in raw.columns if c != _CORRUPT], source, attributes,
+                           paths)
+    kinds = merged_attribute_types(attributes.values())
+    for name in dict.fromkeys(_row_columns(source) + list(kinds)):
         stored = raw.schema[name].dataType
-        if _clashes(stored, SPARK_TYPES[kind]):
+        if isinstance(stored, (T.StructType, T.ArrayType, T.MapType)):
+            raise SourceError(f"column {name!r} holds nested values (lists, maps or records), "
+                              "which cepplan does not read: store it as a plain column",
+                              ", ".join(paths))
+        if name in kinds and _clashes(stored, SPARK_TYPES[kinds[name]]):
             raise SourceError(f"column {name!r} holds {stored.simpleString()} values, but the "
-                              f"workload says {kind}", ", ".join(paths))
+                              f"workload says {kinds[name]}", ", ".join(paths))
 
 
 def check_column_names(names: Sequence[str], source: Mapping[str, Any],
                        attributes: Mapping[str, Mapping[str, str]], paths: list[str]) -> None:
-    """`SourceError` unless the input's column `names` hold every column the source needs."""
+    """`SourceError` unless the input's column `names` hold every column the source needs,
+    each once (`input_files.duplicate_problem`)."""
     needed = _row_columns(source) + list(merged_attribute_types(attributes.values()))
     missing = [c for c in dict.fromkeys(needed) if c not in set(names)]
     if missing:
         raise SourceError(f"column(s) {', '.join(map(repr, missing))} not in the input "
                           f"(its columns: {', '.join(names)})", ", ".join(paths))
+    twice = duplicate_problem(names, needed)
+    if twice:
+        raise SourceError(twice, ", ".join(paths))
 
 
 def _clashes(stored: T.DataType, target: T.DataType) -> bool:

@@ -13,9 +13,10 @@ import re
 from dataclasses import dataclass
 
 from cepplan.workload.model import KLEENE, NEGATED, PLAIN
+from cepplan.workload.names import RULE, is_name
 
 OPERATORS = ("SEQ", "AND", "OR")
-_LEAF = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*):([A-Za-z_][A-Za-z0-9_]*)$")
+_LEAF = re.compile(r"^([^:\s]+):([^:]+)$")
 _RESERVED = {"and", "or", "not", "true", "false", "ts"}
 
 
@@ -102,7 +103,9 @@ def _leaf(text: str, kind: str, path: tuple[str | int, ...]) -> RawOperand:
     match = _LEAF.match(text)
     if not match:
         raise StructureError(f"a leaf must look like \"var:Type\", not {text!r:.60}", path)
-    var, type_name = match.groups()
+    var, type_name = match.groups()  # the type is checked where it is looked up
+    if not is_name(var):
+        raise StructureError(f"{var!r} is not a valid variable name ({RULE})", path)
     if var.startswith("__") or var in _RESERVED:
         raise StructureError(f"{var!r} cannot be used as a variable name", path)
     return RawOperand(var, type_name, kind, path)

@@ -23,7 +23,7 @@ def test_spark_and_local_deliver_the_same_results(spark, tmp_path):
     (tmp_path / "workload.json").write_text(json.dumps(mobility_workload(sim, spec)))
     workload = load_workload(tmp_path / "workload.json")
     section = covering_section(workload, workload.statistics, CoveringSettings("mqc"))
-    local = run_covering(read_covering_rows([str(events)], workload, section), section)
+    local = run_covering(read_covering_rows([str(events)], workload, section)[0], section)
     source = {"format": "jsonl", "type_column": "kind", "time_column": "t"}
     attributes = {"Speed": dict(workload.event_types["Speed"].attributes)}
     frame = valid_rows(read_events(spark, str(events), source, attributes, "s"))

@@ -4,11 +4,15 @@ never a silent cast (true/false read as 1.0/0.0)."""
 
 from __future__ import annotations
 
+import gzip
 import json
 
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
+from cepplan.stats import local_source
 from cepplan.workload import load_workload
 from cepplan.workload.source_spec import reader_arguments
 from cepplan.workload.spark_source import (
@@ -91,3 +95,51 @@ def test_stats_on_a_timestamp_of_1e300_counts_one_rejected_row(cli, spark, fraud
     rows = json.loads((fraud / "stats.json").read_text())["rows"]
     assert rows["read"] == len(data) and rows["rejected"] == 1
     assert rows["reasons"] == {REJECT_TIME: 1}
+
+
+def _hostile_files(folder, frame: pd.DataFrame) -> dict[str, tuple[str, str]]:
+    """Case name -> (path, source format) of files both readers must treat alike."""
+    text = frame.to_csv(index=False)
+    body = frame.to_csv(index=False, header=False).splitlines()
+    (folder / "bom.csv").write_bytes(b"\xef\xbb\xbf" + text.encode())
+    (folder / "events.csv.gz").write_bytes(gzip.compress(text.encode()))
+    (folder / "twice.csv").write_text("\n".join([text.splitlines()[0] + ",Amount",
+                                                 *(line + ",1" for line in body)]))
+    mixed = folder / "mixed"
+    mixed.mkdir()
+    (mixed / "a.csv").write_text(text)
+    frame.to_parquet(mixed / "b.parquet")
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    nested = table.set_column(table.schema.get_field_index("amount"), "amount",
+                              pa.array([{"v": 1.0}] * len(frame)))
+    pq.write_table(nested, folder / "nested.parquet")
+    return {"bom": (folder / "bom.csv", "csv"), "gzip": (folder / "events.csv.gz", "csv"),
+            "twice": (folder / "twice.csv", "csv"), "mixed": (mixed, "csv"),
+            "nested": (folder / "nested.parquet", "parquet")}
+
+
+def _outcomes(spark, path, arguments: dict) -> tuple[object, object]:
+    """Per reader (in-process, Spark) the rows per reject reason, or the refusal's message."""
+    try:
+        frame = pd.concat(local_source.read_batches([str(path)], **arguments))
+        local = {None if pd.isna(k) else k: v for k, v in
+                 frame[REJECT].value_counts(dropna=False).items() if v}
+    except local_source.SourceError as err:
+        local = err.message
+    try:
+        remote = dict(read_events(spark, [str(path)], **arguments).groupBy(REJECT)
+                      .count().collect())
+    except SourceError as err:
+        remote = err.message
+    return local, remote
+
+
+def test_both_readers_read_or_refuse_hostile_files_alike(spark, tmp_path, frame):
+    """A byte order mark, a .gz file, a column named twice (letter case aside), a directory
+    mixing CSV and Parquet, a nested Parquet column: the same rows or the same refusal."""
+    arguments = reader_arguments(load_workload(FRAUD / "workload.json"))
+    for case, (path, fmt) in _hostile_files(tmp_path, frame).items():
+        source = {**arguments["source"], "format": fmt}
+        local, remote = _outcomes(spark, path, {**arguments, "source": source})
+        assert local == remote, case
+        assert isinstance(local, dict) == (case in ("bom", "gzip")), (case, local)

@@ -11,7 +11,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from cepplan.stats import local_source
+from cepplan.stats import local_source, time_format
 
 PATTERNS = [("yyyyMMddHHmm", "min"), ("yyyy-MM-dd HH:mm:ss", "s"), ("yy/MM/dd'T'HH", "h"),
             ("dd.MM.yyyy", "d"), ("yyyy-MM-dd HH:mm:ss.SSS", "ms")]
@@ -43,13 +43,13 @@ def test_time_fast_paths_equal_the_regex(monkeypatch, pattern, unit):
     runs = [v for v in values[:500] for _ in range(rng.choice([1, 3, 10]))]  # repeated stamps
     for texts in (values, runs, [next(v for v in values if v)] * 7):
         array = pa.array(texts, pa.string())
-        fast = local_source._time_parser(pattern, unit)(array)
+        fast = time_format.time_parser(pattern, unit)(array)
         with monkeypatch.context() as patch:
-            patch.setattr(local_source, "_fixed_layout", lambda _pattern: None)
-            patch.setattr(local_source, "_run_starts", lambda _text: None)
-            slow = local_source._time_parser(pattern, unit)(array)
+            patch.setattr(time_format, "_fixed_layout", lambda _pattern: None)
+            patch.setattr(time_format, "_run_starts", lambda _text: None)
+            slow = time_format.time_parser(pattern, unit)(array)
         assert np.array_equal(fast, slow, equal_nan=True)
-    parsed = local_source._time_parser(pattern, unit)(pa.array(values, pa.string()))
+    parsed = time_format.time_parser(pattern, unit)(pa.array(values, pa.string()))
     assert np.isfinite(parsed).sum() > len(values) // 10  # the random values do parse, mostly
 
 

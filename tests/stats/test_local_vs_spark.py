@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from cepplan.stats import local_source
+from cepplan.stats import local_source, time_format
 from cepplan.stats.engines import choose_engine, measure
 from cepplan.stats.synth import synthesize
 from cepplan.stats.synth_write import write_events
@@ -196,9 +196,33 @@ def test_reject_reasons_and_time_formats_match_spark(spark):
         expected = [None if r[0] is None else r[0] / (1e6 * SECONDS_PER_UNIT[unit])
                     for r in frame.select(F.unix_micros(F.try_to_timestamp(
                         "v", F.lit(pattern)))).collect()]
-        parse = local_source._time_parser(pattern, unit)
+        parse = time_format.time_parser(pattern, unit)
         got = parse(pa.array(texts, pa.string()))
         assert [None if math.isnan(v) else v for v in got] == expected, pattern
+
+
+ZONED = {"yyyy-MM-dd'T'HH:mm:ss.SSSXXX": [
+    "2024-03-01T10:00:00.000Z", "2024-03-01T11:00:00.250+01:00", "2024-03-01T04:30:00.5-05:30",
+    "2024-03-01t10:00:01.000z", "2024-03-01T10:00:02.000+00:00", "2024-03-01T10:00:03.000+0100",
+    "2024-03-01T10:00:04.000+19:00", "2024-03-01T10:00:05.000"],
+    "yyyy-MM-dd HH:mm:ssX": ["2024-03-01 11:00:00+01", "2024-03-01 11:30:00+0130",
+                             "2024-03-01 10:00:00Z", "2024-03-01 11:00:00+01:00"]}
+
+
+def test_both_engines_read_zoned_times_alike(spark, tmp_path):
+    """Zone offsets in several spellings (Z, z, +01:00, -05:30, +01, +0130), and offsets the
+    pattern does not read: the same instants, the same rows rejected."""
+    attributes = {"A": {"x": "double"}}
+    for pattern, stamps in ZONED.items():
+        path = tmp_path / "zoned.csv"
+        path.write_text("kind,t,x\n" + "".join(f"A,{s},1\n" for s in stamps))
+        source = {"format": "csv", "type_column": "kind", "time_column": "t",
+                  "time_format": pattern}
+        local = pd.concat(local_source.read_batches([str(path)], source, attributes, "s"))
+        remote = spark_source.read_events(spark, [str(path)], source, attributes,
+                                          "s").toPandas().sort_values("__id")
+        assert local["__ts"].tolist() == pytest.approx(remote["__ts"].tolist(), nan_ok=True)
+        assert local["__reject"].isna().sum() == remote["__reject"].isna().sum() > 2, pattern
 
 
 def test_auto_engine_choice(tmp_path):

@@ -74,6 +74,40 @@ def test_vectorised_matches_per_binding(tree, rows):
         assert bool(vector[i]) == holds(tree, binding), (i, r)
 
 
+LIMIT = 2**63
+NEAR_LIMITS = st.one_of(st.integers(-LIMIT, -LIMIT + 4), st.integers(LIMIT - 4, LIMIT - 1),
+                        st.integers(-3, 3), st.integers(2**31 - 2, 2**32 + 2),
+                        st.integers(-2**53 - 2, -2**53 + 2))
+BIG_LEAVES = st.one_of(
+    st.sampled_from(NUMERIC_ATTRS).map(lambda va: Attr(*va)),
+    st.integers(-10**18 + 1, 10**18 - 1).map(lambda v: Literal(v, "long")),
+    st.sampled_from([0.5, 4.0, 9.2e18, 9.223372036854775807e18, 2.0**63, -2.0**63]).map(
+        lambda v: Literal(v, "double")))
+BIG_PREDICATES = st.recursive(
+    st.builds(Binary, st.sampled_from(["<", "<=", ">", ">=", "==", "!="]),
+              st.recursive(BIG_LEAVES, _numeric, max_leaves=5),
+              st.recursive(BIG_LEAVES, _numeric, max_leaves=5)),
+    _boolean, max_leaves=3)
+
+
+@settings(max_examples=600, deadline=None)
+@given(BIG_PREDICATES, st.lists(st.tuples(NEAR_LIMITS, NEAR_LIMITS, st.sampled_from(
+    [0.0, -1.5, 9.2e18, 2.0**63, -2.0**63, 1e300])), min_size=1, max_size=8))
+def test_whole_numbers_near_the_64_bit_limits_as_the_reference_says(tree, rows):
+    """`a.n * 4 < 0` was true at 2^63 - 1 (int64 wrapped around); whole numbers are now
+    exact, and meet doubles as doubles, in both evaluators."""
+    variables = {v: VarInfo("T", {"x": "double", "n": "long"}) for v in ("a", "b")}
+    check_predicate(tree, variables)
+    columns = {("a", "x"): np.array([r[2] for r in rows]),
+               ("a", "n"): np.array([r[0] for r in rows], dtype=np.int64),
+               ("b", "x"): np.array([-r[2] for r in rows]),
+               ("b", "n"): np.array([r[1] for r in rows], dtype=np.int64)}
+    vector = evaluate(to_portable(tree), columns, len(rows))
+    for i, r in enumerate(rows):
+        binding = {"a": {"x": r[2], "n": r[0]}, "b": {"x": -r[2], "n": r[1]}}
+        assert bool(vector[i]) == holds(tree, binding), (i, r)
+
+
 def test_division_and_modulo_by_zero_are_nan_in_both():
     tree = parse("a.x / a.n > 0 or a.x % a.n <= 0")
     binding = {"a": {"x": 3.0, "n": 0}}

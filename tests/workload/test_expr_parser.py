@@ -42,8 +42,8 @@ def test_token_soup_parses_or_raises_own_error(text):
         assert parse(to_text(tree)) == tree
 
 
-NAMES = st.sampled_from(["a", "b", "c", "leg_1"])
-ATTRS = st.sampled_from(["x", "y", "price", "sym"])
+NAMES = st.sampled_from(["a", "b", "c", "leg_1", "ü", "σ1", "取引"])
+ATTRS = st.sampled_from(["x", "y", "price", "sym", "Betrag", "été", "국가"])
 LITERALS = st.one_of(
     st.integers(min_value=0, max_value=10**12).map(lambda v: Literal(v, "long")),
     st.floats(min_value=0, max_value=1e300, allow_nan=False).map(lambda v: Literal(v, "double")),
@@ -94,6 +94,7 @@ def test_random_trees_print_and_parse_back(tree):
         ("a.x == 'abc", "unterminated string", 7),
         ("a.x == \"abc\"", "strings use single quotes", 7),
         ("a.x ? 1", "unexpected character '?'", 4),
+        ("a.x² > 1", "unexpected character '²'", 3),
         ("a. < 1", "expected an attribute name after 'a.'", 3),
         ("12abc > a.x", "malformed number", 2),
         ("(a.x > 1", "expected ')'", 8),

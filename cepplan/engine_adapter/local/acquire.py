@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from cepplan.engine_adapter.runtime.spec import PatternSpec
-from cepplan.engine_adapter.runtime.table import Columns, values
+from cepplan.engine_adapter.runtime.table import Columns, key_codes, values
 from cepplan.engine_adapter.runtime.tagging import tag
 from cepplan.workload.columns import EVENT_TS
 
@@ -70,7 +70,7 @@ def _key_codes(pool: pd.DataFrame | Columns, keys: tuple[str, ...]) -> np.ndarra
     if not keys:
         return np.zeros(len(pool), dtype=np.int64)
     if isinstance(pool, Columns):
-        pool = pool.take(slice(None), keys).to_pandas()
+        return key_codes(pool, keys)
     return pool.groupby(list(keys), sort=False, dropna=True).ngroup().to_numpy(np.int64)
 
 

@@ -34,7 +34,7 @@ from cepplan.engine_adapter.runtime.job import (
 from cepplan.engine_adapter.runtime.matcher import partials_per_window
 from cepplan.engine_adapter.runtime.records import MATCH_COLUMN, ROW_COLUMN, EventTexts
 from cepplan.engine_adapter.runtime.spec import PatternSpec
-from cepplan.engine_adapter.runtime.table import Columns, values
+from cepplan.engine_adapter.runtime.table import Columns, concat_frames, values
 from cepplan.engine_adapter.runtime.tagging import tag_masks
 from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_TYPE
 
@@ -380,7 +380,7 @@ def _read_and_tag(job: Job, reader: dict[str, Any], events: Sequence[str],
     counts: Counter = Counter()
     parts = list(_tagged_batches(job, reader, events, seconds, counts, observers,
                                  covered=covered))
-    pool = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=_EMPTY)
+    pool = concat_frames(parts) if parts else pd.DataFrame(columns=_EMPTY)
     rows_read = counts.pop(_ROWS_READ, 0)
     return pool, rows_read, counts
 

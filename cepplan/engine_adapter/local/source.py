@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from cepplan.engine_adapter.runtime.table import Columns
+from cepplan.engine_adapter.runtime.table import Columns, whole_numbers
 from cepplan.errors import InputError
 from cepplan.stats.local_source import (
     REJECT_ID,
@@ -108,7 +108,7 @@ def _column(values: np.ndarray, ok: np.ndarray, kind: str) -> np.ndarray:
     if kind in ("string", "double") or ok.all():
         return values
     if kind == "long":
-        return np.where(ok, values, np.nan)
+        return whole_numbers(values, ok)
     out = values.astype(object)
     out[~ok] = None
     return out

@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pyarrow as pa
 
 from cepplan.engine_adapter.runtime.matcher import CHUNK_EVENTS, Matches, match_partition
@@ -28,7 +29,7 @@ from cepplan.engine_adapter.runtime.spec import (
     compile_pattern,
     pattern_from_json,
 )
-from cepplan.engine_adapter.runtime.table import Columns, make_table
+from cepplan.engine_adapter.runtime.table import Columns, key_codes, make_table
 
 if TYPE_CHECKING:  # imported where used: the in-process engine's plain path runs without it
     import pandas as pd
@@ -165,11 +166,26 @@ def rendered(renderer: Renderer, spec: PatternSpec, results: list[Matches],
 
 
 def partitions(frame: pd.DataFrame | Columns, keys: Sequence[str]):
-    """The frame split by the pattern's key; events with a missing key value match nothing."""
+    """The frame split by the pattern's key, groups in order of first appearance; events with
+    a missing key value match nothing."""
     if not keys:
         yield frame
         return
     if isinstance(frame, Columns):
-        frame = frame.to_pandas()
+        yield from _column_partitions(frame, keys)
+        return
     for _, group in frame.dropna(subset=list(keys)).groupby(list(keys), sort=False):
         yield group
+
+
+def _column_partitions(frame: Columns, keys: Sequence[str]):
+    """`partitions` of NumPy columns without pandas (`key_codes`), one stable sort, then the
+    rows of each group (a pandas frame per group cost more than matching a small group)."""
+    codes = key_codes(frame, keys)
+    rows = np.flatnonzero(codes >= 0)
+    order = rows[np.argsort(codes[rows], kind="stable")]
+    plain = frame.take(slice(None))  # the type column as strings once, not once per group
+    sizes = np.bincount(codes[rows])
+    for group in np.split(order, np.cumsum(sizes)[:-1]):
+        if len(group):
+            yield plain.take(group)

@@ -89,14 +89,90 @@ class Columns:
 
     @staticmethod
     def concat(parts: Sequence[Columns], names: Sequence[str]) -> Columns:
-        """Rows of `parts` one after the other (type columns as strings)."""
+        """Rows of `parts` one after the other (type columns as strings; whole numbers
+        exact, `joined_values`)."""
         if not parts:
             return Columns({n: np.empty(0, dtype=np.float64 if n == EVENT_TS else
                                         np.int64 if n == EVENT_ID else object)
                             for n in names})
         if len(parts) == 1:
             return parts[0]
-        return Columns({n: np.concatenate([p[n] for p in parts]) for n in parts[0].columns})
+        return Columns({n: joined_values([p[n] for p in parts]) for n in parts[0].columns})
+
+
+def key_codes(frame: Columns, keys: Sequence[str]) -> np.ndarray:
+    """Per row, its key's number in order of first appearance (-1: a key value is missing,
+    NULL or NaN), from Arrow's hash of each key column: no pandas."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    encoded = [pc.dictionary_encode(pa.array(frame[key], from_pandas=True)) for key in keys]
+    present = np.ones(len(frame), dtype=bool)
+    for one in encoded:
+        present &= ~pc.is_null(one.indices).to_numpy(zero_copy_only=False)
+    rows = np.flatnonzero(present)  # numbered among the rows with every key value
+    codes = np.zeros(len(rows), dtype=np.int64)
+    for index, one in enumerate(encoded):
+        values = one.indices.to_numpy(zero_copy_only=False)[rows].astype(np.int64)
+        codes = codes * len(one.dictionary) + values
+        if index:  # the pairs numbered in order of first appearance again (no overflow)
+            codes = pc.dictionary_encode(pa.array(codes)).indices.to_numpy().astype(np.int64)
+    out = np.full(len(frame), -1, dtype=np.int64)
+    out[rows] = codes
+    return out
+
+
+EXACT_DOUBLES = 2**53  # whole numbers up to this size are doubles exactly
+
+
+def whole_numbers(values: np.ndarray, present: np.ndarray) -> np.ndarray:
+    """A whole-number attribute in `column_values` form: int64 when no value is missing;
+    with missing ones float64 and NaN when every value is a double exactly, else Python
+    integers and None (an object array: exact, slower; a double would merge ids and keys
+    beyond 2^53)."""
+    if present.all():
+        return values.astype(np.int64, copy=False)
+    kept = values[present]
+    if not ((kept < -EXACT_DOUBLES) | (kept > EXACT_DOUBLES)).any():
+        return np.where(present, values, np.nan)
+    out = values.astype(object)
+    out[~present] = None
+    return out
+
+
+def joined_values(parts: Sequence[np.ndarray]) -> np.ndarray:
+    """Column parts one after the other; whole numbers exact where the parts' forms differ
+    (int64 beside float64 with NaN would become doubles: as objects instead when they are
+    too large to be doubles exactly)."""
+    joined = np.concatenate(parts)
+    if joined.dtype != np.float64 or all(p.dtype == np.float64 for p in parts):
+        return joined
+    large = any(p.dtype.kind in "iu" and len(p) and (np.abs(p.astype(np.float64)).max()
+                                                    > EXACT_DOUBLES) for p in parts)
+    return np.concatenate([_python_ints(p) for p in parts]) if large else joined
+
+
+def _python_ints(values: np.ndarray) -> np.ndarray:
+    """Whole numbers as Python integers, NaN as None (`whole_numbers`' object form)."""
+    if values.dtype != np.float64:
+        return values.astype(object)
+    missing = np.isnan(values)
+    out = np.where(missing, 0, values).astype(np.int64).astype(object)
+    out[missing] = None
+    return out
+
+
+def concat_frames(frames: Sequence[pd.DataFrame]) -> pd.DataFrame:
+    """pandas frames of the same columns one after the other, whole numbers exact
+    (`joined_values`; pandas would make int64 beside float64 doubles)."""
+    import pandas as pd
+
+    joined = pd.concat(frames, ignore_index=True)
+    for name in joined.columns:
+        if joined[name].dtype == np.float64 and any(
+                f[name].dtype.kind in "iu" for f in frames):
+            joined[name] = joined_values([f[name].to_numpy() for f in frames])
+    return joined
 
 
 def values(frame: pd.DataFrame | Columns, name: str) -> np.ndarray:
@@ -134,8 +210,9 @@ def column_values(series: pd.Series) -> np.ndarray:
     if pd.api.types.is_bool_dtype(series.dtype) and not series.isna().any():
         return series.to_numpy(dtype=bool)
     if pd.api.types.is_numeric_dtype(series.dtype) and not pd.api.types.is_bool_dtype(series.dtype):
-        if pd.api.types.is_integer_dtype(series.dtype) and not series.isna().any():
-            return series.to_numpy(dtype=np.int64)
+        if pd.api.types.is_integer_dtype(series.dtype):
+            return whole_numbers(series.to_numpy(dtype=np.int64, na_value=0),
+                                 series.notna().to_numpy())
         return series.to_numpy(dtype=np.float64, na_value=np.nan)
     return series.to_numpy(dtype=object)
 

@@ -5,7 +5,9 @@ KLEENE variable, to the list of its events in time order. A plain reference `b.x
 variable must hold for every event of the binding; `NEXT(b.x)`/`PREV(b.x)` for every consecutive
 pair; `FIRST`/`LAST` read the first/last event (seed 001 §2.4). With a single Kleene event,
 `b.x < NEXT(b.x)` holds vacuously. Arithmetic mirrors `vectorized`: `/` and `%` are real-valued,
-NaN for a zero divisor; comparisons with NaN are false.
+NaN for a zero divisor; comparisons with NaN are false; whole numbers are exact (Python
+integers, never wrapping at 64 bits); a whole number meeting a double is read as a double (in
+comparisons, `min` and `max` as in arithmetic), as NumPy and Spark compare them.
 """
 
 from __future__ import annotations
@@ -103,6 +105,7 @@ def _binary(
 
 
 def _compare(op: str, left: Any, right: Any) -> bool:
+    left, right = _doubles_if_any([left, right])
     if op == "<":
         return left < right
     if op == "<=":
@@ -124,4 +127,13 @@ def _call(func: str, args: list[Any]) -> Any:
         return math.hypot(x1 - x2, y1 - y2)
     if any(isinstance(a, float) and math.isnan(a) for a in args):
         return math.nan
+    args = _doubles_if_any(args)
     return min(args) if func == "min" else max(args)
+
+
+def _doubles_if_any(values: list[Any]) -> list[Any]:
+    """Whole numbers as doubles when one of `values` is a double (flags and text as they
+    are)."""
+    if not any(isinstance(v, float) for v in values):
+        return values
+    return [float(v) if isinstance(v, int) and not isinstance(v, bool) else v for v in values]

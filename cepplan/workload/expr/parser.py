@@ -35,6 +35,7 @@ from cepplan.workload.expr.ast import (
     children,
 )
 from cepplan.workload.expr.errors import ExprError
+from cepplan.workload.names import name_length
 
 MAX_LENGTH = 4096
 MAX_DEPTH = 64
@@ -65,10 +66,8 @@ def tokenize(text: str) -> list[Token]:
             i = _scan_number(text, i, tokens)
         elif ch == "'":
             i = _scan_string(text, i, tokens)
-        elif ch.isascii() and (ch.isalpha() or ch == "_"):
-            j = i
-            while j < n and text[j].isascii() and (text[j].isalnum() or text[j] == "_"):
-                j += 1
+        elif name_length(text, i):
+            j = i + name_length(text, i)
             word = text[i:j]
             if word.startswith("__"):
                 raise ExprError(f"names beginning with '__' are not allowed: {word!r}", i)
@@ -94,7 +93,7 @@ def _scan_number(text: str, i: int, tokens: list[Token]) -> int:
     n, start, is_float = len(text), i, False
     while i < n and text[i].isascii() and text[i].isdigit():
         i += 1
-    followed_by_name = i + 1 < n and (text[i + 1].isalpha() or text[i + 1] == "_")
+    followed_by_name = i + 1 < n and name_length(text, i + 1) > 0
     if i < n and text[i] == "." and not followed_by_name:
         is_float = True
         i += 1
@@ -110,7 +109,7 @@ def _scan_number(text: str, i: int, tokens: list[Token]) -> int:
             while i < n and text[i].isascii() and text[i].isdigit():
                 i += 1
     literal = text[start:i]
-    if i < n and text[i].isascii() and (text[i].isalpha() or text[i] == "_"):
+    if i < n and name_length(text, i):
         raise ExprError(f"malformed number {text[start : i + 1]!r}", i)
     if is_float:
         value: object = float(literal)

@@ -6,7 +6,10 @@ inside its runtime zip (DESIGN.md, "The generated Spark job") without the rest o
 `columns` maps keys to equal-length arrays: `(var, attr)` for `var.attr`, and
 `(FUNC, var, attr)` for `FIRST/LAST/NEXT/PREV(var.attr)`; the caller lays out the rows (one per
 candidate binding). Semantics match `cepplan.workload.expr.evaluate`: `/` and `%` are real-valued
-with NaN for a zero divisor, comparisons with NaN are false, `min`/`max` propagate NaN.
+with NaN for a zero divisor, comparisons with NaN are false, `min`/`max` propagate NaN; whole
+numbers are exact: `+ - *`, unary minus and `abs` on int64 compute in int64 and, where a result
+would wrap around, the whole operation again on Python integers (an object array); a whole
+number meets a double as a double (in comparisons, `min`, `max` and arithmetic alike).
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ import numpy as np
 
 _COMPARE = {"<": np.less, "<=": np.less_equal, ">": np.greater, ">=": np.greater_equal,
             "==": np.equal, "!=": np.not_equal}
+_ARITHMETIC = {"+": np.add, "-": np.subtract, "*": np.multiply}
+_EXACT = 2.0 ** 62  # a product of int64 whose float estimate stays below this cannot wrap
 
 
 def evaluate(tree: list[Any], columns: Mapping[tuple, np.ndarray], length: int) -> np.ndarray:
@@ -53,7 +58,7 @@ def _eval(tree: list[Any], columns: Mapping[tuple, np.ndarray]) -> Any:
     if head == "kleene":
         return columns[(tree[1], tree[2], tree[3])]
     if head == "neg":
-        return np.negative(_eval(tree[1], columns))
+        return _whole_unary(np.negative, _eval(tree[1], columns))
     if head == "not":
         return np.logical_not(_eval(tree[1], columns))
     if head == "call":
@@ -66,12 +71,8 @@ def _eval(tree: list[Any], columns: Mapping[tuple, np.ndarray]) -> Any:
     if head in _COMPARE:
         return _compare(head, left, right)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        if head == "+":
-            return np.add(left, right)
-        if head == "-":
-            return np.subtract(left, right)
-        if head == "*":
-            return np.multiply(left, right)
+        if head in _ARITHMETIC:
+            return _arithmetic(head, left, right)
         left_f = np.asarray(left, dtype=np.float64)
         right_f = np.asarray(right, dtype=np.float64)
         zero = right_f == 0
@@ -87,18 +88,79 @@ def _compare(op: str, left: Any, right: Any) -> Any:
         left_o = np.asarray(left, dtype=object)
         right_o = np.asarray(right, dtype=object)
         return np.asarray(_COMPARE[op](left_o, right_o), dtype=bool)
-    return _COMPARE[op](left, right)
+    left, right = _as_doubles_if_any([left, right])
+    return np.asarray(_COMPARE[op](left, right), dtype=bool)
 
 
 def _is_text(value: Any) -> bool:
     if isinstance(value, str):
         return True
-    return isinstance(value, np.ndarray) and value.dtype.kind in "OUS"
+    return (isinstance(value, np.ndarray) and value.dtype.kind in "OUS"
+            and not _is_big_whole(value))
+
+
+def _is_big_whole(value: Any) -> bool:
+    """An object array of Python integers (a whole-number result beyond int64)."""
+    return (isinstance(value, np.ndarray) and value.dtype == object and value.size > 0
+            and isinstance(value.flat[0], int) and not isinstance(value.flat[0], bool))
+
+
+def _is_whole(value: Any) -> bool:
+    """A whole number: an int64 array or scalar, or Python integers (not flags)."""
+    if isinstance(value, (bool, np.bool_)):
+        return False
+    if isinstance(value, (int, np.integer)):
+        return True
+    return isinstance(value, np.ndarray) and (value.dtype.kind in "iu" or _is_big_whole(value))
+
+
+def _as_doubles_if_any(values: list[Any]) -> list[Any]:
+    """The values as they meet: all as doubles when one is a double (as NumPy and Spark
+    compare a long with a double), else as they are."""
+    if all(_is_whole(v) for v in values) or not any(_is_big_whole(v) for v in values):
+        return values
+    return [np.asarray(v, dtype=np.float64) if _is_big_whole(v) else v for v in values]
+
+
+def _arithmetic(op: str, left: Any, right: Any) -> Any:
+    """`+ - *`: whole numbers exactly (int64, or Python integers where int64 would wrap),
+    anything else as NumPy computes it."""
+    if not (_is_whole(left) and _is_whole(right)):
+        return _ARITHMETIC[op](*_as_doubles_if_any([left, right]))
+    if _is_big_whole(left) or _is_big_whole(right):
+        return _ARITHMETIC[op](_python_ints(left), _python_ints(right))
+    a, b = np.asarray(left, dtype=np.int64), np.asarray(right, dtype=np.int64)
+    result = _ARITHMETIC[op](a, b)
+    if op == "*":
+        wraps = np.abs(a.astype(np.float64) * b.astype(np.float64)) >= _EXACT
+    else:  # the sign of a sum or difference flips exactly when it wraps
+        wraps = ((a ^ result) & ((b if op == "+" else ~b) ^ result)) < 0
+    if not np.any(wraps):
+        return result
+    return _ARITHMETIC[op](_python_ints(a), _python_ints(b))
+
+
+def _python_ints(value: Any) -> np.ndarray:
+    """Whole numbers as an object array of Python integers (NumPy's would wrap again)."""
+    return np.asarray(value).astype(object)
+
+
+def _whole_unary(function: Any, value: Any) -> Any:
+    """Unary minus or `abs`, exact on int64's most negative value (its negation is no
+    int64)."""
+    if (isinstance(value, np.ndarray) and value.dtype == np.int64
+            and np.any(value == np.iinfo(np.int64).min)):
+        return function(value.astype(object))
+    if isinstance(value, np.int64) and value == np.iinfo(np.int64).min:
+        return function(int(value))
+    return function(value)
 
 
 def _call(func: str, args: list[Any]) -> Any:
     if func == "abs":
-        return np.abs(args[0])
+        return _whole_unary(np.abs, args[0])
+    if not all(_is_whole(a) for a in args):  # min and max: doubles when one is a double
+        args = [np.asarray(a, dtype=np.float64) for a in args]
     if func == "min":
         return np.minimum.reduce(np.broadcast_arrays(*args))
     if func == "max":
