@@ -43,9 +43,10 @@ LAYOUTS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "synth-mobile": (frozenset({"events.jsonl", "workload.json"}),
                      frozenset({"events.jsonl", "workload.json"})),
 }
-# errors of the file system written to, reported as one line; any other is a bug to show
-WRITE_ERRORS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS,
-                          errno.ENAMETOOLONG, errno.EACCES, errno.EPERM})
+# the file system refusing a write: reported as one line, as is any error on a file being
+# written into the staging directory; any other error is a bug and keeps its traceback
+STORAGE_ERRORS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS,
+                            errno.ENAMETOOLONG})
 
 Inputs = Iterable[tuple[str, str | Path]]
 
@@ -117,10 +118,12 @@ def written_directory(output: DirectoryOutput) -> Iterator[Path]:
     """A path inside a hidden staging directory for the writer to create; when the block ends
     normally it is marked as the command's output and renamed over the directory. A
     file-system error (a full disk, a read-only file system) is an `OutputError` naming it."""
-    from cepplan.fileio import write_bytes_atomic  # as above
+    from cepplan.fileio import write_bytes_atomic  # orjson: see check_file_outputs
 
+    staging = None
     try:
         with staged_directory(output.real) as staged:
+            staging = staged.parent
             yield staged
             if staged.is_dir():
                 marker = {"format": MARKER_FORMAT, "command": output.command}
@@ -128,7 +131,10 @@ def written_directory(output: DirectoryOutput) -> Iterator[Path]:
     except OutputError as err:
         raise OutputError(output.given, err.problem) from None
     except OSError as exc:
-        if exc.errno not in WRITE_ERRORS:
+        name = exc.filename
+        inside = staging is not None and isinstance(name, (str, bytes)) and Path(
+            os.fsdecode(name)).absolute().is_relative_to(staging)
+        if exc.errno not in STORAGE_ERRORS and not inside:
             raise
         raise OutputError.from_os(output.given, exc) from None
 
