@@ -15,7 +15,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from tests.hostile.output_project import (
@@ -280,6 +280,9 @@ def _may_change(name: str, out: Path, base: Path, existed: bool) -> tuple[str, .
 @settings(max_examples=20, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(shape=st.sampled_from(SHAPES), absolute=st.booleans(), slash=st.booleans())
+@example(shape="workload.json", absolute=False, slash=False)  # the reported cases
+@example(shape=".", absolute=False, slash=False)
+@example(shape="", absolute=False, slash=False)
 def test_any_output_path_loses_nothing(cli, output_template, tmp_path, name, shape, absolute,
                                        slash):
     """Wherever `-o` points relative to the inputs, the command refuses (exit 2, one line) or
