@@ -36,6 +36,7 @@ def compare_command(
     """
     from cepplan.cli.optimize_cmd import MAX_TIME_LIMIT
     from cepplan.limits import bounded
+    from cepplan.outputs import check_file_outputs, event_inputs
     from cepplan.planner.compose import Settings
     from cepplan.report.compare import compare
     from cepplan.report.measure import matches_equal
@@ -44,7 +45,9 @@ def compare_command(
     from cepplan.workload import load_workload
 
     bounded("--time-limit", time_limit, low=0, high=MAX_TIME_LIMIT)
-    report_paths(output)  # refuse a bad output before planning
+    inputs = [("workload", workload), *([("statistics", stats)] if stats else []),
+              *event_inputs(events)]
+    check_file_outputs(list(report_paths(output).values()), inputs)  # before planning
     loaded = load_workload(workload)
     statistics = read_stats(stats, loaded) if stats else loaded.statistics
     say = (lambda _: None) if quiet or not sys.stderr.isatty() else (

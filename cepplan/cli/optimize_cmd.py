@@ -71,7 +71,8 @@ def optimize_command(
     event, then the whole workload's saving.
     """
     from cepplan.fileio import read_json
-    from cepplan.limits import MAX_K, MIN_TIME_LIMIT, at_least, bounded, check_output_file
+    from cepplan.limits import MAX_K, MIN_TIME_LIMIT, at_least, bounded
+    from cepplan.outputs import check_file_outputs
     from cepplan.planner.compose import Settings
     from cepplan.planner.covering_plan import CoveringSettings
     from cepplan.planner.evaluation import EvaluationSettings
@@ -85,7 +86,8 @@ def optimize_command(
     at_least("-k", k, 0, MAX_K)
     at_least("--dp-limit", dp_limit, 1, MAX_DP)
     _check_search(neighborhood, time_limit, covering_time_limit)
-    check_output_file(output, "--output")
+    check_file_outputs([output], [("workload", workload)] + (
+        [("statistics", stats)] if stats else []))
     loaded = load_workload(workload)
     notes: list[str] = []
     measured = read_json(stats) if stats else None

@@ -35,17 +35,17 @@ def run_command(
     from cepplan.engine_adapter.engine_choice import choose_engine
     from cepplan.engine_adapter.inputs import event_paths, plan_and_workload
     from cepplan.engine_adapter.metrics_table import metrics_lines, run_warnings
-    from cepplan.interrupt import staged_directory
-    from cepplan.limits import check_output_dir
+    from cepplan.outputs import check_directory_output, event_inputs, written_directory
     from cepplan.stats.rejected_rows import check_rejected
 
-    check_output_dir(output, "--output")
     trivial = plan_kind is PlanKind.trivial
     chosen, loaded = plan_and_workload(plan, workload, trivial=trivial, warn=warn)
     files = event_paths(events)
+    target = check_directory_output(output, "run", [("plan", plan), ("workload", loaded.path),
+                                                    *event_inputs(files)])
     which = choose_engine(engine.value, master, files)
     progress = verbose or (sys.stderr.isatty() and not quiet)
-    with staged_directory(output) as staged:  # renamed over --output only on success
+    with written_directory(target) as staged:  # renamed over --output only on success
         if which == "local":
             _run_local(loaded, chosen, plan_kind.value, files, staged,
                        output_format.value, progress)

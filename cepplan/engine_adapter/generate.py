@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import io
 import json
-import shutil
-import tempfile
 import zipfile
 from pathlib import Path
 
@@ -50,6 +48,7 @@ SHIPPED = (
     "interrupt.py",
     "terminal.py",
     "fileio.py",
+    "outputs.py",
     # the in-process reader, used by spark_read where the executors can import it (orjson)
     "engine_adapter/local/source.py",
     "errors.py",
@@ -99,26 +98,14 @@ def _entry(path: str) -> zipfile.ZipInfo:
 
 def generate(workload: Workload, plan: Plan, out_dir: str | Path, *,
              plan_kind: str = "plan") -> Path:
-    """Write the job directory (replacing it whole, only once everything is written)."""
+    """Write the job into the new directory `out_dir` (`cepplan generate` stages it and
+    renames it over its output only once everything is written: `outputs.written_directory`)."""
     out_dir = Path(out_dir)
     data = job_data(workload, plan, plan_kind=plan_kind)
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
-    try:
-        write_bytes_atomic(staging / "job.json", orjson.dumps(data, option=orjson.OPT_INDENT_2))
-        write_bytes_atomic(staging / "plan.json",
-                           json.dumps(plan.to_json(), indent=2).encode())
-        write_bytes_atomic(staging / "runtime.zip", runtime_zip())
-        write_bytes_atomic(staging / "job.py",
-                           (PACKAGE_ROOT / "engine_adapter" / "job_template.py").read_bytes())
-        if out_dir.exists():
-            old = staging.with_name(staging.name + ".old")
-            out_dir.replace(old)
-            staging.replace(out_dir)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            staging.replace(out_dir)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
+    out_dir.mkdir(parents=True)
+    write_bytes_atomic(out_dir / "job.json", orjson.dumps(data, option=orjson.OPT_INDENT_2))
+    write_bytes_atomic(out_dir / "plan.json", json.dumps(plan.to_json(), indent=2).encode())
+    write_bytes_atomic(out_dir / "runtime.zip", runtime_zip())
+    write_bytes_atomic(out_dir / "job.py",
+                       (PACKAGE_ROOT / "engine_adapter" / "job_template.py").read_bytes())
     return out_dir

@@ -33,6 +33,7 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from pyspark.sql import DataFrame, Observation, SparkSession
@@ -54,6 +55,8 @@ from cepplan.engine_adapter.spark_read import ReadFigures, plain_csv_splits, rea
 from cepplan.engine_adapter.spark_shared import note_span, shared_metrics
 from cepplan.engine_adapter.spark_stages import Stages
 from cepplan.engine_adapter.spark_tags import TAGS, Layout, layout, tag_column
+from cepplan.errors import InputError
+from cepplan.outputs import check_directory_output, event_inputs
 from cepplan.terminal import echo
 from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_TYPE, merged_attribute_types
 from cepplan.workload.spark_source import (
@@ -329,6 +332,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--format", default="jsonl", choices=["jsonl", "parquet"])
     parser.add_argument("--verbose", action="store_true", help="keep Spark's own log")
     args = parser.parse_args(argv)
+    try:  # before Spark starts: never a folder of the user's, nor one holding the events
+        out = check_directory_output(Path(args.out), "run", event_inputs(args.events))
+    except InputError as err:
+        echo(f"error: {err}", err=True)
+        return 2
     with open(args.job, encoding="utf-8") as handle:
         data = json.load(handle)
     counted = regions_ahead(data, args.events)  # while the JVM starts
@@ -339,7 +347,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     spark.conf.set("spark.sql.shuffle.partitions", shuffle_partitions(
         args.events, spark.sparkContext.defaultParallelism))
     try:
-        metrics = run_job(spark, data, args.events, args.out, output_format=args.format,
+        metrics = run_job(spark, data, args.events, str(out.real), output_format=args.format,
                           counted=counted,
                           say=lambda text: echo(f"cepplan: {text}", err=True))
     except SourceError as err:
