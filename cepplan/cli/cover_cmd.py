@@ -28,10 +28,10 @@ def cover_command(
     Computes each consumer operator once per covering selection and delivers it to every
     query it serves; writes OUT/results/*.jsonl and OUT/metrics.json and prints the savings.
     """
-    from cepplan.engine_adapter.covering_io import read_covering_rows, write_covering_output
-    from cepplan.engine_adapter.covering_run import run_covering
     from cepplan.engine_adapter.inputs import event_paths, plan_and_workload
+    from cepplan.engine_adapter.local.covering_io import read_covering_rows, write_covering_output
     from cepplan.engine_adapter.metrics_table import covering_lines
+    from cepplan.engine_adapter.runtime.covering_run import run_covering
     from cepplan.errors import InputError
     from cepplan.outputs import check_directory_output, event_inputs, written_directory
     from cepplan.stats.rejected_rows import check_rejected

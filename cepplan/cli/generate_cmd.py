@@ -23,8 +23,8 @@ def generate_command(
 
     DIR holds job.py, runtime.zip (for --py-files), job.json and plan.json.
     """
-    from cepplan.engine_adapter.generate import generate
     from cepplan.engine_adapter.inputs import plan_and_workload
+    from cepplan.engine_adapter.spark.generate import generate
     from cepplan.outputs import check_directory_output, written_directory
 
     trivial = plan_kind is PlanKind.trivial

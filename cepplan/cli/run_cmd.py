@@ -83,8 +83,8 @@ def _run_spark(loaded, chosen, plan_kind: str, files: list[str], out: Path,
                output_format: str, master: str, progress: bool, verbose: bool) -> None:
     """The generated PySpark job, submitted with spark-submit (its process group is stopped
     whole if cepplan is interrupted); it runs the plan's contexts and consumer queries too."""
-    from cepplan.engine_adapter.generate import generate
-    from cepplan.engine_adapter.submit import submit
+    from cepplan.engine_adapter.spark.generate import generate
+    from cepplan.engine_adapter.spark.submit import submit
     from cepplan.interrupt import scratch_directory
 
     with scratch_directory() as scratch:

@@ -128,7 +128,7 @@ def test_spark_checks_its_outputs_before_spark_starts(cli, project, tmp_path):
 def test_generated_job_checks_its_out_before_spark_starts(project, capsys, out, fragment):
     """The job `cepplan generate` writes, run by hand with spark-submit, replaced any folder
     named by --out."""
-    from cepplan.engine_adapter.spark_job import main
+    from cepplan.engine_adapter.spark.job import main
 
     before = snapshot(project)
     assert main(["--job", "job.json", "--events", EVENTS, "--out", out]) == 2

@@ -133,6 +133,15 @@ class SharingPlan:
         return users
 
 
+def used_sharing(job: Job) -> SharingPlan | None:
+    """The job's shared plan, or None when it shares nothing (no shared node has two
+    users left)."""
+    if not (job.data.get("sharing") or {}).get("shared"):
+        return None
+    plan = sharing_plan(job)
+    return plan if plan.uses else None
+
+
 def sharing_plan(job: Job, alone: Collection[str] = ()) -> SharingPlan:
     """Read the job's `sharing` section (the plan's) into nodes each user provably equals;
     the patterns `alone` are evaluated on their own (the context stage's deriving ones)."""

@@ -11,8 +11,8 @@ from typing import Any
 
 import pandas as pd
 
-from cepplan.engine_adapter.covering_run import covering_part, results_lines
 from cepplan.engine_adapter.local.source import read_batches
+from cepplan.engine_adapter.runtime.covering_run import covering_part, results_lines
 from cepplan.fileio import write_bytes_atomic, write_json_atomic
 from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_TYPE
 from cepplan.workload.model import Workload

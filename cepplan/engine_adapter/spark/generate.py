@@ -22,26 +22,26 @@ from cepplan.workload.model import Workload
 
 PACKAGE_ROOT = Path(cepplan.__file__).resolve().parent
 SHIPPED = (
-    "engine_adapter/spark_job.py",
-    "engine_adapter/spark_stages.py",
-    "engine_adapter/spark_contexts.py",
-    "engine_adapter/covering_spark.py",
-    "engine_adapter/covering_run.py",
+    "engine_adapter/spark/job.py",
+    "engine_adapter/spark/stages.py",
+    "engine_adapter/spark/contexts.py",
+    "engine_adapter/spark/covering.py",
+    "engine_adapter/runtime/covering_run.py",
     "engine_adapter/runtime/context_windows.py",
     "engine_adapter/runtime/contexts.py",
     "engine_adapter/runtime/covering.py",
     "planner/covering.py",
     "costmodels/interests.py",
     "costmodels/qor.py",
-    "engine_adapter/spark_acquire.py",
-    "engine_adapter/local/acquire.py",
-    "engine_adapter/spark_expr.py",
-    "engine_adapter/spark_match.py",
-    "engine_adapter/spark_shared.py",
-    "engine_adapter/spark_tags.py",
-    "engine_adapter/spark_read.py",
+    "engine_adapter/spark/acquire.py",
+    "engine_adapter/runtime/acquire.py",
+    "engine_adapter/spark/expr.py",
+    "engine_adapter/spark/match.py",
+    "engine_adapter/spark/shared.py",
+    "engine_adapter/spark/tags.py",
+    "engine_adapter/spark/read.py",
     # the in-process engine's stages, run per byte range by the range-local plan
-    "engine_adapter/spark_ranges.py",
+    "engine_adapter/spark/ranges.py",
     "engine_adapter/local/engine.py",
     "engine_adapter/local/pandas_hold.py",
     "engine_adapter/local/writer.py",
@@ -49,7 +49,7 @@ SHIPPED = (
     "terminal.py",
     "fileio.py",
     "outputs.py",
-    # the in-process reader, used by spark_read where the executors can import it (orjson)
+    # the in-process reader, used by spark.read where the executors can import it (orjson)
     "engine_adapter/local/source.py",
     "errors.py",
     "stats/local_source.py",
@@ -73,8 +73,9 @@ SHIPPED = (
     "workload/spark_source.py",
     "workload/input_files.py",
 )
-EMPTY_PACKAGES = ("", "engine_adapter", "engine_adapter/local", "workload", "workload/expr",
-                  "planner", "costmodels", "stats")
+TEMPLATE = PACKAGE_ROOT / "engine_adapter" / "spark" / "job_template.py"
+EMPTY_PACKAGES = ("", "engine_adapter", "engine_adapter/local", "engine_adapter/spark",
+                  "workload", "workload/expr", "planner", "costmodels", "stats")
 
 
 def runtime_zip() -> bytes:
@@ -107,5 +108,5 @@ def generate(workload: Workload, plan: Plan, out_dir: str | Path, *,
     write_bytes_atomic(out_dir / "plan.json", json.dumps(plan.to_json(), indent=2).encode())
     write_bytes_atomic(out_dir / "runtime.zip", runtime_zip())
     write_bytes_atomic(out_dir / "job.py",
-                       (PACKAGE_ROOT / "engine_adapter" / "job_template.py").read_bytes())
+                       TEMPLATE.read_bytes())
     return out_dir
