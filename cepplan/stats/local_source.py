@@ -37,11 +37,11 @@ import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 
 from cepplan.stats.text_input import (
-    MAX_LINE_BYTES,
     LineTooLong,
     first_line,
     line_blocks,
     open_text,
+    text_blocks,
 )
 from cepplan.stats.time_format import TimeFormatError, time_parser
 from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_TYPE, merged_attribute_types
@@ -243,60 +243,61 @@ def _csv_batches(files: list[str], source: Mapping[str, Any], needed: list[str],
     offset = 0
     for file in files:
         where["file"] = file
-        block, done = batch_bytes, 0  # rows of the file handed on
-        while True:  # again with larger blocks while a line is longer than a block
-            try:
-                for table, malformed, positions in _csv_file(file, text, names, needed,
-                                                             header, block):
-                    keep = positions >= done  # rows of an earlier try are handed on already
-                    if not keep.all():
-                        table, malformed, positions = (table.filter(keep), malformed[keep],
-                                                       positions[keep])
-                    if len(positions):
-                        done = int(positions.max()) + 1
-                        yield table, malformed, positions + offset
-                break
-            except pa.ArrowInvalid as err:
-                if "straddl" not in str(err):
-                    raise
-                if block >= 2 * MAX_LINE_BYTES:  # the stream bounds lines before
-                    raise LineTooLong(None) from None
-                block = min(4 * block, 2 * MAX_LINE_BYTES)
-        offset += done
+        rows = 0  # rows of the file handed on
+        for table, malformed, positions in _csv_file(file, text, names, needed, header,
+                                                     batch_bytes):
+            rows = int(positions.max()) + 1 if len(positions) else rows
+            yield table, malformed, positions + offset
+        offset += rows
 
 
 def _csv_file(file: str, text: bytes | None, names: list[str], needed: list[str],
               header: int, block: int) -> Iterator[tuple[pa.Table, np.ndarray, np.ndarray]]:
-    """One CSV file (or `text`) in blocks of `block` bytes: the needed columns, which rows
-    are malformed, the rows' positions in the file."""
+    """One CSV file (or `text`) in blocks of whole lines of about `block` bytes: the needed
+    columns, which rows are malformed, the rows' positions in the file. A row is a line
+    (values hold no line breaks, as in Spark's reader without `multiLine`), so a block of
+    whole lines parses as it would inside the file; each is parsed from memory
+    (`text_blocks`: no Python call in pyarrow's read-ahead thread)."""
+    position = 0  # rows (non-blank lines after the header) before the block
+    for number, lines in enumerate(text_blocks(open_text(file, text), block)):
+        skip = header if number == 0 else 0
+        for part, end in _csv_block(lines, names, needed, skip, position):
+            yield part
+            position = end
+
+
+def _csv_block(lines: bytes, names: list[str], needed: list[str], header: int, start: int
+               ) -> Iterator[tuple[tuple[pa.Table, np.ndarray, np.ndarray], int]]:
+    """One block of whole CSV lines parsed (pyarrow over bytes in memory): each batch with
+    its malformed rows interleaved, and the position after it; `start`: the rows before."""
     bad: list[int] = []  # positions in the file of malformed rows not yet emitted
 
     def invalid(row: Any) -> str:
         if row.text.strip():  # row.number counts non-blank lines from 1, header included
-            bad.append(row.number - 1 - header)
+            bad.append(start + row.number - 1 - header)
         return "skip"
 
     reader = pa_csv.open_csv(
-        open_text(file, text),
+        pa.BufferReader(lines),
         read_options=pa_csv.ReadOptions(column_names=names, skip_rows=header,
-                                        use_threads=False, block_size=block),
+                                        use_threads=False, block_size=len(lines) + 1),
         parse_options=pa_csv.ParseOptions(escape_char="\\", double_quote=False,
                                           invalid_row_handler=invalid),
         convert_options=pa_csv.ConvertOptions(
             include_columns=needed, column_types={n: pa.string() for n in needed},
             strings_can_be_null=True, null_values=[""], quoted_strings_can_be_null=True))
-    position = 0
+    position = start
     for batch in reader:
         end, taken = position + batch.num_rows, 0
         while taken < len(bad) and bad[taken] < end:  # interleave the malformed rows
             end, taken = end + 1, taken + 1
         yield _with_malformed(pa.Table.from_batches([batch]), bad[:taken], position, end,
-                              needed)
+                              needed), end
         del bad[:taken]
         position = end
     if bad:
-        yield _with_malformed(pa.table({n: pa.array([], pa.string()) for n in needed}), bad,
-                              position, bad[-1] + 1, needed)
+        yield (_with_malformed(pa.table({n: pa.array([], pa.string()) for n in needed}), bad,
+                               position, bad[-1] + 1, needed), bad[-1] + 1)
 
 
 def _with_malformed(good: pa.Table, malformed: list[int], start: int, end: int,
