@@ -20,7 +20,6 @@ from cepplan.planner.optimize import Optimized, optimize
 from cepplan.planner.plan import Plan, trivial_plan
 from cepplan.report.sharing import shared_nodes
 from cepplan.report.variants import (
-    COVERING_SOLVERS,
     contexts_comparison,
     covering_comparison,
 )
@@ -49,10 +48,6 @@ PLANNERS = (
 
 
 SEARCHES = ("tabu", "sa")  # the evaluation pass's local searches, each run on its own
-
-# Runs of one comparison that may each spend the time limit: the planners, the searches, the
-# context-independent plan and the covering solvers (the service's timeout per compare)
-TIME_LIMITS = len(PLANNERS) + len(SEARCHES) + 1 + len(COVERING_SOLVERS)
 
 
 @dataclass(frozen=True)

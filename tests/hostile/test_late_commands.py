@@ -127,6 +127,9 @@ SERVE = [
     (["--workers", str(10**21)], "--workers", "range"),
     (["--max-body", str(10**21)], "--max-body", "range"),  # was: served, unbounded
     (["--cache-size", str(10**21)], "--cache-size", "range"),  # was: served, unbounded
+    (["--shutdown-grace", "nan"], "--shutdown-grace", "finite"),
+    (["--shutdown-grace", "-1"], "--shutdown-grace", "range"),
+    (["--shutdown-grace", "1e9"], "--shutdown-grace", "range"),
 ]
 
 
