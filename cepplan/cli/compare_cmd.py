@@ -63,6 +63,9 @@ def compare_command(
             report, comparison.plans, loaded, files, say, shared=comparison.shared,
             independent=comparison.independent, covering=comparison.covering,
             warn=lambda text: echo(text, err=True, lines=False))
+        from cepplan.report.summary import summarize
+
+        report["summary"] = summarize(report)  # with what was measured
     paths = write_report(report, output)
     if not quiet:
         for line in best_plan_lines(report):
