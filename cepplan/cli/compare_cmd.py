@@ -61,6 +61,7 @@ def compare_command(
     report = comparison.report
     if events:
         from cepplan.report.measure import measure_plans
+        from cepplan.report.summary import summarize
         from cepplan.stats.rejected_rows import check_rejected
 
         report["measured"] = measure_plans(
@@ -71,6 +72,7 @@ def compare_command(
                                  report["measured"]["rows_rejected"], files, loaded)
         if warning:  # an error instead, before the report is written, when no row is usable
             echo(warning, err=True, lines=False)
+        report["summary"] = summarize(report)  # with what was measured
     paths = write_report(report, output)
     if not quiet:
         for line in best_plan_lines(report):

@@ -95,10 +95,12 @@ def test_validate_and_compare(server):
     report = json.loads(body)
     assert status == 200 and report["format"] == "cepplan.report/2"
     assert {p["name"] for p in report["planners"]} >= {"trivial", "dp", "heuristic"}
+    assert report["summary"]["planner"] == "dp"  # what the page opens on, as the CLI writes it
     status, headers, body = post(port, "/v1/compare", {"workload": workload("fraud")},
                                  headers={"Accept": "text/html"})
     assert status == 200 and headers["content-type"].startswith("text/html")
     assert body.startswith(b"<!DOCTYPE html>")
+    assert body.index(b"<section id='summary'>") < body.index(b"<section id='planners'>")
 
 
 @pytest.mark.parametrize(("name", "section"), [("traffic", "contexts"),
