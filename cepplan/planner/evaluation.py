@@ -9,11 +9,12 @@ from types import MappingProxyType
 from typing import Any
 
 from cepplan.errors import InputError, Problem
+from cepplan.planner.deadline import with_time_note
 from cepplan.planner.plan import Plan
 from cepplan.search.local import BUSHY, LEFT_DEEP
 from cepplan.search.problem import Problem as SearchProblem
 from cepplan.search.problem import problem_from_workload
-from cepplan.search.solve import ALGORITHMS, SearchResult, search
+from cepplan.search.solve import ALGORITHMS, SearchOutOfTime, SearchResult, search
 from cepplan.workload.model import Statistics, Workload
 
 NONE = "none"
@@ -22,6 +23,7 @@ SEARCHES = (*ALGORITHMS, NONE)
 # (multi-pattern trees of left-deep orders, §3)
 SHARING_SHAPES = {"subtree": BUSHY, "prefix": LEFT_DEEP}
 PATIENCE = 3000  # neighbours evaluated without improvement before a search stops early
+SKIPPED = "evaluation search skipped (every pattern keeps its join order, nothing shared)"
 
 
 @dataclass(frozen=True)
@@ -43,6 +45,8 @@ def evaluation(workload: Workload, statistics: Statistics, plan: Plan,
     has left; `settings.time_limit` when not given), and the plan records the time limit."""
     if settings.search == NONE:
         return plan
+    if budget is not None and budget <= 0:
+        return with_time_note(plan, f"{SKIPPED}: no time was left for it")
     problem = problem_from_workload(workload, statistics, _together(plan))
     try:
         if settings.sharing not in SHARING_SHAPES:
@@ -51,6 +55,8 @@ def evaluation(workload: Workload, statistics: Statistics, plan: Plan,
                         shape=SHARING_SHAPES[settings.sharing], seed=settings.seed,
                         time_limit=settings.time_limit if budget is None else budget,
                         patience=settings.patience)
+    except SearchOutOfTime as exc:
+        return with_time_note(plan, f"{SKIPPED}: it would not have ended in time ({exc})")
     except ValueError as exc:
         raise InputError([Problem("<command line>", "--search", str(exc))]) from exc
     patterns = dict(plan.patterns)
@@ -85,7 +91,8 @@ def sharing_section(result: SearchResult, time_limit: float) -> dict[str, Any]:
                    "sharing": "prefix" if result.shape == LEFT_DEEP else "subtree",
                    "shape": result.shape, "seed": result.seed, "time_limit": time_limit,
                    "steps": result.steps, "seconds": round(result.seconds, 4),
-                   "components": result.components, "graph_edges": result.edges},
+                   "components": result.components, "graph_edges": result.edges,
+                   "graph_complete": result.graph_complete},
         "trace": [list(point) for point in result.trace],
         "unplanned": dict(result.skipped),
     }
