@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from cepplan.cli import options
+from cepplan.cli.clock import command_started
 from cepplan.cli.options import CoveringSolver, Engine, Search, Sharing, Solver, Strategy
 
 MAX_TIME_LIMIT = 86_400.0  # seconds
@@ -73,7 +74,7 @@ def optimize_command(
     Prints, per pattern, the chosen plan, its latency and expected cost against pushing every
     event, then the whole workload's saving.
     """
-    started = time.perf_counter()  # --time-limit counts from here to the plan written
+    started = command_started()  # --time-limit counts from here to the plan written
     from cepplan.fileio import read_json
     from cepplan.limits import at_least, bounded, check_output_file
     from cepplan.planner.compose import Settings
@@ -91,6 +92,7 @@ def optimize_command(
     at_least("--dp-limit", dp_limit, 1, MAX_DP)
     _check_search(neighborhood, time_limit, covering_time_limit)
     check_output_file(output, "--output")
+    reading = time.perf_counter()
     loaded = load_workload(workload)
     notes: list[str] = []
     measured = read_json(stats) if stats else None
@@ -103,7 +105,7 @@ def optimize_command(
         low=0, high=MAX_DURATION)
     settings = Settings(solver=solver.value, k=k or None, strategy=strategy.value, seed=seed,
                         time_limit=time_limit, step=step, dp_limit=dp_limit)
-    deadline = _planning_deadline(started, time_limit)
+    deadline = _planning_deadline(started, time.perf_counter() - reading, time_limit)
     try:
         result = optimize(loaded, statistics, settings, str(stats) if stats else None,
                           share=not no_share,
@@ -124,16 +126,17 @@ def optimize_command(
         typer.echo(f"plan written to {output}")
 
 
-def _planning_deadline(started: float, time_limit: float) -> float:
+def _planning_deadline(started: float, reading: float, time_limit: float) -> float:
     """When planning must end for the plan to be written within the time limit: writing
-    takes at most `WRITING_SHARE` of reading; TimeLimitTooShort if reading took it all."""
+    takes at most `WRITING_SHARE` of `reading` (the seconds reading the inputs took); an
+    option error when starting and reading have taken it all already."""
     from cepplan.planner.deadline import TimeLimitTooShort
 
-    reading = time.perf_counter() - started
     writing = WRITING_SHARE * reading
-    if reading + writing > time_limit:
+    spent = time.perf_counter() - started
+    if spent + writing > time_limit:
         raise options.option_error("--time-limit", TimeLimitTooShort(
-            "read this workload and write its plan", reading + writing - time_limit,
+            "start, read this workload and write its plan", spent + writing - time_limit,
         ).advice(time_limit))
     return started + time_limit - writing
 

@@ -244,7 +244,7 @@ def test_a_limit_too_short_for_the_simplest_plans_is_refused(many_patterns, cli,
     workload.write_text(json.dumps(synthetic_workload(1200, seed=5)))
     plan = tmp_path / "plan.json"
     line = cli("optimize", workload, "--time-limit", "0.01", "-o", plan).one_error(
-        "--time-limit", "0.01 s is too short to read this workload", "or more")
+        "--time-limit", "0.01 s is too short to start, read this workload", "or more")
     assert float(re.search(r"give it ([0-9.]+) s", line)[1]) > 0.01
     assert not plan.exists()
     report = tmp_path / "report.html"  # compare plans with the same planner: the same refusal
@@ -363,3 +363,29 @@ def test_service_request_time_limit_bounds_its_covering():
     assert cpu <= 1.1 * limit + 1.5 * building
     (group,) = json.loads(body)["covering"]["groups"]
     assert group["expected"]["estimated_times"]["estimated"] < 120
+
+
+def test_the_limit_counts_from_the_start_of_the_command(tmp_path):
+    """A `cepplan` process that spent its time limit before its command began (here: asleep,
+    as start-up is on a busy machine) is refused, not given the limit again: the limit counts
+    from the process's start. A later command in a long-running process counts from its own."""
+    from cepplan.cli import clock
+
+    workload = tmp_path / "w.json"
+    workload.write_text(json.dumps(wide_workload("AND", 6)))
+    plan = tmp_path / "plan.json"
+    late = ("import runpy, sys, time\ntime.sleep(1.0)\nsys.argv[0] = 'cepplan'\n"
+            "runpy.run_module('cepplan', run_name='__main__')\n")
+    result = subprocess.run([sys.executable, "-c", late, "optimize", workload, "--time-limit",
+                             "1.1", "-o", plan], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2, result.stderr
+    assert "error: --time-limit: 1.1 s is too short to start" in result.stderr
+    assert not plan.exists()
+    age = clock.process_age()
+    assert age is not None and age > 0
+    before = time.perf_counter()
+    started = clock.command_started()
+    if age < clock.FRESH_PROCESS:  # this test process is young: counted from its start
+        assert before - started >= 0.9 * age
+    else:
+        assert started >= before
