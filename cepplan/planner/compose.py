@@ -13,6 +13,7 @@ import math
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from statistics import median
 
 from cepplan.costmodels.operators import PatternModel, occurrence_rate
 from cepplan.errors import InputError, Problem
@@ -114,8 +115,10 @@ def compose(workload: Workload, statistics: Statistics, settings: Settings,
         floors.append(time.perf_counter() - began)
         # the solvers stop early enough for every pattern still to come to get its plan,
         # and for choosing and writing down the plans of all
-        reserve = (len(order) - position - 1 + AFTER_COMPOSE * len(order)) * _typical(floors)
-        _check_floors(reserve - solving, end, len(order), position)
+        still = len(order) - position - 1 + AFTER_COMPOSE * len(order)  # floors to come
+        reserve = still * _typical(floors)
+        if position + 1 == max(FLOOR_SAMPLE, len(order) // 20):
+            _check_floors(still, floors, solving, end, len(order))
         began = time.perf_counter()
         front, used = front_mod.pattern_front(model, options, solver, bound, deadline - reserve,
                                               one_step)
@@ -134,16 +137,17 @@ def _typical(floors: list[float]) -> float:
     return sum(timed) / len(timed)
 
 
-def _check_floors(reserve: float, end: float, patterns: int, position: int) -> None:
-    """Refuse once the patterns still to come cannot all get even their naive plans in time
-    (`reserve`: what they need beyond the time the solvers took, which a run without them
-    would have), judged from `FLOOR_SAMPLE` patterns or a twentieth of them (one slow
-    pattern does not decide; a workload of fewer than ten overruns by milliseconds)."""
-    if position + 1 >= max(FLOOR_SAMPLE, patterns // 20) and reserve > 0:
-        short = reserve - (end - time.perf_counter())
-        if short > 0:
-            raise TimeLimitTooShort(f"give each of this workload's {patterns:,} patterns "
-                                    "its simplest plan", short)
+def _check_floors(still: float, floors: list[float], solving: float, end: float,
+                  patterns: int) -> None:
+    """Refuse when the `still` floors to come cannot fit before `end`, even with the time
+    the solvers took so far (a run without them would have had it). Judged once, from the
+    median of the first `FLOOR_SAMPLE` floors or a twentieth of them: a pause (a garbage
+    collection, the scheduler on a busy machine) in one of them does not decide; a
+    workload of fewer than ten patterns overruns by milliseconds at most."""
+    short = still * median(floors) - solving - (end - time.perf_counter())
+    if short > 0:
+        raise TimeLimitTooShort(f"give each of this workload's {patterns:,} patterns its "
+                                "simplest plan", short)
 
 
 def select(workload: Workload, results: Mapping[str, NodeResult]) -> dict[str, Candidate]:

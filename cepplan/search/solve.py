@@ -4,10 +4,11 @@
 Starts from every pattern's cheapest local tree (§4.2) and searches each connected component
 of the multi-pattern graph in turn, with a share of the time limit proportional to its size.
 
-Anytime within the whole limit: the patterns' preparation stops at it (`SearchOutOfTime`:
-no result yet); the graph is built in at most `GRAPH_SHARE` of the time left (a cut graph
-offers fewer subtrees to share); the moves stop early enough to leave for the result what
-`FINISH_FACTOR` times the preparation took.
+Anytime within the whole limit: the patterns' preparation stops at it, and a search left
+less than `AFTER_PREPARING` times the preparation's time after it gives up
+(`SearchOutOfTime`: no result yet); the graph is built in at most `GRAPH_SHARE` of the time
+left (a cut graph offers fewer subtrees to share); the moves stop early enough to leave for
+the result `FINISH_FACTOR` times what building the start multitree took, or are not started.
 """
 
 from __future__ import annotations
@@ -44,11 +45,11 @@ from cepplan.search.problem import Problem
 SH, RE = "sh", "re"
 ALGORITHMS = (SA, TABU, SH, RE)
 SHAPES = (BUSHY, LEFT_DEEP)
-# After the preparation (compiling each pattern, its trivial and cheapest trees), the steps
-# that do not stop at a deadline — the SH baseline, the start and final multitrees, the
-# components, the shared nodes — took 2.6-3.1x the preparation's time (1,200 random
-# patterns, idle and at load 8); they are given 4x
-FINISH_FACTOR = 4.0
+# Measured on 300 and 1,200 random patterns: the SH baseline and the start multitree took
+# 1.1-2.7x the preparation (compiling each pattern, its trivial and cheapest trees); the
+# final multitree, its shared nodes and the patterns' names 0.3-0.9x the start multitree
+AFTER_PREPARING = 2.0
+FINISH_FACTOR = 2.0
 GRAPH_SHARE = 0.5  # of the time left after the preparation, at most, for the graph
 
 
@@ -110,21 +111,24 @@ def search(problem: Problem, *, algorithm: str = SA, neighbourhood: str = "edge"
     compiled, local = _prepare(problem, shape, end)
     trivial = unshared_cost(compiled, trivial_trees(compiled))
     re_cost = unshared_cost(compiled, local)
-    finish = FINISH_FACTOR * (time.perf_counter() - start)
-    if time.perf_counter() + finish > end:
-        raise SearchOutOfTime(f"{len(compiled)} patterns need about {finish:.2g} s more")
+    needed = AFTER_PREPARING * (time.perf_counter() - start)
+    if time.perf_counter() + needed > end:
+        raise SearchOutOfTime(f"{len(compiled)} patterns need about {needed:.2g} s more")
+    graph = build_graph(compiled, (lambda i, j: problem.may_share(
+        compiled[i].pattern.name, compiled[j].pattern.name)) if problem.together else None,
+        deadline=time.perf_counter() + GRAPH_SHARE * (end - needed - time.perf_counter()))
+    sh = shared_trees(compiled, graph)
+    sh_cost = multi_cost(compiled, sh)
+    building = time.perf_counter()
+    state = Multitree(compiled, sh if algorithm == SH else local)
+    finish = FINISH_FACTOR * (time.perf_counter() - building)
     # the moves stop at 90 % of the limit at the latest: building the neighbourhoods and the
     # result after them took up to 0.26 s of a 1.5 s limit on a loaded machine (300 patterns)
     deadline = min(start + 0.9 * time_limit, end - finish)
-    graph = build_graph(compiled, (lambda i, j: problem.may_share(
-        compiled[i].pattern.name, compiled[j].pattern.name)) if problem.together else None,
-        deadline=time.perf_counter() + GRAPH_SHARE * (deadline - time.perf_counter()))
-    sh = shared_trees(compiled, graph)
-    sh_cost = multi_cost(compiled, sh)
-    state = Multitree(compiled, sh if algorithm == SH else local)
     progress = Progress(state.cost, list(state.trees), started=start)
     progress.trace.append((round(time.perf_counter() - start, 4), state.cost))
-    components = [c for c in graph.components(len(compiled)) if len(c) > 1]
+    components = [] if time.perf_counter() >= deadline else \
+        [c for c in graph.components(len(compiled)) if len(c) > 1]
     if algorithm in (SA, TABU):
         rng = random.Random(seed)
         left = total = sum(len(c) for c in components)
