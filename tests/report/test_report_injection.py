@@ -104,7 +104,7 @@ def test_compare_command_writes_the_report_of_such_a_workload(tmp_path):
     workload = tmp_path / "workload.json"
     workload.write_text(json.dumps(WORKLOADS["contexts"][0]))
     done = subprocess.run([sys.executable, "-m", "cepplan", "compare", str(workload),
-                           "--time-limit", "2", "-o", str(tmp_path / "report.html"), "-q"],
+                           "--time-limit", "30", "-o", str(tmp_path / "report.html"), "-q"],
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert CONTEXT in "".join(Elements((tmp_path / "report.html").read_text()).text)

@@ -110,11 +110,11 @@ def test_compare_answers_the_variants_the_cli_writes(server, tmp_path, name, sec
     CLI's: contexts planned both ways, covering with each solver."""
     port, _ = server
     status, _, body = post(port, "/v1/compare", {"workload": workload(name),
-                                                 "settings": {"time_limit": 5}})
+                                                 "settings": {"time_limit": 20}})
     assert status == 200
     served = json.loads(body)
     done = subprocess.run([sys.executable, "-m", "cepplan", "compare",
-                           str(EXAMPLES / name / "workload.json"), "--time-limit", "5", "-o",
+                           str(EXAMPLES / name / "workload.json"), "--time-limit", "20", "-o",
                            str(tmp_path / "r.html"), "-q"], capture_output=True, text=True,
                           timeout=300)
     assert done.returncode == 0, done.stderr
