@@ -55,6 +55,7 @@ SHIPPED = (
     "stats/local_source.py",
     "stats/text_input.py",
     "stats/time_format.py",
+    "stats/time_text.py",
     "engine_adapter/runtime/__init__.py",
     "engine_adapter/runtime/binding.py",
     "engine_adapter/runtime/job.py",
