@@ -60,6 +60,8 @@ SHIPPED = (
     "engine_adapter/runtime/binding.py",
     "engine_adapter/runtime/job.py",
     "engine_adapter/runtime/kleene.py",
+    "engine_adapter/runtime/match_rows.py",
+    "engine_adapter/runtime/parquet_parts.py",
     "engine_adapter/runtime/matcher.py",
     "engine_adapter/runtime/records.py",
     "engine_adapter/runtime/shared_plan.py",
