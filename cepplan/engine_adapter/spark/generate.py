@@ -63,6 +63,7 @@ SHIPPED = (
     "engine_adapter/runtime/match_rows.py",
     "engine_adapter/runtime/parquet_parts.py",
     "engine_adapter/runtime/matcher.py",
+    "engine_adapter/runtime/memory.py",
     "engine_adapter/runtime/records.py",
     "engine_adapter/runtime/shared_plan.py",
     "engine_adapter/runtime/user_order.py",
