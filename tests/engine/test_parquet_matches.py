@@ -81,14 +81,21 @@ def run_both(cli, tmp_path: Path, workload: Path, events: Path, *args: str) -> t
     return outs[0], outs[1]
 
 
-@pytest.mark.parametrize("hierarchy", [False, True])
+# a pattern over the matches of `rise` bound to a Kleene variable: lists of complex events
+KLEENE_OF_MATCHES = {"name": "twice", "structure": ["SEQ", ["KLEENE", "r:rise"], "d:A"],
+                     "where": ["d.x > 0"], "within": 8, "emit": {"n": "LAST(r.first_x)"}}
+
+
+@pytest.mark.parametrize("hierarchy", ["none", "complex event", "Kleene of complex events"])
 def test_typed_columns_equal_the_json_lines(cli, tmp_path, hierarchy):
     """Every column of every pattern's Parquet equals the JSON lines' value; each time
     column holds the input's own text. Without a pattern over another's matches the engine
     matches by time range as it reads; with one it holds all rows."""
     raw = json.loads(json.dumps(WORKLOAD))
-    if not hierarchy:
+    if hierarchy == "none":
         raw["patterns"] = [p for p in raw["patterns"] if p["name"] != "twice"]
+    elif hierarchy.startswith("Kleene"):
+        raw["patterns"][-1] = KLEENE_OF_MATCHES
     (tmp_path / "w.json").write_text(json.dumps(raw))
     texts = typed_events(tmp_path / "e.csv", 600, seed=3)
     jsonl, parquet = run_both(cli, tmp_path, tmp_path / "w.json", tmp_path / "e.csv")
@@ -104,6 +111,10 @@ def test_typed_columns_equal_the_json_lines(cli, tmp_path, hierarchy):
     assert (schema.field("a.v").type, schema.field("a.ok").type) == (pa.int64(), pa.bool_())
     assert (schema.field("ratio").type, schema.field("tag").type) == (pa.float64(), pa.string())
     assert schema.names[:4] == ["first_ts", "last_ts", "first_time", "last_time"]
+    if hierarchy.startswith("Kleene"):
+        schema = pq.read_schema(next((parquet / "matches" / "pattern=twice").glob("*.parquet")))
+        assert schema.field("r.first_x").type == pa.list_(pa.float64())
+        assert schema.field("r.match").type == pa.list_(pa.string())
 
 
 def test_contexts_and_numeric_times(cli, tmp_path):
