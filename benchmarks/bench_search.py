@@ -8,8 +8,8 @@ the chosen join orders on the local engine.
     python -m benchmarks search [--quick]       # a few minutes
     CEPPLAN_BENCH_SEARCH_LONG=1 python -m benchmarks search   # every window, full limits
 
-The default reading of §6.1's ranges is log-uniform draws: docs/sharing.md ("Which workload
-reproduces the seed") goes through the seed's figures one by one; the uniform reading is
+The default reading of §6.1's ranges is log-uniform draws: docs/sharing.md ("The synthetic
+workloads") says why: it reproduces the seed's trends, uniform draws do not; the uniform reading is
 reported beside it.
 """
 

@@ -73,6 +73,20 @@ def readme_commands(text: str) -> list[Command]:
 
 def walk(workdir: Path) -> list[Command]:
     """Run every README command in `workdir` (a copy of the examples) and keep its stdout."""
+    env = prepared(workdir)
+    commands = readme_commands(README.read_text())
+    for command in commands:
+        done = subprocess.run(["bash", "-c", command.text], cwd=workdir, env=env,
+                              capture_output=True, text=True, timeout=900)
+        assert done.returncode == 0, (f"README command failed (exit {done.returncode}): "
+                                      f"{command.text}\n{done.stderr[-3000:]}")
+        command.stdout, command.stderr = done.stdout, done.stderr
+    return commands
+
+
+def prepared(workdir: Path) -> dict[str, str]:
+    """Copy the examples into `workdir`; the environment in which documented commands run
+    there: `cepplan` on PATH as this checkout's code, Spark on this Python."""
     shutil.copytree(ROOT / "examples", workdir / "examples")
     bin_dir = workdir / ".bin"
     bin_dir.mkdir()
@@ -84,14 +98,7 @@ def walk(workdir: Path) -> list[Command]:
                PYTHONPATH=f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
                PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable,
                COLUMNS="100")
-    commands = readme_commands(README.read_text())
-    for command in commands:
-        done = subprocess.run(["bash", "-c", command.text], cwd=workdir, env=env,
-                              capture_output=True, text=True, timeout=900)
-        assert done.returncode == 0, (f"README command failed (exit {done.returncode}): "
-                                      f"{command.text}\n{done.stderr[-3000:]}")
-        command.stdout, command.stderr = done.stdout, done.stderr
-    return commands
+    return env
 
 
 def _skeleton(line: str) -> str:

@@ -4,8 +4,8 @@ prints, per plan of `bench_sharing_engine`'s workloads (trading rules, synthetic
 `--prefix` the 60 patterns on one common prefix), the engine thread's CPU seconds, the user
 part of them alone (the system part, page faults of the output's buffers mostly, varies run
 to run for the same plan), and the rows the joins build (every join step's rows before its
-conditions filter them, complete matches included; docs/sharing.md, "Shared against
-unshared on the engine"), and the patterns whose joins build the most rows more shared than
+conditions filter them, complete matches included; docs/sharing.md, "What the
+engines do with it"), and the patterns whose joins build the most rows more shared than
 unshared (a shared node's rows are charged to the node, `<pattern>_shared<i>`)."""
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 @dataclass(frozen=True)
 class EngineCosts:
     """Seconds per event sent to the matchers, per event tested in a later step, and per run
-    with any multi-step plan (measured: docs/planner.md gives the commands and figures)."""
+    with any multi-step plan (measured: docs/planner.md says how)."""
 
     row: float
     test: float

@@ -119,7 +119,8 @@ def sharing_section(result: SearchResult, time_limit: float) -> dict[str, Any]:
 def join_model(problem: SearchProblem, result: SearchResult) -> dict[str, Any]:
     """Per user of a shared node, the figures its tree was priced with (rates, conditions'
     selectivities, the tree): the engine chooses from them, once per job, how the user's
-    join goes on from the node's partial matches (docs/sharing.md, "Users' join order")."""
+    join goes on from the node's partial matches (docs/sharing.md, "What the engines do
+    with it")."""
     users = {name for s in result.shared for name in s.users}
     return {p.name: {"rates": dict(p.rates),
                      "conditions": [[sorted(c.variables), c.selectivity] for c in p.conditions],

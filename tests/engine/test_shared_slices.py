@@ -1,5 +1,5 @@
-"""A shared plan on the local engine's time slices (docs/sharing.md, "Shared plans on time
-slices (eighth session)"): a group's table cut into many slices, each member rendered once
+"""A shared plan on the local engine's time slices (docs/sharing.md, "What the
+engines do with it"): a group's table cut into many slices, each member rendered once
 per `SLICE_ROWS` of its own events over several slices (its ranks moved to the group's
 table) or per slice (Kleene members), writes byte for byte the lines of the same plan
 matched in one slice, the unshared run's matches and the brute-force reference's; and a

@@ -51,8 +51,8 @@ def match_shared_range(pool: Columns, job: Job, plan: SharingPlan, names: Sequen
     shared node's partial matches computed once and added to `partials`; `totals` gets each
     member's rows sent, matches and cap hits. `texts`: the pool's event texts (its
     `ROW_COLUMN`), shared with the other patterns' renderers. The group's table is built
-    once per key and cut into `_group_slices` of it (docs/sharing.md, "Shared plans on time
-    slices (eighth session)")."""
+    once per key and cut into `_group_slices` of it (docs/sharing.md, "What the engines do
+    with it")."""
     kept: dict[str, np.ndarray] = {}
     for name in names:
         kept[name] = acquire_in_range(pool, job.pattern(name), seconds)
