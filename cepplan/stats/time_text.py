@@ -31,7 +31,11 @@ def time_formatter(pattern: str, time_unit: str) -> Callable[[np.ndarray], pa.Ar
     per_tick = 1e6 * SECONDS_PER_UNIT[time_unit] / 10 ** (6 - shown)
 
     def write(times: np.ndarray) -> pa.Array:
-        times = np.asarray(times, dtype=np.float64)
+        """Each distinct time written once (times repeat: a match's events, Kleene lists)."""
+        distinct, where = np.unique(np.asarray(times, dtype=np.float64), return_inverse=True)
+        return written(distinct).take(pa.array(where.reshape(-1), pa.int64()))
+
+    def written(times: np.ndarray) -> pa.Array:
         known = np.isfinite(times)
         ticks = np.round(np.where(known, times, 0.0).astype(np.longdouble)
                          * np.longdouble(per_tick)).astype(np.int64)
