@@ -117,6 +117,26 @@ def test_typed_columns_equal_the_json_lines(cli, tmp_path, hierarchy):
         assert schema.field("r.match").type == pa.list_(pa.string())
 
 
+def test_iso_times_with_a_zone_are_written_as_read(cli, tmp_path):
+    """ISO times with milliseconds and a `Z` zone (`...SSSXXX`): each time column holds the
+    input's own text."""
+    raw = json.loads(json.dumps(WORKLOAD))
+    raw["source"]["time_format"] = "yyyy-MM-dd'T'HH:mm:ss.SSSXXX"
+    raw["patterns"] = raw["patterns"][:1]
+    (tmp_path / "w.json").write_text(json.dumps(raw))
+    texts = typed_events(tmp_path / "e.csv", 300, seed=4)
+    iso = {stamp: text.replace(" ", "T") + ".000Z" for stamp, text in texts.items()}
+    lines = (tmp_path / "e.csv").read_text().splitlines()
+    (tmp_path / "e.csv").write_text("\n".join(
+        [lines[0], *(",".join([f[0], f[1].replace(" ", "T") + ".000Z", *f[2:]])
+                     for f in (line.split(",") for line in lines[1:]))]) + "\n")
+    jsonl, parquet = run_both(cli, tmp_path, tmp_path / "w.json", tmp_path / "e.csv")
+    workload = load_workload(tmp_path / "w.json")
+    rows = parquet_rows(parquet, workload)
+    assert rows == expected_rows(workload, json_matches(jsonl), iso) and rows["rise"]
+    assert rows["rise"][0]["first_time"].endswith(".000Z")
+
+
 def test_contexts_and_numeric_times(cli, tmp_path):
     """The traffic example (contexts: the deriving patterns' matches and those the context
     stage keeps exist only as text) and numeric timestamps (no time columns)."""
