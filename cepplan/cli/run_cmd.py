@@ -27,7 +27,9 @@ def run_command(
                                          "trivial: the unoptimised baseline, on the same "
                                          "data."),
     output_format: MatchFormat = options.choice(MatchFormat.jsonl, "--format",
-                                                "How the matches are written."),
+                                                "How the matches are written: JSON lines, "
+                                                "or Parquet with typed columns, a directory "
+                                                "per pattern."),
     quiet: bool = options.quiet(),
     verbose: bool = options.verbose(),
 ) -> None:
@@ -43,6 +45,10 @@ def run_command(
     files = event_paths(events)
     target = check_directory_output(output, "run", [("plan", plan), ("workload", loaded.path),
                                                     *event_inputs(files)])
+    if output_format is MatchFormat.parquet:
+        from cepplan.engine_adapter.job_spec import check_parquet_output
+
+        check_parquet_output(loaded, chosen)
     which = choose_engine(engine.value, master, files)
     progress = verbose or (sys.stderr.isatty() and not quiet)
     with written_directory(target) as staged:  # renamed over --output only on success

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from cepplan.engine_adapter.runtime.job import FORMAT, job_from_json
+from cepplan.engine_adapter.runtime.match_rows import ColumnClash, match_layouts
 from cepplan.engine_adapter.runtime.spec import SpecError
 from cepplan.errors import InputError
 from cepplan.planner.plan import Plan
@@ -47,6 +48,18 @@ def job_data(workload: Workload, plan: Plan, *, plan_kind: str = "plan") -> dict
     except SpecError as err:
         raise InputError.single(workload.path or "<workload>", "patterns", str(err)) from None
     return data
+
+
+def check_parquet_output(workload: Workload, plan: Plan) -> None:
+    """`InputError` naming the pattern when its matches cannot be written as Parquet: a
+    column the layout adds has the name of an attribute or emitted attribute
+    (docs/engine.md, "Matches as Parquet")."""
+    try:
+        match_layouts(job_from_json(job_data(workload, plan)))
+    except ColumnClash as err:
+        index = [p.name for p in workload.patterns].index(err.pattern)
+        raise InputError.single(workload.path or "<workload>", f"patterns[{index}]",
+                                err.problem) from None
 
 
 def _bottom_up(workload: Workload) -> list[str]:

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from cepplan.engine_adapter.local import writer as local_writer
 from cepplan.engine_adapter.local.writer import staged_output
-from cepplan.engine_adapter.runtime.job import partitions
+from cepplan.engine_adapter.runtime.job import PartitionOutput, partitions
 from cepplan.engine_adapter.runtime.table import Columns
 from cepplan.workload.columns import EVENT_ID
 
@@ -80,7 +80,7 @@ def test_writer_thread_error_reaches_the_run(tmp_path, monkeypatch):
     with (pytest.raises(OSError, match="No space left"),
           staged_output(out, "jsonl") as (writer, finish)):
         for _ in range(20):
-            writer.write("p", '{"a": 1}\n', 1)
+            writer.write("p", PartitionOutput('{"a": 1}\n', 1, None, 0))
         finish({"matches": {"p": 20}})
     assert [p.name for p in out.iterdir()] == ["kept"]
     assert [p.name for p in tmp_path.iterdir()] == ["out"]  # no staging directory left

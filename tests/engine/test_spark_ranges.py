@@ -8,7 +8,6 @@ from __future__ import annotations
 import itertools
 import random
 
-import pyarrow.parquet as pq
 import pytest
 
 from cepplan.engine_adapter.job_spec import job_data
@@ -20,6 +19,7 @@ from cepplan.planner.plan import trivial_plan
 from cepplan.stats.synth_write import write_events
 from cepplan.workload import build_workload, load_workload
 from tests.engine.example_data import EXAMPLES, stepwise_plan
+from tests.engine.parquet_reference import expected_rows, json_matches, parquet_rows
 from tests.engine.reference_matcher import canonical, reference_matches
 from tests.engine.test_local_engine import SAME, read_matches
 from tests.engine.test_matcher_vs_reference import frame
@@ -146,10 +146,8 @@ def test_blank_lines_and_crlf(spark, tmp_path, tiny_ranges):
     assert local["matches"]["p"] > 20
     parquet = run_job(spark, data, [str(path)], str(tmp_path / "parquet"),
                       output_format="parquet", say=lambda _: None)
-    table = pq.read_table(tmp_path / "parquet" / "matches")
     assert parquet["spark_plan"] == "range-local"
-    assert sorted(table.column("match").to_pylist()) == sorted(
-        line for part in (tmp_path / "blank-spark" / "matches").iterdir()
-        for line in part.read_text().splitlines())
+    assert parquet_rows(tmp_path / "parquet", workload) == expected_rows(
+        workload, json_matches(tmp_path / "blank-spark"), None)
     path.write_bytes(text.replace("\r\n", "\r", 1).encode())
     assert spark_ranges.regions(data, [str(path)], 2) is None

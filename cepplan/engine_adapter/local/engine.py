@@ -28,6 +28,7 @@ from cepplan.engine_adapter.runtime.acquire import acquire, acquire_in_range
 from cepplan.engine_adapter.runtime.job import (
     Covered,
     Job,
+    PartitionOutput,
     evaluate_partition,
     job_from_json,
 )
@@ -90,7 +91,7 @@ def run_local_job(data: dict[str, Any], events: Sequence[str], out: Path, *,
     derived: dict[str, list[dict]] = {}
     sharing, shared, partials = sharing_plan(job), {}, {}
     partial_counts: dict[str, list[int]] = {}  # pattern -> partial matches per join prefix
-    with staged_output(out, output_format) as (writer, finish):
+    with staged_output(out, output_format, job) as (writer, finish):
         if stage is not None:  # deriving patterns first (docs/contexts.md)
             clock = time.perf_counter()
             found = stage.derive(pool)
@@ -98,7 +99,8 @@ def run_local_job(data: dict[str, Any], events: Sequence[str], out: Path, *,
             derived = found.matches
             sharing = sharing_plan(job, alone=derived)  # the stage evaluated those already
             for name, objects in derived.items():
-                writer.write(name, "".join(json.dumps(o) + "\n" for o in objects), len(objects))
+                text = "".join(json.dumps(o) + "\n" for o in objects)
+                writer.write(name, PartitionOutput(text, len(objects), None, 0))
                 _count(metrics, name, stage.seen(name), len(objects), found.cap_hits[name],
                        found.held_back.get(name, 0), say)
             say(f"contexts: {len(found.windows.frame())} windows derived")
@@ -128,7 +130,7 @@ def run_local_job(data: dict[str, Any], events: Sequence[str], out: Path, *,
                 built = added(built, result.partials)  # before contexts keep what counts
                 if stage is not None:
                     result = stage.counted(result, spec)
-                writer.write(spec.name, result.matches, result.count)
+                writer.write(spec.name, result)
                 count += result.count
                 hits += result.cap_hits
                 held += result.held_back
@@ -203,7 +205,7 @@ def _run_by_time_range(job: Job, data: dict[str, Any], events: Sequence[str], ou
     sharing, partials = used_sharing(job), {}  # shared node -> partial matches
     margin = _margin(job)
     covered = Covered()  # the input's time so far: negations are decided within it
-    with staged_output(out, output_format) as (writer, finish):
+    with staged_output(out, output_format, job) as (writer, finish):
         held: list[Columns] = []
         rows, low, latest, first = 0, -math.inf, -math.inf, None
         for part in _tagged_batches(job, data["reader"], events, seconds, counts, plain=True,
@@ -283,7 +285,7 @@ def _match_range(pool: Columns, job: Job, owned: tuple[float, float], writer: An
             if mine[0] >= mine[1]:
                 continue
             result = evaluate_partition(group, job, spec, own=mine, texts=texts)
-            writer.write(spec.name, result.matches, result.count)
+            writer.write(spec.name, result)
             total[1] += result.count
             total[2] += result.cap_hits
             total[3] += result.held_back

@@ -165,7 +165,7 @@ class _MemberOutput:
                                        for m in found])]
         out = rendered(Renderer(table, self.job.types, self.texts), self.specs[name], matches,
                        False)
-        self.writer.write(name, out.matches, out.count)
+        self.writer.write(name, out)
         total = self.totals[name]
         total[1] += out.count
         total[2] += out.cap_hits

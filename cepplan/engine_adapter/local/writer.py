@@ -19,49 +19,44 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
-import pyarrow.compute as pc
-
+from cepplan.engine_adapter.runtime.job import Job, PartitionOutput
+from cepplan.engine_adapter.runtime.match_rows import match_layouts
+from cepplan.engine_adapter.runtime.parquet_parts import ParquetParts, complete_parts
 from cepplan.engine_adapter.runtime.records import lines_data
 from cepplan.fileio import write_bytes_atomic
 from cepplan.interrupt import staged_directory
 
-PARQUET_SCHEMA = pa.schema([("pattern", pa.string()), ("match", pa.string())])
-
 
 class MatchWriter:
-    """Streams matches (JSON texts) into `OUT/matches/<part>.<jsonl|parquet>`; writes
-    the consumer queries' results, if any, under `OUT/results/`. Several writers may share
-    one `OUT` with different parts (the Spark job's range-local tasks)."""
+    """Streams matches into `OUT/matches/`: JSON lines as `<part>.jsonl`, or Parquet as
+    `pattern=NAME/<part>.parquet` per pattern (`ParquetParts`, in the layouts of `job`'s
+    patterns); writes the consumer queries' results, if any, under `OUT/results/`. Several
+    writers may share one `OUT` with different parts (the Spark job's range-local tasks)."""
 
-    def __init__(self, staging: Path, output_format: str, part: str = "part-00000"):
+    def __init__(self, staging: Path, output_format: str, job: Job | None = None,
+                 part: str = "part-00000"):
         self._staging = staging
         matches = staging / "matches"
         matches.mkdir(exist_ok=True)
         self._parquet = None
         self._text = None
         if output_format == "parquet":
-            import pyarrow.parquet as pq
-
-            self._parquet = pq.ParquetWriter(matches / f"{part}.parquet", PARQUET_SCHEMA)
+            self._parquet = ParquetParts(matches, part, match_layouts(job))
         else:
             # closed by close(), which every path through staged_output calls
             self._text = _BackgroundFile(matches / f"{part}.jsonl")
 
-    def write(self, pattern: str, lines: str | pa.ChunkedArray, count: int) -> None:
-        """Append `count` matches given as JSON lines (`PartitionOutput.matches`: one string,
-        or Arrow strings of one line each, written from their buffer without a copy)."""
-        if not count:
+    def write(self, pattern: str, out: PartitionOutput) -> None:
+        """Append one partition's matches: JSON lines (written from their Arrow buffers
+        without a copy) or typed rows."""
+        if not out.count:
             return
         if self._text is not None:
+            lines = out.matches
             self._text.write([lines.encode()] if isinstance(lines, str) else
                              list(lines_data(lines)))
         else:
-            texts = (pa.array(lines.split("\n")[:-1], pa.string()) if isinstance(lines, str)
-                     else pc.utf8_rtrim(lines, characters="\n").cast(pa.string()))
-            table = pa.table({"pattern": pa.array([pattern] * count, pa.string()),
-                              "match": texts}, schema=PARQUET_SCHEMA)
-            self._parquet.write_table(table)
+            self._parquet.write(pattern, out)
 
     def write_results(self, lines: bytes) -> None:
         """The consumer queries' results (JSON lines) as `OUT/results/part-00000.jsonl`."""
@@ -73,21 +68,28 @@ class MatchWriter:
         if self._text is not None:
             self._text.close(complete=complete)
         if self._parquet is not None:
-            self._parquet.close()
-            self._parquet = None
+            self._parquet.close(complete=complete)
+
+    def fill(self) -> None:
+        """After `close`: an empty part for each pattern without matches (Parquet), so that
+        every pattern's directory reads as its columns."""
+        if self._parquet is not None:
+            complete_parts(self._staging / "matches", self._parquet.layouts)
 
 
 @contextmanager
-def staged_output(out: Path, output_format: str) -> Iterator[tuple[MatchWriter, Any]]:
+def staged_output(out: Path, output_format: str,
+                  job: Job | None = None) -> Iterator[tuple[MatchWriter, Any]]:
     """(match writer, finish(metrics)) over a fresh staging directory, renamed over `out`
     when the block ends normally; on any exception (Ctrl-C and SIGTERM included) it is removed
     and `out` left as it was."""
     with staged_directory(out) as staging:
         staging.mkdir()
-        writer = MatchWriter(staging, output_format)
+        writer = MatchWriter(staging, output_format, job)
 
         def finish(metrics: dict[str, Any]) -> None:
             writer.close()
+            writer.fill()
             write_bytes_atomic(staging / "metrics.json", json.dumps(metrics, indent=2).encode())
 
         try:

@@ -7,13 +7,14 @@ one partition (one key value, one owned time range) of one pattern.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
 
+from cepplan.engine_adapter.runtime.match_rows import PatternColumns, table_rows, text_rows
 from cepplan.engine_adapter.runtime.matcher import CHUNK_EVENTS, Matches, match_partition
 from cepplan.engine_adapter.runtime.memory import match_bytes
 from cepplan.engine_adapter.runtime.records import (
@@ -109,19 +110,47 @@ def needed_attributes(job: Job, spec: PatternSpec) -> list[str]:
 
 
 @dataclass
-class PartitionOutput:
-    """What one partition of one pattern produced: its matches as JSON lines (one match
-    object per line, each line ending in a newline; rendered once: one string, or Arrow
-    strings, one line each), how many, the matches as complex events when asked, the Kleene
-    enumerations cut by the cap, the partial matches the matcher built per join prefix
-    length (empty when not counted) and the matches held back (`Matches.held_back`)."""
+class Rendering:
+    """Matches not rendered yet: the renderer over their table, their pattern, and the
+    matches (one `Matches` per operand group, none empty)."""
 
-    matches: str | pa.ChunkedArray
+    renderer: Renderer
+    spec: PatternSpec
+    results: list[Matches]
+
+    def arrays(self) -> list[pa.ChunkedArray]:
+        """Each `Matches` as JSON lines, one Arrow string each (`Renderer.match_array`)."""
+        return [self.renderer.match_array(self.spec, m) for m in self.results]
+
+
+def _joined(arrays: list[pa.ChunkedArray]) -> pa.ChunkedArray:
+    return pa.chunked_array([c for a in arrays for c in a.chunks], pa.large_string())
+
+
+@dataclass
+class PartitionOutput:
+    """What one partition of one pattern produced: its matches, how many, the matches as
+    complex events when asked, the Kleene enumerations cut by the cap, the partial matches
+    the matcher built per join prefix length (empty when not counted) and the matches held
+    back (`Matches.held_back`). The matches are kept as found (`found`) and rendered in the
+    form the writer asks for: JSON lines (`matches`, rendered once) or typed rows (`rows`);
+    an output made from text (the context stage's) has only `lines`."""
+
+    lines: str | pa.ChunkedArray | None
     count: int
     complex: pd.DataFrame | None
     cap_hits: int
     partials: list[int] = field(default_factory=list)
     held_back: int = 0
+    found: Rendering | None = None
+
+    @property
+    def matches(self) -> str | pa.ChunkedArray:
+        """The matches as JSON lines (one match object per line, each line ending in a
+        newline): one string, or Arrow strings, one line each."""
+        if self.lines is None:
+            self.lines = _joined(self.found.arrays())
+        return self.lines
 
     def texts(self) -> list[str]:
         """One JSON text per match."""
@@ -130,6 +159,17 @@ class PartitionOutput:
         if isinstance(self.matches, str):
             return self.matches.split("\n")[:-1]
         return [text[:-1] for text in self.matches.to_pylist()]
+
+    def rows(self, layout: PatternColumns) -> Iterator[pa.RecordBatch]:
+        """The matches as record batches of the pattern's Parquet layout, a chunk at a time
+        (`match_rows`): from the matches as found, else from their JSON text."""
+        if not self.count:
+            return
+        if self.found is None:
+            yield from text_rows(layout, self.texts())
+            return
+        for found in self.found.results:
+            yield from table_rows(layout, self.found.renderer.table, found)
 
 
 def evaluate_partition(frame: pd.DataFrame | Columns, job: Job, spec: PatternSpec, *,
@@ -150,18 +190,19 @@ def evaluate_partition(frame: pd.DataFrame | Columns, job: Job, spec: PatternSpe
 
 def rendered(renderer: Renderer, spec: PatternSpec, results: list[Matches],
              with_complex: bool) -> PartitionOutput:
-    """A partition's output from its matches: JSON lines as Arrow strings and, when asked,
-    the matches as complex events."""
+    """A partition's output from its matches, rendered when the writer asks (JSON lines or
+    typed rows); when asked, the matches as complex events (rendered as JSON lines now:
+    their text travels with them)."""
     held = sum(m.held_back for m in results)
     results = [m for m in results if m.count]
-    arrays = [renderer.match_array(spec, m) for m in results]
-    lines = pa.chunked_array([c for a in arrays for c in a.chunks], pa.large_string())
-    out = PartitionOutput(lines, sum(m.count for m in results), None,
-                          sum(m.cap_hits for m in results),
-                          held_back=held)
+    out = PartitionOutput(None, sum(m.count for m in results), None,
+                          sum(m.cap_hits for m in results), held_back=held,
+                          found=Rendering(renderer, spec, results))
     if with_complex and out.count:
         import pandas as pd
 
+        arrays = out.found.arrays()
+        out.lines = _joined(arrays)
         parts = [complex_events(renderer.table, spec, m, [t[:-1] for t in array.to_pylist()])
                  for m, array in zip(results, arrays, strict=True)]
         out.complex = pd.concat(parts, ignore_index=True)

@@ -179,7 +179,7 @@ class Renderer:
             view[ranks] = views[start:start + len(ranks)]
             by_rank.append(view)
             start += len(ranks)
-        sets = {v: _flat_sets(s) for v, s in matches.kleene.items()}
+        sets = {v: flat_sets(s) for v, s in matches.kleene.items()}
         texts, at = (self._arrow_texts([self._mask(flat) for flat, _ in sets.values()])
                      if sets else (None, None))
         chunks = []
@@ -219,7 +219,7 @@ def with_rows(frame: pd.DataFrame | Columns, attributes: Sequence[str]) -> list[
     return [*attributes, *([ROW_COLUMN] if ROW_COLUMN in frame.columns else [])]
 
 
-def _flat_sets(sets: list[tuple[int, ...]]) -> tuple[np.ndarray, np.ndarray]:
+def flat_sets(sets: list[tuple[int, ...]]) -> tuple[np.ndarray, np.ndarray]:
     """A Kleene variable's sets as their ranks one after the other and each set's start
     (and the end of the last) in them."""
     sizes = np.fromiter(map(len, sets), np.int64, len(sets))
@@ -229,7 +229,7 @@ def _flat_sets(sets: list[tuple[int, ...]]) -> tuple[np.ndarray, np.ndarray]:
 
 def _kleene_texts(texts: pa.Array, at: np.ndarray, flat: np.ndarray, starts: np.ndarray,
                   first: int, last: int, label: str, end: str) -> pa.Array:
-    """Sets `first`..`last` of a Kleene variable's (`_flat_sets`) each as its label, a JSON
+    """Sets `first`..`last` of a Kleene variable's (`flat_sets`) each as its label, a JSON
     list of its events' texts and `end`, by Arrow kernels (no Python string per set)."""
     low, high = int(starts[first]), int(starts[last])
     events = _gathered(texts, at[flat[low:high]])
@@ -356,17 +356,28 @@ def complex_events(table: Table, spec: PatternSpec, matches: Matches,
                  for v in list(matches.single) + list(matches.kleene)}
         ids[row] = complex_event_id(spec.name, bound)
     frame = {EVENT_TYPE: np.full(count, spec.name, dtype=object), EVENT_TS: stamps,
-             EVENT_ID: ids}
-    for attr, tree in spec.emit.items():
-        columns = {}
-        for key in referenced_keys(tree):
-            if len(key) == 2:
-                columns[key] = table.column(key[1])[lasts[key[0]]]
-            else:
-                source = firsts if key[0] == "FIRST" else lasts
-                columns[key] = table.column(key[2])[source[key[1]]]
-        frame[attr] = evaluate(tree, columns, count)
+             EVENT_ID: ids, **emitted(spec, table, firsts, lasts, count)}
     frame[MATCH_COLUMN] = np.asarray(texts, dtype=object)
     import pandas as pd
 
     return pd.DataFrame(frame)
+
+
+def emitted(spec: PatternSpec, table: Table, firsts: Mapping[str, np.ndarray],
+            lasts: Mapping[str, np.ndarray], count: int) -> dict[str, np.ndarray]:
+    """The pattern's `emit` attributes of `count` matches, from the ranks of each variable's
+    first and last event (`FIRST`/`LAST` of a Kleene variable; a plain one's event is both);
+    missing values where the match does not bind a variable the expression reads (an OR)."""
+    values = {}
+    for attr, tree in spec.emit.items():
+        columns = {}
+        for key in referenced_keys(tree):
+            var, source = (key[0], lasts) if len(key) == 2 else (
+                key[1], firsts if key[0] == "FIRST" else lasts)
+            if var not in source:
+                values[attr] = np.full(count, None, dtype=object)
+                break
+            columns[key] = table.column(key[-1])[source[var]]
+        else:
+            values[attr] = evaluate(tree, columns, count)
+    return values

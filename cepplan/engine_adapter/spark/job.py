@@ -30,17 +30,23 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+from pyspark import StorageLevel
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import from_arrow_schema
 
 from cepplan.engine_adapter.runtime.job import job_from_json, needed_attributes
+from cepplan.engine_adapter.runtime.match_rows import PatternColumns, match_layouts, text_rows
+from cepplan.engine_adapter.runtime.parquet_parts import complete_parts
 from cepplan.engine_adapter.runtime.records import MATCH_COLUMN
+from cepplan.engine_adapter.runtime.spec import SpecError
 from cepplan.engine_adapter.spark.acquire import prefilter
 from cepplan.engine_adapter.spark.match import (
     PATTERN,
@@ -75,9 +81,12 @@ def run_job(spark: SparkSession, data: dict[str, Any], events: Sequence[str], ou
             counted: Future | None = None) -> dict[str, Any]:
     """Evaluate every pattern of the job over `events`; write matches and `metrics.json` into
     `out_dir`, replacing it only when everything succeeded. Returns the metrics. `counted`:
-    `spark.ranges.regions_ahead`'s count, if started."""
+    `spark.ranges.regions_ahead`'s count, if started. `SpecError` before anything runs when
+    the matches cannot be written as Parquet (two columns of one name)."""
+    layouts = match_layouts(job_from_json(data)) if output_format == "parquet" else None
     if ranges_apply(spark, data, events):
-        metrics = _by_ranges(spark, data, events, out_dir, output_format, say, counted)
+        metrics = _by_ranges(spark, data, events, out_dir, output_format, say, counted,
+                             layouts)
         if metrics is not None:
             return metrics
     job = job_from_json(data)
@@ -98,12 +107,12 @@ def run_job(spark: SparkSession, data: dict[str, Any], events: Sequence[str], ou
     stages = Stages(spark, job, data, events)  # contexts, consumer queries (spark.stages)
     note_span(counts, pool, job)  # the shared plan's per-window scale (spark.shared)
     staging = _staging(out_dir)
-    direct = _direct_directory(spark, data, output_format, staging)
+    direct = _direct_directory(spark, data, staging)
     try:
         rows, plan = stages.derive(pool, plan)  # deriving patterns first, when contexts exist
         outputs = stages.outputs(_evaluate(spark, rows, job, plan, data, span, counts, stages,
-                                           direct))
-        _write(outputs, staging, out_dir, output_format, metrics, seconds, clock, data, counts,
+                                           direct, output_format))
+        _write(outputs, staging, out_dir, layouts, metrics, seconds, clock, data, counts,
                stages, direct)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
@@ -114,8 +123,8 @@ def run_job(spark: SparkSession, data: dict[str, Any], events: Sequence[str], ou
 
 
 def _by_ranges(spark: SparkSession, data: dict[str, Any], events: Sequence[str], out_dir: str,
-               output_format: str, say: Callable[[str], None],
-               counted: Future | None) -> dict[str, Any] | None:
+               output_format: str, say: Callable[[str], None], counted: Future | None,
+               layouts: dict[str, PatternColumns] | None) -> dict[str, Any] | None:
     """The range-local plan (`spark.ranges`): the metrics, or None (nothing written) when
     the input is not in time order after all or its lines not countable."""
     clock = time.perf_counter()
@@ -133,6 +142,8 @@ def _by_ranges(spark: SparkSession, data: dict[str, Any], events: Sequence[str],
             shutil.rmtree(staging, ignore_errors=True)
             say("the events are not in time order: matching them after a shuffle instead")
             return None
+        if layouts is not None:  # patterns no range matched: their columns still
+            complete_parts(Path(staging, MATCHES_DIR), layouts)
         metrics["plan"] = data.get("plan", {})
         metrics["seconds"] = {"read, tag and match by range": round(
             time.perf_counter() - clock, 3)}
@@ -214,13 +225,12 @@ def _read_metrics(figures: ReadFigures) -> dict[str, Any]:
             else None}
 
 
-def _direct_directory(spark: SparkSession, data: dict[str, Any], output_format: str,
+def _direct_directory(spark: SparkSession, data: dict[str, Any],
                       staging: str) -> str | None:
-    """Where match groups write their JSON lines themselves: on a local master (the tasks
-    see the driver's files), for JSON lines output, when no context stage filters the
-    matches afterwards; None otherwise (matches go through Spark's writer)."""
-    if (output_format != "jsonl" or data.get("contexts")
-            or not spark.sparkContext.master.startswith("local")):
+    """Where match groups write their matches themselves: on a local master (the tasks see
+    the driver's files), when no context stage filters the matches afterwards; None
+    otherwise (matches go through Spark's writer)."""
+    if data.get("contexts") or not spark.sparkContext.master.startswith("local"):
         return None
     direct = os.path.join(staging, "direct")
     os.makedirs(direct)
@@ -228,7 +238,8 @@ def _direct_directory(spark: SparkSession, data: dict[str, Any], output_format: 
 
 
 def _evaluate(spark: SparkSession, pool: DataFrame, job, plan: Layout, data: dict[str, Any],
-              span: Span, counts, stages: Stages, direct: str | None) -> list[DataFrame]:
+              span: Span, counts, stages: Stages, direct: str | None,
+              output_format: str) -> list[DataFrame]:
     """Every level's match frames; complex events flow to the level above."""
     consumed = {o.type for p in job.patterns for o in p.operands if job.is_complex(o.type)}
     emit_types = {a: k for p in data["patterns"] for a, k in p.get("emit_types", {}).items()}
@@ -243,7 +254,7 @@ def _evaluate(spark: SparkSession, pool: DataFrame, job, plan: Layout, data: dic
                                      allowMissingColumns=True)
         acquired = prefilter(stages.push_down(frame, patterns), plan, patterns, span.rows)
         results = [stages.held(match(acquired, plan, keys, group, data, span, emit_types,
-                                     counts, direct), group)
+                                     counts, direct, output_format), group)
                    for keys, group in schemes(patterns).items()]
         level = results[0]
         for other in results[1:]:
@@ -256,24 +267,25 @@ def _evaluate(spark: SparkSession, pool: DataFrame, job, plan: Layout, data: dic
     return outputs
 
 
-def _write(outputs: list[DataFrame], staging: str, out_dir: str, output_format: str,
-           metrics: dict, seconds: dict, clock: float, data: dict[str, Any], counts,
-           stages: Stages, direct: str | None) -> None:
+def _write(outputs: list[DataFrame], staging: str, out_dir: str,
+           layouts: dict[str, PatternColumns] | None, metrics: dict, seconds: dict,
+           clock: float, data: dict[str, Any], counts, stages: Stages,
+           direct: str | None) -> None:
     """Write matches (from the executors) and metrics into the fresh `staging` directory,
-    then swap it into place."""
+    then swap it into place. `layouts`: each pattern's Parquet layout (None: JSON lines)."""
     union = outputs[0]
     for frame in outputs[1:]:
         union = union.unionByName(frame)
     target = os.path.join(staging, MATCHES_DIR)
-    if output_format == "parquet":
-        union.select(PATTERN, F.col(MATCH_COLUMN).alias("match")).write.parquet(target)
+    if layouts is not None:
+        _write_parquet(union, target, layouts, data, direct)
     else:
         union.select(MATCH_COLUMN).write.text(target)
         _name_json_lines(target)
-    if direct is not None:  # the parts the match groups wrote
-        for name in os.listdir(direct):
-            os.replace(os.path.join(direct, name), os.path.join(target, name))
-        os.rmdir(direct)
+        if direct is not None:  # the parts the match groups wrote
+            for name in os.listdir(direct):
+                os.replace(os.path.join(direct, name), os.path.join(target, name))
+            os.rmdir(direct)
     seconds["match and write"] = time.perf_counter() - clock
     _counted(metrics, counts.value, data)
     metrics.update(shared_metrics(counts.value, data))  # shared_nodes (spark.shared)
@@ -281,6 +293,41 @@ def _write(outputs: list[DataFrame], staging: str, out_dir: str, output_format: 
     metrics["seconds"] = {k: round(v, 3) for k, v in seconds.items()}
     stages.finish(metrics, staging)
     _publish(staging, out_dir, metrics)
+
+
+def _write_parquet(union: DataFrame, target: str, layouts: dict[str, PatternColumns],
+                   data: dict[str, Any], direct: str | None) -> None:
+    """Each pattern's matches as Parquet under `target/pattern=NAME/`: written by the match
+    groups themselves (`direct`; the stage is run for them by a write that keeps nothing),
+    else made from the match texts by Spark's writer, one write per pattern over the
+    stage's rows kept on the executors' disks (computed once)."""
+    if direct is not None:
+        union.write.format("noop").mode("overwrite").save()
+        os.replace(direct, target)
+    else:
+        rows = union.select(PATTERN, MATCH_COLUMN).persist(StorageLevel.DISK_ONLY)
+        try:
+            for name, layout in layouts.items():
+                rows.filter(F.col(PATTERN) == name).select(MATCH_COLUMN).mapInArrow(
+                    TextRows(data, name), from_arrow_schema(layout.schema)).write.parquet(
+                    os.path.join(target, f"pattern={name}"))
+        finally:
+            rows.unpersist()
+    complete_parts(Path(target), layouts)
+
+
+class TextRows:
+    """The `mapInArrow` function making one pattern's match texts (format doc, "matches")
+    into the rows of its Parquet layout (`match_rows.text_rows`)."""
+
+    def __init__(self, data: dict[str, Any], name: str):
+        self.data = data
+        self.name = name
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        layout = match_layouts(job_from_json(self.data))[self.name]
+        for batch in batches:
+            yield from text_rows(layout, batch.column(0).to_pylist())
 
 
 def _publish(staging: str, out_dir: str, metrics: dict[str, Any]) -> None:
@@ -350,7 +397,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         metrics = run_job(spark, data, args.events, str(out.real), output_format=args.format,
                           counted=counted,
                           say=lambda text: echo(f"cepplan: {text}", err=True))
-    except SourceError as err:
+    except (SourceError, SpecError) as err:
         echo(f"error: {err}", err=True)
         return 2
     finally:

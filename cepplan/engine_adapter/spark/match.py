@@ -15,6 +15,7 @@ import math
 import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -26,7 +27,14 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from cepplan.engine_adapter.runtime.job import evaluate_partition, job_from_json, partitions
+from cepplan.engine_adapter.runtime.job import (
+    PartitionOutput,
+    evaluate_partition,
+    job_from_json,
+    partitions,
+)
+from cepplan.engine_adapter.runtime.match_rows import match_layouts
+from cepplan.engine_adapter.runtime.parquet_parts import ParquetParts
 from cepplan.engine_adapter.runtime.records import MATCH_COLUMN, lines_data
 from cepplan.engine_adapter.runtime.spec import NEGATED, PatternSpec
 from cepplan.engine_adapter.spark.acquire import INNER, acquire_group, group_acquisition
@@ -89,10 +97,12 @@ def output_schema(emit_types: Mapping[str, str]) -> T.StructType:
 
 def match(acquired: DataFrame, plan: Layout, keys: tuple[str, ...],
           patterns: list[PatternSpec], data: Mapping[str, Any], span: Span,
-          emit_types: Mapping[str, str], counts, direct: str | None = None) -> DataFrame:
+          emit_types: Mapping[str, str], counts, direct: str | None = None,
+          output_format: str = "jsonl") -> DataFrame:
     """All matches of `patterns` (one scheme) over their acquired events. With `direct` (a
-    directory the tasks can write), matches of patterns nobody reads are written there as
-    JSON lines by the match groups themselves instead of returned."""
+    directory the tasks can write), the match groups write the matches there themselves
+    instead of returning them: as JSON lines those of patterns nobody reads, as Parquet
+    all (`_Output`)."""
     flags = {p.name: f"__in_{i}" for i, p in enumerate(patterns)}
     how = group_acquisition(plan, patterns)  # acquisition semi-joins run in the groups
     # the rows' flags are read off their tags in the groups (`tag_flags`): one column per
@@ -125,7 +135,7 @@ def match(acquired: DataFrame, plan: Layout, keys: tuple[str, ...],
     def evaluate(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         if "job" not in cache:
             cache["job"] = job_from_json(data)
-            cache["out"] = _Output(schema, cache["job"], direct)
+            cache["out"] = _Output(schema, cache["job"], direct, output_format)
         job, output = cache["job"], cache["out"]
         table = pa.Table.from_batches(list(batches))
         found_flags = {**tag_flags(table, owners),
@@ -140,9 +150,7 @@ def match(acquired: DataFrame, plan: Layout, keys: tuple[str, ...],
         owned = (stamps >= own[0]) & (stamps < own[1])
         found: dict[tuple[str, str], int] = {("shuffled", ""): len(group)}
 
-        def where(name: str) -> str:  # a group's part file per pattern
-            return f"{output.number[name]}-{int(group[_PART].iloc[0])}-{index}"
-
+        where = f"{int(group[_PART].iloc[0])}-{index}"  # the group's part files
         shared, batches = evaluate_shared(cache, job, group, flags, own, found, output, where)
         yield from batches  # the sharing groups'
 
@@ -159,10 +167,7 @@ def match(acquired: DataFrame, plan: Layout, keys: tuple[str, ...],
                 cap += out.cap_hits
                 held += out.held_back
                 matches += out.count
-                if out.complex is not None and len(out.complex):
-                    yield output.events(out.complex.assign(**{PATTERN: name}))
-                elif out.count:
-                    yield from output.texts(name, out.matches, where(name))
+                yield from output.write(name, out, where)
             found[("matches", name)] = matches
             found[("cap", name)] = cap
             found[("held", name)] = held
@@ -196,30 +201,53 @@ def tag_flags(table: pa.Table, owners: Mapping[str, list[int]]) -> dict[str, np.
 class _Output:
     """A match group's output as Arrow batches of the stage's schema: complex events (for
     patterns others read), else only the pattern and the match text, rendered once (no
-    per-match Python object), one batch per rendered chunk; or, with a `direct` directory,
-    that text written there from Arrow's buffers (nothing goes back to the JVM)."""
+    per-match Python object), one batch per rendered chunk. With a `direct` directory the
+    group writes the matches there itself (nothing goes back to the JVM but complex
+    events): JSON lines from Arrow's buffers, one file per group and pattern; Parquet as
+    `pattern=NAME/part-GROUP.parquet` (`ParquetParts`), complex events' matches included.
+    A retried group rewrites its files."""
 
-    def __init__(self, schema: T.StructType, job, direct: str | None):
+    def __init__(self, schema: T.StructType, job, direct: str | None, output_format: str):
         self.schema = pa.schema([pa.field(f.name, ARROW_TYPES[type(f.dataType)])
                                  for f in schema])
         self.consumed = {o.type for p in job.patterns for o in p.operands
                          if job.is_complex(o.type)}
         self.direct = direct
-        self.started: set[str] = set()  # the group's part files written so far
+        self.layouts = (match_layouts(job) if direct is not None and output_format == "parquet"
+                        else None)
+        self.parts: ParquetParts | None = None  # the group's Parquet files
+        self.started: set[str] = set()  # the group's JSON lines files written so far
         self.number = {p.name: i for i, p in enumerate(job.patterns)}  # unique across schemes
+
+    def write(self, name: str, out: PartitionOutput, where: str) -> Iterator[pa.RecordBatch]:
+        """Pattern `name`'s output of one partition of group `where`."""
+        if out.complex is not None and len(out.complex):
+            yield self.events(out.complex.assign(**{PATTERN: name}))
+            if self.layouts is None:  # the stage's writer writes them
+                return
+        if not out.count:
+            return
+        if self.layouts is not None:
+            if self.parts is None:
+                self.parts = ParquetParts(Path(self.direct), f"part-{where}", self.layouts)
+            self.parts.write(name, out)
+        elif self.direct is not None:
+            self._lines(out.matches, f"{self.number[name]}-{where}")
+        else:
+            yield from self._texts(name, out.matches)
 
     def events(self, frame: pd.DataFrame) -> pa.RecordBatch:
         columns = frame.reindex(columns=self.schema.names)
         return pa.RecordBatch.from_pandas(columns, schema=self.schema, preserve_index=False)
 
-    def texts(self, name: str, lines: pa.ChunkedArray, where: str) -> Iterator[pa.RecordBatch]:
-        if self.direct is not None:  # one file per group and pattern, rewritten on a retry
-            mode = "ab" if where in self.started else "wb"
-            self.started.add(where)
-            with open(os.path.join(self.direct, f"part-{where}.jsonl"), mode) as handle:
-                for data in lines_data(lines):
-                    handle.write(data)
-            return
+    def _lines(self, lines: pa.ChunkedArray, part: str) -> None:
+        mode = "ab" if part in self.started else "wb"
+        self.started.add(part)
+        with open(os.path.join(self.direct, f"part-{part}.jsonl"), mode) as handle:
+            for data in lines_data(lines):
+                handle.write(data)
+
+    def _texts(self, name: str, lines: pa.ChunkedArray) -> Iterator[pa.RecordBatch]:
         for chunk in lines.chunks:  # JSON lines: each value ends in a newline, the writer's
             n = len(chunk)
             text = pc.utf8_slice_codeunits(chunk, 0, -1).cast(pa.string())
@@ -228,8 +256,11 @@ class _Output:
                  *[pa.nulls(n, f.type) for f in self.schema][2:]], schema=self.schema)
 
     def close(self) -> None:
-        """The group is done: the next one starts its part files afresh."""
+        """The group is done: its files are complete; the next one starts its own."""
         self.started.clear()
+        if self.parts is not None:
+            self.parts.close()
+            self.parts = None
 
 
 ARROW_TYPES = {T.StringType: pa.string(), T.DoubleType: pa.float64(), T.LongType: pa.int64(),

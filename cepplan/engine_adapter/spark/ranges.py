@@ -272,7 +272,7 @@ class RangeTask:
         built: dict[str, list[int]] = {}
         partials: dict[int, int] = {}
         seconds: dict[str, float] = {}
-        writer = MatchWriter(Path(self.staging), self.output_format,
+        writer = MatchWriter(Path(self.staging), self.output_format, job,
                              part=f"part-{region.number:05d}")
         try:
             if low < high:

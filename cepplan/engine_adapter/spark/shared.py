@@ -14,7 +14,7 @@ matches travel back in the match stage's accumulator (no extra pass over the mat
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, MutableMapping
+from collections.abc import Mapping, MutableMapping
 from typing import Any
 
 import numpy as np
@@ -31,7 +31,6 @@ from cepplan.engine_adapter.runtime.shared_plan import (
 )
 from cepplan.workload.columns import EVENT_TS
 
-PATTERN = "pattern"  # the match stage's pattern column (spark.match.PATTERN)
 _PARTIALS, _SPAN = "partials", "span"
 
 
@@ -54,13 +53,12 @@ def deriving(job: Job) -> set[str]:
 def evaluate_shared(cache: MutableMapping[str, Any], job: Job, group: pd.DataFrame,
                     flags: Mapping[str, str], own: tuple[float, float],
                     found: MutableMapping[tuple[str, str], int], output: Any,
-                    where: Callable[[str], str]) -> tuple[set[str], list]:
+                    where: str) -> tuple[set[str], list]:
     """In one match group of a scheme, the patterns of `flags` (name -> acquired-row flag
     column) that belong to a sharing group, evaluated together; their counts and each
     node's partial matches added to `found`. Returns the names done, which the caller
     skips, and their output batches: as the stage outputs a pattern alone (`output`,
-    `spark.match._Output`), complex events only for patterns others read, else the match
-    texts (part file `where(name)`)."""
+    `spark.match._Output`, whose part files are named by the group, `where`)."""
     if "sharing" not in cache:
         cache["sharing"] = job_sharing(job)
     plan: SharingPlan | None = cache["sharing"]
@@ -89,10 +87,7 @@ def evaluate_shared(cache: MutableMapping[str, Any], job: Job, group: pd.DataFra
                 counts[name] += out.count
                 caps[name] += out.cap_hits
                 held[name] += out.held_back
-                if out.complex is not None and len(out.complex):
-                    batches.append(output.events(out.complex.assign(**{PATTERN: name})))
-                elif out.count:
-                    batches.extend(output.texts(name, out.matches, where(name)))
+                batches.extend(output.write(name, out, where))
         for name in names:
             found[("matches", name)] = counts[name]
             found[("cap", name)] = caps[name]

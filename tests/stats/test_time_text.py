@@ -1,0 +1,42 @@
+"""Times written back as the input wrote them (`stats.time_text`): Python's own text of an
+instant, read by the in-process reader (`parse_times`) and written back, is that text again
+(dates across leap days and centuries, fractions to the pattern's digits, a zone offset as
+UTC's)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cepplan.stats.time_format import parse_times
+from cepplan.stats.time_text import time_formatter
+
+# pattern -> Python's spelling of it (UTC), with the fraction digits the pattern shows
+PATTERNS = {"yyyy-MM-dd HH:mm:ss": ("%Y-%m-%d %H:%M:%S", 0),
+            "yyyy-MM-dd'T'HH:mm:ss.SSSXXX": ("%Y-%m-%dT%H:%M:%S.{f}Z", 3),
+            "dd/MM/yy HH:mm:ss.SSSSSS": ("%d/%m/%y %H:%M:%S.{f}", 6),
+            "yyyyMMddHHmmssZ": ("%Y%m%d%H%M%S+0000", 0)}
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.datetimes(min_value=datetime(1900, 1, 1), max_value=datetime(2200, 1, 1)),
+       st.sampled_from(sorted(PATTERNS)), st.sampled_from(["s", "ms"]))
+def test_a_time_read_is_written_as_it_was_read(local, pattern, unit):
+    shown_format, digits = PATTERNS[pattern]
+    moment = local.replace(tzinfo=UTC)
+    moment = moment.replace(microsecond=moment.microsecond // 10 ** (6 - digits)
+                            * 10 ** (6 - digits))  # a time the pattern can show exactly
+    text = moment.strftime(shown_format.replace("{f}", f"{moment.microsecond:06d}"[:digits]))
+    if "yy " in pattern and not 2000 <= moment.year < 2100:
+        return  # `yy` reads years 2000-2099, as Spark's parser does
+    read = parse_times([text], pattern, unit)
+    assert abs(read[0] / (1000 if unit == "ms" else 1) - moment.timestamp()) < 1e-6
+    assert time_formatter(pattern, unit)(read).to_pylist() == [text]
+
+
+def test_a_missing_time_is_null():
+    written = time_formatter("yyyy-MM-dd", "s")(np.array([np.nan, 0.0]))
+    assert written.to_pylist() == [None, "1970-01-01"]
