@@ -22,6 +22,7 @@ from typing import Any
 import orjson
 
 from cepplan.errors import InputError, Problem
+from cepplan.file_kinds import check_kind
 from cepplan.fileio import parse_json, read_input
 from cepplan.workload.context_model import context_issues
 from cepplan.workload.durations import DurationError, parse_duration
@@ -54,8 +55,6 @@ from cepplan.workload.model import (
 from cepplan.workload.names import RULE, is_name
 from cepplan.workload.paths import json_path
 from cepplan.workload.structure import RawOperand, read_structure
-
-FORMAT = "cepplan.workload/1"
 
 
 @lru_cache(maxsize=1)
@@ -101,16 +100,14 @@ def content_digest(raw: Any) -> str:
 
 
 def schema_problems(raw: Any, file: str) -> list[Problem]:
-    """Every JSON Schema violation, each with its JSON path, in plain words; another cepplan
-    file (a plan, statistics) is told so in one line instead."""
+    """Every JSON Schema violation, each with its JSON path, in plain words; a plan or a
+    statistics file is told so in one line instead."""
     if not isinstance(raw, dict):
         return [Problem(file, "", "a workload must be a JSON object")]
-    found = raw.get("format")
-    if isinstance(found, str) and found.startswith("cepplan.") and \
-            not found.startswith("cepplan.workload/"):
-        kind = found.split("/")[0].removeprefix("cepplan.")
-        return [Problem(file, "format", f"this is a {kind} file, not a workload: expected "
-                        f"\"format\": \"{FORMAT}\", found {found!r:.60}")]
+    try:
+        check_kind(raw, file, "workload")
+    except InputError as err:
+        return list(err.problems)
     from cepplan.schema_check import schema_problems as shape_problems
 
     return shape_problems(raw, workload_schema(), file)
