@@ -1,7 +1,7 @@
 """The `cepplan` command: one Typer app; each command lives in its own module.
 
 Bad input (`CepplanError`) is printed as one clear message per problem on stderr with exit code
-2 and no traceback; `cepplan --debug COMMAND` shows the traceback too.
+2 and no traceback; `--debug`, before or after the command, shows the traceback too.
 """
 
 from __future__ import annotations
@@ -55,10 +55,11 @@ def _version(value: bool) -> None:
 def _root(
     version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
                                  help="Print the version and exit."),
-    debug: bool = typer.Option(False, "--debug", help="Show tracebacks for errors."),
+    debug: bool = typer.Option(False, "--debug", help="Show tracebacks for errors (also "
+                               "accepted after the command)."),
 ) -> None:
     """cepplan: optimizer-as-a-service for complex event processing."""
-    _state["debug"] = debug
+    _state["debug"] = _state["debug"] or debug
 
 
 # Old option spellings still accepted, with a note on stderr (docs/cli.md, "Deprecated").
@@ -72,7 +73,8 @@ app.command("synth")(synth_cmd.synth)
 app.command("stats")(stats_cmd.stats)
 app.command("generate", cls=command_with_aliases(_OUTPUT))(generate_cmd.generate_command)
 app.command("run", cls=command_with_aliases({**_OUTPUT, "--events": ""}))(run_cmd.run_command)
-app.command("compare")(compare_cmd.compare_command)
+app.command("compare", cls=command_with_aliases({"--events": ""}))(
+    compare_cmd.compare_command)
 app.command("serve")(serve_cmd.serve_command)
 app.command("cover", cls=command_with_aliases({**_OUTPUT, "--events": ""}))(
     cover_cmd.cover_command)
@@ -96,9 +98,11 @@ def main() -> None:
 
 
 def _main() -> None:
+    args, debug = without_debug(sys.argv[1:])
+    _state["debug"] = debug
     try:
         with signals_interrupt():
-            code = app(standalone_mode=False)
+            code = app(args=args, standalone_mode=False)
         if isinstance(code, int) and code:
             sys.exit(code)
     except USAGE_ERROR as err:  # Click's own checks (choices, types, unknown options)
@@ -116,6 +120,14 @@ def _main() -> None:
         if not problems:
             echo(f"error: {err}", err=True)
         sys.exit(2)
+
+
+def without_debug(args: list[str]) -> tuple[list[str], bool]:
+    """The arguments without `--debug`, and whether it was given: the option is the app's,
+    but a user adds it where the command failed, after the command as often as before."""
+    end = args.index("--") if "--" in args else len(args)
+    kept = [arg for arg in args[:end] if arg != "--debug"]
+    return kept + args[end:], len(kept) < end
 
 
 def _usage_message(err: Exception) -> str:

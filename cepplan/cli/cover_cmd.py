@@ -15,7 +15,7 @@ from cepplan.terminal import echo, warn
 def cover_command(
     plan: Path = typer.Argument(..., metavar="PLAN",
                                 help="The plan.json whose consumer queries to evaluate."),
-    events: list[Path] = typer.Argument(..., metavar="EVENTS...", help="Event files."),
+    events: list[str] = options.events_argument(),
     out: Path = options.output("Output directory, replaced on success."),
     workload: Path | None = options.workload_option(),
     solver: CoverRun | None = typer.Option(

@@ -33,6 +33,11 @@ class InputFileError(ValueError):
         self.path = path
 
 
+def is_glob(path: str) -> bool:
+    """Whether `path` is a pattern (`*`, `?`, `[`) that names the files it matches."""
+    return any(c in path for c in "*?[")
+
+
 def files_in(paths: str | Sequence[str]) -> list[str]:
     """Files to read: files as given, directories as their non-hidden files (sorted; names
     starting with `.` or `_` skipped, as Spark does), globs expanded."""
@@ -41,7 +46,7 @@ def files_in(paths: str | Sequence[str]) -> list[str]:
         raise InputFileError("no input files given", "")
     files: list[str] = []
     for path in paths:
-        matches = sorted(glob.glob(path)) if any(c in path for c in "*?[") else [path]
+        matches = sorted(glob.glob(path)) if is_glob(path) else [path]
         if not matches or not all(os.path.exists(m) for m in matches):
             raise InputFileError("no such file or directory", path)
         for match in matches:

@@ -1,8 +1,10 @@
-"""`cepplan synth` then `cepplan stats` as a user runs them (one Spark subprocess), and the
-errors that must come back as exit code 2 without a traceback."""
+"""`cepplan synth` then `cepplan stats` as a user runs them (one Spark subprocess, which prints
+nothing but cepplan's lines), and the errors that must come back as exit code 2 without a
+traceback."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 
@@ -32,6 +34,9 @@ def test_synth_then_stats(tmp_path):
                     "--master", "local[2]", "--driver-memory", "1g")
     assert done.returncode == 0, done.stderr
     assert "rows read" in done.stdout and "GOOG" in done.stdout
+    # without -v, only cepplan's lines: none of the JVM's start-up warnings or Spark's log
+    assert done.stderr == ""
+    assert not re.search(r"WARN|INFO|log4j|incubator|^\d\d/\d\d/\d\d ", done.stdout, re.M)
     document = orjson.loads(out.read_bytes())
     assert schema_problems(document, str(out)) == []
     assert document["models"]["GOOG"]["kind"] == "markov"
