@@ -5,10 +5,12 @@ nothing heavy; no user-facing text names a paper, a seed or an algorithm number.
 from __future__ import annotations
 
 import ast
+import json
 import re
 import subprocess
 import sys
 from enum import Enum
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -220,3 +222,26 @@ def test_examples_output_names_no_paper(tmp_path):
             assert result.exit_code == 0, (args, result.output)
             texts.append(result.output)
     assert not re.search(r"seed 0\d\d|§|Algorithm \d", "\n".join(texts))
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_help_paragraphs_wrap_at_any_width(command):
+    """A command's description is rewrapped to the terminal: at 80 columns no line ends short
+    in mid-paragraph (the docstring's own line breaks at ~96 columns are not kept)."""
+    result = CliRunner().invoke(app, [command, "--help"], env={"COLUMNS": "80"},
+                                terminal_width=80)
+    prose = result.output.split("╭")[0].splitlines()
+    for line, following in pairwise(prose):
+        if line.strip() and following.strip() and not line.lstrip().startswith("Usage:"):
+            assert len(line.rstrip()) > 60, (command, line, following)
+
+
+def test_validate_counts_in_words(tmp_path):
+    one = tmp_path / "one.json"
+    one.write_text(json.dumps({"format": "cepplan.workload/1", "time_unit": "s",
+                               "event_types": {"A": {"attributes": {}}},
+                               "patterns": [{"name": "p", "structure": ["SEQ", "a:A"],
+                                             "within": 5}]}))
+    result = CliRunner().invoke(app, ["validate", str(one)])
+    assert result.exit_code == 0, result.output
+    assert result.output == f"ok: {one} (1 pattern, 1 event type)\n"

@@ -6,9 +6,11 @@ Bad input (`CepplanError`) is printed as one clear message per problem on stderr
 
 from __future__ import annotations
 
+import inspect
 import signal
 import sys
 import traceback
+from collections.abc import Callable
 
 import typer
 
@@ -65,20 +67,31 @@ def _root(
 # Old option spellings still accepted, with a note on stderr (docs/cli.md, "Deprecated").
 _OUTPUT = {"--out": "--output"}
 
-app.command("validate")(validate_cmd.validate)
-app.command("show")(show_cmd.show)
-app.command("optimize", cls=command_with_aliases({**_OUTPUT, "--k": "-k"}))(
-    optimize_cmd.optimize_command)
-app.command("synth")(synth_cmd.synth)
-app.command("stats")(stats_cmd.stats)
-app.command("generate", cls=command_with_aliases(_OUTPUT))(generate_cmd.generate_command)
-app.command("run", cls=command_with_aliases({**_OUTPUT, "--events": ""}))(run_cmd.run_command)
-app.command("compare", cls=command_with_aliases({"--events": ""}))(
-    compare_cmd.compare_command)
-app.command("serve")(serve_cmd.serve_command)
-app.command("cover", cls=command_with_aliases({**_OUTPUT, "--events": ""}))(
-    cover_cmd.cover_command)
-app.command("synth-mobile")(mobility_cmd.synth_mobile)
+def _command(name: str, function: Callable[..., None],
+             renames: dict[str, str] | None = None) -> None:
+    """Register `function` as the command `name`, with `renames` as old option spellings."""
+    app.command(name, help=unwrapped(function.__doc__ or ""),
+                cls=command_with_aliases(renames) if renames else None)(function)
+
+
+def unwrapped(doc: str) -> str:
+    """A docstring as help text, each paragraph on one line: the help keeps a docstring's line
+    breaks, which at another terminal width break sentences mid-line."""
+    return "\n\n".join(" ".join(paragraph.split())
+                        for paragraph in inspect.cleandoc(doc).split("\n\n"))
+
+
+_command("validate", validate_cmd.validate)
+_command("show", show_cmd.show)
+_command("optimize", optimize_cmd.optimize_command, {**_OUTPUT, "--k": "-k"})
+_command("synth", synth_cmd.synth)
+_command("stats", stats_cmd.stats)
+_command("generate", generate_cmd.generate_command, _OUTPUT)
+_command("run", run_cmd.run_command, {**_OUTPUT, "--events": ""})
+_command("compare", compare_cmd.compare_command, {"--events": ""})
+_command("serve", serve_cmd.serve_command)
+_command("cover", cover_cmd.cover_command, {**_OUTPUT, "--events": ""})
+_command("synth-mobile", mobility_cmd.synth_mobile)
 
 
 def main() -> None:

@@ -29,11 +29,9 @@ def compare_command(
 
     The report puts the planners side by side: modelled costs, latencies, Pareto fronts, the
     subtrees patterns share and by whom, and a workload's contexts and consumer-query covering
-    with and without. With event files every plan and variant is also run, measured beside the
-    predictions; different matches exit 1.
-
-    EVENTS: event files to run every plan on (and the plans with and without contexts,
-    sharing and covering), in-process, measured beside the predicted figures.
+    with and without. Given EVENTS, every plan (and the plans with and without contexts,
+    sharing and covering) is also run on them in-process and measured beside the predictions;
+    if two plans find different matches, the command exits 1.
     """
     from cepplan.cli.optimize_cmd import MAX_TIME_LIMIT
     from cepplan.limits import bounded

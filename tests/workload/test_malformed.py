@@ -261,7 +261,7 @@ def test_cli_reports_problem_without_traceback(tmp_path):
     result = CliRunner().invoke(app, ["validate", str(bad), good])
     assert result.exit_code == 2
     assert "ok: examples/stocks/workload.json" in result.stdout
-    assert "1 of 2 workload(s) invalid" in result.stderr
+    assert "1 of 2 workloads invalid" in result.stderr
 
 
 def test_pattern_binding_an_invalid_pattern_reports_only_the_root_cause():
