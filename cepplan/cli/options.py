@@ -168,20 +168,27 @@ def events_argument(required: bool = True) -> Any:
                           "globs ('data/*.csv').", show_default=False)
 
 
-_MEMORY = re.compile(r"^[1-9][0-9]{0,8}[kmgt]?b?$", re.IGNORECASE)
+_MEMORY = re.compile(r"^([1-9][0-9]{0,8})([kmgt])b?$", re.IGNORECASE)
+_MEMORY_UNITS = {"k": 1, "m": 2**10, "g": 2**20, "t": 2**30}  # in KiB
+SPARK_MIN_DRIVER_KIB = 450 * 2**10  # Spark refuses to start a driver with less (450m)
 
 
 def driver_memory() -> Any:
     """`--driver-memory SIZE`: the Spark driver's memory, as spark-submit spells it."""
     return typer.Option("4g", "--driver-memory", metavar="SIZE", parser=memory_size,
-                        help="Spark driver memory, as for spark-submit (e.g. 512m, 4g).")
+                        help="Spark driver memory, as for spark-submit (e.g. 512m, 4g; at "
+                        "least 450m).")
 
 
 def memory_size(text: str) -> str:
-    """A JVM memory size as Spark reads it (`512m`, `4g`); anything else is refused here, not
-    by a JVM failing to start."""
-    if not _MEMORY.match(text):
+    """A JVM memory size as Spark reads it (`512m`, `4g`), with its unit (a bare number would be
+    bytes to the JVM) and as much as Spark needs; anything else is refused here, not by a JVM
+    failing to start."""
+    found = _MEMORY.match(text)
+    if not found:
         raise typer.BadParameter(f"expected a size such as 512m or 4g, got {text!r:.40}")
+    if int(found[1]) * _MEMORY_UNITS[found[2].lower()] < SPARK_MIN_DRIVER_KIB:
+        raise typer.BadParameter(f"Spark needs at least 450m for its driver, got {text!r}")
     return text
 
 

@@ -11,6 +11,7 @@ import re
 import pytest
 import typer
 
+from cepplan.cli import options
 from cepplan.cli.app import app
 from tests.hostile.output_project import EVENTS
 
@@ -53,10 +54,10 @@ def test_a_glob_matching_nothing_is_one_error_before_any_work(cli, project, comm
 
 
 def test_compare_takes_event_files_as_arguments_and_the_old_option_with_a_note(cli, project):
-    plain = cli("compare", "workload.json", "data", "-o", "a.html", "-q", "--time-limit", "1")
+    plain = cli("compare", "workload.json", "data", "-o", "a.html", "-q", "--time-limit", "30")
     assert plain.code == 0 and "note:" not in plain.err, plain.err
     old = cli("compare", "--events", EVENTS, "workload.json", "-o", "b.html", "-q",
-              "--time-limit", "1")
+              "--time-limit", "30")
     assert old.code == 0, old.err
     assert "note: --events is deprecated: give it as an argument" in old.err
     measured = [_json(project / name)["measured"] for name in ("a.json", "b.json")]
@@ -134,12 +135,21 @@ def test_driver_memory_is_on_every_command_that_starts_spark():
     ["run", "plan.json", EVENTS, "-o", "out", "--engine", "spark"],
     ["stats", EVENTS, "-w", "workload.json", "-o", "s.json", "--engine", "spark"],
 ], ids=SPARK_COMMANDS)
-@pytest.mark.parametrize("size", ["lots", "4 g", "-1g", "0", "4q"])
+@pytest.mark.parametrize(("size", "problem"), [
+    *((size, "expected a size such as 512m or 4g") for size in
+      ("lots", "4 g", "-1g", "0", "4q", "2", "4096")),
+    *((size, "Spark needs at least 450m for its driver") for size in ("100m", "1k", "449m")),
+])
 def test_a_driver_memory_spark_cannot_read_is_refused_before_spark_starts(cli, project,
-                                                                           command, size):
-    cli(*command, "--driver-memory", size).one_error(
-        "--driver-memory", "expected a size such as 512m or 4g")
+                                                                           command, size,
+                                                                           problem):
+    cli(*command, "--driver-memory", size).one_error("--driver-memory", problem)
     assert not (project / "out").exists() and not (project / "s.json").exists()
+
+
+@pytest.mark.parametrize("size", ["450m", "512M", "4g", "1gb", "2T"])
+def test_a_driver_memory_spark_reads_is_accepted(size):
+    assert options.memory_size(size) == size
 
 
 REPR = re.compile(r"[{\[]'|'[}\]]|\{\"")  # {'a': 1}, ['a'], {"a": ...}
