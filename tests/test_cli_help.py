@@ -245,3 +245,10 @@ def test_validate_counts_in_words(tmp_path):
     result = CliRunner().invoke(app, ["validate", str(one)])
     assert result.exit_code == 0, result.output
     assert result.output == f"ok: {one} (1 pattern, 1 event type)\n"
+
+
+@pytest.mark.parametrize("command", ["", *COMMANDS])
+def test_h_is_help(command):
+    args = [command] if command else []
+    short = CliRunner().invoke(app, [*args, "-h"], env={"COLUMNS": "100"}, terminal_width=100)
+    assert short.exit_code == 0 and short.output == _help(*args)

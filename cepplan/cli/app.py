@@ -39,6 +39,7 @@ app = typer.Typer(
     "cheapest detection plans, explain them, and run them.",
     epilog="Run `cepplan COMMAND --help` for a command's options; conventions: docs/cli.md.",
     no_args_is_help=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
     add_completion=False,
     pretty_exceptions_enable=False,
 )
