@@ -10,13 +10,13 @@ import glob
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from cepplan.errors import InputError
+from cepplan.errors import InputError, Problem
 from cepplan.file_kinds import check_kind
 from cepplan.fileio import read_json
 from cepplan.limits import check_readable
 from cepplan.planner.plan import Plan, read_plan, trivial_plan
 from cepplan.workload import Workload, load_workload
-from cepplan.workload.input_files import is_glob
+from cepplan.workload.input_files import InputFileError, files_in, is_glob
 
 
 def plan_and_workload(plan_path: Path, workload_path: Path | None = None, *,
@@ -67,7 +67,8 @@ def _workload_of(raw: object, plan_path: Path) -> Path:
 def event_paths(paths: Sequence[str | Path]) -> list[str]:
     """The event inputs as given, each checked to name something readable: files,
     directories, quoted globs ('data/*.csv', expanded by the readers as Spark expands them)
-    and URLs (hdfs://..., read by Spark); every problem reported together."""
+    and URLs (hdfs://..., read by Spark); a directory must hold event files; every problem
+    reported together."""
     problems = []
     for path in map(str, paths):
         try:
@@ -77,6 +78,9 @@ def event_paths(paths: Sequence[str | Path]) -> list[str]:
                                             "pattern")
             elif "://" not in path:
                 check_readable(path, "event file")
+                files_in(path)  # a directory without event files
+        except InputFileError as err:
+            problems.append(Problem(err.path, "", err.message))
         except InputError as err:
             problems += err.problems
     if problems:

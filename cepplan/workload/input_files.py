@@ -40,7 +40,8 @@ def is_glob(path: str) -> bool:
 
 def files_in(paths: str | Sequence[str]) -> list[str]:
     """Files to read: files as given, directories as their non-hidden files (sorted; names
-    starting with `.` or `_` skipped, as Spark does), globs expanded."""
+    starting with `.` or `_` skipped, as Spark does; one without any is an error), globs
+    expanded."""
     paths = [paths] if isinstance(paths, str) else list(paths)
     if not paths:
         raise InputFileError("no input files given", "")
@@ -51,11 +52,15 @@ def files_in(paths: str | Sequence[str]) -> list[str]:
             raise InputFileError("no such file or directory", path)
         for match in matches:
             if os.path.isdir(match):
-                files += [os.path.join(root, name)
-                          for root, dirs, names in sorted(os.walk(match))
-                          for name in sorted(names) if not name.startswith((".", "_"))
-                          if not any(d.startswith((".", "_")) for d in
-                                     os.path.relpath(root, match).split(os.sep) if d != ".")]
+                found = [os.path.join(root, name)
+                         for root, dirs, names in sorted(os.walk(match))
+                         for name in sorted(names) if not name.startswith((".", "_"))
+                         if not any(d.startswith((".", "_")) for d in
+                                    os.path.relpath(root, match).split(os.sep) if d != ".")]
+                if not found:
+                    raise InputFileError("no event files in this directory (names starting "
+                                         "with . or _ are skipped)", match)
+                files += found
             else:
                 files.append(match)
     return files

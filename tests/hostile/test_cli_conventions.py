@@ -178,3 +178,29 @@ def test_run_on_spark_gives_the_driver_the_memory_asked(project):
     assert capacity, done.stderr[-3000:]
     mib = float(capacity[1]) * (1024 if capacity[2] == "GiB" else 1)
     assert 0.5 * (1024 - 300) * 0.6 < mib < 1024 * 0.6
+
+
+@pytest.mark.parametrize("command", [
+    ["run", "plan.json", "empty", "-o", "out", *RUN],
+    ["run", "plan.json", "empty", "-o", "out", "--engine", "spark", "-q"],
+    ["cover", "plan.json", "empty", "-o", "out", "-q"],
+    ["stats", "empty", "-w", "workload.json", "-o", "s.json", "-q"],
+    ["stats", "empty", "-w", "workload.json", "-o", "s.json", "--engine", "spark", "-q"],
+    ["compare", "workload.json", "empty", "-o", "r.html", "-q"],
+], ids=["run", "run-spark", "cover", "stats", "stats-spark", "compare"])
+def test_a_directory_without_event_files_is_one_error_before_any_work(cli, project, command):
+    """Hidden and `_` files are skipped (as Spark skips them), so a directory holding only
+    those has no events: said so, not as an empty CSV or a failed Spark job."""
+    (project / "empty").mkdir()
+    (project / "empty" / "_SUCCESS").write_text("")
+    (project / "empty" / ".notes").write_text("x\n")
+    cli(*command).one_error("empty", "no event files in this directory")
+    assert not any((project / name).exists() for name in ("out", "s.json", "r.html"))
+
+
+def test_a_failed_spark_job_s_own_error_is_printed_once_prefixed():
+    from cepplan.engine_adapter.spark.submit import failure_message
+
+    lines = ["26/11/27 04:13:25 INFO SparkContext: Running Spark", "error: e.csv: no usable rows",
+             "error: f.csv: no usable rows"]
+    assert failure_message(lines, 2) == "e.csv: no usable rows\nerror: f.csv: no usable rows"
