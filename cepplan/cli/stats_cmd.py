@@ -120,9 +120,9 @@ def print_summary(document: dict[str, Any], console: Console) -> None:
     rows = document["rows"]
     unused = rows["reasons"].get(NOT_USED, 0)
     types = ", ".join(rows.get("unknown_types", {}))
-    not_used = f", {unused} not used (types the workload does not declare: {types})" \
+    not_used = f", {unused:,} not used (types the workload does not declare: {types})" \
         if unused else ""
-    table = Table(title=f"{rows['read']} rows read, {rows['rejected'] - unused} rejected"
+    table = Table(title=f"{rows['read']:,} rows read, {rows['rejected'] - unused:,} rejected"
                   f"{not_used}; span {document['observed']['span']:g} {unit}")
     for name in ("type", "events", f"rate/{unit}", "95% CI", "disp.", "burst.", "model"):
         table.add_column(name, justify="left" if name in ("type", "model") else "right")

@@ -51,7 +51,7 @@ def test_local_engine_on_the_fraud_example(tmp_path):
     done = _cepplan("stats", str(fraud / "events.csv"), "-w", str(fraud / "workload.json"),
                     "-o", str(out))  # auto: a small local file runs in-process
     assert done.returncode == 0, done.stderr
-    assert "in-process engine" in done.stdout and "7851 rows read" in done.stdout
+    assert "in-process engine" in done.stdout and "7,851 rows read" in done.stdout
     document = orjson.loads(out.read_bytes())
     assert document["provenance"]["engine"] == "local"
     assert document["types"]["Swipe"]["count"] + document["types"]["Login"]["count"] > 7000
