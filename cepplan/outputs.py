@@ -28,6 +28,7 @@ from pathlib import Path
 
 from cepplan.errors import InputError, OutputError
 from cepplan.interrupt import staged_directory
+from cepplan.workload.input_files import is_glob
 
 MARKER = ".cepplan-output"  # in every directory a command writes: which command, which format
 MARKER_FORMAT = "cepplan.output/1"
@@ -67,7 +68,7 @@ def event_inputs(paths: Iterable[str | Path]) -> list[tuple[str, str]]:
     for path in map(str, paths):
         if "://" in path:
             continue
-        for match in (sorted(glob.glob(path)) if any(c in path for c in "*?[") else [path]):
+        for match in (sorted(glob.glob(path)) if is_glob(path) else [path]):
             found.append(("event directory" if os.path.isdir(match) else "event file", match))
     return found
 

@@ -9,8 +9,10 @@ costs more than validating: a tenth of a second of every command that reads a wo
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
+from collections.abc import Iterable
 from functools import lru_cache
 from importlib import resources
 from typing import TYPE_CHECKING, Any
@@ -21,9 +23,11 @@ from cepplan.workload.paths import json_path
 if TYPE_CHECKING:
     import jsonschema
 
-MAX_PROBLEMS = 10
+MAX_PROBLEMS = 100  # a file wrong everywhere is told so in this many lines, then counted
 _KIND = {"object": "an object", "array": "a list", "string": "a string", "number": "a number",
          "integer": "a whole number", "boolean": "true or false", "null": "null"}
+_BOUND_WORDS = {"minimum": "at least", "maximum": "at most", "exclusiveMinimum": "more than",
+                "exclusiveMaximum": "less than"}
 
 
 @lru_cache(maxsize=8)
@@ -33,30 +37,101 @@ def shipped_schema(package: str, name: str) -> dict[str, Any]:
 
 
 def schema_problems(document: Any, schema: dict[str, Any], file: str) -> list[Problem]:
-    """The document's schema violations (at most `MAX_PROBLEMS`), ordered by JSON path."""
+    """Every schema violation of the document, in plain words, each at its JSON path (a
+    missing or unknown key at the key's own path), ordered by path; past `MAX_PROBLEMS`, a last line
+    counts the rest."""
     if conforms(document, schema):
         return []
     import jsonschema
 
     validator = jsonschema.Draft202012Validator(schema)
-    errors = sorted(validator.iter_errors(document),
-                    key=lambda e: (list(map(str, e.absolute_path)), str(e.validator)))
-    return [Problem(file, json_path(e.absolute_path), _message(e))
-            for e in errors[:MAX_PROBLEMS]]
+    found: dict[tuple[str, str], tuple[list, Problem]] = {}
+    for error in validator.iter_errors(document):
+        for parts, message in _problems(error, schema):
+            path = json_path(parts)
+            found.setdefault((path, message), (_order(parts), Problem(file, path, message)))
+    problems = [problem for _, problem in sorted(found.values(), key=lambda item: item[0])]
+    if len(problems) > MAX_PROBLEMS:
+        rest = len(problems) - MAX_PROBLEMS
+        problems = [*problems[:MAX_PROBLEMS],
+                    Problem(file, "", f"and {rest} more problem(s) of the same kinds")]
+    return problems
 
 
-def _message(error: jsonschema.ValidationError) -> str:
+def _order(path: Iterable[str | int]) -> list[tuple[int, str | int]]:
+    """Sort key of a JSON path: list positions in numeric order, keys as written."""
+    return [(0, part) if isinstance(part, int) else (1, part) for part in path]
+
+
+def _problems(error: jsonschema.ValidationError,
+              root: dict[str, Any]) -> list[tuple[list[str | int], str]]:
+    """One validation error as (JSON path parts, plain message) pairs: a missing key or an unknown
+    key is reported at its own path, one line per key."""
+    here = list(error.absolute_path)
+    instance = error.instance
+    if error.validator == "required" and isinstance(instance, dict):
+        properties = error.schema.get("properties", {})
+        return [([*here, name], "missing" + _hint(properties.get(name), root))
+                for name in error.validator_value if name not in instance]
+    if error.validator == "additionalProperties" and error.validator_value is False \
+            and isinstance(instance, dict):
+        known = list(error.schema.get("properties", {}))
+        return [([*here, name], _unknown_key(name, known))
+                for name in instance if name not in known]
+    return [(here, _message(error, root))]
+
+
+def _hint(schema: dict[str, Any] | None, root: dict[str, Any]) -> str:
+    """` (what the key holds)`, from the schema's description of it; empty without one."""
+    text = _description(schema, root)
+    return f" ({text})" if text else ""
+
+
+def _description(schema: dict[str, Any] | None, root: dict[str, Any]) -> str:
+    """The `description` of a schema, or of the definition its `$ref` names."""
+    while isinstance(schema, dict):
+        if "description" in schema:
+            return schema["description"]
+        ref = schema.get("$ref", "")
+        schema = root.get("$defs", {}).get(ref.removeprefix("#/$defs/")) \
+            if ref.startswith("#/$defs/") else None
+    return ""
+
+
+def _unknown_key(name: str, known: list[str]) -> str:
+    """An unknown key, with the closest known spelling if one is near."""
+    close = difflib.get_close_matches(name, known, n=1)
+    if close:
+        return f"unknown key (did you mean {close[0]!r}?)"
+    return f"unknown key (known keys here: {', '.join(known)})" if known else "unknown key"
+
+
+def _message(error: jsonschema.ValidationError, root: dict[str, Any]) -> str:
     found = _kind_of(error.instance)
+    rule = error.validator_value
     if error.validator == "type":
-        wanted = error.validator_value
-        wanted = wanted if isinstance(wanted, list) else [wanted]
+        wanted = rule if isinstance(rule, list) else [rule]
         return f"expected {' or '.join(_KIND.get(w, w) for w in wanted)}, found {found}"
-    if error.validator == "additionalProperties":
-        return error.message.replace("Additional properties are not allowed", "unknown key(s)")
-    if error.validator == "required":
-        return error.message.replace("is a required property", "is missing")[-200:]
+    if error.validator == "const":
+        return f"expected {rule!r}, found {found}"
+    if error.validator == "enum":
+        return f"{found} is not one of {', '.join(map(repr, rule))}"
+    if error.validator in _BOUND_WORDS:
+        return f"must be {_BOUND_WORDS[error.validator]} {rule:g}, found {found}"
+    if error.validator in ("minItems", "minProperties", "maxItems", "maxProperties"):
+        unit = "item" if "Items" in error.validator else "key"
+        count = len(error.instance)
+        if error.validator.startswith("min"):
+            return ("is empty" if not count else f"has {count} {unit}(s)") + \
+                f": at least {rule} {unit}(s) needed"
+        return f"has {count} {unit}(s): at most {rule} allowed"
+    if error.validator == "pattern":
+        return f"{found} is not {_description(error.schema, root) or 'of the expected form'}"
+    if error.validator in ("minLength", "maxLength"):
+        words = "at least" if error.validator == "minLength" else "at most"
+        return f"must have {words} {rule} character(s), found {found}"
     if len(repr(error.instance)) > 60:  # never echo a large value back
-        return f"{found} does not fit ({error.validator} {error.validator_value!r:.60})"
+        return f"{found} does not fit ({error.validator} {rule!r:.60})"
     return error.message[:200]
 
 

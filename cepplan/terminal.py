@@ -31,6 +31,11 @@ def printable(text: str, *, lines: bool = True) -> str:
     return pattern.sub(_escape, str(text))
 
 
+def counted(count: int, noun: str) -> str:
+    """`1 pattern`, `3 patterns`: a count with its noun in the right number."""
+    return f"{count:,} {noun}{'' if count == 1 else 's'}"
+
+
 def echo(text: object = "", *, err: bool = False, lines: bool = True) -> None:
     """Print `text` made `printable` (see there for `lines`) on stdout (stderr with `err`)."""
     stream = sys.stderr if err else sys.stdout

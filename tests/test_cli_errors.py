@@ -56,4 +56,4 @@ def test_optimize_on_a_plan_says_it_is_a_plan(tmp_path):
                     "-o", str(plan)).returncode == 0
     done = _cepplan("optimize", str(plan), "-o", str(tmp_path / "p2.json"))
     assert done.returncode == 2
-    assert f"error: {plan}: format: this is a plan file, not a workload" in done.stderr
+    assert f"error: {plan}: format: this is a plan, not a workload" in done.stderr

@@ -5,10 +5,12 @@ nothing heavy; no user-facing text names a paper, a seed or an algorithm number.
 from __future__ import annotations
 
 import ast
+import json
 import re
 import subprocess
 import sys
 from enum import Enum
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -97,11 +99,58 @@ def test_old_spellings_still_work_with_a_note(tmp_path):
     assert (tmp_path / "p.json").exists() and result.stdout == ""
 
 
-def test_rename_options_turns_an_option_into_an_argument():
+def test_rename_options_turns_an_option_into_the_trailing_arguments():
     renames = {"--out": "--output", "--events": ""}
     assert options.rename_options(
         ["plan.json", "--events", "a.csv", "--events=b.csv", "--out=o", "--", "--out"],
-        renames) == ["plan.json", "a.csv", "b.csv", "--output=o", "--", "--out"]
+        renames) == ["plan.json", "--output=o", "--", "--out", "a.csv", "b.csv"]
+    assert options.rename_options(["--events", "e.csv", "w.json", "-q"], renames) == \
+        ["w.json", "-q", "e.csv"]
+
+
+TABLE_ROW = re.compile(r"^\| `cepplan ([\w-]+)([^`]*)` \|[^|]*\| ([^|]*) \|$", re.M)
+
+
+def _table() -> dict[str, tuple[str, str]]:
+    """docs/cli.md's command table: command -> (its usage after the name, what it writes)."""
+    text = (ROOT / "docs" / "cli.md").read_text()
+    return {name: (usage, writes) for name, usage, writes in TABLE_ROW.findall(text)}
+
+
+def test_the_docs_command_table_lists_every_command_as_it_is_declared():
+    """Every registered command is in docs/cli.md's table with its arguments in order, and its
+    `-o` shown required (`-o X`), defaulted (`[-o X]`, the default named) or absent."""
+    table = _table()
+    commands = typer.main.get_command(app).commands
+    assert set(table) == set(commands)
+    for name, command in commands.items():
+        usage, writes = table[name]
+        words = re.findall(r"[\w.-]+|\[|\]", usage)
+        arguments = [p.human_readable_name.strip("[].") for p in command.params
+                     if p.param_type_name == "argument"]
+        shown = [w.rstrip(".") for w in words if w.isupper() and not w.startswith("-")]
+        assert shown[:len(arguments)] == arguments, (name, usage)
+        output = next((p for p in command.params if "--output" in p.opts), None)
+        if output is None:
+            assert "-o" not in words, name
+        elif output.required:
+            assert "-o" in words and words[words.index("-o") - 1] != "[", (name, usage)
+        else:
+            assert words[words.index("-o") - 1] == "[", (name, usage)
+            assert f"(default `{output.default}`)" in writes, (name, writes)
+
+
+def test_output_is_required_for_directories_and_synth_and_defaulted_for_documents():
+    """The rule of docs/cli.md: `-o` required where the output is a directory or data only
+    the user can name; a default name where the command writes one document."""
+    commands = typer.main.get_command(app).commands
+    required = {name for name, c in commands.items()
+                for p in c.params if "--output" in p.opts and p.required}
+    defaults = {name: str(p.default) for name, c in commands.items()
+                for p in c.params if "--output" in p.opts and not p.required}
+    assert required == {"synth-mobile", "generate", "run", "cover", "synth"}
+    assert defaults == {"stats": "stats.json", "optimize": "plan.json",
+                        "compare": "report.html"}
 
 
 def test_time_step_takes_a_unit_everywhere(tmp_path):
@@ -173,3 +222,33 @@ def test_examples_output_names_no_paper(tmp_path):
             assert result.exit_code == 0, (args, result.output)
             texts.append(result.output)
     assert not re.search(r"seed 0\d\d|§|Algorithm \d", "\n".join(texts))
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_help_paragraphs_wrap_at_any_width(command):
+    """A command's description is rewrapped to the terminal: at 80 columns no line ends short
+    in mid-paragraph (the docstring's own line breaks at ~96 columns are not kept)."""
+    result = CliRunner().invoke(app, [command, "--help"], env={"COLUMNS": "80"},
+                                terminal_width=80)
+    prose = result.output.split("╭")[0].splitlines()
+    for line, following in pairwise(prose):
+        if line.strip() and following.strip() and not line.lstrip().startswith("Usage:"):
+            assert len(line.rstrip()) > 60, (command, line, following)
+
+
+def test_validate_counts_in_words(tmp_path):
+    one = tmp_path / "one.json"
+    one.write_text(json.dumps({"format": "cepplan.workload/1", "time_unit": "s",
+                               "event_types": {"A": {"attributes": {}}},
+                               "patterns": [{"name": "p", "structure": ["SEQ", "a:A"],
+                                             "within": 5}]}))
+    result = CliRunner().invoke(app, ["validate", str(one)])
+    assert result.exit_code == 0, result.output
+    assert result.output == f"ok: {one} (1 pattern, 1 event type)\n"
+
+
+@pytest.mark.parametrize("command", ["", *COMMANDS])
+def test_h_is_help(command):
+    args = [command] if command else []
+    short = CliRunner().invoke(app, [*args, "-h"], env={"COLUMNS": "100"}, terminal_width=100)
+    assert short.exit_code == 0 and short.output == _help(*args)

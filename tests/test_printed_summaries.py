@@ -85,7 +85,7 @@ def test_stats_counts_rows_of_undeclared_types_as_not_used(tmp_path, cli):
         " ".join(done.out.split())
     warnings = [line for line in done.err.splitlines() if line.startswith("warning:")]
     assert len(warnings) == 1, done.err
-    assert warnings[0].startswith(f"warning: {events}: 1 of {len(lines) + 1} rows rejected "
+    assert warnings[0].startswith(f"warning: {events}: 1 of {len(lines) + 1:,} rows rejected "
                                   "(missing or unparsable time: 1)"), done.err
 
 

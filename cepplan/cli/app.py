@@ -1,14 +1,16 @@
 """The `cepplan` command: one Typer app; each command lives in its own module.
 
 Bad input (`CepplanError`) is printed as one clear message per problem on stderr with exit code
-2 and no traceback; `cepplan --debug COMMAND` shows the traceback too.
+2 and no traceback; `--debug`, before or after the command, shows the traceback too.
 """
 
 from __future__ import annotations
 
+import inspect
 import signal
 import sys
 import traceback
+from collections.abc import Callable
 
 import typer
 
@@ -37,6 +39,7 @@ app = typer.Typer(
     "cheapest detection plans, explain them, and run them.",
     epilog="Run `cepplan COMMAND --help` for a command's options; conventions: docs/cli.md.",
     no_args_is_help=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
     add_completion=False,
     pretty_exceptions_enable=False,
 )
@@ -55,28 +58,41 @@ def _version(value: bool) -> None:
 def _root(
     version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
                                  help="Print the version and exit."),
-    debug: bool = typer.Option(False, "--debug", help="Show tracebacks for errors."),
+    debug: bool = typer.Option(False, "--debug", help="Show tracebacks for errors (also "
+                               "accepted after the command)."),
 ) -> None:
     """cepplan: optimizer-as-a-service for complex event processing."""
-    _state["debug"] = debug
+    _state["debug"] = _state["debug"] or debug
 
 
 # Old option spellings still accepted, with a note on stderr (docs/cli.md, "Deprecated").
 _OUTPUT = {"--out": "--output"}
 
-app.command("validate")(validate_cmd.validate)
-app.command("show")(show_cmd.show)
-app.command("optimize", cls=command_with_aliases({**_OUTPUT, "--k": "-k"}))(
-    optimize_cmd.optimize_command)
-app.command("synth")(synth_cmd.synth)
-app.command("stats")(stats_cmd.stats)
-app.command("generate", cls=command_with_aliases(_OUTPUT))(generate_cmd.generate_command)
-app.command("run", cls=command_with_aliases({**_OUTPUT, "--events": ""}))(run_cmd.run_command)
-app.command("compare")(compare_cmd.compare_command)
-app.command("serve")(serve_cmd.serve_command)
-app.command("cover", cls=command_with_aliases({**_OUTPUT, "--events": ""}))(
-    cover_cmd.cover_command)
-app.command("synth-mobile")(mobility_cmd.synth_mobile)
+def _command(name: str, function: Callable[..., None],
+             renames: dict[str, str] | None = None) -> None:
+    """Register `function` as the command `name`, with `renames` as old option spellings."""
+    app.command(name, help=unwrapped(function.__doc__ or ""),
+                cls=command_with_aliases(renames) if renames else None)(function)
+
+
+def unwrapped(doc: str) -> str:
+    """A docstring as help text, each paragraph on one line: the help keeps a docstring's line
+    breaks, which at another terminal width break sentences mid-line."""
+    return "\n\n".join(" ".join(paragraph.split())
+                        for paragraph in inspect.cleandoc(doc).split("\n\n"))
+
+
+_command("validate", validate_cmd.validate)
+_command("show", show_cmd.show)
+_command("optimize", optimize_cmd.optimize_command, {**_OUTPUT, "--k": "-k"})
+_command("synth", synth_cmd.synth)
+_command("stats", stats_cmd.stats)
+_command("generate", generate_cmd.generate_command, _OUTPUT)
+_command("run", run_cmd.run_command, {**_OUTPUT, "--events": ""})
+_command("compare", compare_cmd.compare_command, {"--events": ""})
+_command("serve", serve_cmd.serve_command)
+_command("cover", cover_cmd.cover_command, {**_OUTPUT, "--events": ""})
+_command("synth-mobile", mobility_cmd.synth_mobile)
 
 
 def main() -> None:
@@ -96,9 +112,11 @@ def main() -> None:
 
 
 def _main() -> None:
+    args, debug = without_debug(sys.argv[1:])
+    _state["debug"] = debug
     try:
         with signals_interrupt():
-            code = app(standalone_mode=False)
+            code = app(args=args, standalone_mode=False)
         if isinstance(code, int) and code:
             sys.exit(code)
     except USAGE_ERROR as err:  # Click's own checks (choices, types, unknown options)
@@ -116,6 +134,14 @@ def _main() -> None:
         if not problems:
             echo(f"error: {err}", err=True)
         sys.exit(2)
+
+
+def without_debug(args: list[str]) -> tuple[list[str], bool]:
+    """The arguments without `--debug`, and whether it was given: the option is the app's,
+    but a user adds it where the command failed, after the command as often as before."""
+    end = args.index("--") if "--" in args else len(args)
+    kept = [arg for arg in args[:end] if arg != "--debug"]
+    return kept + args[end:], len(kept) < end
 
 
 def _usage_message(err: Exception) -> str:

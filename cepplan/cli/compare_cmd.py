@@ -1,5 +1,6 @@
-"""`cepplan compare WORKLOAD [--stats stats.json] -o report.html`: every planner side by side,
-written as report.html with report.md and report.json beside it."""
+"""`cepplan compare WORKLOAD [EVENTS...] [--stats stats.json] [-o report.html]`: every planner
+side by side, written as report.html with report.md and report.json beside it; with event
+files, every plan also run on them in-process."""
 
 from __future__ import annotations
 
@@ -13,17 +14,14 @@ from cepplan.terminal import echo
 
 
 def compare_command(
-    workload: Path = typer.Argument(..., help="The workload.json to plan."),
+    workload: Path = typer.Argument(..., metavar="WORKLOAD", help="The workload.json to plan."),
+    events: list[str] | None = options.events_argument(required=False),
     stats: Path | None = typer.Option(None, "--stats", help="A stats.json measured by "
                                       "`cepplan stats`; overrides inline statistics."),
     output: Path = options.output("The report page; report.md and report.json are written "
                                   "beside it.", Path("report.html")),
     time_limit: float = typer.Option(60.0, "--time-limit", min=0.001,
                                      help="Seconds each planner may search."),
-    events: list[Path] = typer.Option([], "--events", help="Event files: run every plan (and "
-                                      "the plans with and without contexts, sharing and "
-                                      "covering) on them in-process and show measured beside "
-                                      "predicted figures (repeatable)."),
     seed: int = options.seed("Seed of the randomised planners."),
     quiet: bool = options.quiet(),
 ) -> None:
@@ -31,8 +29,9 @@ def compare_command(
 
     The report puts the planners side by side: modelled costs, latencies, Pareto fronts, the
     subtrees patterns share and by whom, and a workload's contexts and consumer-query covering
-    with and without. With --events every plan and variant is also run, measured beside the
-    predictions; different matches exit 1.
+    with and without. Given EVENTS, every plan (and the plans with and without contexts,
+    sharing and covering) is also run on them in-process and measured beside the predictions;
+    if two plans find different matches, the command exits 1.
     """
     from cepplan.cli.optimize_cmd import MAX_TIME_LIMIT
     from cepplan.limits import bounded
@@ -46,6 +45,7 @@ def compare_command(
     from cepplan.workload import load_workload
 
     bounded("--time-limit", time_limit, low=0, high=MAX_TIME_LIMIT)
+    events = events or []
     inputs = [("workload", workload), *([("statistics", stats)] if stats else []),
               *event_inputs(events)]
     check_file_outputs(list(report_paths(output).values()), inputs)  # before planning

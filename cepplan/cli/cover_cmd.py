@@ -15,7 +15,7 @@ from cepplan.terminal import echo, warn
 def cover_command(
     plan: Path = typer.Argument(..., metavar="PLAN",
                                 help="The plan.json whose consumer queries to evaluate."),
-    events: list[Path] = typer.Argument(..., metavar="EVENTS...", help="Event files."),
+    events: list[str] = options.events_argument(),
     out: Path = options.output("Output directory, replaced on success."),
     workload: Path | None = options.workload_option(),
     solver: CoverRun | None = typer.Option(
@@ -26,7 +26,8 @@ def cover_command(
     """Evaluate the plan's consumer queries, reusing covering selections.
 
     Computes each consumer operator once per covering selection and delivers it to every
-    query it serves; writes OUT/results/*.jsonl and OUT/metrics.json and prints the savings.
+    query it serves; writes results/*.jsonl and metrics.json into the -o directory and prints
+    the savings.
     """
     from cepplan.engine_adapter.inputs import event_paths, plan_and_workload
     from cepplan.engine_adapter.local.covering_io import read_covering_rows, write_covering_output

@@ -21,7 +21,7 @@ def generate_command(
 ) -> None:
     """Write the plan's PySpark job, to run with spark-submit anywhere, without cepplan.
 
-    DIR holds job.py, runtime.zip (for --py-files), job.json and plan.json.
+    The -o directory holds job.py, runtime.zip (for --py-files), job.json and plan.json.
     """
     from cepplan.engine_adapter.inputs import plan_and_workload
     from cepplan.engine_adapter.spark.generate import generate

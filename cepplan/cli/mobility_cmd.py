@@ -12,6 +12,7 @@ from cepplan.cli import options
 from cepplan.terminal import echo
 
 STEP_SECONDS = 0.5  # the simulation step of cepplan.stats.mobility.simulate_cars
+SECONDS = "seconds (the time unit of the workload it writes)"
 MAX_CARS = 1_000_000
 
 
@@ -21,12 +22,13 @@ def synth_mobile(
     consumers: int = typer.Option(25, "--consumers", help="Cars registered as consumers."),
     interest: float = typer.Option(800.0, "--interest", help="Side of a consumer's square "
                                    "interest (m)."),
-    duration: float = typer.Option(120.0, "--duration", help="Simulated seconds."),
+    duration_text: str = options.duration("--duration", "2min", "Simulated time.", SECONDS),
     side: float = typer.Option(2000.0, "--side", help="Side of the square area (m)."),
     threshold: float = typer.Option(0.7, "--threshold", help="Precision and recall each "
                                     "consumer requires."),
-    window: float = typer.Option(2.0, "--window", help="Time window of the queries (s)."),
-    batch: float = typer.Option(10.0, "--batch", help="Batch length (s)."),
+    window_text: str = options.duration("--window", "2s", "Time window of the queries.",
+                                        SECONDS),
+    batch_text: str = options.duration("--batch", "10s", "Batch length.", SECONDS),
     seed: int = options.seed("Random seed (same seed, same files)."),
     quiet: bool = options.quiet(),
 ) -> None:
@@ -39,11 +41,12 @@ def synth_mobile(
     from cepplan.workload.durations import MAX_DURATION
 
     target = check_directory_output(out, "synth-mobile", [])
+    duration, window, batch = (options.duration_value(flag, text, "s") for flag, text in (
+        ("--duration", duration_text), ("--window", window_text), ("--batch", batch_text)))
     if not cars > 0:
         raise options.option_error("--cars", f"must be positive, got {cars}")
     at_least("--cars", cars, 1, MAX_CARS)
-    for flag, value in (("--interest", interest), ("--duration", duration), ("--side", side),
-                        ("--window", window), ("--batch", batch)):
+    for flag, value in (("--interest", interest), ("--side", side)):
         if not value > 0:
             raise options.option_error(flag, f"must be positive, got {value}")
         bounded(flag, value, low=0, high=MAX_DURATION)

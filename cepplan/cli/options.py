@@ -10,6 +10,7 @@ This module imports nothing heavy: `cepplan --help` must stay fast.
 
 from __future__ import annotations
 
+import re
 from enum import Enum
 from pathlib import Path
 from typing import Any
@@ -147,9 +148,48 @@ def master() -> Any:
 
 def time_step(help_text: str, default: str | None = None) -> Any:
     """`--time-step DURATION`: text with a unit, or a bare number in the workload's unit."""
-    return typer.Option(default, "--time-step", metavar="DURATION",
+    return duration("--time-step", default, help_text)
+
+
+def duration(flag: str, default: str | None, help_text: str,
+             bare: str = "the workload's time unit") -> Any:
+    """A duration option: text with a unit ("30s", "5min"), or a bare number in `bare`; read
+    with `duration_value`."""
+    return typer.Option(default, flag, metavar="DURATION",
                         help=f"{help_text} A duration such as 30s or 5min; a bare number is "
-                        "in the workload's time unit.")
+                        f"in {bare}.")
+
+
+def events_argument(required: bool = True) -> Any:
+    """`EVENTS...`: event files, directories, quoted globs ('data/*.csv', expanded as Spark
+    expands them) or URLs for Spark (hdfs://...), read as text (a `Path` would fold `//`)."""
+    return typer.Argument(... if required else None, metavar="EVENTS..." if required
+                          else "[EVENTS]...", help="Event files, directories or quoted "
+                          "globs ('data/*.csv').", show_default=False)
+
+
+_MEMORY = re.compile(r"^([1-9][0-9]{0,8})([kmgt])b?$", re.IGNORECASE)
+_MEMORY_UNITS = {"k": 1, "m": 2**10, "g": 2**20, "t": 2**30}  # in KiB
+SPARK_MIN_DRIVER_KIB = 450 * 2**10  # Spark refuses to start a driver with less (450m)
+
+
+def driver_memory() -> Any:
+    """`--driver-memory SIZE`: the Spark driver's memory, as spark-submit spells it."""
+    return typer.Option("4g", "--driver-memory", metavar="SIZE", parser=memory_size,
+                        help="Spark driver memory, as for spark-submit (e.g. 512m, 4g; at "
+                        "least 450m).")
+
+
+def memory_size(text: str) -> str:
+    """A JVM memory size as Spark reads it (`512m`, `4g`), with its unit (a bare number would be
+    bytes to the JVM) and as much as Spark needs; anything else is refused here, not by a JVM
+    failing to start."""
+    found = _MEMORY.match(text)
+    if not found:
+        raise typer.BadParameter(f"expected a size such as 512m or 4g, got {text!r:.40}")
+    if int(found[1]) * _MEMORY_UNITS[found[2].lower()] < SPARK_MIN_DRIVER_KIB:
+        raise typer.BadParameter(f"Spark needs at least 450m for its driver, got {text!r}")
+    return text
 
 
 SEED_MAX = 2**63 - 1  # seeds are written into plan.json and stats.json as 64-bit integers
@@ -191,12 +231,19 @@ def command_with_aliases(renames: dict[str, str]) -> type[TyperCommand]:
 
 
 def rename_options(args: list[str], renames: dict[str, str]) -> list[str]:
-    """`args` with each old spelling in `renames` replaced (and a deprecation note printed)."""
+    """`args` with each old spelling in `renames` replaced (and a deprecation note printed);
+    the values of an option that became the trailing arguments (renamed to "") move to the
+    end, where those arguments stand (`compare --events e.csv w.json`: `compare w.json
+    e.csv`)."""
     renamed: list[str] = []
+    trailing: list[str] = []
     noted: set[str] = set()
-    for index, arg in enumerate(args):
+    index = 0
+    while index < len(args):
+        arg = args[index]
+        index += 1
         if arg == "--":
-            return renamed + args[index:]
+            return renamed + args[index - 1:] + trailing
         flag, equals, value = arg.partition("=")
         if flag not in renames:
             renamed.append(arg)
@@ -209,5 +256,8 @@ def rename_options(args: list[str], renames: dict[str, str]) -> list[str]:
         if new:
             renamed.append(f"{new}={value}" if equals else new)
         elif equals:
-            renamed.append(value)
-    return renamed
+            trailing.append(value)
+        elif index < len(args):
+            trailing.append(args[index])
+            index += 1
+    return renamed + trailing

@@ -16,12 +16,13 @@ from cepplan.terminal import echo, warn
 
 def run_command(
     plan: Path = typer.Argument(..., metavar="PLAN", help="The plan.json to evaluate."),
-    events: list[Path] = typer.Argument(..., metavar="EVENTS...", help="Event files."),
+    events: list[str] = options.events_argument(),
     output: Path = options.output("Output directory, replaced on success."),
     engine: Engine = options.choice(Engine.auto, "--engine", "local (in-process), spark, or "
                                     "auto: local unless --master is given or the input is "
                                     "larger than 2 GiB."),
     master: str | None = options.master(),
+    driver_memory: str = options.driver_memory(),
     workload: Path | None = options.workload_option(),
     plan_kind: PlanKind = options.choice(PlanKind.plan, "--plan-kind", "plan: as given; "
                                          "trivial: the unoptimised baseline, on the same "
@@ -57,7 +58,7 @@ def run_command(
                        output_format.value, progress)
         else:
             _run_spark(loaded, chosen, plan_kind.value, files, staged, output_format.value,
-                       master or "local[*]", progress, verbose)
+                       master or "local[*]", driver_memory, progress, verbose)
         metrics = json.loads((staged / "metrics.json").read_text())
         warning = check_rejected(", ".join(files), metrics["rows_read"],
                                  metrics["rows_rejected"], files, loaded)
@@ -86,7 +87,8 @@ def _run_local(loaded, chosen, plan_kind: str, files: list[str], out: Path,
 
 
 def _run_spark(loaded, chosen, plan_kind: str, files: list[str], out: Path,
-               output_format: str, master: str, progress: bool, verbose: bool) -> None:
+               output_format: str, master: str, driver_memory: str, progress: bool,
+               verbose: bool) -> None:
     """The generated PySpark job, submitted with spark-submit (its process group is stopped
     whole if cepplan is interrupted); it runs the plan's contexts and consumer queries too."""
     from cepplan.engine_adapter.spark.generate import generate
@@ -98,4 +100,5 @@ def _run_spark(loaded, chosen, plan_kind: str, files: list[str], out: Path,
         if progress:
             echo(f"cepplan: running the job on Spark ({master})", err=True)
         submit(job_dir, files, out, master=master, output_format=output_format,
-               quiet=not progress, verbose=verbose)
+               quiet=not progress, verbose=verbose,
+               conf={"spark.driver.memory": driver_memory})

@@ -1,4 +1,4 @@
-"""`cepplan stats EVENTS... --workload W -o stats.json`: measure event files in this process
+"""`cepplan stats EVENTS... -w WORKLOAD [-o stats.json]`: measure event files in this process
 (`--engine local`) or with Spark (`--engine spark`); `auto` chooses (docs/stats.md).
 
 Rates, occurrence models and selectivities go to `stats.json` (format `cepplan.stats/1`, see
@@ -26,10 +26,9 @@ MAX_PARTITIONS = 100_000  # Spark shuffle partitions (Spark reads the setting as
 
 
 def stats(
-    events: list[str] = typer.Argument(..., metavar="EVENTS...",
-                                       help="Event files or directories (or globs)."),
+    events: list[str] = options.events_argument(),
     workload: Path = options.workload_option("The workload.json.", required=True),
-    output: Path = options.output("Where to write stats.json."),
+    output: Path = options.output("Where to write the statistics.", Path("stats.json")),
     engine: Engine = options.choice(Engine.auto, "--engine", "local (in-process), spark, or "
                                     "auto: local unless --master is given or the input is "
                                     "larger than 2 GiB."),
@@ -43,14 +42,16 @@ def stats(
     max_groups: int = typer.Option(1000, "--max-groups",
                                    help="Most keys / regions reported per type."),
     strict: bool = typer.Option(False, "--strict", help="Any rejected row is an error."),
-    driver_memory: str = typer.Option("4g", "--driver-memory", help="Spark driver memory."),
+    driver_memory: str = options.driver_memory(),
     shuffle_partitions: int = typer.Option(0, "--shuffle-partitions",
                                            help="Spark shuffle partitions (0: 4 per core)."),
     quiet: bool = options.quiet(),
     verbose: bool = options.verbose(),
 ) -> None:
     """Measure rates, occurrence models and predicate selectivities of event files."""
-    from cepplan.limits import at_least, check_readable
+    from cepplan.engine_adapter.engine_choice import choose_engine
+    from cepplan.engine_adapter.inputs import event_paths
+    from cepplan.limits import at_least
     from cepplan.outputs import check_file_outputs, event_inputs
     from cepplan.workload import load_workload
     from cepplan.workload.source_spec import reader_arguments
@@ -63,24 +64,19 @@ def stats(
     loaded = load_workload(workload)
     reader_arguments(loaded)  # a workload without a source fails here, before Spark starts
     step = options.duration_value("--time-step", time_step, loaded.time_unit)
-    for path in events:
-        local = "://" not in path and not any(c in path for c in "*?[")
-        if local:
-            check_readable(path, "event file")
-    from cepplan.stats.engines import choose_engine, measure
+    events = event_paths(events)
+    from cepplan.stats.engines import measure
     from cepplan.stats.progress import stage_progress
     from cepplan.stats.rejected_rows import check_rejected
     from cepplan.stats.stats_file import write_stats
 
-    chosen = choose_engine(engine.value, events, master=master)
+    chosen = choose_engine(engine.value, master, events)
     spark = None
     if chosen == "spark":
         from cepplan.stats.spark_session import stats_session
 
         spark = stats_session(master or "local[*]", driver_memory=driver_memory,
-                              shuffle_partitions=shuffle_partitions)
-        if verbose:
-            spark.sparkContext.setLogLevel("INFO")
+                              shuffle_partitions=shuffle_partitions, verbose=verbose)
     show = sys.stderr.isatty() and not quiet
     with stage_progress(spark, show) as on_stage:
         document = measure(
@@ -124,9 +120,9 @@ def print_summary(document: dict[str, Any], console: Console) -> None:
     rows = document["rows"]
     unused = rows["reasons"].get(NOT_USED, 0)
     types = ", ".join(rows.get("unknown_types", {}))
-    not_used = f", {unused} not used (types the workload does not declare: {types})" \
+    not_used = f", {unused:,} not used (types the workload does not declare: {types})" \
         if unused else ""
-    table = Table(title=f"{rows['read']} rows read, {rows['rejected'] - unused} rejected"
+    table = Table(title=f"{rows['read']:,} rows read, {rows['rejected'] - unused:,} rejected"
                   f"{not_used}; span {document['observed']['span']:g} {unit}")
     for name in ("type", "events", f"rate/{unit}", "95% CI", "disp.", "burst.", "model"):
         table.add_column(name, justify="left" if name in ("type", "model") else "right")

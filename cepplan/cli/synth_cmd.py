@@ -120,7 +120,7 @@ def synth(
         write_stats(result.truth, truth_path, loaded)
     if not quiet:
         counts = ", ".join(f"{k}: {v}" for k, v in result.truth["counts"].items())
-        echo(f"wrote {len(result.events)} events to {output} ({counts})")
+        echo(f"wrote {len(result.events):,} events to {output} ({counts})")
         echo(f"wrote ground truth to {truth_path}")
 
 
@@ -170,7 +170,7 @@ def _linear_road(loaded: Workload, output: Path, duration: float, seed: int, seg
         write_events(result.events, loaded, output)
         write_json_atomic(truth_path, result.truth)
     if not quiet:
-        echo(f"wrote {len(result.events)} position reports on {segments} segments to "
+        echo(f"wrote {len(result.events):,} position reports on {segments} segments to "
                    f"{output} (congested {congestion_share:.0%} of the time)")
         echo(f"wrote the true context episodes to {truth_path}")
 

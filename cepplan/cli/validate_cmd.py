@@ -8,7 +8,7 @@ import typer
 
 from cepplan.cli import options
 from cepplan.errors import InputError
-from cepplan.terminal import echo, problem_text, warn
+from cepplan.terminal import counted, echo, problem_text, warn
 
 
 def validate(
@@ -32,8 +32,8 @@ def validate(
         for issue in context_issues(workload):
             warn(f"{path}: {issue.path}: {issue.message}")
         if not quiet:
-            echo(f"ok: {path} ({len(workload.patterns)} patterns, "
-                       f"{len(workload.event_types)} event types)")
+            echo(f"ok: {path} ({counted(len(workload.patterns), 'pattern')}, "
+                 f"{counted(len(workload.event_types), 'event type')})")
     if failed:
-        echo(f"{failed} of {len(workloads)} workload(s) invalid", err=True)
+        echo(f"{failed} of {counted(len(workloads), 'workload')} invalid", err=True)
         raise typer.Exit(2)

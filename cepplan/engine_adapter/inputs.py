@@ -6,14 +6,17 @@ fit its workload is an error before Spark starts").
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import glob
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from cepplan.errors import InputError
+from cepplan.errors import InputError, Problem
+from cepplan.file_kinds import check_kind
 from cepplan.fileio import read_json
 from cepplan.limits import check_readable
 from cepplan.planner.plan import Plan, read_plan, trivial_plan
 from cepplan.workload import Workload, load_workload
+from cepplan.workload.input_files import InputFileError, files_in, is_glob
 
 
 def plan_and_workload(plan_path: Path, workload_path: Path | None = None, *,
@@ -23,8 +26,10 @@ def plan_and_workload(plan_path: Path, workload_path: Path | None = None, *,
     plan must record the workload it was made for (`workload.sha256`, the digest of the
     workload's content). A plan whose own content was changed since it was planned runs
     without its modelled figures, and `warn` is told so."""
+    document = read_json(plan_path)
+    check_kind(document, str(plan_path), "plan")  # a workload given where a plan belongs
     if workload_path is None:
-        workload_path = _workload_of(plan_path)
+        workload_path = _workload_of(document, plan_path)
     workload = load_workload(workload_path)
     if trivial:
         read_plan(plan_path, workload)
@@ -44,8 +49,8 @@ def plan_and_workload(plan_path: Path, workload_path: Path | None = None, *,
     return plan, workload
 
 
-def _workload_of(plan_path: Path) -> Path:
-    raw = read_json(plan_path)
+def _workload_of(raw: object, plan_path: Path) -> Path:
+    """The workload the plan document `raw` names, found as given or beside the plan."""
     meta = raw.get("workload") if isinstance(raw, dict) else None
     named = meta.get("path") if isinstance(meta, dict) else None
     if not named or not isinstance(named, str):
@@ -59,12 +64,23 @@ def _workload_of(plan_path: Path) -> Path:
                             "and the plan): pass --workload")
 
 
-def event_paths(paths: list[Path]) -> list[str]:
-    """The event files, each checked to exist and be readable."""
+def event_paths(paths: Sequence[str | Path]) -> list[str]:
+    """The event inputs as given, each checked to name something readable: files,
+    directories, quoted globs ('data/*.csv', expanded by the readers as Spark expands them)
+    and URLs (hdfs://..., read by Spark); a directory must hold event files; every problem
+    reported together."""
     problems = []
-    for path in paths:
+    for path in map(str, paths):
         try:
-            check_readable(path, "event file")
+            if is_glob(path):
+                if not glob.glob(path):
+                    raise InputError.single(path, "", "no file or directory matches this "
+                                            "pattern")
+            elif "://" not in path:
+                check_readable(path, "event file")
+                files_in(path)  # a directory without event files
+        except InputFileError as err:
+            problems.append(Problem(err.path, "", err.message))
         except InputError as err:
             problems += err.problems
     if problems:

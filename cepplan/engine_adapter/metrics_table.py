@@ -91,7 +91,7 @@ def run_warnings(metrics: dict[str, Any], kleene_cap: int) -> list[str]:
 def contexts_lines(section: dict[str, Any]) -> list[str]:
     """Per pattern in a context: the share of its events it saw and of the time it was
     suspended, beside the share of time the plan expected it active."""
-    windows = ", ".join(f"{count} {name}" for name, count in section["windows"].items())
+    windows = _counted(section["windows"])
     lines = [f"context windows: {windows}",
              f"{'pattern':<24} {'events seen':>12} {'suspended':>10} {'planned active':>15}"]
     for name, values in section["patterns"].items():
@@ -120,9 +120,15 @@ def covering_lines(m: dict[str, Any]) -> list[str]:
                      f"{quality['disparity']['min']:.2f}; results below their thresholds: "
                      f"{m['threshold_violations']}")
     record = m["solver"]
-    lines.append(f"covers solved: {record['statuses']} by {record['solvers']} in "
+    solvers = " and ".join(f"{name} ({count})" for name, count in record["solvers"].items())
+    lines.append(f"covers solved: {_counted(record['statuses']) or 0}, by {solvers or 'none'}, in "
                  f"{record['seconds_total']:.2f} s; greedy fallbacks: {record['fallbacks']}")
     return lines
+
+
+def _counted(counts: dict[str, int]) -> str:
+    """`{"optimal": 10, "feasible": 2}` as `10 optimal, 2 feasible`."""
+    return ", ".join(f"{count} {name}" for name, count in counts.items())
 
 
 def _number(value: float | None) -> str:

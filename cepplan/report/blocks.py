@@ -189,8 +189,8 @@ def contexts_blocks(contexts: Mapping[str, Any]) -> list[Block]:
     unit = contexts["unit"]
     shares = ("Time shares are those `cepplan stats` measured." if contexts["time_shares"]
               else "Time shares were not measured (plan with `--stats` from `cepplan stats` "
-                   "on events): the cost with contexts needs them; `--events` measures the "
-                   "share of time each pattern was suspended.")
+                   "on events): the cost with contexts needs them; comparing on event files "
+                   "measures the share of time each pattern was suspended.")
     return [Section("Contexts: with and without", "contexts", (
         Note("Planned with the contexts pass, a pattern receives events only while one of "
              "its contexts holds (each grouped window planned on its own); "

@@ -159,7 +159,7 @@ def _evaluation_searches(workload: Workload, statistics: Statistics, plan: Plan,
 
 class PartialMatches:
     """Expected partial matches per window of a pattern joined in a given order (Cost_ord,
-    seed 004 §3.3): what the matcher builds, beside what `--events` measures."""
+    seed 004 §3.3): what the matcher builds, beside what comparing on event files measures."""
 
     def __init__(self, workload: Workload, statistics: Statistics):
         problem = problem_from_workload(workload, statistics)

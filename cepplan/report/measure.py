@@ -1,4 +1,4 @@
-"""`cepplan compare --events`: every planner's plan run on the user's events with the
+"""`cepplan compare WORKLOAD EVENTS...`: every planner's plan run on the user's events with the
 in-process engine, measured beside what the model predicted. Plans change cost, never results:
 the matches of every run are compared, and a difference is reported loudly. The variants run
 too: the plan with shared subtrees (partial matches per shared node), the context-independent

@@ -1,6 +1,6 @@
 """The report's summary: what the chosen plan saves against the trivial plan, and where it comes
 from — events sent (acquisition), partial matches (evaluation: sharing and reordering), contexts,
-covering and, with `--events`, what was measured — in figures and words a reader takes in at a
+covering and, with event files, what was measured — in figures and words a reader takes in at a
 glance. `report.json` carries it as `summary`; the page and report.md render the same one."""
 
 from __future__ import annotations

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import resource
 import signal
+import socket
 import threading
 from collections.abc import Iterator
 from functools import partial
@@ -34,6 +36,11 @@ class StoppableServer(uvicorn.Server):
     def __init__(self, config: uvicorn.Config, grace: float):
         super().__init__(config)
         self.grace = grace
+
+    async def startup(self, sockets=None) -> None:
+        await super().startup(sockets)
+        if sockets and self.started:  # uvicorn says where it listens only on sockets it bound
+            self._log_started_message(sockets)
 
     async def shutdown(self, sockets=None) -> None:
         app: FastAPI = self.config.app
@@ -74,8 +81,37 @@ def serve(app: FastAPI, *, host: str, port: int, workers: int, grace: float,
           quiet: bool) -> None:
     """Serve `app` until a stop signal, then stop within `grace` seconds."""
     limits = ConnectionLimits(max_connections=connection_limit(workers))
+    listener = listening_socket(host, port)
     config = uvicorn.Config(app, host=host, port=port, ws="none", lifespan="on",
                             http=partial(GuardedHttpProtocol, limits=limits),
                             timeout_graceful_shutdown=grace + CLOSE_SECONDS,
                             log_level="warning" if quiet else "info", access_log=not quiet)
-    StoppableServer(config, grace).run()
+    with listener:
+        StoppableServer(config, grace).run(sockets=[listener])
+
+
+def listening_socket(host: str, port: int) -> socket.socket:
+    """The server's socket, bound before anything starts: an address the server cannot listen
+    on is one error naming the option (uvicorn logged it and exited with code 1 or 3)."""
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
+    except (OSError, UnicodeError) as err:
+        raise InputError.single("--host", "", f"cannot listen on {host!r}: "
+                                f"{getattr(err, 'strerror', None) or err}") from None
+    listener = socket.socket(family, kind, proto)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        listener.bind(address)
+    except OSError as err:
+        listener.close()
+        if err.errno == errno.EADDRINUSE:
+            raise InputError.single("--port", "", f"port {port} on {host} is in use (another "
+                                    "server?): choose another --port") from None
+        if err.errno == errno.EACCES:
+            raise InputError.single("--port", "", f"not allowed to listen on port {port} "
+                                    "(ports below 1024 need privileges)") from None
+        raise InputError.single("--host", "", f"cannot listen on {host} port {port}: "
+                                f"{err.strerror}") from None
+    listener.set_inheritable(True)
+    return listener

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -88,12 +87,6 @@ def expand_paths(paths: str | Sequence[str]) -> list[str]:
         return files_in(paths)
     except InputFileError as err:
         raise SourceError(err.message, err.path) from None
-
-
-def input_bytes(paths: str | Sequence[str]) -> int:
-    """Total size of the files `read_batches` would read."""
-    return sum(os.path.getsize(f) for f in expand_paths(paths))
-
 
 
 @dataclass

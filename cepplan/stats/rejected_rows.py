@@ -30,11 +30,11 @@ def check_rejected(where: str, read: int, reasons: Mapping[str, int], paths: Seq
     if read and sum(rejected.values()) + unused >= read:
         every = {**rejected, **({"of types the workload does not declare": unused}
                                if unused else {})}
-        raise InputError.single(where, "", f"no usable rows: all {read} rows rejected "
+        raise InputError.single(where, "", f"no usable rows: all {read:,} rows rejected "
                                 f"({_listed(every)}){rejection_advice(reasons, paths, workload)}")
     if not rejected:
         return None
-    return (f"warning: {where}: {sum(rejected.values())} of {read} rows rejected "
+    return (f"warning: {where}: {sum(rejected.values()):,} of {read:,} rows rejected "
             f"({_listed(rejected)}){rejection_advice(reasons, paths, workload)}")
 
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from cepplan import schema_check
 from cepplan.errors import InputError, Problem
+from cepplan.file_kinds import check_kind
 from cepplan.fileio import read_json, write_json_atomic
 from cepplan.workload.durations import SECONDS_PER_UNIT
 from cepplan.workload.loader import read_statistics
@@ -37,6 +38,7 @@ def read_stats(path: str | Path, workload: Workload,
 def parse_stats(raw: Any, file: str, workload: Workload,
                 notes: list[str] | None = None) -> Statistics:
     """Statistics from an already-parsed `stats.json` document (`file` names it in errors)."""
+    check_kind(raw, file, "statistics")
     if not isinstance(raw, dict) or raw.get("format") != FORMAT:
         raise InputError.single(file, "format", f"not a cepplan statistics file "
                                 f"(expected \"format\": \"{FORMAT}\")")

@@ -33,24 +33,34 @@ class InputFileError(ValueError):
         self.path = path
 
 
+def is_glob(path: str) -> bool:
+    """Whether `path` is a pattern (`*`, `?`, `[`) that names the files it matches."""
+    return any(c in path for c in "*?[")
+
+
 def files_in(paths: str | Sequence[str]) -> list[str]:
     """Files to read: files as given, directories as their non-hidden files (sorted; names
-    starting with `.` or `_` skipped, as Spark does), globs expanded."""
+    starting with `.` or `_` skipped, as Spark does; one without any is an error), globs
+    expanded."""
     paths = [paths] if isinstance(paths, str) else list(paths)
     if not paths:
         raise InputFileError("no input files given", "")
     files: list[str] = []
     for path in paths:
-        matches = sorted(glob.glob(path)) if any(c in path for c in "*?[") else [path]
+        matches = sorted(glob.glob(path)) if is_glob(path) else [path]
         if not matches or not all(os.path.exists(m) for m in matches):
             raise InputFileError("no such file or directory", path)
         for match in matches:
             if os.path.isdir(match):
-                files += [os.path.join(root, name)
-                          for root, dirs, names in sorted(os.walk(match))
-                          for name in sorted(names) if not name.startswith((".", "_"))
-                          if not any(d.startswith((".", "_")) for d in
-                                     os.path.relpath(root, match).split(os.sep) if d != ".")]
+                found = [os.path.join(root, name)
+                         for root, dirs, names in sorted(os.walk(match))
+                         for name in sorted(names) if not name.startswith((".", "_"))
+                         if not any(d.startswith((".", "_")) for d in
+                                    os.path.relpath(root, match).split(os.sep) if d != ".")]
+                if not found:
+                    raise InputFileError("no event files in this directory (names starting "
+                                         "with . or _ are skipped)", match)
+                files += found
             else:
                 files.append(match)
     return files

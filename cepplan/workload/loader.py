@@ -17,11 +17,12 @@ from importlib import resources
 from itertools import pairwise
 from pathlib import Path
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import orjson
 
 from cepplan.errors import InputError, Problem
+from cepplan.file_kinds import check_kind
 from cepplan.fileio import parse_json, read_input
 from cepplan.workload.context_model import context_issues
 from cepplan.workload.durations import DurationError, parse_duration
@@ -53,12 +54,7 @@ from cepplan.workload.model import (
 )
 from cepplan.workload.names import RULE, is_name
 from cepplan.workload.paths import json_path
-
-if TYPE_CHECKING:  # imported when a workload does not conform (schema_check.conforms)
-    import jsonschema
 from cepplan.workload.structure import RawOperand, read_structure
-
-FORMAT = "cepplan.workload/1"
 
 
 @lru_cache(maxsize=1)
@@ -104,34 +100,17 @@ def content_digest(raw: Any) -> str:
 
 
 def schema_problems(raw: Any, file: str) -> list[Problem]:
-    """Every JSON Schema violation, each with its JSON path."""
+    """Every JSON Schema violation, each with its JSON path, in plain words; a plan or a
+    statistics file is told so in one line instead."""
     if not isinstance(raw, dict):
         return [Problem(file, "", "a workload must be a JSON object")]
-    if raw.get("format") != FORMAT:
-        found = raw.get("format")
-        kind = (f"this is a {found.split('/')[0].removeprefix('cepplan.')} file, not a "
-                "workload: " if isinstance(found, str) and found.startswith("cepplan.") else "")
-        return [Problem(file, "format", f"{kind}expected \"format\": \"{FORMAT}\", "
-                        f"found {found!r:.60}")]
-    from cepplan.schema_check import conforms
+    try:
+        check_kind(raw, file, "workload")
+    except InputError as err:
+        return list(err.problems)
+    from cepplan.schema_check import schema_problems as shape_problems
 
-    if conforms(raw, workload_schema()):
-        return []
-    import jsonschema
-
-    validator = jsonschema.Draft202012Validator(workload_schema())
-    problems = []
-    for error in sorted(validator.iter_errors(raw), key=lambda e: list(map(str, e.absolute_path))):
-        problems.append(Problem(file, json_path(error.absolute_path), _schema_message(error)))
-    return problems
-
-
-def _schema_message(error: jsonschema.ValidationError) -> str:
-    if error.validator == "additionalProperties":
-        return error.message.replace("Additional properties are not allowed", "unknown key(s)")
-    if error.validator == "pattern" and isinstance(error.instance, str):
-        return f"{error.instance!r} is not a valid name ({RULE})"
-    return error.message
+    return shape_problems(raw, workload_schema(), file)
 
 
 class _Builder:

@@ -56,7 +56,7 @@ def make_project(folder: Path) -> Path:
     (folder / "docs").mkdir()
     (folder / "docs" / "readme.md").write_text("# mine\n")
     with contextlib.chdir(folder):
-        app(["optimize", "workload.json", "-o", "plan.json", "-q", "--time-limit", "1"],
+        app(["optimize", "workload.json", "-o", "plan.json", "-q", "--time-limit", "30"],
             standalone_mode=False)
     return folder
 

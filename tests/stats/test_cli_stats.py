@@ -1,8 +1,10 @@
-"""`cepplan synth` then `cepplan stats` as a user runs them (one Spark subprocess), and the
-errors that must come back as exit code 2 without a traceback."""
+"""`cepplan synth` then `cepplan stats` as a user runs them (one Spark subprocess, which prints
+nothing but cepplan's lines), and the errors that must come back as exit code 2 without a
+traceback."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 
@@ -32,6 +34,9 @@ def test_synth_then_stats(tmp_path):
                     "--master", "local[2]", "--driver-memory", "1g")
     assert done.returncode == 0, done.stderr
     assert "rows read" in done.stdout and "GOOG" in done.stdout
+    # without -v, only cepplan's lines: none of the JVM's start-up warnings or Spark's log
+    assert done.stderr == ""
+    assert not re.search(r"WARN|INFO|log4j|incubator|^\d\d/\d\d/\d\d ", done.stdout, re.M)
     document = orjson.loads(out.read_bytes())
     assert schema_problems(document, str(out)) == []
     assert document["models"]["GOOG"]["kind"] == "markov"
@@ -46,7 +51,7 @@ def test_local_engine_on_the_fraud_example(tmp_path):
     done = _cepplan("stats", str(fraud / "events.csv"), "-w", str(fraud / "workload.json"),
                     "-o", str(out))  # auto: a small local file runs in-process
     assert done.returncode == 0, done.stderr
-    assert "in-process engine" in done.stdout and "7851 rows read" in done.stdout
+    assert "in-process engine" in done.stdout and "7,851 rows read" in done.stdout
     document = orjson.loads(out.read_bytes())
     assert document["provenance"]["engine"] == "local"
     assert document["types"]["Swipe"]["count"] + document["types"]["Login"]["count"] > 7000

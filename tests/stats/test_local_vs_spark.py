@@ -14,8 +14,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from cepplan.engine_adapter.engine_choice import choose_engine
 from cepplan.stats import local_source, time_format
-from cepplan.stats.engines import choose_engine, measure
+from cepplan.stats.engines import measure
 from cepplan.stats.synth import synthesize
 from cepplan.stats.synth_write import write_events
 from cepplan.workload import build_workload, spark_source
@@ -228,10 +229,10 @@ def test_both_engines_read_zoned_times_alike(spark, tmp_path):
 def test_auto_engine_choice(tmp_path):
     path = tmp_path / "e.csv"
     path.write_text("kind,t\n")
-    assert choose_engine("auto", [str(path)], master=None) == "local"
-    assert choose_engine("auto", [str(path)], master="local[2]") == "spark"
-    assert choose_engine("auto", ["s3://bucket/events"], master=None) == "spark"
-    assert choose_engine("spark", [str(path)], master=None) == "spark"
+    assert choose_engine("auto", None, [str(path)]) == "local"
+    assert choose_engine("auto", "local[2]", [str(path)]) == "spark"
+    assert choose_engine("auto", None, ["s3://bucket/events"]) == "spark"
+    assert choose_engine("spark", None, [str(path)]) == "spark"
     json.dumps(reader_arguments(_workload(SOURCES["csv"])))
 
 

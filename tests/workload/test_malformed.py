@@ -56,8 +56,13 @@ CONSUMERS = {"operators": {"avg": {"event_type": "A", "aggregate": "avg", "attri
 # (id, mutation, expected JSON path, fragment of the message)
 CASES = [
     ("wrong-format", setter("format", value="cepplan.workload/9"), "format", "expected"),
-    ("missing-patterns", lambda d: d.pop("patterns"), "", "'patterns' is a required property"),
-    ("unknown-top-key", setter("colour", value=1), "", "unknown key(s)"),
+    ("missing-patterns", lambda d: d.pop("patterns"), "patterns",
+     "missing (a workload needs at least one pattern)"),
+    ("unknown-top-key", setter("colour", value=1), "colour", "unknown key (known keys here: "),
+    ("misspelt-key", setter("patterns", 0, "wher", value=[]), "patterns[0].wher",
+     "unknown key (did you mean 'where'?)"),
+    ("weight-zero", setter("patterns", 0, "weight", value=0), "patterns[0].weight",
+     "must be more than 0, found 0"),
     ("bad-time-unit", setter("time_unit", value="fortnight"), "time_unit", "is not one of"),
     ("unknown-schema", setter("event_types", "A", "schema", value="Trad"),
      "event_types.A.schema", "unknown schema 'Trad'"),
@@ -256,7 +261,7 @@ def test_cli_reports_problem_without_traceback(tmp_path):
     result = CliRunner().invoke(app, ["validate", str(bad), good])
     assert result.exit_code == 2
     assert "ok: examples/stocks/workload.json" in result.stdout
-    assert "1 of 2 workload(s) invalid" in result.stderr
+    assert "1 of 2 workloads invalid" in result.stderr
 
 
 def test_pattern_binding_an_invalid_pattern_reports_only_the_root_cause():

@@ -99,8 +99,8 @@ def failure_message(lines: Iterable[str], code: int) -> str:
     """One clear message from the end of a failed job's output."""
     lines = list(lines)
     ours = [line for line in lines if line.startswith("error:")]
-    if ours:
-        return "\n".join(ours)
+    if ours:  # the job's own lines: printed as they are (the first one's prefix is cepplan's)
+        return "\n".join(ours).removeprefix("error: ")
     cause = failure_cause(lines)
     if cause:
         return f"the Spark job failed: {cause}"
