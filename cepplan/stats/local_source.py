@@ -26,7 +26,7 @@ import json
 import math
 import os
 import re
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -68,6 +68,9 @@ REJECT_ID = "missing or unparsable id"
 
 BATCH_BYTES = 16 << 20  # CSV / JSON lines block; Parquet batches of BATCH_ROWS
 BATCH_ROWS = 256_000
+# Arrow's CSV reader reads up to 32 blocks ahead on a thread of its own: read in small blocks
+# (32 MiB ahead at most, whatever the file's size), joined into batches of `batch_bytes`
+CSV_READ_BLOCK = 1 << 20
 _HEADER_SAMPLE = 1000  # JSON lines: columns are taken from this many first lines, as Spark does
 
 
@@ -160,23 +163,34 @@ def read_batches(paths: str | Sequence[str], source: Mapping[str, Any],
     """Yield the canonical columns of `paths` batch by batch as pandas frames with `__reject`
     (`read_canonical`). `columns` limits the key / attribute columns returned (all are still
     read: every attribute of a row's type is checked)."""
+    for batch in read_canonical(paths, source, attributes, time_unit):
+        yield batch_frame(batch, columns)
+
+
+def batch_frame(batch: Canonical, columns: Collection[str] | None = None,
+                rows: np.ndarray | None = None) -> pd.DataFrame:
+    """`batch` as a pandas frame: `__type` and `__reject` categoricals, `__ts`, `__id`, the
+    key / attribute columns in `columns` (all: None) in their pandas dtypes; only `rows`
+    (positions or a mask) when given."""
     import pandas as pd
 
+    def part(values: np.ndarray) -> np.ndarray:
+        return values if rows is None else values[rows]
+
     wanted = None if columns is None else set(columns)
-    for batch in read_canonical(paths, source, attributes, time_unit):
-        ids = (pd.Series(batch.ids) if batch.ids_ok is None
-               else _pandas_values(batch.ids, batch.ids_ok, "long"))
-        out: dict[str, Any] = {
-            EVENT_TYPE: pd.Series(pd.Categorical.from_codes(batch.type_codes,
-                                                            batch.type_names)),
-            EVENT_TS: batch.ts, EVENT_ID: ids}
-        out.update({k: pd.Series(v, dtype=object) for k, v in batch.keys.items()
-                    if wanted is None or k in wanted})
-        out.update({a: _pandas_values(v, ok, batch.attribute_types[a])
-                    for a, (v, ok) in batch.attributes.items() if wanted is None or a in wanted})
-        frame = pd.DataFrame(out)
-        frame[REJECT] = pd.Categorical.from_codes(batch.reject, batch.reasons)
-        yield frame
+    ids = (pd.Series(part(batch.ids)) if batch.ids_ok is None
+           else _pandas_values(part(batch.ids), part(batch.ids_ok), "long"))
+    out: dict[str, Any] = {
+        EVENT_TYPE: pd.Series(pd.Categorical.from_codes(part(batch.type_codes),
+                                                        batch.type_names)),
+        EVENT_TS: part(batch.ts), EVENT_ID: ids}
+    out.update({k: pd.Series(part(v), dtype=object) for k, v in batch.keys.items()
+                if wanted is None or k in wanted})
+    out.update({a: _pandas_values(part(v), part(ok), batch.attribute_types[a])
+                for a, (v, ok) in batch.attributes.items() if wanted is None or a in wanted})
+    frame = pd.DataFrame(out)
+    frame[REJECT] = pd.Categorical.from_codes(part(batch.reject), batch.reasons)
+    return frame
 
 
 def _row_columns(source: Mapping[str, Any]) -> list[str]:
@@ -193,7 +207,9 @@ def _raw_batches(files: list[str], source: Mapping[str, Any], needed: list[str],
                  ) -> Iterator[tuple[pa.Table, np.ndarray, np.ndarray]]:
     fmt = source["format"]
     if fmt == "csv":
-        return _csv_batches(files, source, needed, batch_bytes, where, text)
+        block = min(batch_bytes, CSV_READ_BLOCK)
+        return _joined(_csv_batches(files, source, needed, block, where, text),
+                       batch_bytes // block)
     if text is not None:
         raise SourceError(f"byte ranges are read from CSV only, not {fmt}")
     if fmt == "jsonl":
@@ -228,12 +244,34 @@ def _csv_header(files: list[str], source: Mapping[str, Any]) -> list[str]:
     return []
 
 
+def _joined(batches: Iterator[tuple[pa.Table, np.ndarray, np.ndarray]], count: int
+            ) -> Iterator[tuple[pa.Table, np.ndarray, np.ndarray]]:
+    """Raw batches joined `count` by `count` (the last ones: what is left)."""
+    parts: list[tuple[pa.Table, np.ndarray, np.ndarray]] = []
+    for part in batches:
+        parts.append(part)
+        if len(parts) >= count:
+            yield _join(parts)
+            parts = []
+    if parts:
+        yield _join(parts)
+
+
+def _join(parts: list[tuple[pa.Table, np.ndarray, np.ndarray]]
+          ) -> tuple[pa.Table, np.ndarray, np.ndarray]:
+    if len(parts) == 1:
+        return parts[0]
+    tables, flags, positions = zip(*parts, strict=True)
+    return (pa.concat_tables(tables), np.concatenate(flags), np.concatenate(positions))
+
+
 def _csv_batches(files: list[str], source: Mapping[str, Any], needed: list[str],
-                 batch_bytes: int, where: dict[str, str], text: bytes | None = None
+                 read_block: int, where: dict[str, str], text: bytes | None = None
                  ) -> Iterator[tuple[pa.Table, np.ndarray, np.ndarray]]:
     """CSV as strings like Spark's PERMISSIVE reader: a row with too few or too many fields is
     malformed (and keeps its position), blank lines are skipped, empty fields are NULL,
-    backslash escapes quotes. `text`: the one file's bytes to read instead of the file."""
+    backslash escapes quotes. Read in blocks of `read_block` bytes, larger where a line is
+    longer. `text`: the one file's bytes to read instead of the file."""
     names = _csv_header(files, source)
     if not names:
         raise SourceError("cannot find column names: the CSV input is empty or has no "
@@ -243,7 +281,7 @@ def _csv_batches(files: list[str], source: Mapping[str, Any], needed: list[str],
     offset = 0
     for file in files:
         where["file"] = file
-        block, done = batch_bytes, 0  # rows of the file handed on
+        block, done = read_block, 0  # rows of the file handed on
         while True:  # again with larger blocks while a line is longer than a block
             try:
                 for table, malformed, positions in _csv_file(file, text, names, needed,
@@ -400,11 +438,14 @@ def _parquet_batches(files: list[str], needed: list[str], attr_types: Mapping[st
         for name in needed:
             _check_stored_type(name, reader.schema_arrow.field(name).type,
                                attr_types.get(name), file)
-        for batch in reader.iter_batches(batch_size=BATCH_ROWS, columns=needed):
-            table = pa.Table.from_batches([batch])
-            yield (table, np.zeros(len(table), dtype=bool),
-                   np.arange(offset, offset + len(table), dtype=np.int64))
-            offset += len(table)
+        for group in range(reader.num_row_groups):  # reading the whole file in one call
+            # keeps every row group read so far in memory (Arrow 26)
+            for batch in reader.iter_batches(batch_size=BATCH_ROWS, columns=needed,
+                                             row_groups=[group]):
+                table = pa.Table.from_batches([batch])
+                yield (table, np.zeros(len(table), dtype=bool),
+                       np.arange(offset, offset + len(table), dtype=np.int64))
+                offset += len(table)
 
 
 def _check_stored_type(name: str, stored: pa.DataType, kind: str | None, file: str) -> None:
