@@ -22,8 +22,8 @@ import numpy as np
 import pandas as pd
 
 from cepplan.costmodels.interests import processing_neighbours
-from cepplan.engine_adapter.covering_run import run_covering
 from cepplan.engine_adapter.runtime.covering import cover_inputs, deliver, groups
+from cepplan.engine_adapter.runtime.covering_run import run_covering
 from cepplan.planner.covering import (
     CPSAT_ENTRIES_PER_SECOND,
     instance,

@@ -29,7 +29,7 @@ from pathlib import Path
 
 from benchmarks.stock_bars import write_bars, write_workload
 from cepplan.costmodels.engine_steps import ENGINE_COSTS
-from cepplan.engine_adapter.spark_ranges import ENABLED as RANGES
+from cepplan.engine_adapter.spark.ranges import ENABLED as RANGES
 from cepplan.planner.plan import trivial_plan
 from cepplan.workload import load_workload
 
@@ -48,8 +48,8 @@ def uptime() -> str:
 def spark_seconds(script: str, *args: str) -> float:
     """Wall seconds of spark-submit of a bare PySpark `script` with cepplan's settings and JVM
     options (the class archive, the client compiler): the floor cepplan's job stands on."""
-    from cepplan.engine_adapter.jvm_start import class_archive
-    from cepplan.engine_adapter.submit import submit_command
+    from cepplan.engine_adapter.spark.jvm_start import class_archive
+    from cepplan.engine_adapter.spark.submit import submit_command
 
     path = Path(tempfile.mkdtemp(prefix="cepplan-floor-")) / "floor.py"
     path.write_text(script)

@@ -22,7 +22,7 @@ from benchmarks.bench_sharing_engine import (
     best_runs,
 )
 from cepplan.engine_adapter.job_spec import job_data
-from cepplan.engine_adapter.spark_job import run_job
+from cepplan.engine_adapter.spark.job import run_job
 from cepplan.planner.evaluation import EvaluationSettings, evaluation
 from cepplan.planner.plan import trivial_plan
 from cepplan.workload.loader import build_workload, load_workload

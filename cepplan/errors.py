@@ -6,6 +6,7 @@ the CLI prints them and exits with code 2, without a traceback.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -45,3 +46,19 @@ class InputError(CepplanError):
     @classmethod
     def single(cls, file: str, path: str, message: str, excerpt: str = "") -> InputError:
         return cls([Problem(file, path, message, excerpt)])
+
+
+class OutputError(InputError):
+    """A file or directory that could not be written (a full disk, a read-only file system,
+    a name too long): one line naming it and the problem."""
+
+    def __init__(self, path: object, problem: str):
+        self.path = str(path)
+        self.problem = problem
+        super().__init__([Problem(self.path, "", f"cannot write: {problem}")])
+
+    @classmethod
+    def from_os(cls, path: object, exc: OSError) -> OutputError:
+        """The OSError `exc`, raised while writing `path`, as one line."""
+        reason = os.strerror(exc.errno) if exc.errno else str(exc)
+        return cls(path, reason[:1].lower() + reason[1:])

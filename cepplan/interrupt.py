@@ -124,9 +124,14 @@ def _quiet_interruption(hook: Callable) -> Callable:
 
 def _child_setup() -> None:
     """In the child, before exec: die with cepplan (SIGTERM when the parent goes)."""
+    die_with_parent(signal.SIGTERM)
+
+
+def die_with_parent(signum: int) -> None:
+    """This process gets `signum` when its parent ends (Linux parent-death signal)."""
     # not Linux: no parent-death signal, but the group kill on interruption still holds
     with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signum, 0, 0, 0)
 
 
 def run_child_group(command: Sequence[str], *, env: dict[str, str] | None = None,

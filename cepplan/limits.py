@@ -48,31 +48,3 @@ def check_readable(path: str | Path, what: str = "file") -> None:
         raise InputError.single(str(path), "", f"cannot read: {exc.strerror.lower()}") from None
     if not os.access(path, os.R_OK):
         raise InputError.single(str(path), "", "cannot read: permission denied")
-
-
-def check_output_file(path: str | Path, option: str) -> None:
-    """`path` can be written as a file: not an existing directory, its folder writable."""
-    path = Path(path)
-    if path.is_dir():
-        raise InputError.single(str(path), "", f"is a directory; {option} needs a file name")
-    _check_parent(path)
-
-
-def check_output_dir(path: str | Path, option: str) -> None:
-    """`path` can be (re)placed as a directory: not an existing file, its folder writable."""
-    path = Path(path)
-    if path.exists() and not path.is_dir():
-        raise InputError.single(str(path), "", f"is a file; {option} needs a directory "
-                                "(it is replaced on success)")
-    _check_parent(path)
-
-
-def _check_parent(path: Path) -> None:
-    parent = path.absolute().parent
-    while not parent.exists():  # created on write: the first existing ancestor must allow it
-        parent = parent.parent
-    if not parent.is_dir():
-        raise InputError.single(str(path), "", f"cannot write: {parent} is not a directory")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise InputError.single(str(path), "", f"cannot write into {parent}: permission "
-                                "denied")

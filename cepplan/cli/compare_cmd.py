@@ -36,7 +36,9 @@ def compare_command(
     """
     from cepplan.cli.optimize_cmd import MAX_TIME_LIMIT
     from cepplan.limits import bounded
+    from cepplan.outputs import check_file_outputs, event_inputs
     from cepplan.planner.compose import Settings
+    from cepplan.planner.deadline import TimeLimitTooShort
     from cepplan.report.compare import compare
     from cepplan.report.measure import matches_equal
     from cepplan.report.write import report_paths, write_report
@@ -44,7 +46,9 @@ def compare_command(
     from cepplan.workload import load_workload
 
     bounded("--time-limit", time_limit, low=0, high=MAX_TIME_LIMIT)
-    report_paths(output)  # refuse a bad output before planning
+    inputs = [("workload", workload), *([("statistics", stats)] if stats else []),
+              *event_inputs(events)]
+    check_file_outputs(list(report_paths(output).values()), inputs)  # before planning
     loaded = load_workload(workload)
     statistics = read_stats(stats, loaded) if stats else loaded.statistics
     say = (lambda _: None) if quiet or not sys.stderr.isatty() else (
@@ -53,11 +57,15 @@ def compare_command(
         from cepplan.engine_adapter.inputs import event_paths
 
         files = event_paths(events)
-    comparison = compare(loaded, statistics, Settings(time_limit=time_limit, seed=seed),
-                         stats_file=str(stats) if stats else None, progress=say)
+    try:
+        comparison = compare(loaded, statistics, Settings(time_limit=time_limit, seed=seed),
+                             stats_file=str(stats) if stats else None, progress=say)
+    except TimeLimitTooShort as exc:
+        raise options.option_error("--time-limit", exc.advice(time_limit)) from None
     report = comparison.report
     if events:
         from cepplan.report.measure import measure_plans
+        from cepplan.report.summary import summarize
         from cepplan.stats.rejected_rows import check_rejected
 
         report["measured"] = measure_plans(
@@ -68,6 +76,7 @@ def compare_command(
                                  report["measured"]["rows_rejected"], files, loaded)
         if warning:  # an error instead, before the report is written, when no row is usable
             echo(warning, err=True, lines=False)
+        report["summary"] = summarize(report)  # with what was measured
     paths = write_report(report, output)
     if not quiet:
         for line in best_plan_lines(report):

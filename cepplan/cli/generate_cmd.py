@@ -23,14 +23,16 @@ def generate_command(
 
     DIR holds job.py, runtime.zip (for --py-files), job.json and plan.json.
     """
-    from cepplan.engine_adapter.generate import generate
     from cepplan.engine_adapter.inputs import plan_and_workload
-    from cepplan.limits import check_output_dir
+    from cepplan.engine_adapter.spark.generate import generate
+    from cepplan.outputs import check_directory_output, written_directory
 
-    check_output_dir(output, "--output")
     trivial = plan_kind is PlanKind.trivial
     chosen, loaded = plan_and_workload(plan, workload, trivial=trivial, warn=warn)
-    generate(loaded, chosen, output, plan_kind=plan_kind.value)
+    target = check_directory_output(output, "generate", [("plan", plan),
+                                                         ("workload", loaded.path)])
+    with written_directory(target) as staged:
+        generate(loaded, chosen, staged, plan_kind=plan_kind.value)
     if not quiet:
         echo(f"job written to {output}; run it with:\n  spark-submit --py-files "
                    f"{output / 'runtime.zip'} {output / 'job.py'} --events EVENTS --out RESULTS")

@@ -33,11 +33,12 @@ def synth_mobile(
     """Simulate mobile consumers whose interests overlap, for `cepplan optimize` and `cover`."""
     from cepplan.cli.synth_cmd import MAX_EVENTS
     from cepplan.fileio import write_bytes_atomic, write_json_atomic
-    from cepplan.limits import at_least, bounded, check_output_dir
+    from cepplan.limits import at_least, bounded
+    from cepplan.outputs import check_directory_output, written_directory
     from cepplan.stats.mobility import MobilitySpec, mobility_workload, simulate_cars
     from cepplan.workload.durations import MAX_DURATION
 
-    check_output_dir(out, "--output")
+    target = check_directory_output(out, "synth-mobile", [])
     if not cars > 0:
         raise options.option_error("--cars", f"must be positive, got {cars}")
     at_least("--cars", cars, 1, MAX_CARS)
@@ -58,10 +59,11 @@ def synth_mobile(
                         interest=interest, window_time=window, precision=threshold,
                         recall=threshold, batch=batch, track_step=batch)
     sim = simulate_cars(spec, seed)
-    out.mkdir(parents=True, exist_ok=True)
-    write_bytes_atomic(out / "events.jsonl",
-                       sim.events.to_json(orient="records", lines=True).encode())
-    write_json_atomic(out / "workload.json", mobility_workload(sim, spec))
+    with written_directory(target) as staged:  # replaces an earlier output only on success
+        staged.mkdir()
+        write_bytes_atomic(staged / "events.jsonl",
+                           sim.events.to_json(orient="records", lines=True).encode())
+        write_json_atomic(staged / "workload.json", mobility_workload(sim, spec))
     if not quiet:
         echo(f"wrote {len(sim.events)} speed events of {cars} cars, {consumers} consumers "
                    f"with {interest:g} m interests, to {out}")

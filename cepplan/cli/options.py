@@ -110,7 +110,17 @@ def choice(default: Enum, flag: str, help_text: str) -> Any:
 def output(help_text: str, default: Path | None = None) -> Any:
     """`-o/--output PATH`: every file or directory a command writes (required without default)."""
     return typer.Option(default if default is not None else ..., "-o", "--output",
-                        help=help_text, show_default=default is not None)
+                        help=help_text, show_default=default is not None,
+                        parser=output_path, metavar="PATH")
+
+
+def output_path(text: str | Path) -> Path:
+    """An `-o/--output` value; an empty one (an unset `$OUT`) is refused, not taken for the
+    current directory."""
+    if not str(text):
+        raise typer.BadParameter("the path is empty (an unset variable?); name a file or "
+                                 "directory")
+    return Path(text)
 
 
 def workload_option(help_text: str = "The workload.json (default: the one the plan names).",

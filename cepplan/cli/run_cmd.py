@@ -35,17 +35,17 @@ def run_command(
     from cepplan.engine_adapter.engine_choice import choose_engine
     from cepplan.engine_adapter.inputs import event_paths, plan_and_workload
     from cepplan.engine_adapter.metrics_table import metrics_lines, run_warnings
-    from cepplan.interrupt import staged_directory
-    from cepplan.limits import check_output_dir
+    from cepplan.outputs import check_directory_output, event_inputs, written_directory
     from cepplan.stats.rejected_rows import check_rejected
 
-    check_output_dir(output, "--output")
     trivial = plan_kind is PlanKind.trivial
     chosen, loaded = plan_and_workload(plan, workload, trivial=trivial, warn=warn)
     files = event_paths(events)
+    target = check_directory_output(output, "run", [("plan", plan), ("workload", loaded.path),
+                                                    *event_inputs(files)])
     which = choose_engine(engine.value, master, files)
     progress = verbose or (sys.stderr.isatty() and not quiet)
-    with staged_directory(output) as staged:  # renamed over --output only on success
+    with written_directory(target) as staged:  # renamed over --output only on success
         if which == "local":
             _run_local(loaded, chosen, plan_kind.value, files, staged,
                        output_format.value, progress)
@@ -83,8 +83,8 @@ def _run_spark(loaded, chosen, plan_kind: str, files: list[str], out: Path,
                output_format: str, master: str, progress: bool, verbose: bool) -> None:
     """The generated PySpark job, submitted with spark-submit (its process group is stopped
     whole if cepplan is interrupted); it runs the plan's contexts and consumer queries too."""
-    from cepplan.engine_adapter.generate import generate
-    from cepplan.engine_adapter.submit import submit
+    from cepplan.engine_adapter.spark.generate import generate
+    from cepplan.engine_adapter.spark.submit import submit
     from cepplan.interrupt import scratch_directory
 
     with scratch_directory() as scratch:

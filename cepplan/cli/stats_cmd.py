@@ -50,11 +50,12 @@ def stats(
     verbose: bool = options.verbose(),
 ) -> None:
     """Measure rates, occurrence models and predicate selectivities of event files."""
-    from cepplan.limits import at_least, check_output_file, check_readable
+    from cepplan.limits import at_least, check_readable
+    from cepplan.outputs import check_file_outputs, event_inputs
     from cepplan.workload import load_workload
     from cepplan.workload.source_spec import reader_arguments
 
-    check_output_file(output, "--output")
+    check_file_outputs([output], [("workload", workload), *event_inputs(events)])
     at_least("--markov-order", markov_order, 1, 8)
     at_least("--shuffle-partitions", shuffle_partitions, 0, MAX_PARTITIONS)
     at_least("--sample", sample, 1, MAX_SAMPLE)

@@ -63,7 +63,9 @@ def synth(
     Rates are Zipf-distributed unless --rate fixes them; --markov makes a type bursty. The
     ground truth (NAME.truth.json) has the stats.json format.
     """
-    from cepplan.limits import bounded, check_output_file
+    from cepplan.fileio import written_together
+    from cepplan.limits import bounded
+    from cepplan.outputs import check_file_outputs
     from cepplan.stats.stats_file import write_stats
     from cepplan.stats.synth import synthesize
     from cepplan.stats.synth_write import write_events
@@ -71,12 +73,13 @@ def synth(
     from cepplan.workload.durations import MAX_DURATION
     from cepplan.workload.loader import MAX_RATE
 
+    inputs = [("workload", workload)]
+    check_file_outputs([output], inputs)
     truth_path = output.with_name(output.name.split(".")[0] + ".truth.json")
-    check_output_file(output, "--output")
     if truth_path.resolve() == output.resolve():
         raise option_error("--output", f"{output} is where the ground truth goes "
                            "(NAME.truth.json beside NAME.EXT): give the events another name")
-    check_output_file(truth_path, "--output")
+    check_file_outputs([truth_path], inputs)
     loaded = load_workload(workload)
     length = bounded("--duration", options.duration_value("--duration", duration,
                                                           loaded.time_unit),
@@ -112,8 +115,9 @@ def synth(
     result = synthesize(loaded, duration=length, seed=seed, zipf_skew=skew,
                         total_rate=total_rate, rates=rates, models=models, ranges=ranges,
                         n_keys=keys, n_regions=regions, truth_draws=truth_draws)
-    write_events(result.events, loaded, output)
-    write_stats(result.truth, truth_path, loaded)
+    with written_together():  # the events and their ground truth, or neither
+        write_events(result.events, loaded, output)
+        write_stats(result.truth, truth_path, loaded)
     if not quiet:
         counts = ", ".join(f"{k}: {v}" for k, v in result.truth["counts"].items())
         echo(f"wrote {len(result.events)} events to {output} ({counts})")
@@ -139,7 +143,7 @@ def _linear_road(loaded: Workload, output: Path, duration: float, seed: int, seg
                  congestion_share: float, quiet: bool) -> None:
     """Write a Linear-Road-like stream and its episodes (the true context windows)."""
     from cepplan.errors import InputError
-    from cepplan.fileio import write_json_atomic
+    from cepplan.fileio import write_json_atomic, written_together
     from cepplan.stats.linear_road import ATTRIBUTES, REPORT
     from cepplan.stats.linear_road import linear_road as generate_linear_road
     from cepplan.stats.synth_write import write_events
@@ -161,9 +165,10 @@ def _linear_road(loaded: Workload, output: Path, duration: float, seed: int, seg
                                       congestion_share=congestion_share)
     except ValueError as err:
         raise option_error("--linear-road", str(err)) from None
-    write_events(result.events, loaded, output)
     truth_path = output.with_name(output.name.split(".")[0] + ".truth.json")
-    write_json_atomic(truth_path, result.truth)
+    with written_together():
+        write_events(result.events, loaded, output)
+        write_json_atomic(truth_path, result.truth)
     if not quiet:
         echo(f"wrote {len(result.events)} position reports on {segments} segments to "
                    f"{output} (congested {congestion_share:.0%} of the time)")

@@ -1,6 +1,7 @@
-"""The report's later sections — shared subtrees by whom, contexts and covering with and without,
-what was measured on the events — as renderer-neutral blocks (headings, notes, tables, plots),
-so that the page and the Markdown say the same thing from one description."""
+"""The report's building blocks (sections, notes, tables, plots, headline cards, collapsible
+parts) and its later sections — shared subtrees by whom, contexts and covering with and without,
+what was measured on the events — so that the page and the Markdown say the same thing from one
+description."""
 
 from __future__ import annotations
 
@@ -12,14 +13,10 @@ from cepplan.report import plots
 
 
 @dataclass(frozen=True)
-class Heading:
-    text: str
-
-
-@dataclass(frozen=True)
 class Note:
     text: str
     bad: bool = False
+    strong: bool = False
 
 
 @dataclass(frozen=True)
@@ -40,7 +37,25 @@ class Code:
     text: str
 
 
-Cell = str | Num | Percent | Code
+@dataclass(frozen=True)
+class Marked:
+    """A cell that is the best of its row or column (shown highlighted)."""
+
+    cell: str
+
+
+@dataclass(frozen=True)
+class PlanChoice:
+    """A planner's plan for a pattern: its notation, cost and latency; `best` when no
+    planner's plan for the pattern costs less. Sorts by its cost."""
+
+    plan: str
+    cost: float | None
+    latency: int
+    best: bool
+
+
+Cell = str | Num | Percent | Code | Marked | PlanChoice
 
 
 @dataclass(frozen=True)
@@ -51,25 +66,60 @@ class Table:
 
 @dataclass(frozen=True)
 class Figure:
-    """A plot, drawn only by the page (`draw` returns its `<svg>`)."""
+    """A plot, drawn only by the page (`draw` returns its `<svg>`), with an optional caption.
+    Consecutive figures sit side by side."""
 
     draw: Callable[[], str]
+    caption: str = ""
 
 
-Block = Heading | Note | Table | Figure
+@dataclass(frozen=True)
+class Card:
+    """One headline figure: what (`title`), how much (`figure`) and in words (`text`); `tone`
+    `saving`, `none` (nothing saved or not costed) or `bad` (a result to report)."""
+
+    title: str
+    figure: str
+    text: str
+    tone: str = "saving"
 
 
-def format_cell(cell: Cell, number: Callable[[float | int | None, str], Any],
-                percent: Callable[[float | None], Any], code: Callable[[str], Any],
-                text: Callable[[str], Any]) -> Any:
-    """A cell in a renderer's terms: each kind of cell by the renderer's own function."""
-    if isinstance(cell, Num):
-        return number(cell.value, cell.suffix)
-    if isinstance(cell, Percent):
-        return percent(cell.value)
-    if isinstance(cell, Code):
-        return code(cell.text)
-    return text(cell)
+@dataclass(frozen=True)
+class Cards:
+    cards: tuple[Card, ...]
+
+
+@dataclass(frozen=True)
+class Details:
+    """Blocks a reader opens when wanted (`summary` says what they hold); `open` shows them."""
+
+    summary: str
+    blocks: tuple[Block, ...]
+    open: bool = False
+
+
+@dataclass(frozen=True)
+class Section:
+    """A titled part of the report; `anchor` names it for links and tests."""
+
+    title: str
+    anchor: str
+    blocks: tuple[Block, ...]
+
+
+Block = Note | Table | Figure | Cards | Details | Section
+
+LONG = 10  # rows past which a table, or plots past which a set of plots, starts collapsed
+
+
+def collapsible(summary: str, blocks: Sequence[Block], count: int) -> Details:
+    """Blocks of `count` rows or plots, collapsed when there are more than `LONG`."""
+    return Details(f"{summary} ({count})", tuple(blocks), open=count <= LONG)
+
+
+def format_cell(cell: Cell, formats: Mapping[type, Callable[[Any], Any]]) -> Any:
+    """A cell in a renderer's terms: each kind of cell by the renderer's function for it."""
+    return formats[type(cell)](cell)
 
 
 def variant_blocks(report: Mapping[str, Any]) -> list[Block]:
@@ -112,18 +162,20 @@ def sharing_blocks(sharing: Mapping[str, Any],
                 points.append((node["id"], node["cost"], found))
         table_rows.append(tuple(row))
     scatter: list[Block] = [Figure(lambda: plots.predicted_vs_measured(
-        points, "partial matches per shared subtree", log=True))] if points else []
-    return [
-        Heading("Shared subtrees, by whom"),
+        points, "partial matches per shared subtree", log=True, noun="shared subtrees"))
+                         ] if points else []
+    sizes = {float(n["size"]): f"{n['size']} events" for n in nodes}
+    return [Section("Shared subtrees, by whom", "sharing", (
         Note(f"The {sharing['search']} search's plan computes each of these subtrees once and "
              "feeds its partial matches to every pattern listed. Each subtree is written as "
              "its first user writes it; the others bind the same event types under the same "
              "conditions with their own variable names. Darker squares: larger subtrees."),
         Figure(lambda: plots.membership(rows, patterns, cells, "Shared subtrees by pattern",
-                                        "shared subtree", "pattern")),
-        Table(tuple(header), tuple(table_rows)),
+                                        "shared subtree", "pattern", sizes)),
         *scatter,
-    ]
+        collapsible("Shared subtrees: what each computes and who uses it",
+                    [Table(tuple(header), tuple(table_rows))], len(table_rows)),
+    ))]
 
 
 def contexts_blocks(contexts: Mapping[str, Any]) -> list[Block]:
@@ -139,8 +191,7 @@ def contexts_blocks(contexts: Mapping[str, Any]) -> list[Block]:
               else "Time shares were not measured (plan with `--stats` from `cepplan stats` "
                    "on events): the cost with contexts needs them; `--events` measures the "
                    "share of time each pattern was suspended.")
-    return [
-        Heading("Contexts: with and without"),
+    return [Section("Contexts: with and without", "contexts", (
         Note("Planned with the contexts pass, a pattern receives events only while one of "
              "its contexts holds (each grouped window planned on its own); "
              f"context-independently, every pattern runs all the time. {shares}"),
@@ -149,20 +200,23 @@ def contexts_blocks(contexts: Mapping[str, Any]) -> list[Block]:
                     for v in contexts["variants"])),
         Figure(lambda: plots.membership(labels, names, cells,
                                         "Patterns each grouped window runs",
-                                        "grouped window (share of time)", "pattern")),
-        Table(("grouped window", "share of time", "patterns running", "patterns suspended",
-               f"modelled cost ({unit})"),
-              tuple((" + ".join(g["contexts"]), Percent(_percent(g["expected_time_share"])),
-                     ", ".join(g["patterns"]), ", ".join(g["suspended"]) or "none",
-                     Num(g["expected_cost"])) for g in groups)),
-        Table(("pattern", "contexts", "active share", "cost independent", "cost with contexts",
-               "latency independent", "latency with contexts"),
-              tuple((p["pattern"], ", ".join(p["contexts"]) or "all the time",
-                     Percent(_percent(p["expected_active_share"])),
-                     Num(p["independent"]["cost"]), Num(p["with_contexts"]["cost"]),
-                     Num(p["independent"]["latency"]), Num(p["with_contexts"]["latency"]))
-                    for p in contexts["patterns"])),
-    ]
+                                        "grouped window (share of time)", "pattern",
+                                        {1.0: "the window runs the pattern"})),
+        collapsible("Grouped windows", [Table(
+            ("grouped window", "share of time", "patterns running", "patterns suspended",
+             f"modelled cost ({unit})"),
+            tuple((" + ".join(g["contexts"]), Percent(_percent(g["expected_time_share"])),
+                   ", ".join(g["patterns"]), ", ".join(g["suspended"]) or "none",
+                   Num(g["expected_cost"])) for g in groups))], len(groups)),
+        collapsible("Patterns with and without contexts", [Table(
+            ("pattern", "contexts", "active share", "cost independent", "cost with contexts",
+             "latency independent", "latency with contexts"),
+            tuple((p["pattern"], ", ".join(p["contexts"]) or "all the time",
+                   Percent(_percent(p["expected_active_share"])),
+                   Num(p["independent"]["cost"]), Num(p["with_contexts"]["cost"]),
+                   Num(p["independent"]["latency"]), Num(p["with_contexts"]["latency"]))
+                  for p in contexts["patterns"]))], len(contexts["patterns"])),
+    ))]
 
 
 def covering_blocks(covering: Mapping[str, Any]) -> list[Block]:
@@ -173,8 +227,7 @@ def covering_blocks(covering: Mapping[str, Any]) -> list[Block]:
     pairs = covering["pairs"]
     points = [(p["precision"], p["recall"], bool(p["meets_thresholds"])) for p in pairs]
     limits = [(p["thresholds"]["precision"], p["thresholds"]["recall"]) for p in pairs]
-    return [
-        Heading("Covering: with and without reuse"),
+    return [Section("Covering: with and without reuse", "covering", (
         Note("Without covering, each consumer query computes its operator on its own "
              "selection; with covering, the operator runs once per covering selection and "
              "every query it covers within its quality thresholds reuses the result. The "
@@ -185,28 +238,30 @@ def covering_blocks(covering: Mapping[str, Any]) -> list[Block]:
              for _, o in rows], ("without reuse", "with reuse"),
             [f"cover {o['cover_size']} of {o['queries']} queries" for _, o in rows], unit,
             "Operator executions with and without reuse")),
-        Table(("solver", "operator", "queries", "cover size", "executions without reuse",
-               "executions with reuse", "saving", "cover"),
-              tuple((s, o["operator"], Num(o["queries"]), Num(o["cover_size"]),
-                     Num(o["executions_without_reuse"]), Num(o["executions_with_reuse"]),
-                     Percent(_saving(o)), ", ".join(o["cover"] or ()))
-                    for s, o in rows)),
+        collapsible("Covers per solver", [Table(
+            ("solver", "operator", "queries", "cover size", "executions without reuse",
+             "executions with reuse", "saving", "cover"),
+            tuple((s, o["operator"], Num(o["queries"]), Num(o["cover_size"]),
+                   Num(o["executions_without_reuse"]), Num(o["executions_with_reuse"]),
+                   Percent(_saving(o)), ", ".join(o["cover"] or ())) for s, o in rows))],
+            len(rows)),
         Note("Neighbour pairs: the result computed for the server's selection, reused by the "
              "served query, with its expected precision, recall and disparity against the "
              "served query's thresholds."),
         Figure(lambda: plots.thresholds_scatter(points, limits)),
-        Table(("operator", "server", "served", "precision", "recall", "disparity",
-               "thresholds", "meets"),
-              tuple((p["operator"], p["server"], p["served"], Num(p["precision"]),
-                     Num(p["recall"]), Num(p["disparity"]), _thresholds(p["thresholds"]),
-                     "yes" if p["meets_thresholds"] else "no") for p in pairs)),
-    ]
+        collapsible("Neighbour pairs", [Table(
+            ("operator", "server", "served", "precision", "recall", "disparity", "thresholds",
+             "meets"),
+            tuple((p["operator"], p["server"], p["served"], Num(p["precision"]),
+                   Num(p["recall"]), Num(p["disparity"]), _thresholds(p["thresholds"]),
+                   "yes" if p["meets_thresholds"] else "no") for p in pairs))], len(pairs)),
+    ))]
 
 
 def measured_blocks(measured: Mapping[str, Any]) -> list[Block]:
     """Every run on the events beside the model's predictions."""
     runs = measured["runs"]
-    blocks: list[Block] = [Heading("Measured on the events")]
+    blocks: list[Block] = []
     if measured["matches_equal"]:
         blocks.append(Note("Every plan found the same matches."))
     else:
@@ -234,14 +289,15 @@ def measured_blocks(measured: Mapping[str, Any]) -> list[Block]:
                      Num(r.get("predicted_factor")), Num(r.get("partial_matches")),
                      Num(r.get("predicted_partial_matches")), Num(r["matches"]),
                      Num(r["seconds"], " s")) for r in runs))]
+    sections = [Section("Measured on the events", "measured", tuple(blocks))]
     if measured.get("contexts"):
-        blocks += _contexts_measured(measured["contexts"])
+        sections.append(_contexts_measured(measured["contexts"]))
     if measured.get("covering"):
-        blocks += _covering_measured(measured["covering"])
-    return blocks
+        sections.append(_covering_measured(measured["covering"]))
+    return sections
 
 
-def _contexts_measured(contexts: Mapping[str, Any]) -> list[Block]:
+def _contexts_measured(contexts: Mapping[str, Any]) -> Section:
     verdict = (Note("With contexts, every pattern's matches equal its context-independent "
                     "matches kept to the windows its contexts held (the windows derived from "
                     "the context-independent run's deriving matches).")
@@ -249,28 +305,28 @@ def _contexts_measured(contexts: Mapping[str, Any]) -> list[Block]:
                Note("With contexts, some pattern's matches differ from its "
                     "context-independent matches kept to the windows: this is a bug, please "
                     "report it.", bad=True))
-    return [
-        Heading("Measured: with and without contexts"), verdict,
+    return Section("Measured: with and without contexts", "measured-contexts", (
+        verdict,
         Note("Rows to matchers with contexts include the deriving patterns' rows, counted "
              "once per evaluation (their evaluations overlap at the horizons)."),
         Table(("plan", "rows to matchers", "matches", "wall time"),
               tuple((r["variant"], Num(r["rows_to_matchers"]), Num(r["matches"]),
                      Num(r["seconds"], " s")) for r in contexts["runs"])),
-        Table(("pattern", "contexts", "active share expected", "active share measured",
-               "matches independent", "independent, in the windows", "matches with contexts",
-               "equal"),
-              tuple((p["pattern"], ", ".join(p["contexts"]) or "all the time",
-                     Percent(_percent(p.get("expected_active_share"))),
-                     Percent(_active(p["suspended_time_share"])),
-                     Num(p["matches_independent"]), Num(p["matches_independent_in_windows"]),
-                     Num(p["matches_with_contexts"]), "yes" if p["equal"] else "NO")
-                    for p in contexts["patterns"])),
-    ]
+        collapsible("Matches per pattern with and without contexts", [Table(
+            ("pattern", "contexts", "active share expected", "active share measured",
+             "matches independent", "independent, in the windows", "matches with contexts",
+             "equal"),
+            tuple((p["pattern"], ", ".join(p["contexts"]) or "all the time",
+                   Percent(_percent(p.get("expected_active_share"))),
+                   Percent(_active(p["suspended_time_share"])),
+                   Num(p["matches_independent"]), Num(p["matches_independent_in_windows"]),
+                   Num(p["matches_with_contexts"]), "yes" if p["equal"] else "NO")
+                  for p in contexts["patterns"]))], len(contexts["patterns"])),
+    ))
 
 
-def _covering_measured(rows: Sequence[Mapping[str, Any]]) -> list[Block]:
-    return [
-        Heading("Measured: consumer queries with and without reuse"),
+def _covering_measured(rows: Sequence[Mapping[str, Any]]) -> Section:
+    return Section("Measured: consumer queries with and without reuse", "measured-covering", (
         Note("Each covering solver run on the events: operator executions without reuse "
              "(one per query window) and with reuse, in all and per batch beside the model's "
              "expectation, results reused, and how many reused results fell below the served "
@@ -286,7 +342,7 @@ def _covering_measured(rows: Sequence[Mapping[str, Any]]) -> list[Block]:
                      Num(r["reused_results"]), Num(r["threshold_violations"]),
                      Num(_lowest(r, "precision")), Num(_lowest(r, "recall")),
                      Num(r["seconds"], " s")) for r in rows)),
-    ]
+    ))
 
 
 def _measured_node(node: Mapping[str, Any], measured: Sequence[Mapping[str, Any]]

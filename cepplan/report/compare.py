@@ -18,9 +18,10 @@ from cepplan.planner.compose import Settings
 from cepplan.planner.evaluation import EvaluationSettings, evaluation
 from cepplan.planner.optimize import Optimized, optimize
 from cepplan.planner.plan import Plan, trivial_plan
+from cepplan.report.pareto import pareto_fronts, pareto_notes
 from cepplan.report.sharing import shared_nodes
+from cepplan.report.summary import summarize
 from cepplan.report.variants import (
-    COVERING_SOLVERS,
     contexts_comparison,
     covering_comparison,
 )
@@ -49,10 +50,6 @@ PLANNERS = (
 
 
 SEARCHES = ("tabu", "sa")  # the evaluation pass's local searches, each run on its own
-
-# Runs of one comparison that may each spend the time limit: the planners, the searches, the
-# context-independent plan and the covering solvers (the service's timeout per compare)
-TIME_LIMITS = len(PLANNERS) + len(SEARCHES) + 1 + len(COVERING_SOLVERS)
 
 
 @dataclass(frozen=True)
@@ -102,7 +99,8 @@ def compare(workload: Workload, statistics: Statistics, settings: Settings, *,
         "unit": unit,
         "planners": planners,
         "best": best["name"],
-        "pareto": _pareto(reference.plan),
+        "pareto": pareto_fronts(reference.plan),
+        "pareto_notes": pareto_notes(workload, reference.plan),
     }
     evaluation_report, shared = _evaluation_searches(workload, statistics, reference.plan,
                                                      settings, progress)
@@ -118,6 +116,7 @@ def compare(workload: Workload, statistics: Statistics, settings: Settings, *,
     if workload.consumers is not None and workload.consumers.queries:
         progress("covering consumer queries with each solver")
         report["covering"], covering = covering_comparison(workload, statistics, settings)
+    report["summary"] = summarize(report)
     return Comparison(report, plans, shared, independent, covering)
 
 
@@ -201,14 +200,3 @@ def _trivial_entry(reference: Optimized, unit: str, partials: PartialMatches,
     return {"name": "trivial", "description": "push every event, detect in one step",
             "unit": unit, "total_cost": reference.outcome.naive_total, "seconds": 0.0,
             "patterns": patterns}
-
-
-def _pareto(plan: Plan) -> dict[str, list[dict[str, Any]]]:
-    """Each pattern's Pareto front of (cost, latency), the chosen plan marked."""
-    fronts = {}
-    for name, body in plan.patterns.items():
-        chosen = body.detection
-        fronts[name] = [{"steps": [sorted(s) for s in p.steps], "cost": p.expected_cost,
-                         "latency": p.latency, "chosen": p == chosen}
-                        for p in body.pareto]
-    return fronts

@@ -6,6 +6,7 @@ from __future__ import annotations
 import html
 import io
 import math
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -13,7 +14,10 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
+from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+from cepplan.report.text import notation, number
 
 # labels carry users' names (contexts, operators, patterns): drawn as written, never read as
 # mathtext (`$\\undefinedmacro$` raised a ValueError) or LaTeX
@@ -21,86 +25,150 @@ plt.rcParams.update({"svg.fonttype": "none", "font.size": 9, "axes.spines.top": 
                      "axes.spines.right": False, "figure.dpi": 96, "text.parse_math": False,
                      "text.usetex": False})
 
-ACCENT, MUTED = "#1f6feb", "#8c959f"
+ACCENT, MUTED, RED = "#1f6feb", "#8c959f", "#cf222e"
+COLOURS = (ACCENT, "#bf8700", "#8250df", "#1a7f37", "#cf222e", "#57606a")
+FEW_POINTS = len(COLOURS)  # up to this many points each get a colour and a legend entry
+LABELLED = 6  # otherwise only this many points are labelled, the farthest off
+LABELLED_COUNTS = 30  # places of neighbour pairs up to which each count is written
+PLAN_LABEL = 44  # characters of a plan label in a Pareto plot
 
 
-def cost_bars(planners: Sequence[Mapping[str, Any]], unit: str) -> str:
-    """Each planner's modelled workload cost on a log scale, cheapest highlighted."""
-    names = [p["name"] for p in planners]
-    costs = [max(float(p["total_cost"]), 1e-12) for p in planners]
-    best = min(costs)
-    fig, ax = plt.subplots(figsize=(6.4, 0.45 * len(names) + 0.9))
-    low, high = _decades(costs)
-    ax.barh(names, [c - low for c in costs], left=low,
-            color=[ACCENT if c == best else MUTED for c in costs])
-    _log_scale(ax.xaxis, ax.set_xscale, ax.set_xlim, low, high)
+def saving_bars(names: Sequence[str], costs: Sequence[float | None], baseline: float,
+                unit: str, chosen: str, title: str) -> str:
+    """Each alternative's saving against a baseline cost, in percent on a linear axis (costs
+    spanning decades still read as the share they save), annotated with the cost itself; the
+    one the summary speaks of highlighted."""
+    savings = [0.0 if c is None or not baseline else 100.0 * (1 - c / baseline) for c in costs]
+    fig, ax = plt.subplots(figsize=(6.4, 0.42 * len(names) + 1.1))
+    colours = [ACCENT if n == chosen else MUTED for n in names]
+    ax.barh(list(names), savings, color=colours)
+    ax.set_xlim(min(0.0, *savings) * 1.1, 100.0)
     ax.invert_yaxis()
-    ax.set_xlabel(f"modelled cost ({unit}, log scale)")
-    for y, cost in enumerate(costs):
-        ax.annotate(f"{cost:.4g}", (cost, y), xytext=(3, 0), textcoords="offset points",
-                    va="center")
-    return _svg(fig, "Modelled cost per planner")
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}%"))
+    ax.set_xlabel(f"saving against the trivial plan ({number(baseline)}); in brackets: "
+                  f"{unit}")
+    for y, (saving, cost) in enumerate(zip(savings, costs, strict=True)):
+        text = "not costed" if cost is None else f"{saving:.1f}% ({number(cost)})"
+        ax.annotate(text, (max(saving, 0.0), y), xytext=(3, 0), textcoords="offset points",
+                    va="center", fontsize=8)
+    ax.legend(handles=[Patch(color=ACCENT, label=chosen), Patch(color=MUTED, label="others")],
+              frameon=False, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=2)
+    return _svg(fig, title)
 
 
-def pareto_front(pattern: str, front: Sequence[Mapping[str, Any]], unit: str) -> str:
-    """One pattern's Pareto front: cost against latency, the chosen plan marked."""
-    fig, ax = plt.subplots(figsize=(3.6, 2.6))
-    points = sorted((int(p["latency"]), float(p["cost"] or 0.0), bool(p["chosen"]))
-                    for p in front)
-    ax.step([p[0] for p in points], [p[1] for p in points], where="post", color=MUTED, lw=1)
-    ax.scatter([p[0] for p in points], [p[1] for p in points], color=MUTED, zorder=2)
-    chosen = [p for p in points if p[2]]
-    ax.scatter([p[0] for p in chosen], [p[1] for p in chosen], color=ACCENT, s=60, zorder=3,
-               label="chosen")
-    if all(p[1] > 0 for p in points):
-        _log_scale(ax.yaxis, ax.set_yscale, ax.set_ylim, *_decades([p[1] for p in points]))
-    ax.set_xticks(sorted({p[0] for p in points}))
-    ax.set_xlabel("latency (plan steps)")
-    ax.set_ylabel(f"cost ({unit})")
-    ax.set_title(pattern, fontsize=9)
-    # fixed margins instead of a tight layout: a workload has one front per pattern, and
-    # laying out each costs twice its drawing (50 patterns: seconds)
-    fig.subplots_adjust(left=0.21, right=0.96, bottom=0.18, top=0.9)
+def pareto_front(pattern: str, front: Sequence[Mapping[str, Any]], unit: str,
+                 cheapest_not_chosen: bool = False) -> str:
+    """One pattern's Pareto front as a dot plot: a row per plan (by latency, fastest first),
+    labelled with the plan, its cost as a dot, the chosen plan highlighted and, when it is not
+    the cheapest, the cheapest ringed."""
+    points = sorted((int(p["latency"]), float(p["cost"] or 0.0), bool(p["chosen"]),
+                     _plan_label(p["latency"], p["steps"])) for p in front)
+    labels = [p[3] for p in points]
+    left = 0.15 + 0.068 * max(map(len, labels))  # inches for the row labels
+    plot, right = 2.5, 0.55
+    height = 0.3 * len(points) + 1.15
+    fig, ax = plt.subplots(figsize=(left + plot + right, height))
+    fig.subplots_adjust(left=left / (left + plot + right), right=1 - right / (left + plot + right),
+                        bottom=0.8 / height, top=1 - 0.35 / height)
+    ys = list(range(len(points)))
+    costs = [p[1] for p in points]
+    positive = all(c > 0 for c in costs)
+    spread = positive and max(costs) / min(costs) >= 10
+    start = _decades(costs)[0] if spread else 0.0
+    ax.hlines(ys, start, costs, color="#d0d7de", lw=1)
+    for chosen, colour, size, label in ((False, MUTED, 28, "other plans on the front"),
+                                        (True, ACCENT, 64, "chosen")):
+        rows = [y for y, p in zip(ys, points, strict=True) if p[2] == chosen]
+        if rows:
+            ax.scatter([costs[y] for y in rows], rows, color=colour, s=size, zorder=2 + chosen,
+                       label=label)
+    if cheapest_not_chosen:
+        y = min(ys, key=lambda i: costs[i])
+        ax.scatter([costs[y]], [y], facecolors="none", edgecolors=RED, s=150, lw=1.2, zorder=4,
+                   label="cheapest (not chosen)")
+    if spread:
+        _log_scale(ax.xaxis, ax.set_xscale, ax.set_xlim, *_decades(costs))
+    else:
+        ax.set_xlim(0, max([*costs, 1e-9]) * 1.3)
+    for y, cost in zip(ys, costs, strict=True):
+        ax.annotate(number(cost), (cost, y), xytext=(9, 0), textcoords="offset points",
+                    va="center", fontsize=7.5)
+    ax.set_yticks(ys, labels)
+    ax.set_ylim(len(points) - 0.5, -0.5)
+    ax.tick_params(axis="y", length=0)
+    ax.set_xlabel(f"modelled cost ({unit})")
+    ax.set_title(pattern, fontsize=9, loc="left")
+    fig.legend(*ax.get_legend_handles_labels(), frameon=False, loc="lower left",
+               bbox_to_anchor=(0.0, 0.0), ncol=3, fontsize=7.5, handletextpad=0.2,
+               columnspacing=0.8)
     return _svg(fig, f"Pareto front of {pattern}", tight=False)
 
 
+def _plan_label(latency: int, steps: Sequence[Sequence[str]]) -> str:
+    """`2 steps: r -> w -> l`, cut to `PLAN_LABEL` characters."""
+    text = f"{latency} step{'s' if latency != 1 else ''}: {notation(steps)}"
+    return text if len(text) <= PLAN_LABEL else text[:PLAN_LABEL - 1] + "…"
+
+
 def convergence(traces: Mapping[str, Sequence[Sequence[float]]], unit: str) -> str:
-    """The best cost each search found over time, one line per search."""
-    fig, ax = plt.subplots(figsize=(6.4, 3.0))
+    """The best cost each search found over time, one line per search, on an axis zoomed to
+    the costs the searches went through (it does not start at zero)."""
+    fig, ax = plt.subplots(figsize=(6.4, 2.8))
     for name, trace in traces.items():
         ax.step([t[0] for t in trace], [t[1] for t in trace], where="post", label=name)
-    costs = [t[1] for trace in traces.values() for t in trace if t[1] > 0]
+    costs = [t[1] for trace in traces.values() for t in trace]
     if costs:
-        _log_scale(ax.yaxis, ax.set_yscale, ax.set_ylim, *_decades(costs))
+        low, high = min(costs), max(costs)
+        pad = (high - low) * 0.1 or abs(high) * 0.05 or 1.0
+        ax.set_ylim(low - pad, high + pad)
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda value, _: number(value)))
     ax.set_xlabel("seconds")
-    ax.set_ylabel(f"best cost ({unit})")
-    ax.legend(frameon=False)
+    ax.set_ylabel(f"best cost\n({unit})")
+    ax.legend(frameon=False, title="search")
     return _svg(fig, "Search cost over time")
 
 
 def predicted_vs_measured(points: Sequence[tuple[str, float, float]], what: str,
-                          log: bool = False) -> str:
-    """Predicted against measured figures, one point per planner, with the y = x line; on
-    log axes (`log`) when the figures span decades."""
-    fig, ax = plt.subplots(figsize=(3.8, 3.4))
+                          log: bool = False, noun: str = "points") -> str:
+    """Predicted against measured figures with the y = x line; on log axes (`log`) when the
+    figures span decades. A few points (planners) each get a colour and a legend entry
+    naming them; many (shared subtrees) are labelled only where farthest from the line."""
+    fig, ax = plt.subplots(figsize=(4.2, 3.6))
     xs = [p[1] for p in points]
     ys = [p[2] for p in points]
-    ax.scatter(xs, ys, color=ACCENT, zorder=3)
-    for name, x, y in _merged_labels(points):
-        ax.annotate(name, (x, y), xytext=(4, 4), textcoords="offset points")
+    merged = _merged_labels(points)
+    if len(merged) <= FEW_POINTS:
+        for (name, x, y), colour in zip(merged, COLOURS, strict=False):
+            ax.scatter([x], [y], color=colour, zorder=3, label=name)
+    else:
+        ax.scatter(xs, ys, color=ACCENT, zorder=3, s=18, label=f"{len(points)} {noun}")
+        for name, x, y in _farthest(merged, LABELLED):
+            ax.annotate(name, (x, y), xytext=(4, 3), textcoords="offset points", fontsize=7.5)
     if log and all(v > 0 for v in [*xs, *ys]):
         low, high = _decades([*xs, *ys])
         _log_scale(ax.xaxis, ax.set_xscale, ax.set_xlim, low, high)
         _log_scale(ax.yaxis, ax.set_yscale, ax.set_ylim, low, high)
-        ax.plot([low, high], [low, high], color=MUTED, lw=1, ls="--")
     else:
-        top = max([*xs, *ys, 1e-9]) * 1.1
-        ax.plot([0, top], [0, top], color=MUTED, lw=1, ls="--")
-        ax.set_xlim(0, top)
-        ax.set_ylim(0, top)
+        low, high = 0.0, max([*xs, *ys, 1e-9]) * 1.15
+        ax.set_xlim(low, high)
+        ax.set_ylim(low, high)
+    ax.plot([low, high], [low, high], color=MUTED, lw=1, ls="--", label="measured = predicted")
     ax.set_xlabel(f"predicted {what}")
     ax.set_ylabel(f"measured {what}")
+    labelled = "" if len(merged) <= FEW_POINTS else f" (labels: the {LABELLED} farthest off)"
+    ax.legend(frameon=False, loc="upper left", fontsize=7.5, title=labelled.strip(" ()")
+              or None, title_fontsize=7.5)
     return _svg(fig, f"Predicted against measured {what}")
+
+
+def _farthest(points: Sequence[tuple[str, float, float]], count: int
+              ) -> list[tuple[str, float, float]]:
+    """The `count` points farthest from y = x (by ratio when both are positive)."""
+    def off(point: tuple[str, float, float]) -> float:
+        _, x, y = point
+        return abs(math.log(y / x)) if x > 0 and y > 0 else abs(y - x)
+
+    return sorted(points, key=off, reverse=True)[:count]
 
 
 def _merged_labels(points: Sequence[tuple[str, float, float]]
@@ -122,7 +190,7 @@ def _merged_labels(points: Sequence[tuple[str, float, float]]
 
 def membership(rows: Sequence[str], columns: Sequence[str],
                cells: Mapping[tuple[int, int], float], title: str, row_label: str,
-               column_label: str) -> str:
+               column_label: str, legend: Mapping[float, str]) -> str:
     """A matrix of filled squares: row i × column j is filled when (i, j) is in `cells`,
     darker for larger values (which node each pattern uses, which patterns each grouped
     window runs), so a reader sees at a glance who shares what."""
@@ -130,10 +198,13 @@ def membership(rows: Sequence[str], columns: Sequence[str],
     fig, ax = plt.subplots(figsize=(width, 1.0 + 0.24 * len(rows)
                                     + 0.065 * max(map(len, columns), default=0)))
     top = max(cells.values(), default=1.0) or 1.0
+
+    def shade(value: float) -> float:
+        return 0.35 + 0.65 * (value / top)
+
     for (i, j), value in cells.items():
-        shade = 0.35 + 0.65 * (value / top)
         ax.add_patch(plt.Rectangle((j - 0.42, i - 0.42), 0.84, 0.84, color=ACCENT,
-                                   alpha=shade, lw=0))
+                                   alpha=shade(value), lw=0))
     ax.set_xlim(-0.6, len(columns) - 0.4)
     ax.set_ylim(len(rows) - 0.4, -0.6)
     ax.set_xticks(range(len(columns)), columns, rotation=90)
@@ -148,6 +219,9 @@ def membership(rows: Sequence[str], columns: Sequence[str],
     ax.set_ylabel(row_label)
     for side in ("left", "bottom"):
         ax.spines[side].set_visible(False)
+    ax.legend(handles=[Patch(color=ACCENT, alpha=shade(value), label=label)
+                       for value, label in sorted(legend.items())],
+              frameon=False, loc="upper left", bbox_to_anchor=(0.0, 0.0), ncol=4, fontsize=8)
     return _svg(fig, title)
 
 
@@ -174,21 +248,30 @@ def paired_bars(names: Sequence[str], pairs: Sequence[tuple[float, float]],
 def thresholds_scatter(points: Sequence[tuple[float, float, bool]],
                        thresholds: Sequence[tuple[float, float]]) -> str:
     """Neighbour pairs by expected precision and recall of the reused result, against the
-    served queries' thresholds: a pair may share one operator execution only above both."""
-    fig, ax = plt.subplots(figsize=(3.8, 3.4))
+    served queries' thresholds: a pair may share one operator execution only above both.
+    Pairs at the same place are one dot, its area and label saying how many."""
+    counts = Counter(points)
+    fig, ax = plt.subplots(figsize=(4.2, 3.6))
     for meets, colour, label in ((True, ACCENT, "meets thresholds"),
                                  (False, MUTED, "below thresholds")):
-        chosen = [p for p in points if p[2] == meets]
-        ax.scatter([p[0] for p in chosen], [p[1] for p in chosen], color=colour, s=14,
-                   alpha=0.7, label=f"{label} ({len(chosen)})", zorder=3)
-    for precision, recall in sorted(set(thresholds)):
-        ax.axvline(precision, color="#cf222e", lw=0.8, ls="--")
-        ax.axhline(recall, color="#cf222e", lw=0.8, ls="--")
+        chosen = [(p, n) for p, n in counts.items() if p[2] == meets]
+        ax.scatter([p[0] for p, _ in chosen], [p[1] for p, _ in chosen], color=colour,
+                   s=[12 + 6 * math.sqrt(n) for _, n in chosen], alpha=0.75,
+                   label=f"{label} ({sum(n for _, n in chosen)} pairs)", zorder=3)
+    if len(counts) <= LABELLED_COUNTS:
+        for (precision, recall, _), n in counts.items():
+            if n > 1:
+                ax.annotate(f"{n}", (precision, recall), xytext=(5, -3),
+                            textcoords="offset points", fontsize=7, color="#57606a")
+    for i, (precision, recall) in enumerate(sorted(set(thresholds))):
+        ax.axvline(precision, color=RED, lw=0.8, ls="--",
+                   label="thresholds (precision, recall)" if i == 0 else None)
+        ax.axhline(recall, color=RED, lw=0.8, ls="--")
     ax.set_xlim(-0.02, 1.02)
     ax.set_ylim(-0.02, 1.02)
     ax.set_xlabel("expected precision")
     ax.set_ylabel("expected recall")
-    ax.legend(frameon=False, loc="upper left", fontsize=8)
+    ax.legend(frameon=False, loc="upper left", fontsize=7.5)
     return _svg(fig, "Neighbour pairs against quality thresholds")
 
 
@@ -202,10 +285,12 @@ def _decades(values: Sequence[float]) -> tuple[float, float]:
 
 
 def _log_scale(axis: Any, set_scale: Any, set_limits: Any, low: float, high: float) -> None:
-    """A log axis from `low` to `high`, ticks at 1, 2 and 5 of each decade, in plain numbers."""
+    """A log axis from `low` to `high`, ticks at 1, 2 and 5 of each decade (at 1 only past a
+    few decades, where they would crowd), in plain numbers."""
     set_scale("log")
     set_limits(low, high)
-    axis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+    decades = math.log10(high / low) if low > 0 else 0.0
+    axis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0) if decades <= 2.5 else (1.0,)))
     axis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
     axis.set_minor_formatter(NullFormatter())
 

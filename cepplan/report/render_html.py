@@ -7,18 +7,24 @@ from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any
 
-from cepplan.report import plots
 from cepplan.report.blocks import (
     Block,
+    Cards,
     Cell,
+    Code,
+    Details,
     Figure,
-    Heading,
+    Marked,
     Note,
+    Num,
+    Percent,
+    PlanChoice,
+    Section,
     Table,
     format_cell,
-    variant_blocks,
 )
-from cepplan.report.text import notation, number, saving
+from cepplan.report.sections import report_blocks
+from cepplan.report.text import number
 
 _CSS = """
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;color:#1f2328;margin:0 auto;
@@ -31,8 +37,21 @@ th{background:#f6f8fa;cursor:pointer;user-select:none;min-width:4em}
 .wide{overflow-x:auto;max-width:100%}
 th[aria-sort=ascending]::after{content:" \\25B2"}th[aria-sort=descending]::after{content:" \\25BC"}
 td.num{text-align:right}.best{font-weight:600;color:#1f6feb}
-.grid{display:flex;flex-wrap:wrap;gap:12px}.grid figure{margin:0}
+.grid{display:flex;flex-wrap:wrap;gap:12px;align-items:flex-start}.grid figure{margin:0}
 figure svg{max-width:100%;height:auto}.note{color:#57606a;font-size:13px}
+figcaption{width:0;min-width:100%;font-size:12px;color:#57606a;border-left:3px solid #cf222e;
+padding-left:6px;box-sizing:border-box}
+.headline{font-size:15px;font-weight:600;margin:8px 0 10px}
+.cards{display:flex;flex-wrap:wrap;gap:10px;margin:0 0 10px}
+.card{flex:1 1 200px;border:1px solid #d0d7de;border-radius:6px;padding:8px 12px;
+background:#f6f8fa}.card .what{font-size:12px;color:#57606a}
+.card .figure{font-size:22px;font-weight:600;color:#1f6feb;line-height:1.3}
+.card p{margin:2px 0 0;font-size:13px}.card.bad .figure{color:#cf222e}
+.card.none .figure{color:#57606a}
+.plan{text-align:left;white-space:nowrap}.plan .figures{color:#57606a;font-size:12px}
+.plan.best{color:inherit;font-weight:400;background:#ddf4ff;border-radius:4px;margin:-2px -4px;
+padding:2px 4px}.plan.best .figures{color:#0969da;font-weight:600}
+details{margin:8px 0}summary{cursor:pointer;color:#0969da}
 code{font-size:12px;overflow-wrap:anywhere}
 .bad{color:#cf222e;font-weight:600}
 @media print{body{max-width:none;padding:0}th{cursor:auto}.wide{overflow:visible}
@@ -65,27 +84,15 @@ document.querySelectorAll("table.sortable").forEach(function(table){
 def render_html(report: Mapping[str, Any]) -> str:
     """The whole page for one `report.json` document."""
     workload = report["workload"]
-    unit = report["unit"]
-    planners = report["planners"]
-    parts = [
-        f"<h1>Plans for {escape(workload['name'] or workload['path'])}</h1>",
+    name = workload["name"] or workload["path"]
+    body = "\n".join([
+        f"<h1>Plans for {escape(name)}</h1>",
         f"<p class='lead'>{len(workload['patterns'])} patterns, statistics: "
-        f"{escape(str(report['statistics']))}, costs in {escape(unit)} (expected events sent "
-        f"to the matchers). Plan notation: <code>a,b -&gt; c</code> watches a and b "
-        f"continuously and fetches c only within the window after they match; latency counts "
-        f"those steps. Click a column header to sort.</p>",
-        "<h2>Planners side by side</h2>",
-        _figure(plots.cost_bars(planners, unit)),
-        _planner_table(planners, report["best"]),
-        "<h2>Chosen plan per pattern</h2>",
-        _pattern_table(planners, workload["patterns"]),
-        *_pareto(report["pareto"], unit),
-    ]
-    if report.get("evaluation"):
-        parts += _evaluation(report["evaluation"])
-    parts += [_block(b) for b in variant_blocks(report)]
-    body = "\n".join(parts)
-    title = escape(f"cepplan plans: {workload['name'] or workload['path']}")
+        f"{escape(str(report['statistics']))}, costs in {escape(report['unit'])} (expected "
+        "events sent to the matchers). Click a column header to sort a table; "
+        "click a &#9656; line to open what it holds.</p>",
+        _blocks(report_blocks(report))])
+    title = escape(f"cepplan plans: {name}")
     return (f"<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
             f"<meta name='viewport' content='width=device-width,initial-scale=1'>"
             f"<title>{title}</title><style>{_CSS}</style></head>\n<body>\n{body}\n"
@@ -93,80 +100,59 @@ def render_html(report: Mapping[str, Any]) -> str:
             f"<script>{_SORT_JS}</script></body></html>\n")
 
 
-def _pareto(fronts: Mapping[str, Sequence[Mapping[str, Any]]], unit: str) -> list[str]:
-    """A plot per pattern with a trade-off between cost and latency; the patterns with one
-    best plan whatever the latency are named, not drawn."""
-    traded = {name: front for name, front in fronts.items() if len(front) > 1}
-    single = [name for name, front in fronts.items() if len(front) == 1]
-    parts = ["<h2>Pareto fronts: cost against latency</h2>",
-             "<p class='note'>Each point is a plan no other plan beats on both cost and "
-             "latency; the highlighted one is the cheapest within the pattern's latency "
-             "bound.</p>"]
-    if traded:
-        parts.append("<div class='grid'>" + "".join(
-            _figure(plots.pareto_front(name, front, unit)) for name, front in traded.items())
-            + "</div>")
-    if single:
-        parts.append(f"<p class='note'>One plan is the cheapest at every latency (no "
-                     f"trade-off to draw) for: {escape(', '.join(single))}.</p>")
-    return parts
-
-
-def _planner_table(planners: Sequence[Mapping[str, Any]], best: str) -> str:
-    trivial = next(p["total_cost"] for p in planners if p["name"] == "trivial")
-    rows = []
-    for p in planners:
-        cls = " class='best'" if p["name"] == best else ""
-        rows.append([f"<span{cls}>{escape(p['name'])}</span>", escape(p["description"]),
-                     _num(p["total_cost"]), _percent(saving(p["total_cost"], trivial)),
-                     _num(p["seconds"], " s")])
-    return _table(["planner", "what it does", "modelled cost", "saving vs trivial",
-                   "planning time"], rows)
-
-
-def _pattern_table(planners: Sequence[Mapping[str, Any]], patterns: Sequence[str]) -> str:
-    rows = []
-    for name in patterns:
-        for p in planners:
-            entry = p["patterns"].get(name)
-            if entry is None:
-                continue
-            rows.append([escape(name), escape(p["name"]), escape(notation(entry["steps"])),
-                         _num(entry["latency"]), _num(entry["cost"])])
-    return _table(["pattern", "planner", "plan", "latency", "modelled cost"], rows)
-
-
-def _evaluation(evaluation: Mapping[str, Any]) -> list[str]:
-    """The evaluation searches beside their baselines, and their cost over time."""
-    unit = evaluation["unit"]
-    trivial = next(p["cost"] for p in evaluation["planners"] if p["name"] == "trivial")
-    rows = [[escape(p["name"]), escape(p["description"]), _num(p["cost"]),
-             _percent(saving(p["cost"], trivial)), _num(p.get("steps")),
-             _num(p.get("seconds"), " s")] for p in evaluation["planners"]]
-    return ["<h2>Evaluation trees: sharing between patterns</h2>",
-            f"<p class='note'>Costs in {escape(unit)}: how many partial matches the matcher "
-            "builds, lower is faster. SH shares the largest common parts in fixed orders; RE "
-            "reorders each pattern alone; the searches do both.</p>",
-            _figure(plots.convergence(evaluation["traces"], unit)),
-            _table(["planner", "what it does", "modelled cost", "saving vs trivial",
-                    "search steps", "search time"], rows)]
+def _blocks(blocks: Sequence[Block]) -> str:
+    """Blocks as HTML, consecutive plots side by side."""
+    parts: list[str] = []
+    row: list[str] = []
+    for block in blocks:
+        if isinstance(block, Figure):
+            row.append(_figure(block))
+            continue
+        if row:
+            parts.append(f"<div class='grid'>{''.join(row)}</div>")
+            row = []
+        parts.append(_block(block))
+    if row:
+        parts.append(f"<div class='grid'>{''.join(row)}</div>")
+    return "\n".join(parts)
 
 
 def _block(block: Block) -> str:
-    """One renderer-neutral block as HTML."""
-    if isinstance(block, Heading):
-        return f"<h2>{escape(block.text)}</h2>"
+    """One renderer-neutral block (not a plot) as HTML."""
+    if isinstance(block, Section):
+        return (f"<section id='{escape(block.anchor)}'><h2>{escape(block.title)}</h2>\n"
+                f"{_blocks(block.blocks)}</section>")
+    if isinstance(block, Details):
+        return (f"<details{' open' if block.open else ''}><summary>{escape(block.summary)}"
+                f"</summary>\n{_blocks(block.blocks)}</details>")
     if isinstance(block, Note):
-        return f"<p class='{'bad' if block.bad else 'note'}'>{_inline_code(block.text)}</p>"
-    if isinstance(block, Figure):
-        return _figure(block.draw())
+        kind = "bad" if block.bad else "headline" if block.strong else "note"
+        return f"<p class='{kind}'>{_inline_code(block.text)}</p>"
+    if isinstance(block, Cards):
+        return "<div class='cards'>" + "".join(
+            f"<div class='card {c.tone}'><div class='what'>{escape(c.title)}"
+            f"</div><div class='figure'>{escape(c.figure)}</div><p>{_inline_code(c.text)}</p>"
+            "</div>" for c in block.cards) + "</div>"
     assert isinstance(block, Table)
     return _table(block.header, [[_html_cell(c) for c in row] for row in block.rows])
 
 
 def _html_cell(cell: Cell) -> str | tuple[str, float]:
-    return format_cell(cell, _num, _percent, lambda text: f"<code>{escape(text)}</code>",
-                       escape)
+    return format_cell(cell, {
+        str: escape, Num: lambda c: _num(c.value, c.suffix), Percent: lambda c: _percent(c.value),
+        Code: lambda c: f"<code>{escape(c.text)}</code>",
+        Marked: lambda c: f"<span class='best'>{escape(c.cell)}</span>",
+        PlanChoice: _plan_choice})
+
+
+def _plan_choice(cell: PlanChoice) -> str | tuple[str, float]:
+    """The plan, then its cost and latency; the cheapest of its row marked."""
+    cost = "–" if cell.cost is None else escape(number(cell.cost))
+    text = (f"<code>{escape(cell.plan)}</code><br><span class='figures'>{cost} · "
+            f"{cell.latency} step{'s' if cell.latency != 1 else ''}</span>")
+    text = (f"<div class='plan best' title='the cheapest plan of the pattern'>&#10003; {text}"
+            "</div>" if cell.best else f"<div class='plan'>{text}</div>")
+    return text if cell.cost is None else (text, float(cell.cost))
 
 
 def _inline_code(text: str) -> str:
@@ -175,7 +161,7 @@ def _inline_code(text: str) -> str:
     return "".join(f"<code>{p}</code>" if i % 2 else p for i, p in enumerate(parts))
 
 
-def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+def _table(header: Sequence[str], rows: Sequence[Sequence[str | tuple[str, float]]]) -> str:
     head = "".join(f"<th scope='col'>{escape(h)}</th>" for h in header)
     body = "".join("<tr>" + "".join(_cell(c) for c in row) + "</tr>" for row in rows)
     return (f"<div class='wide'><table class='sortable'><thead><tr>{head}</tr></thead>"
@@ -199,5 +185,7 @@ def _percent(value: float | None) -> str | tuple[str, float]:
     return "–" if value is None else (f"{value:.1f}%", value)
 
 
-def _figure(svg: str) -> str:
-    return f"<figure>{svg}</figure>"
+def _figure(figure: Figure) -> str:
+    caption = (f"<figcaption>{_inline_code(figure.caption)}</figcaption>" if figure.caption
+               else "")
+    return f"<figure>{figure.draw()}{caption}</figure>"

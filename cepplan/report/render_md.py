@@ -1,4 +1,5 @@
-"""`report.md`: the report as Markdown tables, for pull requests and terminals."""
+"""`report.md`: the report as Markdown — the same summary and tables as the page — for pull
+requests and terminals."""
 
 from __future__ import annotations
 
@@ -6,61 +7,82 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from cepplan.report.blocks import Block, Cell, Figure, Heading, Note, format_cell, variant_blocks
-from cepplan.report.text import notation, number, saving
+from cepplan.report.blocks import (
+    Block,
+    Cards,
+    Cell,
+    Code,
+    Details,
+    Figure,
+    Marked,
+    Note,
+    Num,
+    Percent,
+    PlanChoice,
+    Section,
+    Table,
+    format_cell,
+)
+from cepplan.report.sections import report_blocks
+from cepplan.report.text import number
 from cepplan.terminal import printable
 
 
 def render_markdown(report: Mapping[str, Any]) -> str:
-    """The planners side by side, each pattern's plans, and the passes' sections."""
+    """The summary, the planners side by side, each pattern's plans, and the passes'
+    sections, as the page has them (its plots aside)."""
     workload = report["workload"]
-    planners = report["planners"]
-    trivial = next(p["total_cost"] for p in planners if p["name"] == "trivial")
     lines = [f"# Plans for {md_text(workload['name'] or workload['path'])}", "",
              f"{len(workload['patterns'])} patterns; statistics: "
              f"{md_text(str(report['statistics']))}; modelled costs in "
-             f"{md_text(report['unit'])}. Best: **{md_text(report['best'])}**.", "",
-             "Plan notation: `a,b -> c` watches a and b continuously and fetches c only "
-             "within the window after they match; latency counts those steps.", "",
-             "## Planners", ""]
-    lines += _table(["planner", "what it does", "modelled cost", "saving vs trivial",
-                     "planning time"],
-                    [[md_text(p["name"]), md_text(p["description"]), _fmt(p["total_cost"]),
-                      _percent(saving(p["total_cost"], trivial)), _fmt(p["seconds"], " s")]
-                     for p in planners])
-    lines += ["", "## Chosen plan per pattern", ""]
-    rows = [[md_text(name), md_text(p["name"]), md_code(notation(p["patterns"][name]["steps"])),
-             _fmt(p["patterns"][name]["latency"]), _fmt(p["patterns"][name]["cost"])]
-            for name in workload["patterns"] for p in planners if name in p["patterns"]]
-    lines += _table(["pattern", "planner", "plan", "latency", "modelled cost"], rows)
-    evaluation = report.get("evaluation")
-    if evaluation:
-        base = next(p["cost"] for p in evaluation["planners"] if p["name"] == "trivial")
-        lines += ["", "## Evaluation trees: sharing between patterns", "",
-                  f"Modelled costs in {md_text(evaluation['unit'])}.", ""]
-        lines += _table(["planner", "what it does", "modelled cost", "saving vs trivial",
-                         "search steps", "search time"],
-                        [[md_text(p["name"]), md_text(p["description"]), _fmt(p["cost"]),
-                          _percent(saving(p["cost"], base)), _fmt(p.get("steps")),
-                          _fmt(p.get("seconds"), " s")] for p in evaluation["planners"]])
-    for block in variant_blocks(report):
+             f"{md_text(report['unit'])}. Best: **{md_text(report['best'])}**.", ""]
+    for block in report_blocks(report):
         lines += _block(block)
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines).rstrip("\n") + "\n"
 
 
 def _block(block: Block) -> list[str]:
-    """One renderer-neutral block as Markdown lines (plots are the page's)."""
-    if isinstance(block, Heading):
-        return ["", f"## {block.text}", ""]
+    """One renderer-neutral block as Markdown lines (plots are the page's; their captions
+    are kept)."""
+    if isinstance(block, Section):
+        return ["", f"## {md_text(block.title)}", "",
+                *(line for b in block.blocks for line in _block(b))]
+    if isinstance(block, Details):
+        return [f"**{md_text(block.summary)}**", "",
+                *(line for b in block.blocks for line in _block(b))]
     if isinstance(block, Note):
-        return [f"**{block.text}**" if block.bad else block.text, ""]
+        text = _md_inline(block.text)
+        return [f"**{text}**" if block.bad or block.strong else text, ""]
     if isinstance(block, Figure):
-        return []
+        return [_md_inline(block.caption), ""] if block.caption else []
+    if isinstance(block, Cards):
+        return [*_table(["", "saving", "how"], [[f"**{md_text(c.title)}**", md_text(c.figure),
+                                                  _md_inline(c.text)] for c in block.cards]),
+                ""]
+    assert isinstance(block, Table)
     return [*_table(block.header, [[_md_cell(c) for c in row] for row in block.rows]), ""]
 
 
 def _md_cell(cell: Cell) -> str:
-    return format_cell(cell, _fmt, _percent, md_code, md_text)
+    return format_cell(cell, {
+        str: md_text, Num: lambda c: _fmt(c.value, c.suffix),
+        Percent: lambda c: _percent(c.value), Code: lambda c: md_code(c.text),
+        Marked: lambda c: f"**{md_text(c.cell)}**", PlanChoice: _plan_choice})
+
+
+def _plan_choice(cell: PlanChoice) -> str:
+    """`plan` cost (latency), the cheapest of its row in bold with a check mark."""
+    figures = f"{_fmt(cell.cost)} ({cell.latency} step{'s' if cell.latency != 1 else ''})"
+    return (f"{md_code(cell.plan)} **{figures} ✓**" if cell.best
+            else f"{md_code(cell.plan)} {figures}")
+
+
+def _md_inline(text: str) -> str:
+    """Text with `backquoted` parts as code spans, the rest as plain text."""
+    parts = text.split("`")
+    if len(parts) % 2 == 0:  # an unpaired backquote: all of it is text
+        return md_text(text)
+    return "".join(md_code(p) if i % 2 else md_text(p) for i, p in enumerate(parts))
 
 
 def md_text(text: str) -> str:

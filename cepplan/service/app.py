@@ -1,34 +1,36 @@
-"""The HTTP app: routes, the bearer-token guard, the worker pool and the answer cache.
+"""The HTTP app: routes, the bearer-token guard, the planning processes and the answer cache.
 
-FastAPI on uvicorn: a well-kept ASGI stack that gives the OpenAPI document for free and keeps
-health checks on the event loop while planning runs in a process pool.
+FastAPI on uvicorn: a well-kept ASGI stack that gives the OpenAPI document and keeps health
+checks on the event loop while planning runs in worker processes.
 """
 
 from __future__ import annotations
 
 import asyncio
 import hmac
-import multiprocessing
 from collections.abc import Awaitable, Callable
-from concurrent.futures import ProcessPoolExecutor
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from functools import partial
 
 from fastapi import FastAPI, Request
+from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 import cepplan
-from cepplan.report.compare import TIME_LIMITS
 from cepplan.service import work
 from cepplan.service.cache import AnswerCache, request_key
+from cepplan.service.openapi import openapi_document
 from cepplan.service.problems import ProblemError, problem_body, problem_response
-from cepplan.service.requests import Limits, envelope, read_json_body
+from cepplan.service.requests import DEFAULT_TIME_LIMIT, Limits, envelope, read_json_body
+from cepplan.service.workers import Answer, WorkerPool
 
-DEFAULT_TIME_LIMIT = 10.0
-GRACE_SECONDS = 30.0  # beyond a request's own time limit, for loading and writing the answer
+ANSWER_SECONDS = 5.0  # beyond the server's limit: for reading the workload, writing the answer
 OPEN_PATHS = ("/v1/health",)
+DESCRIPTION = ("Plan complex event processing workloads: validate a workload, find its cheapest "
+               "evaluation plan, compare the planners side by side.")
 
 
 @dataclass(frozen=True)
@@ -40,39 +42,32 @@ class ServiceConfig:
     cache_size: int = 256
     token: str | None = None
 
+    @property
+    def planning_seconds(self) -> float:
+        """The most time a request's worker spends on it, whatever the request asks."""
+        return self.limits.max_time_limit + ANSWER_SECONDS
+
 
 def create_app(config: ServiceConfig) -> FastAPI:
-    """The app for `config`; its worker pool lives as long as the app runs."""
-    state: dict = {"pool": None, "cache": AnswerCache(config.cache_size), "served": 0}
+    """The app for `config`; its planning processes live as long as the app runs
+    (`app.state.pool`: the server stops their work when it stops)."""
+    pool = WorkerPool(config.workers)
+    cache = AnswerCache(config.cache_size)
+    served = [0]
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI):
-        context = multiprocessing.get_context("spawn")  # no fork of a threaded server
-        with ProcessPoolExecutor(config.workers, mp_context=context) as pool:
-            state["pool"] = pool
-            await asyncio.gather(*(asyncio.get_running_loop().run_in_executor(pool, _warm)
-                                   for _ in range(config.workers)))
-            yield
-        state["pool"] = None
-
-    app = FastAPI(title="cepplan", version=cepplan.__version__, lifespan=lifespan,
-                  description="Plan complex event processing workloads: validate a workload, "
-                  "find its cheapest evaluation plan, compare the planners side by side.")
-
-    @app.middleware("http")
-    async def guard(request: Request, call_next: Callable[[Request], Awaitable[Response]]):
-        if config.token and request.url.path not in OPEN_PATHS:
-            sent = request.headers.get("authorization", "")
-            scheme, _, token = sent.partition(" ")
-            if scheme.lower() != "bearer" or not hmac.compare_digest(
-                    token.strip().encode(), config.token.encode()):
-                return problem_response(ProblemError(
-                    401, "send the service's token as 'Authorization: Bearer <token>'",
-                    headers={"WWW-Authenticate": "Bearer"}))
+        await pool.start()
         try:
-            return await call_next(request)
-        except ProblemError as err:
-            return problem_response(err)
+            yield
+        finally:
+            await pool.close()
+
+    app = FastAPI(title="cepplan", version=cepplan.__version__, description=DESCRIPTION,
+                  lifespan=lifespan, docs_url=None, redoc_url=None)
+    app.state.pool = pool
+    if config.token:
+        app.add_middleware(TokenGuard, token=config.token)
 
     @app.exception_handler(ProblemError)
     async def _problem(_request: Request, err: ProblemError) -> Response:
@@ -88,31 +83,26 @@ def create_app(config: ServiceConfig) -> FastAPI:
         return Response(problem_body(500, "the service failed on this request"),
                         status_code=500, media_type="application/problem+json")
 
-    async def answer(endpoint: str, request: Request, job: Callable, *, planning: bool,
-                     searches: int = 1) -> Response:
-        """Check the request, then answer from the cache or from a worker; `searches` is how
-        many planner runs (each bounded by the time limit) the job makes."""
+    async def answer(endpoint: str, request: Request, job: Callable[[dict], Answer], *,
+                     planning: bool) -> Response:
+        """Check the request, then answer from the cache or from a worker, which stops
+        planning when the client goes away or the server's limit has passed."""
         checked = envelope(await read_json_body(request, config.limits), config.limits,
                            planning=planning)
         key = request_key(endpoint, checked)
-        cached = state["cache"].get(key)
+        cached = cache.get(key)
         if cached is None:
-            limit = checked["settings"].setdefault(
-                "time_limit", min(DEFAULT_TIME_LIMIT, config.limits.max_time_limit))
-            loop = asyncio.get_running_loop()
-            try:
-                cached = await asyncio.wait_for(
-                    loop.run_in_executor(state["pool"], partial(job, checked)),
-                    timeout=limit * searches + GRACE_SECONDS)
-            except TimeoutError:
-                raise ProblemError(504, f"planning did not finish within its time limit of "
-                                   f"{limit:g} s") from None
+            if planning:
+                checked["settings"].setdefault(
+                    "time_limit", min(DEFAULT_TIME_LIMIT, config.limits.max_time_limit))
+            cached = await unless_abandoned(
+                request, pool.run(partial(job, checked), config.planning_seconds))
             if cached[0] < 500:
-                state["cache"].put(key, cached)
+                cache.put(key, cached)
             hit = "miss"
         else:
             hit = "hit"
-        state["served"] += 1
+        served[0] += 1
         status, media, body = cached
         return Response(body, status_code=status, media_type=media,
                         headers={"X-Cepplan-Cache": hit})
@@ -120,40 +110,74 @@ def create_app(config: ServiceConfig) -> FastAPI:
     @app.get("/v1/health", summary="Whether the service is up (never needs a token)")
     async def health() -> dict:
         return {"status": "ok", "version": cepplan.__version__, "workers": config.workers,
-                "cached_answers": len(state["cache"]), "served": state["served"]}
+                "cached_answers": len(cache), "served": served[0],
+                **pool.counts()}
 
-    body_doc = {"requestBody": {"required": True, "content": {"application/json": {"schema": {
-        "type": "object", "required": ["workload"],
-        "properties": {"workload": {"type": "object", "description": "a workload.json"},
-                       "stats": {"type": "object", "description": "a stats.json (optional)"},
-                       "settings": {"type": "object", "description":
-                                    "solver, k, strategy, seed, time_limit (s), share"}}}}}}}
-
-    @app.post("/v1/validate", summary="Check a workload; every problem with its JSON path",
-              openapi_extra=body_doc)
+    @app.post("/v1/validate", summary="Check a workload; every problem with its JSON path")
     async def validate(request: Request) -> Response:
         return await answer("validate", request, work.validate, planning=False)
 
-    @app.post("/v1/optimize", summary="The cheapest plan of a workload, as plan.json",
-              openapi_extra=body_doc)
+    @app.post("/v1/optimize", summary="The cheapest plan of a workload, as plan.json")
     async def optimize(request: Request) -> Response:
         return await answer("optimize", request, work.optimize, planning=True)
 
     @app.post("/v1/compare", summary="Every planner side by side, as report.json or, with "
-              "'Accept: text/html', the report page", openapi_extra=body_doc)
+              "'Accept: text/html', the report page")
     async def compare(request: Request) -> Response:
         html = "text/html" in request.headers.get("accept", "")
         return await answer("compare-html" if html else "compare", request,
-                            partial(_compare_job, html=html), planning=True,
-                            searches=TIME_LIMITS)
+                            partial(_compare_job, html=html), planning=True)
 
+    document = openapi_document(app, config.limits, config.planning_seconds,
+                                token=bool(config.token))
+    app.openapi = lambda: document  # type: ignore[method-assign]
     return app
 
 
-def _compare_job(checked: dict, *, html: bool):
+class TokenGuard:
+    """Every path but health needs 'Authorization: Bearer <token>', compared in constant
+    time (a plain ASGI middleware: the request's disconnect still reaches the route)."""
+
+    def __init__(self, app: ASGIApp, token: str):
+        self.app = app
+        self.token = token.encode()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["path"] not in OPEN_PATHS:
+            scheme, _, token = Headers(scope=scope).get("authorization", "").partition(" ")
+            if scheme.lower() != "bearer" or not hmac.compare_digest(
+                    token.strip().encode(), self.token):
+                response = problem_response(ProblemError(
+                    401, "send the service's token as 'Authorization: Bearer <token>'",
+                    headers={"WWW-Authenticate": "Bearer"}))
+                await response(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
+async def unless_abandoned(request: Request, work: Awaitable[Answer]) -> Answer:
+    """The answer of `work`; if the client goes away first, `work` is cancelled (which stops
+    its worker) and the answer nobody reads is a 503."""
+    task = asyncio.ensure_future(work)
+    gone = asyncio.ensure_future(_disconnected(request))
+    try:
+        await asyncio.wait((task, gone), return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        gone.cancel()
+        if not task.done():
+            task.cancel()
+    if task.done() and not task.cancelled():
+        return task.result()
+    await asyncio.wait((task,))
+    if not task.cancelled():
+        task.exception()  # retrieved: its client is gone
+    raise ProblemError(503, "the client went away: its planning was stopped")
+
+
+async def _disconnected(request: Request) -> None:
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
+
+
+def _compare_job(checked: dict, *, html: bool) -> Answer:
     return work.compare(checked, html)
-
-
-def _warm() -> None:
-    """Import the planner in a worker before the first request needs it."""
-    import cepplan.planner.optimize  # noqa: F401

@@ -13,9 +13,10 @@ from cepplan.errors import Problem
 MEDIA_TYPE = "application/problem+json"
 
 TITLES = {400: "Bad request", 401: "Unauthorized", 404: "Not found",
-          405: "Method not allowed", 413: "Request body too large",
-          415: "Unsupported media type", 422: "Invalid input", 500: "Internal error",
-          503: "Service busy", 504: "Planning took too long"}
+          405: "Method not allowed", 408: "Request too slow", 413: "Request body too large",
+          415: "Unsupported media type", 422: "Invalid input",
+          431: "Request head too large", 500: "Internal error", 503: "Service unavailable",
+          504: "Planning took too long"}
 
 
 class ProblemError(Exception):

@@ -3,6 +3,7 @@ media type and nesting, the envelope's shape, and the settings' ranges."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -22,6 +23,11 @@ from cepplan.service.problems import ProblemError
 MAX_DEPTH = 32
 REQUEST_FILE = "request"
 SOLVERS = (AUTO, DP, HEURISTIC)
+DEFAULT_TIME_LIMIT = 10.0
+MAX_VERTICES = 64  # vertex:K neighbourhoods
+NEIGHBOURHOOD_PATTERN = "^(edge|vertex:0*([2-9]|[1-5][0-9]|6[0-4]))$"  # K from 2 to 64
+BODY_SECONDS = 10.0  # a body may take this long, plus its size at MIN_BODY_RATE
+MIN_BODY_RATE = 64 * 1024  # bytes per second
 
 
 @dataclass(frozen=True)
@@ -40,14 +46,14 @@ async def read_json_body(request: Request, limits: Limits) -> dict[str, Any]:
     declared = request.headers.get("content-length")
     if declared is not None and (not declared.isdigit() or int(declared) > limits.max_body):
         raise ProblemError(413, f"the body may hold at most {limits.max_body} bytes")
-    chunks, size = [], 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limits.max_body:
-            raise ProblemError(413, f"the body may hold at most {limits.max_body} bytes")
-        chunks.append(chunk)
+    seconds = BODY_SECONDS + (int(declared) if declared else limits.max_body) / MIN_BODY_RATE
     try:
-        document = orjson.loads(b"".join(chunks))
+        body = await asyncio.wait_for(_body(request, limits), seconds)
+    except TimeoutError:
+        raise ProblemError(408, f"the body did not arrive within {seconds:.0f} s",
+                           headers={"Connection": "close"}) from None
+    try:
+        document = orjson.loads(body)
     except orjson.JSONDecodeError as err:
         raise ProblemError(400, f"the body is not valid JSON: {err}") from None
     if not isinstance(document, dict):
@@ -55,6 +61,16 @@ async def read_json_body(request: Request, limits: Limits) -> dict[str, Any]:
     if nesting(document) > MAX_DEPTH:
         raise ProblemError(400, f"the body nests deeper than {MAX_DEPTH} levels")
     return document
+
+
+async def _body(request: Request, limits: Limits) -> bytes:
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limits.max_body:
+            raise ProblemError(413, f"the body may hold at most {limits.max_body} bytes")
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 def nesting(document: Any) -> int:
@@ -100,46 +116,76 @@ def envelope(document: dict[str, Any], limits: Limits, *, planning: bool) -> dic
             "settings": checked}
 
 
-def _settings(settings: dict[str, Any], limits: Limits, bad) -> dict[str, Any]:
+@dataclass(frozen=True)
+class SettingRule:
+    """What one setting accepts: the check, the message when it fails, and the same rule as
+    a JSON Schema (for the OpenAPI document)."""
+
+    holds: Callable[[Any], bool]
+    message: str
+    schema: dict[str, Any]
+
+
+def setting_rules(limits: Limits) -> dict[str, SettingRule]:
+    """Every setting a planning request may carry, by name."""
     top = limits.max_time_limit
-    rules: dict[str, tuple[Callable[[Any], bool], str]] = {
-        "solver": _one_of(SOLVERS),
-        "strategy": _one_of(STRATEGIES),
-        "k": (lambda v: _integer(v) and 0 <= v <= MAX_K,
-              f"must be an integer from 0 to {MAX_K}"),
-        "seed": (lambda v: _integer(v) and 0 <= v < 2**63, "must be a non-negative integer"),
-        "time_limit": (lambda v: _number(v) and MIN_TIME_LIMIT <= v <= top,
-                       f"must be a number of seconds from {MIN_TIME_LIMIT:g} to {top:g}, the "
-                       "server's limit"),
-        "share": (lambda v: isinstance(v, bool), "must be true or false"),
-        "search": _one_of(SEARCHES),
-        "neighborhood": (_neighbourhood, "must be edge or vertex:K with K from 2 to 64"),
-        "sharing": _one_of(tuple(SHARING_SHAPES)),
+    return {
+        "solver": _one_of(SOLVERS, "the acquisition planner"),
+        "k": SettingRule(lambda v: _integer(v) and 0 <= v <= MAX_K,
+                         f"must be an integer from 0 to {MAX_K}",
+                         {"type": "integer", "minimum": 0, "maximum": MAX_K, "description":
+                          "plans each pattern offers the patterns built on it (0: all)"}),
+        "strategy": _one_of(STRATEGIES, "how the k plans are chosen from the Pareto front"),
+        "seed": SettingRule(lambda v: _integer(v) and 0 <= v < 2**63,
+                            "must be a non-negative integer",
+                            {"type": "integer", "minimum": 0, "maximum": 2**63 - 1,
+                             "description": "seed of the random choices"}),
+        "time_limit": SettingRule(
+            lambda v: _number(v) and MIN_TIME_LIMIT <= v <= top,
+            f"must be a number of seconds from {MIN_TIME_LIMIT:g} to {top:g}, the server's "
+            "limit", {"type": "number", "minimum": MIN_TIME_LIMIT, "maximum": top,
+                      "description": "the planner's time limit in seconds (default: "
+                      f"{min(DEFAULT_TIME_LIMIT, top):g})"}),
+        "share": SettingRule(lambda v: isinstance(v, bool), "must be true or false",
+                             {"type": "boolean", "description": "plan shared subevents once"}),
+        "search": _one_of(SEARCHES, "the evaluation pass's search (none: no search)"),
+        "neighborhood": SettingRule(
+            _neighbourhood, f"must be edge or vertex:K with K from 2 to {MAX_VERTICES}",
+            {"type": "string", "pattern": NEIGHBOURHOOD_PATTERN,
+             "description": f"the search's moves: edge, or vertex:K (K from 2 to "
+             f"{MAX_VERTICES})"}),
+        "sharing": _one_of(tuple(SHARING_SHAPES), "which shared subtrees the search may "
+                           "form: any common subtree, or common join-order prefixes"),
     }
+
+
+def _settings(settings: dict[str, Any], limits: Limits, bad) -> dict[str, Any]:
+    rules = setting_rules(limits)
     checked: dict[str, Any] = {}
     for key, value in settings.items():
         if key not in rules:
             bad(f"settings.{key}", f"unknown setting; expected {', '.join(rules)}")
             continue
-        holds, message = rules[key]
-        if holds(value):
+        if rules[key].holds(value):
             checked[key] = value
         else:
-            bad(f"settings.{key}", message)
+            bad(f"settings.{key}", rules[key].message)
     return checked
 
 
-def _one_of(names: tuple[str, ...]) -> tuple[Callable[[Any], bool], str]:
+def _one_of(names: tuple[str, ...], description: str) -> SettingRule:
     """The rule of a choice: one of `names`, a string (a list or an object is no name, and
     `in` on an object raised TypeError)."""
-    return (lambda v: isinstance(v, str) and v in names, f"must be one of {', '.join(names)}")
+    return SettingRule(lambda v: isinstance(v, str) and v in names,
+                       f"must be one of {', '.join(names)}",
+                       {"type": "string", "enum": list(names), "description": description})
 
 
 def _neighbourhood(value: Any) -> bool:
     if not isinstance(value, str):
         return False
     try:
-        return parse_neighbourhood(value)[1] <= 64
+        return parse_neighbourhood(value)[1] <= MAX_VERTICES
     except ValueError:
         return False
 

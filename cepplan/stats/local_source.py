@@ -37,11 +37,11 @@ import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 
 from cepplan.stats.text_input import (
-    MAX_LINE_BYTES,
     LineTooLong,
     first_line,
     line_blocks,
     open_text,
+    text_blocks,
 )
 from cepplan.stats.time_format import TimeFormatError, time_parser
 from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_TYPE, merged_attribute_types
@@ -68,9 +68,6 @@ REJECT_ID = "missing or unparsable id"
 
 BATCH_BYTES = 16 << 20  # CSV / JSON lines block; Parquet batches of BATCH_ROWS
 BATCH_ROWS = 256_000
-# Arrow's CSV reader reads up to 32 blocks ahead on a thread of its own: read in small blocks
-# (32 MiB ahead at most, whatever the file's size), joined into batches of `batch_bytes`
-CSV_READ_BLOCK = 1 << 20
 _HEADER_SAMPLE = 1000  # JSON lines: columns are taken from this many first lines, as Spark does
 
 
@@ -207,9 +204,7 @@ def _raw_batches(files: list[str], source: Mapping[str, Any], needed: list[str],
                  ) -> Iterator[tuple[pa.Table, np.ndarray, np.ndarray]]:
     fmt = source["format"]
     if fmt == "csv":
-        block = min(batch_bytes, CSV_READ_BLOCK)
-        return _joined(_csv_batches(files, source, needed, block, where, text),
-                       batch_bytes // block)
+        return _csv_batches(files, source, needed, batch_bytes, where, text)
     if text is not None:
         raise SourceError(f"byte ranges are read from CSV only, not {fmt}")
     if fmt == "jsonl":
@@ -244,34 +239,12 @@ def _csv_header(files: list[str], source: Mapping[str, Any]) -> list[str]:
     return []
 
 
-def _joined(batches: Iterator[tuple[pa.Table, np.ndarray, np.ndarray]], count: int
-            ) -> Iterator[tuple[pa.Table, np.ndarray, np.ndarray]]:
-    """Raw batches joined `count` by `count` (the last ones: what is left)."""
-    parts: list[tuple[pa.Table, np.ndarray, np.ndarray]] = []
-    for part in batches:
-        parts.append(part)
-        if len(parts) >= count:
-            yield _join(parts)
-            parts = []
-    if parts:
-        yield _join(parts)
-
-
-def _join(parts: list[tuple[pa.Table, np.ndarray, np.ndarray]]
-          ) -> tuple[pa.Table, np.ndarray, np.ndarray]:
-    if len(parts) == 1:
-        return parts[0]
-    tables, flags, positions = zip(*parts, strict=True)
-    return (pa.concat_tables(tables), np.concatenate(flags), np.concatenate(positions))
-
-
 def _csv_batches(files: list[str], source: Mapping[str, Any], needed: list[str],
-                 read_block: int, where: dict[str, str], text: bytes | None = None
+                 batch_bytes: int, where: dict[str, str], text: bytes | None = None
                  ) -> Iterator[tuple[pa.Table, np.ndarray, np.ndarray]]:
     """CSV as strings like Spark's PERMISSIVE reader: a row with too few or too many fields is
     malformed (and keeps its position), blank lines are skipped, empty fields are NULL,
-    backslash escapes quotes. Read in blocks of `read_block` bytes, larger where a line is
-    longer. `text`: the one file's bytes to read instead of the file."""
+    backslash escapes quotes. `text`: the one file's bytes to read instead of the file."""
     names = _csv_header(files, source)
     if not names:
         raise SourceError("cannot find column names: the CSV input is empty or has no "
@@ -281,60 +254,61 @@ def _csv_batches(files: list[str], source: Mapping[str, Any], needed: list[str],
     offset = 0
     for file in files:
         where["file"] = file
-        block, done = read_block, 0  # rows of the file handed on
-        while True:  # again with larger blocks while a line is longer than a block
-            try:
-                for table, malformed, positions in _csv_file(file, text, names, needed,
-                                                             header, block):
-                    keep = positions >= done  # rows of an earlier try are handed on already
-                    if not keep.all():
-                        table, malformed, positions = (table.filter(keep), malformed[keep],
-                                                       positions[keep])
-                    if len(positions):
-                        done = int(positions.max()) + 1
-                        yield table, malformed, positions + offset
-                break
-            except pa.ArrowInvalid as err:
-                if "straddl" not in str(err):
-                    raise
-                if block >= 2 * MAX_LINE_BYTES:  # the stream bounds lines before
-                    raise LineTooLong(None) from None
-                block = min(4 * block, 2 * MAX_LINE_BYTES)
-        offset += done
+        rows = 0  # rows of the file handed on
+        for table, malformed, positions in _csv_file(file, text, names, needed, header,
+                                                     batch_bytes):
+            rows = int(positions.max()) + 1 if len(positions) else rows
+            yield table, malformed, positions + offset
+        offset += rows
 
 
 def _csv_file(file: str, text: bytes | None, names: list[str], needed: list[str],
               header: int, block: int) -> Iterator[tuple[pa.Table, np.ndarray, np.ndarray]]:
-    """One CSV file (or `text`) in blocks of `block` bytes: the needed columns, which rows
-    are malformed, the rows' positions in the file."""
+    """One CSV file (or `text`) in blocks of whole lines of about `block` bytes: the needed
+    columns, which rows are malformed, the rows' positions in the file. A row is a line
+    (values hold no line breaks, as in Spark's reader without `multiLine`), so a block of
+    whole lines parses as it would inside the file; each is parsed from memory
+    (`text_blocks`: no Python call in pyarrow's read-ahead thread)."""
+    position = 0  # rows (non-blank lines after the header) before the block
+    for number, lines in enumerate(text_blocks(open_text(file, text), block)):
+        skip = header if number == 0 else 0
+        for part, end in _csv_block(lines, names, needed, skip, position):
+            yield part
+            position = end
+
+
+def _csv_block(lines: bytes, names: list[str], needed: list[str], header: int, start: int
+               ) -> Iterator[tuple[tuple[pa.Table, np.ndarray, np.ndarray], int]]:
+    """One block of whole CSV lines parsed (pyarrow over bytes in memory): each batch with
+    its malformed rows interleaved, and the position after it; `start`: the rows before."""
     bad: list[int] = []  # positions in the file of malformed rows not yet emitted
 
     def invalid(row: Any) -> str:
         if row.text.strip():  # row.number counts non-blank lines from 1, header included
-            bad.append(row.number - 1 - header)
+            bad.append(start + row.number - 1 - header)
         return "skip"
 
     reader = pa_csv.open_csv(
-        open_text(file, text),
+        pa.BufferReader(lines),
         read_options=pa_csv.ReadOptions(column_names=names, skip_rows=header,
-                                        use_threads=False, block_size=block),
+                                        use_threads=False, block_size=len(lines) + 1),
         parse_options=pa_csv.ParseOptions(escape_char="\\", double_quote=False,
                                           invalid_row_handler=invalid),
         convert_options=pa_csv.ConvertOptions(
             include_columns=needed, column_types={n: pa.string() for n in needed},
             strings_can_be_null=True, null_values=[""], quoted_strings_can_be_null=True))
-    position = 0
+    position = start
     for batch in reader:
         end, taken = position + batch.num_rows, 0
         while taken < len(bad) and bad[taken] < end:  # interleave the malformed rows
             end, taken = end + 1, taken + 1
         yield _with_malformed(pa.Table.from_batches([batch]), bad[:taken], position, end,
-                              needed)
+                              needed), end
         del bad[:taken]
         position = end
     if bad:
-        yield _with_malformed(pa.table({n: pa.array([], pa.string()) for n in needed}), bad,
-                              position, bad[-1] + 1, needed)
+        yield (_with_malformed(pa.table({n: pa.array([], pa.string()) for n in needed}), bad,
+                               position, bad[-1] + 1, needed), bad[-1] + 1)
 
 
 def _with_malformed(good: pa.Table, malformed: list[int], start: int, end: int,

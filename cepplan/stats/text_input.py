@@ -71,23 +71,29 @@ class _TextCheck:
         self._open = int(tail)
 
 
-def line_blocks(stream: pa.NativeFile, block_bytes: int) -> Iterator[list[bytes]]:
-    """Whole lines of an `open_text` stream (without line breaks, blank ones kept) in lists
-    of about `block_bytes`, a leading byte order mark dropped."""
-    rest, first = b"", True
-    while True:
-        data = stream.read(block_bytes)
-        if first:
-            data, first = data.removeprefix(_UTF8_BOM), False
-        if not data:
-            if rest:
-                yield [rest]
-            return
+def text_blocks(stream: pa.NativeFile, block_bytes: int) -> Iterator[bytes]:
+    """The stream's bytes in blocks of whole lines of about `block_bytes` (each ending in a
+    line break but perhaps the last), read in the calling thread: pyarrow's CSV reader reads
+    ahead in a thread of its own, which must never call back into Python (the checks of
+    `open_text` are Python: an interrupted run deadlocked tearing such a reader down)."""
+    rest = b""
+    while data := stream.read(block_bytes):
         data = rest + data
         cut = data.rfind(b"\n") + 1
         rest = data[cut:]
         if cut:
-            yield data[:cut - 1].split(b"\n")
+            yield data[:cut]
+    if rest:
+        yield rest
+
+
+def line_blocks(stream: pa.NativeFile, block_bytes: int) -> Iterator[list[bytes]]:
+    """Whole lines of an `open_text` stream (without line breaks, blank ones kept) in lists
+    of about `block_bytes`, a leading byte order mark dropped."""
+    for number, data in enumerate(text_blocks(stream, block_bytes)):
+        if number == 0:
+            data = data.removeprefix(_UTF8_BOM)
+        yield data.removesuffix(b"\n").split(b"\n")
 
 
 def first_line(stream: pa.NativeFile) -> str | None:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from cepplan.engine_adapter.job_spec import job_data
 from cepplan.engine_adapter.local.engine import run_local_job
-from cepplan.engine_adapter.spark_job import run_job
+from cepplan.engine_adapter.spark.job import run_job
 from cepplan.planner.compose import Settings
 from cepplan.planner.optimize import optimize
 from cepplan.planner.plan import trivial_plan

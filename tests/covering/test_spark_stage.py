@@ -6,9 +6,9 @@ import json
 
 import pandas as pd
 
-from cepplan.engine_adapter.covering_io import read_covering_rows
-from cepplan.engine_adapter.covering_run import run_covering
-from cepplan.engine_adapter.covering_spark import run_covering_spark
+from cepplan.engine_adapter.local.covering_io import read_covering_rows
+from cepplan.engine_adapter.runtime.covering_run import run_covering
+from cepplan.engine_adapter.spark.covering import run_covering_spark
 from cepplan.planner.covering_plan import CoveringSettings, covering_section
 from cepplan.stats.mobility import MobilitySpec, mobility_workload, simulate_cars
 from cepplan.workload import load_workload

@@ -8,8 +8,8 @@ import pytest
 
 from cepplan.costmodels.interests import region_at
 from cepplan.costmodels.qor import precision, recall
-from cepplan.engine_adapter.covering_run import run_covering
 from cepplan.engine_adapter.runtime.covering import aggregate
+from cepplan.engine_adapter.runtime.covering_run import run_covering
 from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_TYPE
 
 

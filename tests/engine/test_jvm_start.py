@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from cepplan.engine_adapter.jvm_start import class_archive
+from cepplan.engine_adapter.spark.jvm_start import class_archive
 
 
 def test_written_once_then_used(tmp_path, monkeypatch):

@@ -56,7 +56,7 @@ def test_reject_reasons_are_the_spark_readers():
 def test_local_equals_spark_on_examples(spark, tmp_path, example):
     """The bundled events, the optimised plan (and the trivial one on fraud): identical
     matches and identical counts in metrics.json."""
-    from cepplan.engine_adapter.spark_job import run_job
+    from cepplan.engine_adapter.spark.job import run_job
 
     workload = load_workload(EXAMPLES / example / "workload.json")
     events = [str(next((EXAMPLES / example).glob("events.*[!n]")))]

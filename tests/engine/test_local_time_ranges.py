@@ -12,6 +12,7 @@ import pytest
 
 from cepplan.engine_adapter.job_spec import job_data
 from cepplan.engine_adapter.local import engine
+from cepplan.engine_adapter.local import slices as local_slices
 from cepplan.engine_adapter.local.source import read_batches
 from cepplan.planner.plan import trivial_plan
 from cepplan.stats.synth import synthesize
@@ -39,7 +40,7 @@ def _run(data: dict, events: list[str], out: Path, monkeypatch, *, by_range: boo
         patch.setattr(engine, "_match_range", counted)
         patch.setattr(engine, "read_batches", partial(read_batches, batch_bytes=batch_bytes))
         patch.setattr(engine, "REGION_ROWS", 40)
-        patch.setattr(engine, "SLICE_ROWS", 16)
+        patch.setattr(local_slices, "SLICE_ROWS", 16)
         if not by_range:
             patch.setattr(engine, "_streamable", lambda _job: False)
         return engine.run_local_job(data, events, out, say=(

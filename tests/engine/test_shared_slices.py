@@ -14,6 +14,7 @@ import pytest
 
 from cepplan.engine_adapter.local import engine
 from cepplan.engine_adapter.local import shared as local_shared
+from cepplan.engine_adapter.local import slices as local_slices
 from cepplan.engine_adapter.runtime import records
 from cepplan.engine_adapter.runtime.job import job_from_json
 from cepplan.engine_adapter.runtime.shared_plan import sharing_plan
@@ -48,8 +49,7 @@ def _run(data: dict, events: Path, out: Path, monkeypatch, *, region: int, slice
 
     with monkeypatch.context() as patch:
         patch.setattr(engine, "REGION_ROWS", region)
-        patch.setattr(engine, "SLICE_ROWS", slice_rows)
-        patch.setattr(engine, "_slices", _sized(engine._slices, slice_rows))
+        patch.setattr(local_slices, "SLICE_ROWS", slice_rows)
         patch.setattr(records.Renderer, "match_array", counted_render)
         patch.setattr(local_shared, "_group_slices", counted_slices)
         metrics = engine.run_local_job(data, [str(events)], out, say=lambda _: None)
@@ -60,11 +60,6 @@ def _run(data: dict, events: Path, out: Path, monkeypatch, *, region: int, slice
             for line in part.read_bytes().splitlines():
                 lines.setdefault(line.split(b'"', 4)[3].decode(), []).append(line)
     return {p: sorted(v) for p, v in lines.items()}, renders, sliced
-
-
-def _sized(slices, rows: int):
-    """`engine._slices` cut at `rows` events (its default is bound when it is defined)."""
-    return lambda frame, spec, _rows=rows: slices(frame, spec, rows)
 
 
 def _check(data: dict, events: Path, tmp: Path, monkeypatch) -> dict[str, list]:

@@ -14,7 +14,7 @@ from dataclasses import replace
 import pandas as pd
 import pytest
 
-from benchmarks.profile_shared_joins import JoinRows
+from benchmarks.profile.profile_shared_joins import JoinRows
 from cepplan.engine_adapter.job_spec import job_data
 from cepplan.engine_adapter.runtime.job import job_from_json
 from cepplan.engine_adapter.runtime.local import run_local

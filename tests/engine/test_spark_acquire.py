@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import random
 
-from cepplan.engine_adapter import spark_acquire
 from cepplan.engine_adapter.job_spec import job_data
 from cepplan.engine_adapter.local.engine import run_local_job
 from cepplan.engine_adapter.runtime.job import job_from_json
-from cepplan.engine_adapter.spark_job import _read_and_tag, run_job
-from cepplan.engine_adapter.spark_match import Counts
-from cepplan.engine_adapter.spark_tags import TAGS, layout
+from cepplan.engine_adapter.spark import acquire as spark_acquire
+from cepplan.engine_adapter.spark.job import _read_and_tag, run_job
+from cepplan.engine_adapter.spark.match import Counts
+from cepplan.engine_adapter.spark.tags import TAGS, layout
 from cepplan.planner.plan import trivial_plan
 from cepplan.stats.synth_write import write_events
 from cepplan.workload import build_workload

@@ -1,4 +1,4 @@
-"""Spark's native filters (`spark_expr`, the job's push-down) on whole numbers near the 64-bit
+"""Spark's native filters (`spark.expr`, the job's push-down) on whole numbers near the 64-bit
 limits, against the reference evaluator: exact where int64 would wrap around (and where
 Spark's ANSI mode failed the job with an overflow)."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pyspark.sql import types as T
 
-from cepplan.engine_adapter.spark_expr import attribute_resolver, column_of
+from cepplan.engine_adapter.spark.expr import attribute_resolver, column_of
 from cepplan.workload.expr.evaluate import holds
 from cepplan.workload.expr.parser import parse
 from cepplan.workload.expr.portable import to_portable

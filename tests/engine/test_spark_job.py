@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from cepplan.engine_adapter.job_spec import job_data
-from cepplan.engine_adapter.spark_job import run_job
+from cepplan.engine_adapter.spark.job import run_job
 from cepplan.planner.plan import trivial_plan
 from cepplan.stats.synth_write import write_events
 from cepplan.workload import Workload, build_workload

@@ -1,4 +1,4 @@
-"""The Spark job's range-local plan (`spark_ranges`): each task matches its own byte range of a
+"""The Spark job's range-local plan (`spark.ranges`): each task matches its own byte range of a
 time-ordered file. With ranges of a few hundred bytes (boundaries inside windows and inside
 runs of equal timestamps) it gives the in-process engine's matches, row ids and counts; an
 unordered file falls back to the shuffle plan with the same results."""
@@ -11,10 +11,11 @@ import random
 import pyarrow.parquet as pq
 import pytest
 
-from cepplan.engine_adapter import spark_ranges, spark_read
 from cepplan.engine_adapter.job_spec import job_data
 from cepplan.engine_adapter.local.engine import run_local_job
-from cepplan.engine_adapter.spark_job import run_job
+from cepplan.engine_adapter.spark import ranges as spark_ranges
+from cepplan.engine_adapter.spark import read as spark_read
+from cepplan.engine_adapter.spark.job import run_job
 from cepplan.planner.plan import trivial_plan
 from cepplan.stats.synth_write import write_events
 from cepplan.workload import build_workload, load_workload

@@ -7,9 +7,10 @@ import random
 
 import pytest
 
-from cepplan.engine_adapter import spark_ranges, spark_read
 from cepplan.engine_adapter.job_spec import job_data
 from cepplan.engine_adapter.local.engine import run_local_job
+from cepplan.engine_adapter.spark import ranges as spark_ranges
+from cepplan.engine_adapter.spark import read as spark_read
 from cepplan.planner.plan import trivial_plan
 from cepplan.workload import build_workload
 from tests.engine.test_local_engine import SAME, read_matches
@@ -54,7 +55,7 @@ def test_many_ranges_equal_the_local_engine(spark, tmp_path, monkeypatch):
     """A file cut into about 60 ranges, with bad rows of every kind: the same rows read and
     rejected by reason, the same row ids (positions) and matches as `--engine local`; with a
     malformed row too, the same counts."""
-    from cepplan.engine_adapter.spark_job import run_job
+    from cepplan.engine_adapter.spark.job import run_job
 
     rng = random.Random(5)
     rows = [f"{rng.choice('ABCD')},{i / 3:.3f},u{rng.randint(0, 2)},{rng.randint(0, 9)}"

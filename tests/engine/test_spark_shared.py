@@ -14,8 +14,8 @@ from cepplan.engine_adapter.job_spec import job_data
 from cepplan.engine_adapter.local.engine import run_local_job
 from cepplan.engine_adapter.runtime.job import job_from_json
 from cepplan.engine_adapter.runtime.shared_plan import sharing_plan
-from cepplan.engine_adapter.spark_job import run_job
-from cepplan.engine_adapter.spark_shared import shared_metrics
+from cepplan.engine_adapter.spark.job import run_job
+from cepplan.engine_adapter.spark.shared import shared_metrics
 from cepplan.planner.evaluation import EvaluationSettings, evaluation
 from cepplan.planner.plan import trivial_plan
 from cepplan.search.synthetic import synthetic_workload

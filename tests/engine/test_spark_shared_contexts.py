@@ -10,7 +10,7 @@ import random
 
 from cepplan.engine_adapter.job_spec import job_data
 from cepplan.engine_adapter.local.engine import run_local_job
-from cepplan.engine_adapter.spark_job import run_job
+from cepplan.engine_adapter.spark.job import run_job
 from cepplan.planner.plan import trivial_plan
 from tests.contexts.context_workloads import CONTEXTS, PATTERNS, context_workload, frame, write_csv
 from tests.contexts.reference_contexts import reference_context_matches

@@ -13,13 +13,14 @@ import pyarrow as pa
 import pytest
 
 from benchmarks.bench_sharing_engine import _common_prefix_workload, _synthetic_events
-from cepplan.engine_adapter import spark_acquire, spark_tags
 from cepplan.engine_adapter.job_spec import job_data
 from cepplan.engine_adapter.local.engine import run_local_job
 from cepplan.engine_adapter.runtime.job import job_from_json
-from cepplan.engine_adapter.spark_job import _read_and_tag, run_job
-from cepplan.engine_adapter.spark_match import Counts, Span, match, tag_flags
-from cepplan.engine_adapter.spark_tags import TAGS, layout
+from cepplan.engine_adapter.spark import acquire as spark_acquire
+from cepplan.engine_adapter.spark import tags as spark_tags
+from cepplan.engine_adapter.spark.job import _read_and_tag, run_job
+from cepplan.engine_adapter.spark.match import Counts, Span, match, tag_flags
+from cepplan.engine_adapter.spark.tags import TAGS, layout
 from cepplan.planner.compose import Settings
 from cepplan.planner.optimize import optimize
 from cepplan.workload.columns import EVENT_ID

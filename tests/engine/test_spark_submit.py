@@ -7,8 +7,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from cepplan.engine_adapter.generate import generate
-from cepplan.engine_adapter.submit import JobFailed, submit
+from cepplan.engine_adapter.spark.generate import generate
+from cepplan.engine_adapter.spark.submit import JobFailed, submit
 from cepplan.planner.plan import trivial_plan
 from cepplan.stats.synth_write import write_events
 from cepplan.workload import build_workload

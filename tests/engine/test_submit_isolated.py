@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pyspark
 
-from cepplan.engine_adapter.generate import generate
+from cepplan.engine_adapter.spark.generate import generate
 from cepplan.planner.plan import trivial_plan
 from cepplan.stats.synth_write import write_events
 from cepplan.workload import build_workload

@@ -87,3 +87,20 @@ def fraud(tmp_path) -> Path:
     folder = tmp_path / "fraud"
     shutil.copytree(EXAMPLES / "fraud", folder)
     return folder
+
+
+@pytest.fixture(scope="module")
+def output_template(tmp_path_factory) -> Path:
+    """A small project (`output_project.make_project`), made once per module."""
+    from tests.hostile.output_project import make_project
+
+    return make_project(tmp_path_factory.mktemp("template") / "proj")
+
+
+@pytest.fixture
+def project(output_template, tmp_path, monkeypatch) -> Path:
+    """A private copy of that project, the current directory of the test."""
+    folder = tmp_path / "proj"
+    shutil.copytree(output_template, folder, symlinks=True)
+    monkeypatch.chdir(folder)
+    return folder

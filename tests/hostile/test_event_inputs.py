@@ -274,11 +274,12 @@ def test_run_where_every_row_is_rejected_is_an_error(cli, fraud, rows, fraud_pla
     _iso(rows).to_csv(fraud / "events.csv", index=False)
     out = tmp_path / "out"
     out.mkdir()
-    (out / "earlier").write_text("kept")
+    (out / "metrics.json").write_text("kept")  # an earlier run's output, as it laid it out
     cli("run", fraud_plan, fraud / "events.csv", "-o", out, "-q", "--engine",
         "local").one_error("events.csv", "no usable rows: all 300 rows rejected "
                            "(missing or unparsable time: 300)", ADVICE)
-    assert [p.name for p in out.iterdir()] == ["earlier"]
+    assert [p.name for p in out.iterdir()] == ["metrics.json"]
+    assert (out / "metrics.json").read_text() == "kept"
 
 
 def test_run_with_rejected_rows_warns_even_when_quiet(cli, fraud, rows, fraud_plan, tmp_path):

@@ -97,22 +97,21 @@ def test_compare_bad_inputs(cli, fraud, tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["fraud", "stats.json"]
 
 
-def test_compare_output_beside_a_directory_and_in_a_new_folder(cli, fraud, tmp_path):
-    """`-o DIR` names the report after DIR (DIR.html, .md, .json beside it) and leaves DIR as
-    it was; `-o new/folder/r.html` creates the folder. Both exit 0 with the report."""
+def test_compare_output_a_directory_refused_and_a_new_folder_made(cli, fraud, tmp_path):
+    """`-o DIR` is refused before planning (it wrote DIR.html, DIR.md and DIR.json beside
+    DIR: `-o /tmp` wrote /tmp.html at the root); `-o new/folder/r.html` creates the folder."""
     folder = tmp_path / "existing"
     folder.mkdir()
     (folder / "keep.txt").write_bytes(b"mine")
-    result = cli("compare", fraud / "workload.json", "-o", folder, "-q", "--time-limit", "2")
-    assert result.code == 0, result.err
-    assert [p.name for p in folder.iterdir()] == ["keep.txt"]
+    cli("compare", fraud / "workload.json", "-o", folder, "-q", "--time-limit", "2").one_error(
+        str(folder), "is a directory", "report.html")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["existing", "fraud"]
     assert (folder / "keep.txt").read_bytes() == b"mine"
-    report = json.loads((tmp_path / "existing.json").read_text())
-    assert report["best"] in {p["name"] for p in report["planners"]}
     nested = tmp_path / "new" / "folder" / "r.html"
     assert cli("compare", fraud / "workload.json", "-o", nested, "-q", "--time-limit",
                "2").code == 0
-    assert nested.exists() and nested.with_suffix(".json").exists()
+    report = json.loads(nested.with_suffix(".json").read_text())
+    assert report["best"] in {p["name"] for p in report["planners"]}
 
 
 SERVE = [
@@ -128,6 +127,9 @@ SERVE = [
     (["--workers", str(10**21)], "--workers", "range"),
     (["--max-body", str(10**21)], "--max-body", "range"),  # was: served, unbounded
     (["--cache-size", str(10**21)], "--cache-size", "range"),  # was: served, unbounded
+    (["--shutdown-grace", "nan"], "--shutdown-grace", "finite"),
+    (["--shutdown-grace", "-1"], "--shutdown-grace", "range"),
+    (["--shutdown-grace", "1e9"], "--shutdown-grace", "range"),
 ]
 
 

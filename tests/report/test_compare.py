@@ -3,10 +3,12 @@
 
 from __future__ import annotations
 
+import html
 import json
 import re
 import subprocess
 import sys
+from html.parser import HTMLParser
 
 import pytest
 
@@ -70,11 +72,129 @@ def test_report_files_are_self_contained_and_complete(reports, name):
     for pattern in report["workload"]["patterns"]:
         assert pattern in page and pattern in markdown
     fronts = [f for f in report["pareto"].values() if len(f) > 1]  # trade-offs are drawn
-    plots = (1 + len(fronts) + bool(report.get("evaluation")) + bool(report.get("sharing"))
-             + bool(report.get("contexts")) + 2 * bool(report.get("covering")))
+    trivial = report["planners"][0]["total_cost"]
+    saving = any(p["total_cost"] < trivial for p in report["planners"][1:])  # bars of savings
+    plots = (saving + len(fronts) + 2 * bool(report.get("evaluation"))
+             + bool(report.get("sharing")) + bool(report.get("contexts"))
+             + 2 * bool(report.get("covering")))
     assert page.count("<svg") == plots
     for front in report["pareto"].values():
         assert sum(p["chosen"] for p in front) == 1
+
+
+@pytest.mark.parametrize("name", EXAMPLE_NAMES)
+def test_summary_is_the_same_in_json_markdown_and_page(reports, name):
+    """report.json's summary holds what the plan saves against the trivial plan, figures as
+    the planners' and searches' costs give them; report.md and report.html say the same
+    headline and figures, before anything else."""
+    report = json.loads((reports / f"{name}.json").read_text())
+    summary = report["summary"]
+    planners = report["planners"]
+    chosen = min(planners[1:], key=lambda p: p["total_cost"])  # the first on a tie
+    assert summary["planner"] == chosen["name"]
+    figures = {f["kind"]: f for f in summary["figures"]}
+    assert figures["acquisition"]["saving"] == pytest.approx(
+        1 - chosen["total_cost"] / planners[0]["total_cost"])
+    assert set(figures) == {"acquisition", *(k for k in ("evaluation", "contexts", "covering")
+                                             if report.get(k))}
+    if report.get("evaluation"):
+        costs = [p["cost"] for p in report["evaluation"]["planners"]]
+        assert figures["evaluation"]["saving"] == pytest.approx(1 - min(costs[1:]) / costs[0])
+    for row in summary["patterns"]:  # the patterns saving most, each as the planner has it
+        entry = chosen["patterns"][row["pattern"]]
+        assert (row["cost"], row["latency"]) == (entry["cost"], entry["latency"])
+        assert row["trivial"] == planners[0]["patterns"][row["pattern"]]["cost"] > row["cost"]
+    markdown = _markdown_text((reports / f"{name}.md").read_text())
+    page = Elements((reports / f"{name}.html").read_text()).text
+    for text in (summary["headline"], *(f["text"] for f in summary["figures"]),
+                 *(f["figure"] for f in summary["figures"]), *summary["notes"]):
+        plain = text.replace("`", "")
+        assert plain in markdown and plain in page, plain
+    assert markdown.index(summary["headline"]) < markdown.index("Planners side by side")
+    assert page.index(summary["headline"]) < page.index("Planners side by side")
+
+
+def _markdown_text(markdown: str) -> str:
+    """The text a Markdown renderer shows, markup gone."""
+    from markdown_it import MarkdownIt
+
+    rendered = MarkdownIt("commonmark").enable(["table"]).render(markdown)
+    return "".join(Elements(rendered).text)
+
+
+class Elements(HTMLParser):
+    """The text of an HTML document, script and style left out, in one string."""
+
+    def __init__(self, html: str):
+        super().__init__(convert_charrefs=True)
+        self.parts: list[str] = []
+        self.skip = 0
+        self.feed(html)
+        self.text = "".join(self.parts)
+
+    def handle_starttag(self, tag, attrs):
+        self.skip += tag in ("script", "style")
+
+    def handle_endtag(self, tag):
+        self.skip -= tag in ("script", "style")
+
+    def handle_data(self, data):
+        if not self.skip:
+            self.parts.append(data)
+
+
+def test_pareto_notes_say_why_the_cheapest_plan_is_not_chosen(reports, tmp_path):
+    """trading_rules: exactly the patterns whose chosen plan costs more than the cheapest on
+    their front have a note, each for the reason `cepplan optimize` records (one step on the
+    local engine), the cheapest plan as the front has it."""
+    report = json.loads((reports / "trading_rules.json").read_text())
+    dearer = {}
+    for name, front in report["pareto"].items():
+        chosen = next(p for p in front if p["chosen"])
+        cheapest = min(front, key=lambda p: p["cost"])
+        if cheapest["cost"] < chosen["cost"] * (1 - 1e-9):
+            dearer[name] = cheapest
+    assert dearer and set(report["pareto_notes"]) == set(dearer)
+    plan = tmp_path / "plan.json"
+    assert cepplan("optimize", str(EXAMPLES / "trading_rules" / "workload.json"), "-o",
+                   str(plan), "-q").returncode == 0
+    one_step = json.loads(plan.read_text())["provenance"]["engine_steps"]["one_step"]
+    for name, note in report["pareto_notes"].items():
+        assert (note["steps"], note["cost"], note["latency"]) == (
+            dearer[name]["steps"], dearer[name]["cost"], dearer[name]["latency"])
+        assert note["reason"] == "engine_steps" and name in one_step
+    page = (reports / "trading_rules.html").read_text()
+    captions = re.findall(r"<figcaption>(.*?)</figcaption>", page)
+    assert sorted(c.split(" ")[0] for c in captions) == sorted(dearer)
+
+
+def test_a_latency_bound_is_named_when_it_keeps_the_cheapest_plan_out():
+    """fraud with account_takeover bounded to 1 step: its 2-step plan is cheaper; the note,
+    the summary, the Markdown and the front's caption on the page say the bound keeps it
+    out."""
+    from cepplan.planner.compose import Settings
+    from cepplan.report.compare import compare
+    from cepplan.report.render_html import render_html
+    from cepplan.report.render_md import render_markdown
+    from cepplan.workload import build_workload
+
+    raw = json.loads((EXAMPLES / "fraud" / "workload.json").read_text())
+    pattern = next(p for p in raw["patterns"] if p["name"] == "account_takeover")
+    pattern["latency"] = {"max_steps": 1}
+    workload = build_workload(raw, file="workload.json")
+    report = compare(workload, workload.statistics, Settings(time_limit=2)).report
+    front = report["pareto"]["account_takeover"]
+    chosen = next(p for p in front if p["chosen"])
+    cheapest = min(front, key=lambda p: p["cost"])
+    assert chosen["latency"] == 1 < cheapest["latency"] and cheapest["cost"] < chosen["cost"]
+    note = report["pareto_notes"]["account_takeover"]
+    assert note["reason"] == "latency_bound" and note["latency"] == cheapest["latency"]
+    assert "latency bound of 1" in note["text"]
+    assert any("account_takeover" in n and "latency bound" in n
+               for n in report["summary"]["notes"])
+    assert note["text"] in _markdown_text(render_markdown(report))
+    captions = re.findall(r"<figcaption>(.*?)</figcaption>", render_html(report))
+    assert [html.unescape(c) for c in captions] == [note["text"]]
 
 
 def test_compare_refuses_a_directory_as_output_before_planning(tmp_path):
@@ -120,6 +240,10 @@ def test_compare_with_events_measures_every_plan_like_cepplan_run(tmp_path):
         assert runs[name]["partial_matches"] == pytest.approx(
             sum(p["per_window"] for p in metrics["partial_matches"].values()))
     assert runs["dp"]["rows_to_matchers"] < runs["trivial"]["rows_to_matchers"]
+    figures = {f["kind"]: f for f in json.loads((tmp_path / "r.json").read_text())[
+        "summary"]["figures"]}  # the summary tells what was measured too
+    assert (figures["measured"]["baseline"], figures["measured"]["value"]) == (
+        runs["trivial"]["rows_to_matchers"], runs["dp"]["rows_to_matchers"])
 
 
 def _without_contexts(example, tmp_path):

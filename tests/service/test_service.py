@@ -4,80 +4,40 @@ a hang, or code run."""
 
 from __future__ import annotations
 
-import http.client
 import json
-import os
-import re
 import socket
 import subprocess
 import sys
 import threading
 import time
-from functools import partial
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 from tests.conftest import EXAMPLES
 from tests.hostile_workloads import traffic_named
+from tests.service import serving
+from tests.service.serving import (
+    MAX_BODY,
+    MAX_TIME_LIMIT,
+    TOKEN,
+    VALUES,
+    accepted_settings,
+    conforms,
+    documented_schema,
+    workload,
+)
 
-TOKEN = "s3cret-token-for-tests-0123456789"
-MAX_BODY = 65536
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    port = _free_port()
-    cwd = tmp_path_factory.mktemp("serve")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "cepplan", "serve", "--port", str(port), "--workers", "2",
-         "--max-body", str(MAX_BODY), "--max-time-limit", "20", "-q"],
-        cwd=cwd, env={**os.environ, "CEPPLAN_TOKEN": TOKEN,
-                      "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            if request(port, "GET", "/v1/health", token=None)[0] == 200:
-                break
-        except OSError:
-            time.sleep(0.2)
-    else:
-        process.kill()
-        pytest.fail("the server did not start: " + process.stderr.read().decode()[-2000:])
-    yield port, cwd
-    process.terminate()
-    process.wait(timeout=30)
+SETTINGS = accepted_settings(MAX_TIME_LIMIT)
 
 
 def request(port: int, method: str, path: str, body: bytes | None = None,
             headers: dict | None = None, token: str | None = TOKEN) -> tuple[int, dict, bytes]:
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-    sent = {"Content-Type": "application/json", **(headers or {})}
-    if token is not None:
-        sent["Authorization"] = f"Bearer {token}"
-    sent = {k: v for k, v in sent.items() if v is not None}
-    conn.request(method, path, body=body, headers=sent)
-    response = conn.getresponse()
-    answer = response.status, {k.lower(): v for k, v in response.getheaders()}, response.read()
-    conn.close()
-    return answer
+    return serving.request(port, method, path, body, headers, token)
 
 
 def post(port: int, path: str, document, **kwargs) -> tuple[int, dict, bytes]:
     return request(port, "POST", path, json.dumps(document).encode(), **kwargs)
-
-
-def workload(name: str = "fraud") -> dict:
-    return json.loads((EXAMPLES / name / "workload.json").read_text())
 
 
 @pytest.mark.parametrize("name", ["fraud", "stocks", "network"])
@@ -135,10 +95,12 @@ def test_validate_and_compare(server):
     report = json.loads(body)
     assert status == 200 and report["format"] == "cepplan.report/2"
     assert {p["name"] for p in report["planners"]} >= {"trivial", "dp", "heuristic"}
+    assert report["summary"]["planner"] == "dp"  # what the page opens on, as the CLI writes it
     status, headers, body = post(port, "/v1/compare", {"workload": workload("fraud")},
                                  headers={"Accept": "text/html"})
     assert status == 200 and headers["content-type"].startswith("text/html")
     assert body.startswith(b"<!DOCTYPE html>")
+    assert body.index(b"<section id='summary'>") < body.index(b"<section id='planners'>")
 
 
 @pytest.mark.parametrize(("name", "section"), [("traffic", "contexts"),
@@ -307,7 +269,10 @@ HOSTILE = {
     "python in a predicate": ("POST", "/v1/optimize", _python_predicate(), {}, TOKEN, 422),
     "GET optimize": ("GET", "/v1/optimize", None, {}, TOKEN, 405),
     "unknown path": ("POST", "/v2/optimize", {"workload": {}}, {}, TOKEN, 404),
+    "docs page (off: no CDN)": ("GET", "/docs", None, {}, TOKEN, 404),
+    "redoc page (off)": ("GET", "/redoc", None, {}, TOKEN, 404),
 }
+MEDIA = "application/problem+json"
 
 
 def test_python_in_a_workload_name_stays_data(server):
@@ -321,7 +286,9 @@ def test_python_in_a_workload_name_stays_data(server):
 
 
 @pytest.mark.parametrize("case", sorted(HOSTILE))
-def test_hostile_request_gets_a_problem_document(server, case):
+def test_hostile_request_gets_a_problem_document(server, openapi, case):
+    """Each gets its problem document, as the OpenAPI document describes it for the endpoint
+    (an unknown path or method: the problem schema itself)."""
     port, cwd = server
     method, path, body, headers, token, expected = HOSTILE[case]
     data = body if isinstance(body, bytes) or body is None else json.dumps(body).encode()
@@ -330,6 +297,10 @@ def test_hostile_request_gets_a_problem_document(server, case):
     assert answer_headers["content-type"] == "application/problem+json"
     problem = json.loads(answer)
     assert problem["status"] == expected and problem["title"] and problem["detail"]
+    operation = openapi["paths"].get(path, {}).get(method.lower())
+    schema = (documented_schema(openapi, method, path, status, MEDIA) if operation
+              else {"$ref": "#/components/schemas/Problem"})
+    conforms(openapi, schema, problem)
     if expected == 401:
         assert answer_headers["www-authenticate"] == "Bearer"
     assert not (cwd / "pwned").exists()
@@ -337,41 +308,6 @@ def test_hostile_request_gets_a_problem_document(server, case):
 
 
 # -- every setting, any JSON value ------------------------------------------------------------
-
-CHOICES = {"solver": ("auto", "dp", "heuristic"),
-           "strategy": ("mixture", "random", "min-latency", "min-cost", "balanced"),
-           "search": ("tabu", "sa", "sh", "re", "none"), "sharing": ("subtree", "prefix")}
-
-
-def _named(names: tuple[str, ...], value) -> bool:
-    return isinstance(value, str) and value in names
-
-
-SETTINGS = {  # what each setting accepts, stated apart from the service's own rules
-    **{name: partial(_named, names) for name, names in CHOICES.items()},
-    "k": lambda v: type(v) is int and 0 <= v <= 1000,
-    "seed": lambda v: type(v) is int and 0 <= v < 2**63,
-    "time_limit": lambda v: type(v) in (int, float) and 0.001 <= v <= 20,  # --max-time-limit
-    "share": lambda v: type(v) is bool,
-    "neighborhood": lambda v: v == "edge" or (
-        isinstance(v, str) and re.fullmatch("vertex:[0-9]+", v) is not None
-        and 2 <= int(v[7:]) <= 64),
-}
-NAMES = [n for names in CHOICES.values() for n in names]
-
-
-ODD = ["NaN", "Infinity", "-inf", "1e400", "", " dp", "DP", "vertex:²", "vertex:٣", "vertex:65",
-       "vertex:2", "vertex:064", "vertex:", "edge", "true", "null", "0", "[]", "{}"]
-VALUES = st.recursive(
-    st.none() | st.booleans() | st.integers(-2**80, 2**80) | st.sampled_from([0, 1, 1000, 1001,
-                                                                               2**63 - 1, 2**63])
-    | st.floats(allow_nan=False, allow_infinity=False) | st.sampled_from([5e-324, 0.001, 20.0])
-    | st.text(st.characters(blacklist_categories=("Cs",)), max_size=12)
-    | st.sampled_from(NAMES + ODD),
-    lambda inner: st.lists(inner, max_size=3)
-    | st.dictionaries(st.text(max_size=5), inner, max_size=3),
-    max_leaves=6)
-
 
 @pytest.mark.parametrize("name", sorted(SETTINGS))
 @settings(max_examples=40, deadline=None,

@@ -50,3 +50,40 @@ def test_lines_keep_blank_ones_and_drop_a_byte_order_mark():
     stream = text_input.open_text("", b"\xef\xbb\xbfa,b\n\n1,2\r\n3")
     assert [line for block in text_input.line_blocks(stream, 4) for line in block] == [
         b"a,b", b"", b"1,2\r", b"3"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.binary(max_size=12).map(lambda b: b.replace(b"\n", b"")), max_size=20),
+       st.booleans(), st.integers(1, 30))
+def test_text_blocks_are_whole_lines_of_the_text(lines, final_break, block):
+    """Blocks joined give the text back, and each but the last ends at a line break."""
+    text = b"\n".join(lines) + (b"\n" if final_break and lines else b"")
+    blocks = list(text_input.text_blocks(text_input.open_text("", text), block))
+    assert b"".join(blocks) == text.decode("utf-8", "replace").encode()
+    assert all(b.endswith(b"\n") for b in blocks[:-1])
+
+
+def test_the_csv_parser_reads_from_memory_only(tmp_path, monkeypatch):
+    """pyarrow's CSV reader reads ahead in a thread of its own; a stream whose reads call
+    back into Python (the text checks) deadlocked an interrupted run tearing it down. The
+    reader is only ever given bytes in memory."""
+    import pyarrow as pa
+    from pyarrow import csv as pa_csv
+
+    from cepplan.stats import local_source
+
+    given_streams = []
+    open_csv = pa_csv.open_csv
+
+    def recording(stream, *args, **kwargs):
+        given_streams.append(type(stream))
+        return open_csv(stream, *args, **kwargs)
+
+    monkeypatch.setattr(local_source.pa_csv, "open_csv", recording)
+    path = tmp_path / "events.csv"
+    path.write_text("event,ts\n" + "".join(f"A,{i}\n" for i in range(2000)))
+    batches = local_source._csv_batches([str(path)], {"header": True}, ["event", "ts"], 1000,
+                                        {})
+    rows = sum(table.num_rows for table, _, _ in batches)
+    assert rows == 2000 and len(given_streams) > 1
+    assert set(given_streams) == {pa.BufferReader}

@@ -14,27 +14,26 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
-from itertools import pairwise, zip_longest
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from cepplan.engine_adapter.local.acquire import acquire, acquire_in_range
 from cepplan.engine_adapter.local.pandas_hold import hold_pandas_back
+from cepplan.engine_adapter.local.partial_counts import added, partial_metrics
+from cepplan.engine_adapter.local.slices import slices
 from cepplan.engine_adapter.local.source import read_batches
 from cepplan.engine_adapter.local.writer import staged_output
+from cepplan.engine_adapter.runtime.acquire import acquire, acquire_in_range
 from cepplan.engine_adapter.runtime.job import (
     Covered,
     Job,
     evaluate_partition,
     job_from_json,
-    partitions,
 )
-from cepplan.engine_adapter.runtime.matcher import partials_per_window
 from cepplan.engine_adapter.runtime.records import MATCH_COLUMN, ROW_COLUMN, EventTexts
-from cepplan.engine_adapter.runtime.spec import PatternSpec
-from cepplan.engine_adapter.runtime.table import Columns, concat_frames, values
+from cepplan.engine_adapter.runtime.shared_plan import used_sharing
+from cepplan.engine_adapter.runtime.table import Columns, concat_frames
 from cepplan.engine_adapter.runtime.tagging import tag_masks
 from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_TYPE
 
@@ -44,7 +43,6 @@ if TYPE_CHECKING:  # the time-range path runs on NumPy `Columns`; pandas only fo
     from cepplan.engine_adapter.runtime.shared_plan import SharingPlan
 
 
-SLICE_ROWS = 1 << 14  # events per owned time range of one key
 REGION_ROWS = 1 << 16  # tagged rows matched and released together, time-ordered input
 
 
@@ -71,8 +69,8 @@ def run_local_job(data: dict[str, Any], events: Sequence[str], out: Path, *,
     observers: list[Callable[[pd.DataFrame], None]] = [] if stage is None else [stage.observe]
     consumed: list[pd.DataFrame] = []  # the rows the consumer queries read
     if covering:  # OR-Tools imported only when there are consumer queries
-        from cepplan.engine_adapter.covering_io import results_lines
-        from cepplan.engine_adapter.covering_run import covering_part, run_covering
+        from cepplan.engine_adapter.local.covering_io import results_lines
+        from cepplan.engine_adapter.runtime.covering_run import covering_part, run_covering
 
         observers.append(lambda batch: consumed.append(covering_part(batch, covering)))
     covered = Covered()
@@ -120,14 +118,14 @@ def run_local_job(data: dict[str, Any], events: Sequence[str], out: Path, *,
             if spec.name in sharing.uses:  # the shared plan, together
                 if spec.name not in shared:
                     shared.update(shared_group(pool, job, sharing, spec.name, consumers,
-                                               partials, stage, _slices))
+                                               partials, stage, slices))
                 results = iter(shared.pop(spec.name))
             else:
                 results = (evaluate_partition(group, job, spec, own=own,
                                               with_complex=spec.name in consumers)
-                           for group, own in _slices(frame, spec))
+                           for group, own in slices(frame, spec))
             for result in results:
-                built = _added(built, result.partials)  # before contexts keep what counts
+                built = added(built, result.partials)  # before contexts keep what counts
                 if stage is not None:
                     result = stage.counted(result, spec)
                 writer.write(spec.name, result.matches, result.count)
@@ -144,6 +142,7 @@ def run_local_job(data: dict[str, Any], events: Sequence[str], out: Path, *,
                 stage.done(spec, sum(map(len, made)))
             if made:
                 pool = _with_tags(pool, pd.concat(made, ignore_index=True), job)
+            pool = _unread_dropped(pool, job, spec.name)
         if stage is not None:
             metrics["contexts"] = stage.section(metrics["matches"])
         if covering:
@@ -159,7 +158,7 @@ def run_local_job(data: dict[str, Any], events: Sequence[str], out: Path, *,
         if sharing.uses:
             metrics["shared_nodes"] = node_metrics(job, sharing, partials, pool)
         if partial_counts:
-            metrics["partial_matches"] = _partial_metrics(job, partial_counts, _span(pool))
+            metrics["partial_matches"] = partial_metrics(job, partial_counts, _span(pool))
         metrics["seconds"] = {k: round(v, 3) for k, v in seconds.items()}
         finish(metrics)
     return metrics
@@ -201,7 +200,7 @@ def _run_by_time_range(job: Job, data: dict[str, Any], events: Sequence[str], ou
     totals = {p.name: [0, 0, 0, 0] for p in job.patterns}  # rows sent, matches, cap hits,
     # matches held back
     built: dict[str, list[int]] = {}  # pattern -> partial matches per join prefix
-    sharing, partials = _sharing(job), {}  # shared node -> partial matches
+    sharing, partials = used_sharing(job), {}  # shared node -> partial matches
     margin = _margin(job)
     covered = Covered()  # the input's time so far: negations are decided within it
     with staged_output(out, output_format) as (writer, finish):
@@ -241,21 +240,11 @@ def _run_by_time_range(job: Job, data: dict[str, Any], events: Sequence[str], ou
 
             metrics["shared_nodes"] = node_summaries(sharing, partials, span)
         if built:
-            metrics["partial_matches"] = _partial_metrics(job, built, span)
+            metrics["partial_matches"] = partial_metrics(job, built, span)
         metrics["plan"] = data.get("plan", {})
         metrics["seconds"] = {k: round(v, 3) for k, v in seconds.items()}
         finish(metrics)
     return metrics
-
-
-def _sharing(job: Job) -> SharingPlan | None:
-    """The job's shared plan, or None when it shares nothing."""
-    if not (job.data.get("sharing") or {}).get("shared"):
-        return None
-    from cepplan.engine_adapter.runtime.shared_plan import sharing_plan
-
-    plan = sharing_plan(job)
-    return plan if plan.uses else None
 
 
 def _match_range(pool: Columns, job: Job, owned: tuple[float, float], writer: Any,
@@ -289,7 +278,7 @@ def _match_range(pool: Columns, job: Job, owned: tuple[float, float], writer: An
         clock = time.perf_counter()
         total = totals[spec.name]
         total[0] += int(np.count_nonzero(keep & inside))
-        for group, own in _slices(frame, spec):
+        for group, own in slices(frame, spec):
             mine = (max(own[0], owned[0]), min(own[1], owned[1]))
             if mine[0] >= mine[1]:
                 continue
@@ -298,7 +287,7 @@ def _match_range(pool: Columns, job: Job, owned: tuple[float, float], writer: An
             total[1] += result.count
             total[2] += result.cap_hits
             total[3] += result.held_back
-            built[spec.name] = _added(built.get(spec.name, []), result.partials)
+            built[spec.name] = added(built.get(spec.name, []), result.partials)
         seconds[f"match {spec.name}"] = (seconds.get(f"match {spec.name}", 0.0)
                                          + time.perf_counter() - clock)
 
@@ -320,52 +309,10 @@ def _span_figures(covered: Covered) -> list[float] | None:
     return [covered.first, covered.last] if covered.first <= covered.last else None
 
 
-def _added(total: list[int], more: list[int]) -> list[int]:
-    """Two per-prefix counts added (the longer's length)."""
-    return [a + b for a, b in zip_longest(total, more, fillvalue=0)]
-
-
-def _partial_metrics(job: Job, counts: Mapping[str, list[int]],
-                     span: float) -> dict[str, dict[str, Any]]:
-    """metrics.json's `partial_matches`: per pattern the partial matches its matcher built per
-    join prefix length and, like `shared_nodes`, per window of the tagged rows' time span
-    `span` (docs/engine.md)."""
-    span = float(span) or 1.0
-    return {name: {"by_prefix": built, "per_window": round(partials_per_window(
-                built, job.pattern(name).window or 0.0, span), 4)}
-            for name, built in counts.items()}
-
-
 def _span(pool: pd.DataFrame) -> float:
     """The time span of the tagged rows."""
     ts = pool[EVENT_TS].to_numpy(dtype=np.float64)
     return float(ts.max() - ts.min()) if len(ts) else 0.0
-
-
-def _slices(frame: pd.DataFrame | Columns, spec: PatternSpec, rows: int = SLICE_ROWS
-            ) -> Iterator[tuple[pd.DataFrame | Columns, tuple[float, float]]]:
-    """Per key, time ranges of about `rows` events, each with the window before it (and
-    after it, when a negation can look ahead): a range owns the matches whose latest event
-    falls in it, as in the Spark job, so matches are rendered and written range by range and
-    memory holds one range's matches, not the pattern's."""
-    back = spec.window or 0.0
-    ahead = back if spec.negated else 0.0
-    for group in partitions(frame, spec.partition_by):
-        if len(group) <= rows:
-            yield group, (-math.inf, math.inf)
-            continue
-        stamps = np.asarray(values(group, EVENT_TS), dtype=np.float64)
-        for own in time_ranges(np.sort(stamps), rows):
-            inside = (stamps >= own[0] - back) & (stamps <= own[1] + ahead)
-            yield (group.take(inside) if isinstance(group, Columns) else group[inside], own)
-
-
-def time_ranges(stamps: np.ndarray, rows: int) -> Iterator[tuple[float, float]]:
-    """Time ranges [low, high) of about `rows` of the sorted `stamps` each, the first open
-    below and the last above: each owns the matches whose latest event falls in it."""
-    cuts = np.unique(stamps[::rows])
-    bounds = [-math.inf, *cuts[1:], math.inf]
-    return pairwise(bounds)
 
 
 def _read_and_tag(job: Job, reader: dict[str, Any], events: Sequence[str],
@@ -444,6 +391,18 @@ def _tagged(frame: pd.DataFrame | Columns, job: Job,
     out = frame.loc[any_tag, columns].reset_index(drop=True)
     tags = pd.DataFrame({label: mask[any_tag] for label, mask in masks.items()})
     return pd.concat([out, tags], axis=1) if len(tags.columns) else out
+
+
+def _unread_dropped(pool: pd.DataFrame, job: Job, done: str) -> pd.DataFrame:
+    """The pool without the complex events no pattern after `done` reads: each carries its
+    own events' text, so a hierarchy kept every level's (50 nested patterns: 22 GB)."""
+    later = job.patterns[[p.name for p in job.patterns].index(done) + 1:]
+    read = {o.type for p in later for o in p.operands}
+    unread = [p.name for p in job.patterns if p.name not in read]
+    gone = pool[EVENT_TYPE].isin(unread).to_numpy() if len(pool) else None
+    if gone is None or not gone.any():
+        return pool
+    return pool.loc[~gone].reset_index(drop=True)
 
 
 def _with_tags(pool: pd.DataFrame, made: pd.DataFrame, job: Job) -> pd.DataFrame:

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from cepplan.engine_adapter.local import engine
-from cepplan.engine_adapter.local.acquire import acquire, acquire_in_range
+from cepplan.engine_adapter.local import slices
+from cepplan.engine_adapter.runtime.acquire import acquire, acquire_in_range
 from cepplan.engine_adapter.runtime.job import Job, PartitionOutput, partitions, rendered
 from cepplan.engine_adapter.runtime.matcher import Matches
 from cepplan.engine_adapter.runtime.records import ROW_COLUMN, EventTexts, Renderer
@@ -97,18 +97,18 @@ def _type_codes(pool: Columns) -> tuple[list[str], np.ndarray]:
 
 def _group_slices(table: Table, shape: SimpleNamespace, largest: int
                   ) -> Iterator[tuple[tuple[int, int], tuple[float, float]]]:
-    """`engine._slices` over a group's table, as rank ranges of it: time ranges owning the
+    """`slices.slices` over a group's table, as rank ranges of it: time ranges owning the
     matches whose latest event falls in them, each with the window before it (and after
     it, when a negation can look ahead), cut so that the group's largest member has about
     `SLICE_ROWS` of its own events in each, as when evaluated alone (cut by the group's
     events, a member would be matched and rendered in more, smaller pieces)."""
-    rows = engine.SLICE_ROWS * len(table) // max(1, largest)
+    rows = slices.SLICE_ROWS * len(table) // max(1, largest)
     if len(table) <= rows:
         yield (0, len(table)), (-math.inf, math.inf)
         return
     back = shape.window or 0.0
     ahead = back if shape.negated else 0.0
-    for own in engine.time_ranges(table.ts, rows):
+    for own in slices.time_ranges(table.ts, rows):
         first = int(np.searchsorted(table.ts, own[0] - back, "left"))
         last = int(np.searchsorted(table.ts, own[1] + ahead, "right"))
         yield (first, last), own
@@ -143,7 +143,7 @@ class _MemberOutput:
         for name, matches in found.items():
             self.pending[name].append((first, last, matches))
             self.rows[name] += int(np.count_nonzero(self.own[name][first:last] & owned))
-            if self.rows[name] >= engine.SLICE_ROWS or self.specs[name].kleene_vars:
+            if self.rows[name] >= slices.SLICE_ROWS or self.specs[name].kleene_vars:
                 self._write(name)
 
     def flush(self) -> None:

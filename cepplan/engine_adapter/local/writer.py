@@ -151,7 +151,10 @@ class _BackgroundFile:
             while self._queue.get() is not None:  # unblock the writer until close
                 pass
         finally:
-            self._file.close()
+            try:
+                self._file.close()  # flushes the last buffer: a full disk may show only here
+            except BaseException as err:
+                self._error = self._error or err
 
 
 def _recycle(fd: int, size: int) -> None:

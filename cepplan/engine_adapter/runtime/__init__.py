@@ -1,6 +1,9 @@
-"""The matcher runtime carried by the generated Spark job (seed 001: recomputation-based CEP).
+"""The stage code both engines run (seed 001: recomputation-based CEP): tagging, acquisition,
+the matcher, Kleene+, contexts, sharing, covering, and matches rendered as records.
 
-Standalone: imports only NumPy, pandas, the standard library, its sibling modules and the
-standalone foundation modules `cepplan.workload.expr.vectorized` and `cepplan.workload.columns`,
-so the job ships it in a zip and runs where cepplan is not installed.
+Standalone: besides NumPy, pandas and the standard library it imports only its siblings and
+the few cepplan modules the generated job ships beside it (`spark/generate.py`'s `SHIPPED`:
+the workload's columns and vectorised expressions, the cost models and the covering solver it
+reads), so the job runs where cepplan is not installed; `tests/test_layering.py` holds it so.
+It imports neither engine (`local/`, `spark/`).
 """

@@ -52,7 +52,7 @@ from cepplan.engine_adapter.runtime.spec import (
     Stages,
     compile_pattern,
 )
-from cepplan.engine_adapter.runtime.table import Columns, Table, expand, make_table
+from cepplan.engine_adapter.runtime.table import Columns, Table, make_table
 from cepplan.engine_adapter.runtime.user_order import (
     JoinModel,
     Step,
@@ -131,6 +131,15 @@ class SharingPlan:
             for node in dict.fromkeys(u.node for u in self.uses[name]):
                 users.setdefault(node, []).append(name)
         return users
+
+
+def used_sharing(job: Job) -> SharingPlan | None:
+    """The job's shared plan, or None when it shares nothing (no shared node has two
+    users left)."""
+    if not (job.data.get("sharing") or {}).get("shared"):
+        return None
+    plan = sharing_plan(job)
+    return plan if plan.uses else None
 
 
 def sharing_plan(job: Job, alone: Collection[str] = ()) -> SharingPlan:
@@ -640,7 +649,7 @@ class _SharedContext(_Context):
                 low, high, node.latest, node_ts,
                 [a for v, a in rows.items() if self.spec.operand(v).position < last],
                 [a for v, a in rows.items() if self.spec.operand(v).position > last])
-        which, positions = expand(low, high)
+        which, positions = self.expand(low, high, len(rows) + len(node.ranks))
         keep = (node.earliest[positions] >= latest_ts[which] - self.window) & \
             (node_ts[positions] - node.earliest[positions] <= self.window)
         added = {use.names[v]: a[positions] for v, a in node.ranks.items()}

@@ -37,8 +37,8 @@ from cepplan.engine_adapter.runtime.contexts import (
 from cepplan.engine_adapter.runtime.job import Job
 from cepplan.engine_adapter.runtime.records import MATCH_COLUMN
 from cepplan.engine_adapter.runtime.spec import PatternSpec
-from cepplan.engine_adapter.spark_match import PATTERN, Counts, output_schema
-from cepplan.engine_adapter.spark_tags import TAGS, Layout, any_of, tag_column
+from cepplan.engine_adapter.spark.match import PATTERN, Counts, output_schema
+from cepplan.engine_adapter.spark.tags import TAGS, Layout, any_of, tag_column
 from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_TYPE
 from cepplan.workload.spark_source import spark_type
 

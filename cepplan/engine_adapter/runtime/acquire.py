@@ -1,6 +1,6 @@
 """The acquisition semi-joins of a pattern (seed 002 §3.3), over NumPy columns.
 
-The same events as the Spark job keeps (`spark_job._acquire`): step-1 variables' events are
+The same events as the Spark job keeps (`spark.job._acquire`): step-1 variables' events are
 kept; an event of a step-k variable is kept only when, for every positive variable of steps
 1 … k−1, a kept event of it with the same key lies within the window on the side the SEQ order
 allows. Each test is a range semi-join: anchors sorted by (key code, time rank), one

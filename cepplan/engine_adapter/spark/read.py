@@ -27,8 +27,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from cepplan.engine_adapter.spark_match import ARROW_TYPES
-from cepplan.engine_adapter.spark_tags import TAGS, Layout, Tag
+from cepplan.engine_adapter.spark.match import ARROW_TYPES
+from cepplan.engine_adapter.spark.tags import TAGS, Layout, Tag
 from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_TYPE, merged_attribute_types
 from cepplan.workload.input_files import compression, content_problem, header_names
 from cepplan.workload.spark_source import SourceError, check_column_names, spark_type
@@ -121,7 +121,7 @@ def read_and_tag(spark: SparkSession, data: Mapping[str, Any], splits: list[Spli
                  counts) -> tuple[DataFrame, DataFrame, ReadFigures]:
     """(the tagged rows with the columns `wanted` and `__tags`, the cached frame to unpersist
     at the end, the read figures); one Spark job reads, tags and caches. `counts` is a
-    `spark_match.Counts` accumulator that the tasks add their read figures to."""
+    `spark.match.Counts` accumulator that the tasks add their read figures to."""
     reader = data["reader"]
     has_ids = bool(reader["source"].get("id_column"))
     kinds = merged_attribute_types(reader["attributes"].values())

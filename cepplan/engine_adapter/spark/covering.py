@@ -21,14 +21,14 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from cepplan.costmodels.interests import region_at
-from cepplan.engine_adapter.covering_run import (
+from cepplan.engine_adapter.runtime.covering import cover_inputs, deliver, groups
+from cepplan.engine_adapter.runtime.covering_run import (
     CoveringRun,
     finished_run,
     operator_columns,
     results_lines,
     solve_cover,
 )
-from cepplan.engine_adapter.runtime.covering import cover_inputs, deliver, groups
 from cepplan.workload.columns import EVENT_TS, EVENT_TYPE
 
 BATCH = "__batch"

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pyspark
 
-from cepplan.engine_adapter.jvm_start import FAST_JIT, ClassArchive, class_archive
+from cepplan.engine_adapter.spark.jvm_start import FAST_JIT, ClassArchive, class_archive
 from cepplan.errors import CepplanError
 from cepplan.interrupt import run_child_group
 from cepplan.terminal import printable

@@ -1,5 +1,5 @@
 """The plan's optional stages inside the Spark job, behind one object the job calls at fixed
-places: contexts (`spark_contexts`) and the consumer queries (`covering_spark`). Each call
+places: contexts (`spark.contexts`) and the consumer queries (`spark.covering`). Each call
 returns its input unchanged when the plan has no such stage.
 
 Shipped in the job's runtime zip; OR-Tools is imported only when there are consumer queries.
@@ -14,8 +14,8 @@ from pyspark.sql import DataFrame, SparkSession
 
 from cepplan.engine_adapter.runtime.job import Job
 from cepplan.engine_adapter.runtime.spec import PatternSpec
-from cepplan.engine_adapter.spark_contexts import SparkContexts
-from cepplan.engine_adapter.spark_tags import Layout
+from cepplan.engine_adapter.spark.contexts import SparkContexts
+from cepplan.engine_adapter.spark.tags import Layout
 from cepplan.workload.spark_source import read_events, valid_rows
 
 
@@ -54,6 +54,6 @@ class Stages:
         if self.contexts:
             self.contexts.finish(metrics)
         if self.covering:
-            from cepplan.engine_adapter.covering_spark import write_covering
+            from cepplan.engine_adapter.spark.covering import write_covering
 
             write_covering(self.rows, self.covering, out_dir, metrics)

@@ -8,7 +8,7 @@ kept as tagged.
 
 1. **Pre-filter** (`prefilter`, one Spark job for all patterns): the events of the variables
    that anchor a later step (rare, when the plan is good) are collected to the driver, where
-   the in-process engine's NumPy semi-joins (`local.acquire`) decide which of them are kept.
+   the in-process engine's NumPy semi-joins (`runtime.acquire`) decide which of them are kept.
    Each kept anchor marks its key's time bucket (the window's width) and the two beside it;
    a tag of a later step is then dropped, in the same pass that feeds the match shuffle,
    when an anchor of it has no mark at the event's own (key, bucket): a hash look-up per
@@ -38,10 +38,10 @@ import pandas as pd
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from cepplan.engine_adapter.local.acquire import acquire, kept_rows
+from cepplan.engine_adapter.runtime.acquire import acquire, kept_rows
 from cepplan.engine_adapter.runtime.spec import NEGATED, PatternSpec
 from cepplan.engine_adapter.runtime.tagging import tag
-from cepplan.engine_adapter.spark_tags import (
+from cepplan.engine_adapter.spark.tags import (
     FEW_TAGS,
     TAGS,
     Layout,

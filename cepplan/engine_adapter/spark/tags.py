@@ -1,7 +1,7 @@
 """Which (pattern, variable) pairs each event can bind, for the whole workload in one pass.
 
 Shipped in the job's runtime zip. Every variable of every pattern gets a small integer tag;
-one native Spark expression (filters compiled by `spark_expr`, no Python worker) gives each
+one native Spark expression (filters compiled by `spark.expr`, no Python worker) gives each
 event the array of tags whose type and one-variable filters it satisfies (seed 001 step 1,
 filter push-down). Patterns are grouped in levels: a pattern reading another pattern's
 matches runs a level above it (children first).
@@ -18,7 +18,7 @@ from pyspark.sql import functions as F
 
 from cepplan.engine_adapter.runtime.job import Job
 from cepplan.engine_adapter.runtime.spec import NEGATED, PatternSpec
-from cepplan.engine_adapter.spark_expr import attribute_resolver, column_of
+from cepplan.engine_adapter.spark.expr import attribute_resolver, column_of
 from cepplan.workload.columns import EVENT_TS, EVENT_TYPE, merged_attribute_types
 
 TAGS = "__tags"

@@ -1,6 +1,6 @@
 """Where the local engine's wall time goes, per plan, on the three workloads of
 `bench_sharing_engine` (trading rules, synthetic §6.1-like, one common prefix):
-`python -m benchmarks.profile_sharing_engine [--quick]` prints, per plan, the engine
+`python -m benchmarks.profile.profile_sharing_engine [--quick]` prints, per plan, the engine
 thread's CPU seconds of read, tag, acquisition, event tables and candidates, joins, Kleene
 expansion, negation, rendering, writing and the rest, each charged exclusively (a call's time
 less the timed calls inside it), so they add up to the engine thread's CPU time (CPU, not
@@ -165,6 +165,6 @@ def main(quick: bool = False) -> None:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.profile_sharing_engine")
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.profile.profile_sharing_engine")
     parser.add_argument("--quick", action="store_true", help="smaller workloads")
     main(parser.parse_args().quick)

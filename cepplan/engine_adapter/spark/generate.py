@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import io
 import json
-import shutil
-import tempfile
 import zipfile
 from pathlib import Path
 
@@ -24,33 +22,34 @@ from cepplan.workload.model import Workload
 
 PACKAGE_ROOT = Path(cepplan.__file__).resolve().parent
 SHIPPED = (
-    "engine_adapter/spark_job.py",
-    "engine_adapter/spark_stages.py",
-    "engine_adapter/spark_contexts.py",
-    "engine_adapter/covering_spark.py",
-    "engine_adapter/covering_run.py",
+    "engine_adapter/spark/job.py",
+    "engine_adapter/spark/stages.py",
+    "engine_adapter/spark/contexts.py",
+    "engine_adapter/spark/covering.py",
+    "engine_adapter/runtime/covering_run.py",
     "engine_adapter/runtime/context_windows.py",
     "engine_adapter/runtime/contexts.py",
     "engine_adapter/runtime/covering.py",
     "planner/covering.py",
     "costmodels/interests.py",
     "costmodels/qor.py",
-    "engine_adapter/spark_acquire.py",
-    "engine_adapter/local/acquire.py",
-    "engine_adapter/spark_expr.py",
-    "engine_adapter/spark_match.py",
-    "engine_adapter/spark_shared.py",
-    "engine_adapter/spark_tags.py",
-    "engine_adapter/spark_read.py",
+    "engine_adapter/spark/acquire.py",
+    "engine_adapter/runtime/acquire.py",
+    "engine_adapter/spark/expr.py",
+    "engine_adapter/spark/match.py",
+    "engine_adapter/spark/shared.py",
+    "engine_adapter/spark/tags.py",
+    "engine_adapter/spark/read.py",
     # the in-process engine's stages, run per byte range by the range-local plan
-    "engine_adapter/spark_ranges.py",
+    "engine_adapter/spark/ranges.py",
     "engine_adapter/local/engine.py",
     "engine_adapter/local/pandas_hold.py",
     "engine_adapter/local/writer.py",
     "interrupt.py",
     "terminal.py",
     "fileio.py",
-    # the in-process reader, used by spark_read where the executors can import it (orjson)
+    "outputs.py",
+    # the in-process reader, used by spark.read where the executors can import it (orjson)
     "engine_adapter/local/source.py",
     "errors.py",
     "stats/local_source.py",
@@ -61,6 +60,7 @@ SHIPPED = (
     "engine_adapter/runtime/job.py",
     "engine_adapter/runtime/kleene.py",
     "engine_adapter/runtime/matcher.py",
+    "engine_adapter/runtime/memory.py",
     "engine_adapter/runtime/records.py",
     "engine_adapter/runtime/shared_plan.py",
     "engine_adapter/runtime/user_order.py",
@@ -74,8 +74,9 @@ SHIPPED = (
     "workload/spark_source.py",
     "workload/input_files.py",
 )
-EMPTY_PACKAGES = ("", "engine_adapter", "engine_adapter/local", "workload", "workload/expr",
-                  "planner", "costmodels", "stats")
+TEMPLATE = PACKAGE_ROOT / "engine_adapter" / "spark" / "job_template.py"
+EMPTY_PACKAGES = ("", "engine_adapter", "engine_adapter/local", "engine_adapter/spark",
+                  "workload", "workload/expr", "planner", "costmodels", "stats")
 
 
 def runtime_zip() -> bytes:
@@ -99,26 +100,14 @@ def _entry(path: str) -> zipfile.ZipInfo:
 
 def generate(workload: Workload, plan: Plan, out_dir: str | Path, *,
              plan_kind: str = "plan") -> Path:
-    """Write the job directory (replacing it whole, only once everything is written)."""
+    """Write the job into the new directory `out_dir` (`cepplan generate` stages it and
+    renames it over its output only once everything is written: `outputs.written_directory`)."""
     out_dir = Path(out_dir)
     data = job_data(workload, plan, plan_kind=plan_kind)
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
-    try:
-        write_bytes_atomic(staging / "job.json", orjson.dumps(data, option=orjson.OPT_INDENT_2))
-        write_bytes_atomic(staging / "plan.json",
-                           json.dumps(plan.to_json(), indent=2).encode())
-        write_bytes_atomic(staging / "runtime.zip", runtime_zip())
-        write_bytes_atomic(staging / "job.py",
-                           (PACKAGE_ROOT / "engine_adapter" / "job_template.py").read_bytes())
-        if out_dir.exists():
-            old = staging.with_name(staging.name + ".old")
-            out_dir.replace(old)
-            staging.replace(out_dir)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            staging.replace(out_dir)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
+    out_dir.mkdir(parents=True)
+    write_bytes_atomic(out_dir / "job.json", orjson.dumps(data, option=orjson.OPT_INDENT_2))
+    write_bytes_atomic(out_dir / "plan.json", json.dumps(plan.to_json(), indent=2).encode())
+    write_bytes_atomic(out_dir / "runtime.zip", runtime_zip())
+    write_bytes_atomic(out_dir / "job.py",
+                       TEMPLATE.read_bytes())
     return out_dir

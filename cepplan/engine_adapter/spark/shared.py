@@ -7,7 +7,7 @@ nodes; a pattern may use several) are evaluated together over the rows any of th
 per key, by `shared_plan.evaluate_group` — the function the local engine uses — so a node's
 partial matches are computed once and fed to its users. With contexts, each member's rows
 were already pushed down to its windows and its matches are kept by the context stage
-afterwards (`spark_contexts`), exactly as for a pattern evaluated alone. Partial
+afterwards (`spark.contexts`), exactly as for a pattern evaluated alone. Partial
 matches travel back in the match stage's accumulator (no extra pass over the matches);
 `shared_nodes` in metrics.json is then built by the same code as the local engine's.
 """
@@ -31,7 +31,7 @@ from cepplan.engine_adapter.runtime.shared_plan import (
 )
 from cepplan.workload.columns import EVENT_TS
 
-PATTERN = "pattern"  # the match stage's pattern column (spark_match.PATTERN)
+PATTERN = "pattern"  # the match stage's pattern column (spark.match.PATTERN)
 _PARTIALS, _SPAN = "partials", "span"
 
 
@@ -59,7 +59,7 @@ def evaluate_shared(cache: MutableMapping[str, Any], job: Job, group: pd.DataFra
     column) that belong to a sharing group, evaluated together; their counts and each
     node's partial matches added to `found`. Returns the names done, which the caller
     skips, and their output batches: as the stage outputs a pattern alone (`output`,
-    `spark_match._Output`), complex events only for patterns others read, else the match
+    `spark.match._Output`), complex events only for patterns others read, else the match
     texts (part file `where(name)`)."""
     if "sharing" not in cache:
         cache["sharing"] = job_sharing(job)

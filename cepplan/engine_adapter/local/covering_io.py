@@ -1,12 +1,9 @@
 """Inputs and outputs of the in-process covering run (`cepplan cover`): the rows the stage
 reads, through the in-process engine's reader (the Spark reader's casts and bad-row rules),
-and the output directory `OUT/results/part-00000.jsonl` + `OUT/metrics.json`, replaced only on
-success."""
+and the output directory `OUT/results/part-00000.jsonl` + `OUT/metrics.json`."""
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
@@ -14,9 +11,9 @@ from typing import Any
 
 import pandas as pd
 
-from cepplan.engine_adapter.covering_run import covering_part, results_lines
 from cepplan.engine_adapter.local.source import read_batches
-from cepplan.fileio import write_json_atomic
+from cepplan.engine_adapter.runtime.covering_run import covering_part, results_lines
+from cepplan.fileio import write_bytes_atomic, write_json_atomic
 from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_TYPE
 from cepplan.workload.model import Workload
 from cepplan.workload.source_spec import reader_arguments
@@ -38,17 +35,8 @@ def read_covering_rows(paths: list[str], workload: Workload, section: Mapping[st
 
 
 def write_covering_output(out: Path, results: pd.DataFrame, metrics: dict[str, Any]) -> None:
-    """Write the results and metrics into a staging directory beside `out`, then rename it
-    over `out`."""
-    out.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
-    try:
-        (staging / "results").mkdir()
-        (staging / "results" / "part-00000.jsonl").write_bytes(results_lines(results))
-        write_json_atomic(staging / "metrics.json", metrics)
-        if out.exists():
-            shutil.rmtree(out)
-        staging.rename(out)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
+    """Write the results and metrics into the new directory `out` (`cepplan cover` stages it
+    and renames it over its output only on success)."""
+    (out / "results").mkdir(parents=True)
+    write_bytes_atomic(out / "results" / "part-00000.jsonl", results_lines(results))
+    write_json_atomic(out / "metrics.json", metrics)

@@ -1,5 +1,5 @@
 """Shared against unshared evaluation of the same plan on the local engine, where the
-partial matches are built: `python -m benchmarks.profile_shared_joins [--quick] [--prefix]`
+partial matches are built: `python -m benchmarks.profile.profile_shared_joins [--quick] [--prefix]`
 prints, per plan of `bench_sharing_engine`'s workloads (trading rules, synthetic, and with
 `--prefix` the 60 patterns on one common prefix), the engine thread's CPU seconds, the user
 part of them alone (the system part, page faults of the output's buffers mostly, varies run
@@ -104,7 +104,7 @@ def _print_worst(unshared: dict[str, int], shared: dict[str, int], top: int = 5)
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.profile_shared_joins")
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.profile.profile_shared_joins")
     parser.add_argument("--quick", action="store_true", help="smaller workloads, one round")
     parser.add_argument("--prefix", action="store_true",
                         help="also the 60 patterns on one common prefix")

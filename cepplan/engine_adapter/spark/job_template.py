@@ -12,7 +12,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "runtime.zip"))
 
-from cepplan.engine_adapter.spark_job import main  # noqa: E402
+from cepplan.engine_adapter.spark.job import main  # noqa: E402
 
 if __name__ == "__main__":
     arguments = sys.argv[1:]

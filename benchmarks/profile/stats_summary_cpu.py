@@ -3,7 +3,7 @@ returned: shared by both engines), replayed on saved scan tables so that the mac
 hardly matters: the in-process engine's two tables for the benchmark file are captured once,
 then `collect_statistics` runs on a scan that returns them, warm, best of five.
 
-    python -m benchmarks.stats_summary_cpu [EVENTS ...]   # default 1000000 10000000
+    python -m benchmarks.profile.stats_summary_cpu [EVENTS ...]   # default 1000000 10000000
 
 The files are those of `bench_stats` (generated there when missing).
 """

@@ -29,9 +29,9 @@ from pyspark.sql import types as T
 from cepplan.engine_adapter.runtime.job import evaluate_partition, job_from_json, partitions
 from cepplan.engine_adapter.runtime.records import MATCH_COLUMN, lines_data
 from cepplan.engine_adapter.runtime.spec import NEGATED, PatternSpec
-from cepplan.engine_adapter.spark_acquire import INNER, acquire_group, group_acquisition
-from cepplan.engine_adapter.spark_shared import evaluate_shared
-from cepplan.engine_adapter.spark_tags import TAGS, Layout, any_of
+from cepplan.engine_adapter.spark.acquire import INNER, acquire_group, group_acquisition
+from cepplan.engine_adapter.spark.shared import evaluate_shared
+from cepplan.engine_adapter.spark.tags import TAGS, Layout, any_of
 from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_TYPE
 from cepplan.workload.spark_source import spark_type
 

@@ -1,4 +1,4 @@
-"""The renderer alone, on the calls the engine makes: `python -m benchmarks.profile_render
+"""The renderer alone, on the calls the engine makes: `python -m benchmarks.profile.profile_render
 [--quick]` runs each plan of `bench_sharing_engine` once on its workloads (trading rules,
 synthetic §6.1-like), keeps every `Renderer.match_array` call (table, event types, pool,
 matches), then renders them again, with a fresh pool of event texts per pass (each event's
@@ -92,6 +92,6 @@ def main(quick: bool = False) -> None:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.profile_render")
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.profile.profile_render")
     parser.add_argument("--quick", action="store_true", help="smaller workloads")
     main(parser.parse_args().quick)

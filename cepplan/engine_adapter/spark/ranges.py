@@ -1,7 +1,7 @@
 """The range-local Spark plan: each task matches its own byte range of a time-ordered file.
 
 Shipped in the job's runtime zip. When the input is one local CSV file in non-decreasing time
-order, a task reads its byte range (`spark_read`'s splits) plus the neighbouring lines its
+order, a task reads its byte range (`spark.read`'s splits) plus the neighbouring lines its
 matches need (a margin of `local.engine._margin` either side, in time) and runs the in-process
 engine's stages on them: tag, acquisition semi-joins, per-key matching, rendering, and the
 part file written by the task itself. One Spark stage, no shuffle, no rows through the JVM.
@@ -37,7 +37,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import types as T
 
 from cepplan.engine_adapter.runtime.job import Covered
-from cepplan.engine_adapter.spark_read import plain_csv_splits, read_lines, task_numbers
+from cepplan.engine_adapter.spark.read import plain_csv_splits, read_lines, task_numbers
 from cepplan.workload.columns import EVENT_ID, EVENT_TS
 
 ENABLED = "CEPPLAN_SPARK_RANGES"  # "0": always the shuffle plan
@@ -175,9 +175,9 @@ def run_ranges(spark: SparkSession, data: dict[str, Any], found: list[Region], s
 
 def _metrics(data: Mapping[str, Any], figures: list[dict[str, Any]]) -> dict[str, Any]:
     """metrics.json from the tasks' figures, in the in-process engine's layout."""
-    from cepplan.engine_adapter.local.engine import _added, _partial_metrics, _sharing
+    from cepplan.engine_adapter.local.partial_counts import added, partial_metrics
     from cepplan.engine_adapter.runtime.job import job_from_json
-    from cepplan.engine_adapter.runtime.shared_plan import node_summaries
+    from cepplan.engine_adapter.runtime.shared_plan import node_summaries, used_sharing
 
     rejected: Counter = Counter()
     totals: dict[str, list[int]] = {p["name"]: [0, 0, 0, 0] for p in data["patterns"]}
@@ -187,7 +187,7 @@ def _metrics(data: Mapping[str, Any], figures: list[dict[str, Any]]) -> dict[str
         for name, counts in f["totals"].items():
             totals[name] = [a + b for a, b in zip(totals[name], counts, strict=True)]
         for name, more in f["built"].items():
-            built[name] = _added(built.get(name, []), more)
+            built[name] = added(built.get(name, []), more)
     sent = {name: t[0] for name, t in totals.items()}
     metrics: dict[str, Any] = {
         "engine": "spark", "spark_plan": "range-local",
@@ -207,14 +207,14 @@ def _metrics(data: Mapping[str, Any], figures: list[dict[str, Any]]) -> dict[str
     lasts = [f["last"] for f in figures if f["last"] is not None]
     span = (max(lasts) - min(firsts)) if firsts else 0.0
     job = job_from_json(dict(data))
-    sharing = _sharing(job)
+    sharing = used_sharing(job)
     if sharing is not None:
         partials: Counter = Counter()
         for f in figures:
             partials.update({int(node): count for node, count in f["partials"].items()})
         metrics["shared_nodes"] = node_summaries(sharing, dict(partials), span)
     if built:
-        metrics["partial_matches"] = _partial_metrics(job, built, span)
+        metrics["partial_matches"] = partial_metrics(job, built, span)
     return metrics
 
 
@@ -230,11 +230,11 @@ class RangeTask:
         self.output_format = output_format
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        from cepplan.engine_adapter.local.engine import _sharing
         from cepplan.engine_adapter.runtime.job import job_from_json
+        from cepplan.engine_adapter.runtime.shared_plan import used_sharing
 
         job = job_from_json(self.data)
-        sharing = _sharing(job)  # the shared plan, worked out once per task
+        sharing = used_sharing(job)  # the shared plan, worked out once per task
         for number in task_numbers(batches):
             figures = self._run(self.regions[number], job, sharing)
             yield pa.RecordBatch.from_arrays([pa.array([json.dumps(figures, default=int)])],

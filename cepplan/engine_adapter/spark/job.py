@@ -3,18 +3,18 @@
 Shipped in the job's runtime zip and started by the generated `job.py` under `spark-submit`;
 imports only pyspark, the runtime and the standalone modules shipped beside it (DESIGN.md,
 "The engine", "The generated Spark job"). One local CSV file in time order is matched by the
-range-local plan (`spark_ranges`: the in-process engine's stages per byte range, no
+range-local plan (`spark.ranges`: the in-process engine's stages per byte range, no
 shuffle); otherwise, or when the file turns out unordered, the shuffle plan's stages:
 
 1. read through the workload's `source` and tag every event with the (pattern, variable)
    pairs it can bind: CSV in the Python workers with the in-process engine's reader and
-   tagging (`spark_read`), else Spark's reader and one native expression (`spark_tags`); rows
+   tagging (`spark.read`), else Spark's reader and one native expression (`spark.tags`); rows
    read and rejected by reason are counted in the same pass; the tagged events are cached
    (one aggregate over them is the only forced computation before the write);
-2. acquire (seed 002 §3.3, `spark_acquire`): a pre-filter of later-step tags before the
+2. acquire (seed 002 §3.3, `spark.acquire`): a pre-filter of later-step tags before the
    shuffle, the exact semi-joins in the match groups;
 3. match: one shuffle per partition scheme, the recomputation matcher (seed 001) per group
-   (`spark_match`); matches of patterns others read become events for the level above;
+   (`spark.match`); matches of patterns others read become events for the level above;
 4. write the matches from the executors (JSON lines or Parquet part files under `matches/`,
    by Spark's writers or, on a local master, by the match groups themselves) and
    `metrics.json`, in a directory renamed over `--out` only when
@@ -33,6 +33,7 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from pyspark.sql import DataFrame, Observation, SparkSession
@@ -40,8 +41,8 @@ from pyspark.sql import functions as F
 
 from cepplan.engine_adapter.runtime.job import job_from_json, needed_attributes
 from cepplan.engine_adapter.runtime.records import MATCH_COLUMN
-from cepplan.engine_adapter.spark_acquire import prefilter
-from cepplan.engine_adapter.spark_match import (
+from cepplan.engine_adapter.spark.acquire import prefilter
+from cepplan.engine_adapter.spark.match import (
     PATTERN,
     Counts,
     Span,
@@ -49,11 +50,13 @@ from cepplan.engine_adapter.spark_match import (
     match,
     schemes,
 )
-from cepplan.engine_adapter.spark_ranges import ranges_apply, regions, regions_ahead, run_ranges
-from cepplan.engine_adapter.spark_read import ReadFigures, plain_csv_splits, read_and_tag
-from cepplan.engine_adapter.spark_shared import note_span, shared_metrics
-from cepplan.engine_adapter.spark_stages import Stages
-from cepplan.engine_adapter.spark_tags import TAGS, Layout, layout, tag_column
+from cepplan.engine_adapter.spark.ranges import ranges_apply, regions, regions_ahead, run_ranges
+from cepplan.engine_adapter.spark.read import ReadFigures, plain_csv_splits, read_and_tag
+from cepplan.engine_adapter.spark.shared import note_span, shared_metrics
+from cepplan.engine_adapter.spark.stages import Stages
+from cepplan.engine_adapter.spark.tags import TAGS, Layout, layout, tag_column
+from cepplan.errors import InputError
+from cepplan.outputs import check_directory_output, event_inputs
 from cepplan.terminal import echo
 from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_TYPE, merged_attribute_types
 from cepplan.workload.spark_source import (
@@ -72,7 +75,7 @@ def run_job(spark: SparkSession, data: dict[str, Any], events: Sequence[str], ou
             counted: Future | None = None) -> dict[str, Any]:
     """Evaluate every pattern of the job over `events`; write matches and `metrics.json` into
     `out_dir`, replacing it only when everything succeeded. Returns the metrics. `counted`:
-    `spark_ranges.regions_ahead`'s count, if started."""
+    `spark.ranges.regions_ahead`'s count, if started."""
     if ranges_apply(spark, data, events):
         metrics = _by_ranges(spark, data, events, out_dir, output_format, say, counted)
         if metrics is not None:
@@ -92,8 +95,8 @@ def run_job(spark: SparkSession, data: dict[str, Any], events: Sequence[str], ou
     clock = time.perf_counter()
     span = Span(figures.first, figures.last, figures.tagged,
                 spark.sparkContext.defaultParallelism)
-    stages = Stages(spark, job, data, events)  # contexts, consumer queries (spark_stages)
-    note_span(counts, pool, job)  # the shared plan's per-window scale (spark_shared)
+    stages = Stages(spark, job, data, events)  # contexts, consumer queries (spark.stages)
+    note_span(counts, pool, job)  # the shared plan's per-window scale (spark.shared)
     staging = _staging(out_dir)
     direct = _direct_directory(spark, data, output_format, staging)
     try:
@@ -113,7 +116,7 @@ def run_job(spark: SparkSession, data: dict[str, Any], events: Sequence[str], ou
 def _by_ranges(spark: SparkSession, data: dict[str, Any], events: Sequence[str], out_dir: str,
                output_format: str, say: Callable[[str], None],
                counted: Future | None) -> dict[str, Any] | None:
-    """The range-local plan (`spark_ranges`): the metrics, or None (nothing written) when
+    """The range-local plan (`spark.ranges`): the metrics, or None (nothing written) when
     the input is not in time order after all or its lines not countable."""
     clock = time.perf_counter()
     parallelism = spark.sparkContext.defaultParallelism
@@ -154,7 +157,7 @@ def _read_and_tag(spark: SparkSession, data: dict[str, Any], events: Sequence[st
     """The good rows carrying at least one tag, narrowed to the columns the matchers read; the
     cached frame behind them; rows read, rejected by reason, and the tagged rows' count and
     time span. Read in Python workers with the in-process reader where it applies
-    (`spark_read`), else with Spark's reader and the native tag expression."""
+    (`spark.read`), else with Spark's reader and the native tag expression."""
     primitive = [t for t in plan.tags if not job.is_complex(t.operand.type)]
     context = spark.sparkContext
     splits = plain_csv_splits(data, events, context.defaultParallelism,
@@ -273,7 +276,7 @@ def _write(outputs: list[DataFrame], staging: str, out_dir: str, output_format: 
         os.rmdir(direct)
     seconds["match and write"] = time.perf_counter() - clock
     _counted(metrics, counts.value, data)
-    metrics.update(shared_metrics(counts.value, data))  # shared_nodes (spark_shared)
+    metrics.update(shared_metrics(counts.value, data))  # shared_nodes (spark.shared)
     metrics["plan"] = data.get("plan", {})
     metrics["seconds"] = {k: round(v, 3) for k, v in seconds.items()}
     stages.finish(metrics, staging)
@@ -329,6 +332,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--format", default="jsonl", choices=["jsonl", "parquet"])
     parser.add_argument("--verbose", action="store_true", help="keep Spark's own log")
     args = parser.parse_args(argv)
+    try:  # before Spark starts: never a folder of the user's, nor one holding the events
+        out = check_directory_output(Path(args.out), "run", event_inputs(args.events))
+    except InputError as err:
+        echo(f"error: {err}", err=True)
+        return 2
     with open(args.job, encoding="utf-8") as handle:
         data = json.load(handle)
     counted = regions_ahead(data, args.events)  # while the JVM starts
@@ -339,7 +347,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     spark.conf.set("spark.sql.shuffle.partitions", shuffle_partitions(
         args.events, spark.sparkContext.defaultParallelism))
     try:
-        metrics = run_job(spark, data, args.events, args.out, output_format=args.format,
+        metrics = run_job(spark, data, args.events, str(out.real), output_format=args.format,
                           counted=counted,
                           say=lambda text: echo(f"cepplan: {text}", err=True))
     except SourceError as err:
