@@ -61,7 +61,7 @@ class LocalScan:
 
     def step_counts(self, time_step: float, presample: list[SampleBlocks]) -> pd.DataFrame:
         steps, rejected = StepTally(), Counter()
-        groups = _GroupTally([EVENT_TYPE, *self._group_columns])
+        groups = _GroupTally(self._group_columns)
         kept = 0
         self._presample = list(presample)
         if not presample:
@@ -73,7 +73,7 @@ class LocalScan:
             valid = np.flatnonzero(good)
             steps.add(batch.type_codes[valid], batch.type_names,
                       np.floor(batch.ts[valid] / time_step).astype(np.int64))
-            groups.add(batch_frame(batch, self._group_columns, valid))
+            groups.add(batch, valid)
             if self._kept is not None:
                 rows = valid[_in_blocks(batch, valid, presample)]
                 kept += len(rows)
@@ -181,17 +181,30 @@ def _code_type(categories: int) -> np.dtype:
 
 
 class _GroupTally:
-    """Rows per combination of `keys` over batches (NULL keys kept), the partial counts
-    summed whenever they outnumber the summed ones."""
+    """Rows per (type, `columns`) over batches (NULL values kept), the partial counts summed
+    whenever they outnumber the summed ones."""
 
-    def __init__(self, keys: list[str]):
-        self._keys = keys
+    def __init__(self, columns: list[str]):
+        self._columns = columns
+        self._keys = [EVENT_TYPE, *columns]
         self._summed: pd.DataFrame | None = None
         self._pending: list[pd.DataFrame] = []
 
-    def add(self, rows: pd.DataFrame) -> None:
-        counted = rows.groupby(self._keys, dropna=False, observed=True).size()
-        self._pending.append(counted.rename(COUNT).reset_index())
+    def add(self, batch: Canonical, rows: np.ndarray) -> None:
+        """Count `rows` (positions in `batch`): grouped on the values' codes, one frame row
+        per combination, with the values of its first row."""
+        if not len(rows):
+            return
+        codes = pd.factorize(batch.type_codes[rows])[0]
+        for column in self._columns:
+            values, known = _column_codes(batch, column, rows)
+            codes = pd.factorize(codes * (known + 1) + values)[0]
+        counts = np.bincount(codes)
+        seen = np.maximum.accumulate(codes)  # codes number combinations as they first occur
+        first = np.flatnonzero(np.concatenate([[True], seen[1:] > seen[:-1]]))
+        counted = batch_frame(batch, self._columns, rows[first])[self._keys]
+        counted[COUNT] = counts
+        self._pending.append(counted)
         held = 0 if self._summed is None else len(self._summed)
         if sum(len(p) for p in self._pending) > max(held, 1 << 16):
             self._sum()
@@ -210,3 +223,18 @@ class _GroupTally:
         table = table.astype({k: object for k in self._keys if table[k].dtype == "category"})
         self._summed = table.groupby(self._keys, dropna=False, as_index=False,
                                      sort=False)[COUNT].sum()
+
+
+def _column_codes(batch: Canonical, column: str, rows: np.ndarray) -> tuple[np.ndarray, int]:
+    """A key or attribute column's values at `rows` as codes (NULL: a code of its own) and
+    the number of codes."""
+    if column in batch.keys:
+        return _codes(batch.keys[column][rows])
+    values, present = batch.attributes[column]
+    codes, known = _codes(values[rows])
+    return np.where(present[rows], codes, known), known + 1
+
+
+def _codes(values: np.ndarray) -> tuple[np.ndarray, int]:
+    codes, uniques = pd.factorize(values, use_na_sentinel=False)
+    return codes.astype(np.int64), len(uniques)
