@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from numpy.typing import ArrayLike
 from scipy import special
 
 import cepplan
@@ -82,6 +83,7 @@ def collect_statistics(scan: EventScan, paths: Sequence[str], workload: Workload
     stage("rates and occurrence models")
     types = _types(per_type, t_first, span, time_step)
     occurrence = _occurrence(per_type, first, last, time_step, markov_order)
+    del per_type  # the per-step table is not held while the sample is worked on
     stage("keys, regions and selectivity sample")
     plans = sample_plans(workload, rows["types"], sample=sample, seed=seed, time_step=time_step,
                          span=span)
@@ -93,8 +95,9 @@ def collect_statistics(scan: EventScan, paths: Sequence[str], workload: Workload
             _pattern_columns([p for p, _ in plans], workload))
     keys, regions = _groups(counted, workload, span, max_groups)
     stage("selectivities")
-    details = _selectivities(canonical_sample(collected, workload), workload, plans, span,
-                             sample, seed)
+    sampled = canonical_sample(collected, workload)
+    del collected  # held once, in canonical order
+    details = _selectivities(sampled, workload, plans, span, sample, seed)
     rates = {name: info["rate"] for name, info in types.items()}
     provenance = {"cepplan": cepplan.__version__, "engine": scan.engine, **scan.versions}
     return {
@@ -178,14 +181,15 @@ def _row_summary(grouped: pd.DataFrame, where: str, strict: bool,
         raise InputError.single(where, "", "the input has no rows")
     rejected_rows = grouped[REJECT].notna().to_numpy()
     bad = grouped[rejected_rows]
-    reasons = {str(k): int(v) for k, v in bad.groupby(REJECT)[COUNT].sum().items()}
+    reasons = {str(k): int(v) for k, v in bad.groupby(REJECT, observed=True)[COUNT].sum()
+               .items()}
     unknown_rows = bad[bad[REJECT] == REJECT_TYPE_UNKNOWN]
-    unknown = {str(k): int(v) for k, v in unknown_rows.groupby(EVENT_TYPE)[COUNT].sum()
-               .sort_values(ascending=False).items()}
-    valid = ~rejected_rows
-    per_type = _steps_per_type(grouped[EVENT_TYPE].to_numpy()[valid],
-                               grouped[STEP].to_numpy(dtype=np.int64, na_value=0)[valid],
-                               grouped[COUNT].to_numpy(dtype=np.int64)[valid])
+    unknown = {str(k): int(v) for k, v in unknown_rows.groupby(EVENT_TYPE, observed=True)
+               [COUNT].sum().sort_values(ascending=False).items()}
+    valid = _positions(~rejected_rows)
+    per_type = _steps_per_type(grouped[EVENT_TYPE].array[valid],
+                               _integers(grouped[STEP].array[valid].to_numpy()),
+                               _integers(grouped[COUNT].to_numpy()[valid]))
     rejected = sum(reasons.values())
     summary = ", ".join(f"{k}: {v}" for k, v in sorted(reasons.items(), key=lambda kv: -kv[1]))
     if unknown:
@@ -205,26 +209,65 @@ def _row_summary(grouped: pd.DataFrame, where: str, strict: bool,
     return rows, per_type
 
 
-def _steps_per_type(types: np.ndarray, steps: np.ndarray,
+def _positions(mask: np.ndarray) -> slice | np.ndarray:
+    """The rows of `mask`: a slice when they are consecutive (indexing it copies nothing)."""
+    count = int(mask.sum())
+    first = int(mask.argmax()) if count else 0
+    if mask[first:first + count].all():
+        return slice(first, first + count)
+    return np.flatnonzero(mask)
+
+
+def _integers(values: np.ndarray) -> np.ndarray:
+    """Whole numbers as they are when their type is an integer one (no copy), else int64."""
+    return values if values.dtype.kind in "iu" else values.astype(np.int64)
+
+
+def _steps_per_type(types: ArrayLike, steps: np.ndarray,
                     counts: np.ndarray) -> dict[str, pd.DataFrame]:
     """Per type name (in name order), its occupied steps in order and their counts."""
-    codes, names = pd.factorize(types, sort=True)
+    codes, names = _name_codes(types)
     order = _order_by_type_and_step(codes, len(names), steps)
-    bounds = np.searchsorted(codes[order], np.arange(len(names) + 1))
-    steps, counts = steps[order], counts[order]
-    return {str(name): pd.DataFrame({STEP: steps[low:high], COUNT: counts[low:high]})
+    if order is not None:
+        codes, steps, counts = codes[order], steps[order], counts[order]
+    bounds = np.searchsorted(codes, np.arange(len(names) + 1))
+    return {name: pd.DataFrame({STEP: steps[low:high], COUNT: counts[low:high]}, copy=False)
             for name, low, high in zip(names, bounds[:-1], bounds[1:], strict=True)}
 
 
-def _order_by_type_and_step(codes: np.ndarray, types: int, steps: np.ndarray) -> np.ndarray:
-    """`np.lexsort((steps, codes))`; when each (type, step) occurs once (as the engines'
+def _name_codes(types: ArrayLike) -> tuple[np.ndarray, list[str]]:
+    """Each row's type as a code into the type names present (as text) in name order; a
+    categorical by its codes (kept as they are when its categories are those names)."""
+    if isinstance(types, pd.Categorical):
+        codes, uniques = types.codes, list(types.categories)
+        present = np.zeros(len(uniques), dtype=bool)
+        present[np.unique(codes)] = True  # sorts the small codes: no int64 copy
+    else:
+        codes, uniques = pd.factorize(np.asarray(types))
+        present = np.ones(len(uniques), dtype=bool)
+    names = [str(name) for name in uniques]
+    by_name = sorted(np.flatnonzero(present), key=names.__getitem__)
+    if list(by_name) == list(range(len(names))):
+        return codes, names
+    rank = np.full(len(names), -1, dtype=np.min_scalar_type(-len(names) - 1))
+    rank[by_name] = np.arange(len(by_name))
+    return rank[codes], [names[i] for i in by_name]
+
+
+def _order_by_type_and_step(codes: np.ndarray, types: int,
+                            steps: np.ndarray) -> np.ndarray | None:
+    """`np.lexsort((steps, codes))`, or None when the rows are in that order already (as the
+    in-process engine gives them); when each (type, step) occurs once (as the engines'
     aggregations give) and the steps are dense, by placing each row in its slot instead."""
     if not len(steps):
-        return np.zeros(0, dtype=np.int64)
+        return None
+    if ((codes[1:] > codes[:-1]) | ((codes[1:] == codes[:-1]) & (steps[1:] > steps[:-1]))).all():
+        return None
     low, width = int(steps.min()), int(steps.max()) - int(steps.min()) + 1
     if types * width <= 4 * len(steps) + 1_000_000 and len(steps) < 2 ** 31:
         slot = np.full(types * width, -1, dtype=np.int32)  # half the memory of int64
-        slot[codes * width + (steps - low)] = np.arange(len(steps), dtype=np.int32)
+        slot[codes.astype(np.int64) * width + (steps.astype(np.int64) - low)] = np.arange(
+            len(steps), dtype=np.int32)
         order = slot[slot >= 0].astype(np.int64)
         if len(order) == len(steps):  # no (type, step) twice
             return order

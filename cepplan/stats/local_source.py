@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -65,8 +65,8 @@ REJECT_TIME = "missing or unparsable time"
 MAX_TIME = 1e17  # largest |timestamp| in time units, as in spark_source; larger is unusable
 REJECT_ID = "missing or unparsable id"
 
-BATCH_BYTES = 16 << 20  # CSV / JSON lines block; Parquet batches of BATCH_ROWS
-BATCH_ROWS = 256_000
+BATCH_BYTES = 8 << 20  # CSV / JSON lines block read at once (16 MiB: 100 MB more memory)
+BATCH_ROWS = 256_000  # rows made canonical at once (Parquet: read at once)
 _HEADER_SAMPLE = 1000  # JSON lines: columns are taken from this many first lines, as Spark does
 
 
@@ -143,8 +143,11 @@ def read_canonical(paths: str | Sequence[str], source: Mapping[str, Any],
                               f"{str(err).splitlines()[0]}", where["file"]) from None
         except LineTooLong as err:
             raise SourceError(str(err), where["file"]) from None
-        yield _canonical(raw, malformed, source, attributes, attr_types, keys, time_parser,
-                         time_unit, positions)
+        for start in range(0, max(len(raw), 1), BATCH_ROWS):  # at most BATCH_ROWS rows
+            end = start + BATCH_ROWS  # a batch, whatever the rows' width
+            yield _canonical(raw.slice(start, BATCH_ROWS), malformed[start:end], source,
+                             attributes, attr_types, keys, time_parser, time_unit,
+                             positions[start:end])
 
 
 def read_batches(paths: str | Sequence[str], source: Mapping[str, Any],
@@ -153,23 +156,34 @@ def read_batches(paths: str | Sequence[str], source: Mapping[str, Any],
     """Yield the canonical columns of `paths` batch by batch as pandas frames with `__reject`
     (`read_canonical`). `columns` limits the key / attribute columns returned (all are still
     read: every attribute of a row's type is checked)."""
+    for batch in read_canonical(paths, source, attributes, time_unit):
+        yield batch_frame(batch, columns)
+
+
+def batch_frame(batch: Canonical, columns: Collection[str] | None = None,
+                rows: np.ndarray | None = None) -> pd.DataFrame:
+    """`batch` as a pandas frame: `__type` and `__reject` categoricals, `__ts`, `__id`, the
+    key / attribute columns in `columns` (all: None) in their pandas dtypes; only `rows`
+    (positions or a mask) when given."""
     import pandas as pd
 
+    def part(values: np.ndarray) -> np.ndarray:
+        return values if rows is None else values[rows]
+
     wanted = None if columns is None else set(columns)
-    for batch in read_canonical(paths, source, attributes, time_unit):
-        ids = (pd.Series(batch.ids) if batch.ids_ok is None
-               else _pandas_values(batch.ids, batch.ids_ok, "long"))
-        out: dict[str, Any] = {
-            EVENT_TYPE: pd.Series(pd.Categorical.from_codes(batch.type_codes,
-                                                            batch.type_names)),
-            EVENT_TS: batch.ts, EVENT_ID: ids}
-        out.update({k: pd.Series(v, dtype=object) for k, v in batch.keys.items()
-                    if wanted is None or k in wanted})
-        out.update({a: _pandas_values(v, ok, batch.attribute_types[a])
-                    for a, (v, ok) in batch.attributes.items() if wanted is None or a in wanted})
-        frame = pd.DataFrame(out)
-        frame[REJECT] = pd.Categorical.from_codes(batch.reject, batch.reasons)
-        yield frame
+    ids = (pd.Series(part(batch.ids)) if batch.ids_ok is None
+           else _pandas_values(part(batch.ids), part(batch.ids_ok), "long"))
+    out: dict[str, Any] = {
+        EVENT_TYPE: pd.Series(pd.Categorical.from_codes(part(batch.type_codes),
+                                                        batch.type_names)),
+        EVENT_TS: part(batch.ts), EVENT_ID: ids}
+    out.update({k: pd.Series(part(v), dtype=object) for k, v in batch.keys.items()
+                if wanted is None or k in wanted})
+    out.update({a: _pandas_values(part(v), part(ok), batch.attribute_types[a])
+                for a, (v, ok) in batch.attributes.items() if wanted is None or a in wanted})
+    frame = pd.DataFrame(out)
+    frame[REJECT] = pd.Categorical.from_codes(part(batch.reject), batch.reasons)
+    return frame
 
 
 def _row_columns(source: Mapping[str, Any]) -> list[str]:
@@ -394,11 +408,14 @@ def _parquet_batches(files: list[str], needed: list[str], attr_types: Mapping[st
         for name in needed:
             _check_stored_type(name, reader.schema_arrow.field(name).type,
                                attr_types.get(name), file)
-        for batch in reader.iter_batches(batch_size=BATCH_ROWS, columns=needed):
-            table = pa.Table.from_batches([batch])
-            yield (table, np.zeros(len(table), dtype=bool),
-                   np.arange(offset, offset + len(table), dtype=np.int64))
-            offset += len(table)
+        for group in range(reader.num_row_groups):  # reading the whole file in one call
+            # keeps every row group read so far in memory (Arrow 26)
+            for batch in reader.iter_batches(batch_size=BATCH_ROWS, columns=needed,
+                                             row_groups=[group]):
+                table = pa.Table.from_batches([batch])
+                yield (table, np.zeros(len(table), dtype=bool),
+                       np.arange(offset, offset + len(table), dtype=np.int64))
+                offset += len(table)
 
 
 def _check_stored_type(name: str, stored: pa.DataType, kind: str | None, file: str) -> None:

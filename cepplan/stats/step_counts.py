@@ -44,12 +44,12 @@ def _dense_transition_counts(steps: np.ndarray, first: int, last: int,
                              order: int) -> np.ndarray:
     """`transition_counts` for distinct steps over a short range: every window's mask read
     from an occupancy array of the range."""
-    occupied = np.zeros(last - first + 1, dtype=np.int64)
+    occupied = np.zeros(last - first + 1, dtype=np.uint16)  # masks fit 16 bits: order <= 8
     inside = steps[(steps >= first) & (steps <= last)]
     occupied[inside - first] = 1
-    masks = np.zeros(max(len(occupied) - order, 0), dtype=np.int64)
+    masks = np.zeros(max(len(occupied) - order, 0), dtype=np.uint16)
     for k in range(order + 1):  # bit k: the step k before the window's end
-        masks |= occupied[order - k:len(occupied) - k] << k
+        masks |= occupied[order - k:len(occupied) - k] << np.uint16(k)
     per_mask = np.bincount(masks, minlength=2 ** (order + 1)).astype(float)
     return per_mask.reshape(2 ** order, 2)  # mask = state << 1 | next
 
@@ -58,6 +58,9 @@ def block_counts(steps: np.ndarray, counts: np.ndarray, time_step: float, start:
                  block_length: float, blocks: int) -> np.ndarray:
     """Events per block of `block_length` time units from `start` (steps placed by their
     start time; the last block takes the remainder)."""
-    index = np.floor((np.asarray(steps) * time_step - start) / block_length).astype(np.int64)
-    index = np.clip(index, 0, blocks - 1)
-    return np.bincount(index, weights=np.asarray(counts, dtype=float), minlength=blocks)
+    position = np.asarray(steps) * time_step  # each operation in place: one array of floats
+    position -= start
+    position /= block_length
+    index = np.clip(np.floor(position, out=position), 0, blocks - 1, out=position)
+    return np.bincount(index.astype(np.int64), weights=np.asarray(counts, dtype=float),
+                       minlength=blocks)

@@ -80,9 +80,11 @@ def text_blocks(stream: pa.NativeFile, block_bytes: int) -> Iterator[bytes]:
     while data := stream.read(block_bytes):
         data = rest + data
         cut = data.rfind(b"\n") + 1
-        rest = data[cut:]
+        block, rest = data[:cut], data[cut:]
+        del data  # not held beside the block while it is used
         if cut:
-            yield data[:cut]
+            yield block
+        del block
     if rest:
         yield rest
 
