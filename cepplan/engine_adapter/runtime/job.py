@@ -7,14 +7,19 @@ one partition (one key value, one owned time range) of one pattern.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
 
-from cepplan.engine_adapter.runtime.matcher import CHUNK_EVENTS, Matches, match_partition
+from cepplan.engine_adapter.runtime.matcher import (
+    CHUNK_EVENTS,
+    Matches,
+    match_partition,
+    match_pieces,
+)
 from cepplan.engine_adapter.runtime.memory import match_bytes
 from cepplan.engine_adapter.runtime.records import (
     MATCH_COLUMN,
@@ -114,7 +119,8 @@ class PartitionOutput:
     object per line, each line ending in a newline; rendered once: one string, or Arrow
     strings, one line each), how many, the matches as complex events when asked, the Kleene
     enumerations cut by the cap, the partial matches the matcher built per join prefix
-    length (empty when not counted) and the matches held back (`Matches.held_back`)."""
+    length (empty when not counted), the matches held back (`Matches.held_back`) and the
+    pieces its join steps were split into beyond the first (`Matches.splits`)."""
 
     matches: str | pa.ChunkedArray
     count: int
@@ -122,6 +128,7 @@ class PartitionOutput:
     cap_hits: int
     partials: list[int] = field(default_factory=list)
     held_back: int = 0
+    splits: int = 0
 
     def texts(self) -> list[str]:
         """One JSON text per match."""
@@ -148,17 +155,33 @@ def evaluate_partition(frame: pd.DataFrame | Columns, job: Job, spec: PatternSpe
     return out
 
 
+def evaluate_pieces(frame: pd.DataFrame | Columns, job: Job, spec: PatternSpec, *,
+                    own: tuple[float, float] = (-math.inf, math.inf),
+                    with_complex: bool = False,
+                    texts: EventTexts | None = None) -> Iterator[PartitionOutput]:
+    """`evaluate_partition` piece by piece (`match_pieces`): each piece's matches rendered
+    when found, in output order, never gathered for the partition; the last output carries
+    the partial matches built and no match."""
+    table = make_table(frame, with_rows(frame, needed_attributes(job, spec)))
+    renderer = Renderer(table, job.types, texts)
+    partials: list[int] = []
+    for _, piece in match_pieces(table, spec, job.stages[spec.name], own=own,
+                                 partials=partials, span=job.span):
+        yield rendered(renderer, spec, [piece], with_complex)
+    yield PartitionOutput("", 0, None, 0, partials=partials)
+
+
 def rendered(renderer: Renderer, spec: PatternSpec, results: list[Matches],
              with_complex: bool) -> PartitionOutput:
     """A partition's output from its matches: JSON lines as Arrow strings and, when asked,
     the matches as complex events."""
-    held = sum(m.held_back for m in results)
+    held, splits = sum(m.held_back for m in results), sum(m.splits for m in results)
     results = [m for m in results if m.count]
     arrays = [renderer.match_array(spec, m) for m in results]
     lines = pa.chunked_array([c for a in arrays for c in a.chunks], pa.large_string())
     out = PartitionOutput(lines, sum(m.count for m in results), None,
                           sum(m.cap_hits for m in results),
-                          held_back=held)
+                          held_back=held, splits=splits)
     if with_complex and out.count:
         import pandas as pd
 
