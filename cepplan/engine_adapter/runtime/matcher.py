@@ -18,8 +18,12 @@ window plus the chunk. Per chunk:
    input covers (`span`: its first to its last event) is held back, not reported: the input
    never showed that the negation holds there (docs/engine.md, "End of the input").
 
-Every step that builds rows checks first, from the counts in hand, that they fit the memory
-budget with the matches the partition holds already (`memory`).
+Each join step, Kleene+ expansion and negation test builds at most a row budget of rows at
+once (`memory.row_budget`): past it, its rows are split into consecutive pieces, each followed
+through the rest of the pattern before the next (`pieces`), so the matches come out piece by
+piece in the unsplit order (`match_pieces`). Every step that builds rows checks first, from
+the counts in hand, that they fit the memory budget (`memory`): only a piece that cannot be
+split further (one row's Kleene subsets) can pass it.
 """
 
 from __future__ import annotations
@@ -383,10 +387,11 @@ class _Context:
             piece = {v: a[part] for v, a in rows.items()}
             per_var = {o.var: self._rest_candidates(o, piece, low[part], high[part])
                        for o, (low, high) in zip(kleene_ops, ranges, strict=True)}
-            subsets_per_row = np.ones(len(piece[kleene_ops[0].var]), dtype=np.float64)
+            subsets, events = np.ones(len(piece[kleene_ops[0].var])), len(rows)
             for cands in per_var.values():
-                subsets_per_row *= np.exp2(np.minimum([len(c) for c in cands], cap - 1))
-            for index, batch in enumerate(row_batches(subsets_per_row, budget)):
+                sizes = np.minimum([len(c) for c in cands], cap - 1)
+                subsets, events = subsets * np.exp2(sizes), events + sizes / 2
+            for index, batch in enumerate(row_batches(subsets * events / len(rows), budget)):
                 self.splits += index > 0
                 yield self._subsets(kleene_ops, {v: a[batch] for v, a in piece.items()},
                                     {v: c[batch] for v, c in per_var.items()})
