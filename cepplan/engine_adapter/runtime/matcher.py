@@ -103,8 +103,7 @@ def match_partition(table: Table, spec: PatternSpec, stages: Stages, *,
                     own: tuple[float, float] = (-math.inf, math.inf),
                     chunk_events: int = CHUNK_EVENTS,
                     partials: list[int] | None = None,
-                    span: tuple[float, float] = (-math.inf, math.inf),
-                    row_budget: int | None = None) -> list[Matches]:
+                    span: tuple[float, float] = (-math.inf, math.inf)) -> list[Matches]:
     """All matches of `spec` in one partition whose latest event's timestamp lies in `own`
     (the time range this partition owns; matches outside it belong to a neighbour), gathered:
     one `Matches` per operand group, the whole pattern for SEQ/AND, each operand for OR
@@ -112,8 +111,7 @@ def match_partition(table: Table, spec: PatternSpec, stages: Stages, *,
     groups = 1 if spec.operator != "OR" else len(spec.positive)
     found: list[list[Matches]] = [[] for _ in range(groups)]
     for group, piece in match_pieces(table, spec, stages, own=own, chunk_events=chunk_events,
-                                     partials=partials, span=span, row_budget=row_budget,
-                                     gathering=True):
+                                     partials=partials, span=span, gathering=True):
         found[group].append(piece)
     return [Matches.joined(parts) for parts in found]
 
@@ -123,19 +121,16 @@ def match_pieces(table: Table, spec: PatternSpec, stages: Stages, *,
                  chunk_events: int = CHUNK_EVENTS,
                  partials: list[int] | None = None,
                  span: tuple[float, float] = (-math.inf, math.inf),
-                 row_budget: int | None = None,
                  gathering: bool = False) -> Iterator[tuple[int, Matches]]:
     """The matches of `spec` in one partition whose latest event's timestamp lies in `own`,
     piece by piece in their output order, each with its operand group's index (the whole
     pattern for SEQ/AND; for OR, each operand's matches before the next's). `span`: the time
     the input covers (`Job.span`); matches it cannot decide are held back. With a `partials`
-    list, adds the partial matches built per join prefix (`_count_partials`). `row_budget`:
-    the most rows a join step builds at once (default `memory.row_budget`); `gathering`: the
-    caller holds the pieces (counted against the memory budget)."""
+    list, adds the partial matches built per join prefix (`_count_partials`). `gathering`:
+    the caller holds the pieces (counted against the memory budget)."""
     context = _Context(table, spec, stages)
     context.partials = partials
     context.span = span
-    context.rows_budget = row_budget
     context.gathering = gathering
     groups = [(o,) for o in spec.positive] if spec.operator == "OR" else [spec.positive]
     n = len(table)
@@ -163,7 +158,6 @@ class _Context:
     partials: list[int] | None = None  # distinct partial matches per join prefix length
     own: tuple[float, float] = (-math.inf, math.inf)  # the owned range of the current chunk
     span: tuple[float, float] = (-math.inf, math.inf)  # the time the input covers
-    rows_budget: int | None = None  # rows a step builds at once (None: `memory.row_budget`)
     gathering: bool = True  # the caller holds every match until the partition is done
     splits = splits_reported = 0  # pieces made beyond the first per step; those reported
 
@@ -213,7 +207,7 @@ class _Context:
 
     def budget(self, width: int) -> int:
         """The most rows of `width` events one piece builds (`memory.row_budget`)."""
-        return self.rows_budget or memory.row_budget(width)
+        return memory.row_budget(width)
 
     def match_bytes(self, width: int) -> int:
         """One match of `width` variables as held until written (`memory.match_bytes`)."""
