@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from benchmarks.stock_bars import write_bars, write_workload
 from cepplan.engine_adapter.job_spec import job_data
 from cepplan.engine_adapter.runtime import memory
-from cepplan.engine_adapter.runtime.job import job_from_json
+from cepplan.engine_adapter.runtime.job import evaluate_partition, job_from_json
 from cepplan.engine_adapter.runtime.local import run_local
 from cepplan.planner.plan import trivial_plan
 from tests.engine.reference_matcher import reference_matches
@@ -38,13 +38,23 @@ def test_pieces_of_a_few_rows_give_the_reference_matches_in_the_unsplit_order(
     events = frame(rows)
     job = job_from_json(job_data(wl, with_orders(trivial_plan(wl), wl, data)))
     whole = run_local(events, job, chunk_events=chunk)
+    built = [_partials(events, job, spec, chunk) for spec in job.patterns]
     with pytest.MonkeyPatch.context() as patch:  # pieces of `piece` rows whatever the memory
         patch.setattr(memory, "MIN_PIECE_ROWS", piece)
         patch.setattr(memory, "MAX_PIECE_ROWS", piece)
         split = run_local(events, job, chunk_events=chunk)
+        assert [_partials(events, job, spec, chunk) for spec in job.patterns] == built
     same_matches(split.matches, reference_matches(wl, events))
     assert split.matches == whole.matches  # same matches, same order
     assert split.cap_hits == whole.cap_hits and split.held_back == whole.held_back
+
+
+def _partials(events, job, spec, chunk: int) -> list[int]:
+    """The partial matches per join prefix one partition of the events builds (each counted
+    once however the steps are split)."""
+    if not len(events):
+        return []
+    return evaluate_partition(events, job, spec, chunk_events=chunk).partials
 
 
 def test_row_budget_follows_the_memory_budget(monkeypatch):
