@@ -26,16 +26,16 @@ RUNS = ("trivial", "re", "sh", "chosen unshared", "chosen")
 
 
 class JoinRows:
-    """Counts the rows every join step builds (`_extend` and `join_node` outputs), in all
+    """Counts the rows every join step builds (`_bind` and `join_node` outputs), in all
     and per pattern (or shared node) evaluated."""
 
     def __init__(self) -> None:
         self.rows = 0
         self.per_spec: dict[str, int] = {}
-        extend, join_node = matcher._Context._extend, shared_plan._SharedContext.join_node
+        bind, join_node = matcher._Context._bind, shared_plan._SharedContext.join_node
 
-        def counted_extend(context, rows, operand, *args):
-            out = extend(context, rows, operand, *args)
+        def counted_bind(context, rows, operand, *args):
+            out = bind(context, rows, operand, *args)
             self._add(context.spec.name, len(out[operand.var]))
             return out
 
@@ -44,9 +44,9 @@ class JoinRows:
             self._add(context.spec.name, len(next(iter(out.values()), ())))
             return out
 
-        self._saved = [(matcher._Context, "_extend", extend),
+        self._saved = [(matcher._Context, "_bind", bind),
                        (shared_plan._SharedContext, "join_node", join_node)]
-        matcher._Context._extend = counted_extend
+        matcher._Context._bind = counted_bind
         shared_plan._SharedContext.join_node = counted_join_node
 
     def _add(self, name: str, rows: int) -> None:

@@ -29,9 +29,10 @@ from cepplan.engine_adapter.runtime.job import (
     Covered,
     Job,
     PartitionOutput,
-    evaluate_partition,
+    evaluate_pieces,
     job_from_json,
 )
+from cepplan.engine_adapter.runtime.memory import peak_resident
 from cepplan.engine_adapter.runtime.records import MATCH_COLUMN, ROW_COLUMN, EventTexts
 from cepplan.engine_adapter.runtime.shared_plan import used_sharing
 from cepplan.engine_adapter.runtime.table import Columns, concat_frames
@@ -102,7 +103,7 @@ def run_local_job(data: dict[str, Any], events: Sequence[str], out: Path, *,
                 text = "".join(json.dumps(o) + "\n" for o in objects)
                 writer.write(name, PartitionOutput(text, len(objects), None, 0))
                 _count(metrics, name, stage.seen(name), len(objects), found.cap_hits[name],
-                       found.held_back.get(name, 0), say)
+                       found.held_back.get(name, 0), 0, say)
             say(f"contexts: {len(found.windows.frame())} windows derived")
             if found.complex_frames:
                 pool = _with_tags(pool, pd.concat(found.complex_frames, ignore_index=True), job)
@@ -116,18 +117,19 @@ def run_local_job(data: dict[str, Any], events: Sequence[str], out: Path, *,
             frame = frame.loc[keep, [c for c in frame.columns if "\t" not in c]]  # no tags
             seconds[f"acquire {spec.name}"] = time.perf_counter() - clock
             clock = time.perf_counter()
-            count, hits, held, made, built = 0, 0, 0, [], []
+            count, hits, held, splits, made, built = 0, 0, 0, 0, [], []
             if spec.name in sharing.uses:  # the shared plan, together
                 if spec.name not in shared:
                     shared.update(shared_group(pool, job, sharing, spec.name, consumers,
                                                partials, stage, slices))
                 results = iter(shared.pop(spec.name))
             else:
-                results = (evaluate_partition(group, job, spec, own=own,
-                                              with_complex=spec.name in consumers)
-                           for group, own in slices(frame, spec))
+                results = (out for group, own in slices(frame, spec)
+                           for out in evaluate_pieces(group, job, spec, own=own,
+                                                      with_complex=spec.name in consumers))
             for result in results:
                 built = added(built, result.partials)  # before contexts keep what counts
+                splits += result.splits
                 if stage is not None:
                     result = stage.counted(result, spec)
                 writer.write(spec.name, result)
@@ -137,7 +139,7 @@ def run_local_job(data: dict[str, Any], events: Sequence[str], out: Path, *,
                 if result.complex is not None:
                     made.append(result.complex)
             seconds[f"match {spec.name}"] = time.perf_counter() - clock
-            _count(metrics, spec.name, int(keep.sum()), count, hits, held, say)
+            _count(metrics, spec.name, int(keep.sum()), count, hits, held, splits, say)
             if built:
                 partial_counts[spec.name] = built
             if stage is not None:
@@ -162,6 +164,7 @@ def run_local_job(data: dict[str, Any], events: Sequence[str], out: Path, *,
         if partial_counts:
             metrics["partial_matches"] = partial_metrics(job, partial_counts, _span(pool))
         metrics["seconds"] = {k: round(v, 3) for k, v in seconds.items()}
+        metrics["peak_memory_bytes"] = peak_resident()
         finish(metrics)
     return metrics
 
@@ -199,8 +202,8 @@ def _run_by_time_range(job: Job, data: dict[str, Any], events: Sequence[str], ou
                                "rows_to_matchers": 0, "rows_to_matchers_by_pattern": {},
                                "rows_shuffled": 0, "matches": {}, "kleene_cap_hits": {},
                                "negation_held_back": {}}
-    totals = {p.name: [0, 0, 0, 0] for p in job.patterns}  # rows sent, matches, cap hits,
-    # matches held back
+    totals = {p.name: [0, 0, 0, 0, 0] for p in job.patterns}  # rows sent, matches, cap hits,
+    # matches held back, splits
     built: dict[str, list[int]] = {}  # pattern -> partial matches per join prefix
     sharing, partials = used_sharing(job), {}  # shared node -> partial matches
     margin = _margin(job)
@@ -245,6 +248,7 @@ def _run_by_time_range(job: Job, data: dict[str, Any], events: Sequence[str], ou
             metrics["partial_matches"] = partial_metrics(job, built, span)
         metrics["plan"] = data.get("plan", {})
         metrics["seconds"] = {k: round(v, 3) for k, v in seconds.items()}
+        metrics["peak_memory_bytes"] = peak_resident()
         finish(metrics)
     return metrics
 
@@ -284,25 +288,28 @@ def _match_range(pool: Columns, job: Job, owned: tuple[float, float], writer: An
             mine = (max(own[0], owned[0]), min(own[1], owned[1]))
             if mine[0] >= mine[1]:
                 continue
-            result = evaluate_partition(group, job, spec, own=mine, texts=texts)
-            writer.write(spec.name, result)
-            total[1] += result.count
-            total[2] += result.cap_hits
-            total[3] += result.held_back
-            built[spec.name] = added(built.get(spec.name, []), result.partials)
+            for result in evaluate_pieces(group, job, spec, own=mine, texts=texts):
+                writer.write(spec.name, result)
+                total[1] += result.count
+                total[2] += result.cap_hits
+                total[3] += result.held_back
+                total[4] += result.splits
+                built[spec.name] = added(built.get(spec.name, []), result.partials)
         seconds[f"match {spec.name}"] = (seconds.get(f"match {spec.name}", 0.0)
                                          + time.perf_counter() - clock)
 
 
 def _count(metrics: dict[str, Any], name: str, sent: int, count: int, hits: int, held: int,
-           say: Callable[[str], None]) -> None:
+           splits: int, say: Callable[[str], None]) -> None:
     """One pattern's counts into the metrics (rows to matchers, matches, cap hits, matches
-    held back), said as progress (`cepplan run` warns of cuts and holds from the metrics)."""
+    held back, join pieces split off), said as progress (`cepplan run` warns of cuts and
+    holds from the metrics)."""
     metrics["rows_to_matchers"] += sent
     metrics["rows_to_matchers_by_pattern"][name] = sent
     metrics["matches"][name] = count
     metrics["kleene_cap_hits"][name] = hits
     metrics["negation_held_back"][name] = held
+    metrics.setdefault("chunk_splits", {})[name] = splits
     say(f"pattern {name}: {sent} rows to matchers, {count} matches")
 
 

@@ -15,7 +15,12 @@ import numpy as np
 import pyarrow as pa
 
 from cepplan.engine_adapter.runtime.match_rows import PatternColumns, table_rows, text_rows
-from cepplan.engine_adapter.runtime.matcher import CHUNK_EVENTS, Matches, match_partition
+from cepplan.engine_adapter.runtime.matcher import (
+    CHUNK_EVENTS,
+    Matches,
+    match_partition,
+    match_pieces,
+)
 from cepplan.engine_adapter.runtime.memory import match_bytes
 from cepplan.engine_adapter.runtime.records import (
     MATCH_COLUMN,
@@ -134,7 +139,8 @@ class PartitionOutput:
     the matcher built per join prefix length (empty when not counted) and the matches held
     back (`Matches.held_back`). The matches are kept as found (`found`) and rendered in the
     form the writer asks for: JSON lines (`matches`, rendered once) or typed rows (`rows`);
-    an output made from text (the context stage's) has only `lines`."""
+    an output made from text (the context stage's) has only `lines`. `splits` counts the
+    pieces its join steps were split into beyond the first (`Matches.splits`)."""
 
     lines: str | pa.ChunkedArray | None
     count: int
@@ -143,6 +149,7 @@ class PartitionOutput:
     partials: list[int] = field(default_factory=list)
     held_back: int = 0
     found: Rendering | None = None
+    splits: int = 0
 
     @property
     def matches(self) -> str | pa.ChunkedArray:
@@ -188,15 +195,31 @@ def evaluate_partition(frame: pd.DataFrame | Columns, job: Job, spec: PatternSpe
     return out
 
 
+def evaluate_pieces(frame: pd.DataFrame | Columns, job: Job, spec: PatternSpec, *,
+                    own: tuple[float, float] = (-math.inf, math.inf),
+                    with_complex: bool = False,
+                    texts: EventTexts | None = None) -> Iterator[PartitionOutput]:
+    """`evaluate_partition` piece by piece (`match_pieces`): each piece's matches rendered
+    when found, in output order, never gathered for the partition; the last output carries
+    the partial matches built and no match."""
+    table = make_table(frame, with_rows(frame, needed_attributes(job, spec)))
+    renderer = Renderer(table, job.types, texts)
+    partials: list[int] = []
+    for _, piece in match_pieces(table, spec, job.stages[spec.name], own=own,
+                                 partials=partials, span=job.span):
+        yield rendered(renderer, spec, [piece], with_complex)
+    yield PartitionOutput("", 0, None, 0, partials=partials)
+
+
 def rendered(renderer: Renderer, spec: PatternSpec, results: list[Matches],
              with_complex: bool) -> PartitionOutput:
     """A partition's output from its matches, rendered when the writer asks (JSON lines or
     typed rows); when asked, the matches as complex events (rendered as JSON lines now:
     their text travels with them)."""
-    held = sum(m.held_back for m in results)
+    held, splits = sum(m.held_back for m in results), sum(m.splits for m in results)
     results = [m for m in results if m.count]
     out = PartitionOutput(None, sum(m.count for m in results), None,
-                          sum(m.cap_hits for m in results), held_back=held,
+                          sum(m.cap_hits for m in results), held_back=held, splits=splits,
                           found=Rendering(renderer, spec, results))
     if with_complex and out.count:
         import pandas as pd

@@ -18,13 +18,18 @@ window plus the chunk. Per chunk:
    input covers (`span`: its first to its last event) is held back, not reported: the input
    never showed that the negation holds there (docs/engine.md, "End of the input").
 
-Every step that builds rows checks first, from the counts in hand, that they fit the memory
-budget with the matches the partition holds already (`memory`).
+Each join step, Kleene+ expansion and negation test builds at most a row budget of rows at
+once (`memory.row_budget`): past it, its rows are split into consecutive pieces, each followed
+through the rest of the pattern before the next (`pieces`), so the matches come out piece by
+piece in the unsplit order (`match_pieces`). Every step that builds rows checks first, from
+the counts in hand, that they fit the memory budget (`memory`): only a piece that cannot be
+split further (one row's Kleene subsets) can pass it.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from itertools import product
 
@@ -33,6 +38,7 @@ import numpy as np
 from cepplan.engine_adapter.runtime import memory
 from cepplan.engine_adapter.runtime.binding import holds_for
 from cepplan.engine_adapter.runtime.kleene import CACHED_GETTERS, subset_getters, subsets
+from cepplan.engine_adapter.runtime.pieces import range_pieces, row_batches
 from cepplan.engine_adapter.runtime.spec import (
     KLEENE,
     OperandSpec,
@@ -56,6 +62,7 @@ class Matches:
     count: int = 0
     cap_hits: int = 0
     held_back: int = 0  # matches whose negation the input's time span does not decide
+    splits: int = 0  # pieces the steps were split into beyond the first (`pieces`)
 
     def extend(self, other: Matches) -> None:
         """Append another batch of matches over the same table."""
@@ -67,6 +74,7 @@ class Matches:
         self.count += other.count
         self.cap_hits += other.cap_hits
         self.held_back += other.held_back
+        self.splits += other.splits
 
     @staticmethod
     def joined(parts: list[Matches]) -> Matches:
@@ -81,6 +89,7 @@ class Matches:
             out.count += part.count
             out.cap_hits += part.cap_hits
             out.held_back += part.held_back
+            out.splits += part.splits
         return out
 
     def ranks_of(self, var: str, row: int) -> tuple[int, ...]:
@@ -96,25 +105,43 @@ def match_partition(table: Table, spec: PatternSpec, stages: Stages, *,
                     partials: list[int] | None = None,
                     span: tuple[float, float] = (-math.inf, math.inf)) -> list[Matches]:
     """All matches of `spec` in one partition whose latest event's timestamp lies in `own`
-    (the time range this partition owns; matches outside it belong to a neighbour). `span`:
-    the time the input covers (`Job.span`); matches it cannot decide are held back.
+    (the time range this partition owns; matches outside it belong to a neighbour), gathered:
+    one `Matches` per operand group, the whole pattern for SEQ/AND, each operand for OR
+    (`match_pieces` for the other arguments)."""
+    groups = 1 if spec.operator != "OR" else len(spec.positive)
+    found: list[list[Matches]] = [[] for _ in range(groups)]
+    for group, piece in match_pieces(table, spec, stages, own=own, chunk_events=chunk_events,
+                                     partials=partials, span=span, gathering=True):
+        found[group].append(piece)
+    return [Matches.joined(parts) for parts in found]
 
-    One `Matches` per operand group: the whole pattern for SEQ/AND, each operand for OR.
-    With a `partials` list, adds the partial matches built per join prefix (`_count_partials`).
-    """
+
+def match_pieces(table: Table, spec: PatternSpec, stages: Stages, *,
+                 own: tuple[float, float] = (-math.inf, math.inf),
+                 chunk_events: int = CHUNK_EVENTS,
+                 partials: list[int] | None = None,
+                 span: tuple[float, float] = (-math.inf, math.inf),
+                 gathering: bool = False) -> Iterator[tuple[int, Matches]]:
+    """The matches of `spec` in one partition whose latest event's timestamp lies in `own`,
+    piece by piece in their output order, each with its operand group's index (the whole
+    pattern for SEQ/AND; for OR, each operand's matches before the next's). `span`: the time
+    the input covers (`Job.span`); matches it cannot decide are held back. With a `partials`
+    list, adds the partial matches built per join prefix (`_count_partials`). `gathering`:
+    the caller holds the pieces (counted against the memory budget)."""
     context = _Context(table, spec, stages)
     context.partials = partials
     context.span = span
+    context.gathering = gathering
     groups = [(o,) for o in spec.positive] if spec.operator == "OR" else [spec.positive]
-    found: list[list[Matches]] = [[] for _ in groups]
     n = len(table)
-    for start in range(0, n, chunk_events):
-        stop = min(n, start + chunk_events)
-        if not (table.ts[start] < own[1] and table.ts[stop - 1] >= own[0]):
-            continue
-        for group, parts in zip(groups, found, strict=True):
-            parts.append(context.chunk(group, start, stop, own))
-    return [Matches.joined(parts) for parts in found]
+    owned = [start for start in range(0, n, chunk_events)
+             if table.ts[start] < own[1] and table.ts[min(n, start + chunk_events) - 1] >= own[0]]
+    for index, group in enumerate(groups):
+        for start in owned:
+            for piece in context.chunk(group, start, min(n, start + chunk_events), own):
+                yield index, piece
+    if context.splits > context.splits_reported:  # splits whose pieces had no match
+        yield 0, Matches(splits=context.splits - context.splits_reported)
 
 
 def passing(table: Table, ranks: np.ndarray, filters: list) -> np.ndarray:
@@ -131,6 +158,8 @@ class _Context:
     partials: list[int] | None = None  # distinct partial matches per join prefix length
     own: tuple[float, float] = (-math.inf, math.inf)  # the owned range of the current chunk
     span: tuple[float, float] = (-math.inf, math.inf)  # the time the input covers
+    gathering: bool = True  # the caller holds every match until the partition is done
+    splits = splits_reported = 0  # pieces made beyond the first per step; those reported
 
     def __init__(self, table: Table, spec: PatternSpec, stages: Stages):
         self.table = table
@@ -155,23 +184,30 @@ class _Context:
     # -- one chunk ------------------------------------------------------------------------
 
     def chunk(self, operands: tuple[OperandSpec, ...], start: int, stop: int,
-              own: tuple[float, float]) -> Matches:
-        """Matches over `operands` whose latest event has a rank in [start, stop)."""
+              own: tuple[float, float]) -> Iterator[Matches]:
+        """Matches over `operands` whose latest event has a rank in [start, stop), in
+        pieces (`join_pieces`, `kleene`), in order."""
         self.own = own
-        rows = self.join(operands, start, stop)
-        if rows:
+        for rows in self.join_pieces(operands, start, stop):
             latest = np.max(np.vstack(list(rows.values())), axis=0)
             keep = (latest >= start) & (self.table.ts[latest] >= own[0]) & (
                 self.table.ts[latest] < own[1])
             rows = {v: a[keep] for v, a in rows.items()}
-        if not rows or not len(next(iter(rows.values()))):
-            return Matches()
-        matches = self.kleene(operands, rows)
-        for operand in self.spec.negated:
-            matches = self.negation(operand, operands, matches)
-        matches = self.decided(operands, matches)
-        self.held += matches.count * self.match_bytes(len(operands))
-        return matches
+            if not len(next(iter(rows.values()))):
+                continue
+            for matches in self.kleene(operands, rows):
+                for operand in self.spec.negated:
+                    matches = self.negation(operand, operands, matches)
+                matches = self.decided(operands, matches)
+                if self.gathering:
+                    self.held += matches.count * self.match_bytes(len(operands))
+                matches.splits, self.splits_reported = (self.splits - self.splits_reported,
+                                                        self.splits)
+                yield matches
+
+    def budget(self, width: int) -> int:
+        """The most rows of `width` events one piece builds (`memory.row_budget`)."""
+        return memory.row_budget(width)
 
     def match_bytes(self, width: int) -> int:
         """One match of `width` variables as held until written (`memory.match_bytes`)."""
@@ -191,34 +227,56 @@ class _Context:
 
     def join(self, operands: tuple[OperandSpec, ...], start: int,
              stop: int) -> dict[str, np.ndarray]:
-        """Bind every positive variable (a Kleene one by its last event) in the plan's order."""
+        """`join_pieces` gathered: every row at once ({} when there is none)."""
+        parts = list(self.join_pieces(operands, start, stop))
+        return {v: np.concatenate([p[v] for p in parts]) for v in parts[0]} if parts else {}
+
+    def join_pieces(self, operands: tuple[OperandSpec, ...], start: int,
+                    stop: int) -> Iterator[dict[str, np.ndarray]]:
+        """Bind every positive variable (a Kleene one by its last event) in the plan's order,
+        each step in pieces of at most `budget` rows (`pieces`), the rows in the order one
+        piece would give them."""
         table = self.table
         order = [v for v in self.spec.order if v in {o.var for o in operands}]
         last_position = max(o.position for o in operands)
-        rows: dict[str, np.ndarray] = {}
+        operand = self.spec.operand(order[0])
+        cand = self.cands[operand.var]
+        cand_ts = table.ts[cand]
+        low = np.searchsorted(cand_ts, table.ts[start] - self.window, "left")
+        if self.seq and operand.position == last_position:
+            low = max(low, self._not_before_chunk(cand, cand_ts, start))
+        rows = {operand.var: cand[low:np.searchsorted(cand, stop, "left")]}
         pending = [p for p in self.stages.joins if p.variables <= set(order)]
-        for var in order:
-            operand = self.spec.operand(var)
-            cand = self.cands[var]
-            cand_ts = table.ts[cand]
-            if not rows:
-                low = np.searchsorted(cand_ts, table.ts[start] - self.window, "left")
-                if self.seq and operand.position == last_position:
-                    low = max(low, self._not_before_chunk(cand, cand_ts, start))
-                bound = cand[low:np.searchsorted(cand, stop, "left")]
-                rows = {var: bound}
-            else:
-                rows = self._extend(rows, operand, cand, cand_ts, stop, last_position, start)
-            bound_vars = set(rows)
-            ready = [p for p in pending if p.variables <= bound_vars]
-            pending = [p for p in pending if not p.variables <= bound_vars]
-            for pred in ready:
-                rows = _filter_rows(rows, self._holds_on_rows(pred.tree, rows))
-            if self.partials is not None:
-                self._count_partials(rows, start)
-            if not len(rows[var]):
-                return {}
-        return rows
+        yield from self._joined(rows, order[1:], pending, (start, stop, last_position))
+
+    def _joined(self, rows: dict[str, np.ndarray], later: list[str], pending: list,
+                bounds: tuple[int, int, int]) -> Iterator[dict[str, np.ndarray]]:
+        """The rows, filtered by the join predicates their variables bind, joined with the
+        `later` variables one step at a time, each step's expansion split into pieces of at
+        most `budget` rows followed through the next steps one after the other."""
+        start, stop, last_position = bounds
+        ready = [p for p in pending if p.variables <= set(rows)]
+        pending = [p for p in pending if not p.variables <= set(rows)]
+        for pred in ready:
+            rows = _filter_rows(rows, self._holds_on_rows(pred.tree, rows))
+        if self.partials is not None:
+            self._count_partials(rows, start)
+        if not len(next(iter(rows.values()))):
+            return
+        if not later:
+            yield rows
+            return
+        operand = self.spec.operand(later[0])
+        cand = self.cands[operand.var]
+        cand_ts = self.table.ts[cand]
+        low, high = self._ranges(rows, operand, cand, cand_ts, stop, last_position, start)
+        for count, (part, lows, highs) in enumerate(
+                range_pieces(low, high, self.budget(len(rows) + 1))):
+            self.splits += count > 0
+            piece = {v: a[part] for v, a in rows.items()} if count or part.stop < len(low) \
+                else rows
+            yield from self._joined(self._bind(piece, operand, cand, lows, highs),
+                                    later[1:], pending, bounds)
 
     def _count_partials(self, rows: dict[str, np.ndarray], start: int) -> None:
         """Count the prefix's partial matches (its variables bound, the conditions among them
@@ -234,6 +292,13 @@ class _Context:
                 cand_ts: np.ndarray, stop: int, last_position: int,
                 start: int) -> dict[str, np.ndarray]:
         """Join one more variable: per row, the candidate range allowed by window and order."""
+        low, high = self._ranges(rows, operand, cand, cand_ts, stop, last_position, start)
+        return self._bind(rows, operand, cand, low, high)
+
+    def _ranges(self, rows: dict[str, np.ndarray], operand: OperandSpec, cand: np.ndarray,
+                cand_ts: np.ndarray, stop: int, last_position: int,
+                start: int) -> tuple[np.ndarray, np.ndarray]:
+        """Per row, the range [low, high) of `cand` allowed by window and order."""
         table = self.table
         stamps = np.vstack([table.ts[a] for a in rows.values()])
         low = np.searchsorted(cand_ts, stamps.max(axis=0) - self.window, "left")
@@ -245,6 +310,11 @@ class _Context:
             low, high = self._order_bounds(low, high, cand, cand_ts, before, after)
             if operand.position == last_position:
                 low = np.maximum(low, self._not_before_chunk(cand, cand_ts, start))
+        return low, high
+
+    def _bind(self, rows: dict[str, np.ndarray], operand: OperandSpec, cand: np.ndarray,
+              low: np.ndarray, high: np.ndarray) -> dict[str, np.ndarray]:
+        """The rows joined with `operand`'s candidates in their ranges, distinct events."""
         which, positions = self.expand(low, high, len(rows) + 1)
         rows = {v: a[which] for v, a in rows.items()}
         rows[operand.var] = cand[positions]
@@ -291,14 +361,40 @@ class _Context:
 
     # -- Kleene+ --------------------------------------------------------------------------
 
-    def kleene(self, operands: tuple[OperandSpec, ...], rows: dict[str, np.ndarray]) -> Matches:
-        """Expand joined rows into matches: every valid subset of each Kleene variable."""
+    def kleene(self, operands: tuple[OperandSpec, ...],
+               rows: dict[str, np.ndarray]) -> Iterator[Matches]:
+        """Expand joined rows into matches: every valid subset of each Kleene variable, in
+        batches of consecutive rows whose candidate events, then whose subsets, number at
+        most `budget` (one row's subsets at once: `_check_subsets` says when they cannot fit)."""
         kleene_ops = [self.spec.operand(v) for v in self.spec.order
                       if v in rows and self.spec.operand(v).kind == KLEENE]
-        plain = {v: a for v, a in rows.items() if self.spec.operand(v).kind != KLEENE}
         if not kleene_ops:
-            return Matches(single=plain, count=len(next(iter(rows.values()))))
-        per_var = {o.var: self._rest_candidates(o, operands, rows) for o in kleene_ops}
+            plain = {v: a for v, a in rows.items() if self.spec.operand(v).kind != KLEENE}
+            yield Matches(single=plain, count=len(next(iter(rows.values()))))
+            return
+        budget = self.budget(len(rows))
+        cap = max(1, self.spec.kleene_cap)
+        ranges = [self._rest_ranges(o, operands, rows) for o in kleene_ops]
+        candidates = sum(np.maximum(high - low, 0) for low, high in ranges)
+        for count, part in enumerate(row_batches(candidates, budget)):
+            self.splits += count > 0
+            piece = {v: a[part] for v, a in rows.items()}
+            per_var = {o.var: self._rest_candidates(o, piece, low[part], high[part])
+                       for o, (low, high) in zip(kleene_ops, ranges, strict=True)}
+            subsets, events = np.ones(len(piece[kleene_ops[0].var])), len(rows)
+            for cands in per_var.values():
+                sizes = np.minimum([len(c) for c in cands], cap - 1)
+                subsets, events = subsets * np.exp2(sizes), events + sizes / 2
+            for index, batch in enumerate(row_batches(subsets * events / len(rows), budget)):
+                self.splits += index > 0
+                yield self._subsets(kleene_ops, {v: a[batch] for v, a in piece.items()},
+                                    {v: c[batch] for v, c in per_var.items()})
+
+    def _subsets(self, kleene_ops: list[OperandSpec], rows: dict[str, np.ndarray],
+                 per_var: dict[str, list[np.ndarray]]) -> Matches:
+        """The matches of joined rows: every valid subset of each Kleene variable's
+        candidate events `per_var` (per row) with its last event."""
+        plain = {v: a for v, a in rows.items() if self.spec.operand(v).kind != KLEENE}
         self._check_subsets(per_var, len(rows))
         if len(kleene_ops) == 1 and not self.stages.masks.get(kleene_ops[0].var):
             return self._every_subset(kleene_ops[0].var, rows, plain, per_var)
@@ -368,20 +464,29 @@ class _Context:
         memory.check(self.spec.name, self.spec.window, self.held + building, count,
                      f"Kleene matches (every subset of its events, up to options.kleene_cap={cap})")
 
-    def _rest_candidates(self, operand: OperandSpec, operands: tuple[OperandSpec, ...],
-                         rows: dict[str, np.ndarray]) -> list[np.ndarray]:
-        """Per row, the Kleene variable's possible events besides its last: earlier than the
-        last, inside the window, after the preceding SEQ operands, passing per-event joins."""
+    def _rest_ranges(self, operand: OperandSpec, operands: tuple[OperandSpec, ...],
+                     rows: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        """Per row, the range of the Kleene variable's candidates that may be its events
+        besides its last: earlier than the last, inside the window, after the preceding SEQ
+        operands."""
         table = self.table
         cand = self.cands[operand.var]
         cand_ts = table.ts[cand]
-        last = rows[operand.var]
         latest = np.max(np.vstack([table.ts[a] for a in rows.values()]), axis=0)
         low = np.searchsorted(cand_ts, latest - self.window, "left")
-        high = np.searchsorted(cand, last, "left")
+        high = np.searchsorted(cand, rows[operand.var], "left")
         if self.seq:
             before = [rows[o.var] for o in operands if o.position < operand.position]
             low, high = self._order_bounds(low, high, cand, cand_ts, before, [])
+        return low, high
+
+    def _rest_candidates(self, operand: OperandSpec, rows: dict[str, np.ndarray],
+                         low: np.ndarray, high: np.ndarray) -> list[np.ndarray]:
+        """Per row, the Kleene variable's events besides its last in its range [low, high)
+        (`_rest_ranges`) passing the per-event joins, other variables' events excluded."""
+        table = self.table
+        cand = self.cands[operand.var]
+        last = rows[operand.var]
         which, positions = self.expand(low, high, 1, f"candidate events of Kleene {operand.var}")
         events = cand[positions]
         keep = np.ones(len(events), dtype=bool)
@@ -434,23 +539,26 @@ class _Context:
             before = [lasts[o.var] for o in operands if o.position < operand.position]
             after = [firsts[o.var] for o in operands if o.position > operand.position]
             low, high = self._order_bounds(low, high, cand, cand_ts, before, after)
-        which, positions = self.expand(low, high, 1, f"events of negated {operand.var} to test")
-        events = cand[positions]
-        keep = np.ones(len(events), dtype=bool)
-        for o in operands:
-            if o.type != operand.type:
-                continue
-            if o.var in matches.kleene:
-                sets = matches.kleene[o.var]
-                keep &= np.fromiter((e not in sets[w] for e, w in zip(events, which, strict=True)),
-                                    bool, len(events))
-            else:
-                keep &= events != matches.single[o.var][which]
-        for pred in self.stages.negations.get(operand.var, []):
-            keep &= self._negation_holds(pred, operand, matches, firsts, lasts, which, events,
-                                         keep)
         blocked = np.zeros(matches.count, dtype=bool)
-        blocked[which[keep]] = True
+        for part in row_batches(np.maximum(high - low, 0), self.budget(2)):
+            which, positions = self.expand(low[part], high[part], 1,
+                                           f"events of negated {operand.var} to test")
+            which += part.start
+            events = cand[positions]
+            keep = np.ones(len(events), dtype=bool)
+            for o in operands:
+                if o.type != operand.type:
+                    continue
+                if o.var in matches.kleene:
+                    sets = matches.kleene[o.var]
+                    keep &= np.fromiter((e not in sets[w] for e, w in
+                                         zip(events, which, strict=True)), bool, len(events))
+                else:
+                    keep &= events != matches.single[o.var][which]
+            for pred in self.stages.negations.get(operand.var, []):
+                keep &= self._negation_holds(pred, operand, matches, firsts, lasts, which,
+                                             events, keep)
+            blocked[which[keep]] = True
         return _select(matches, ~blocked)
 
     def decided(self, operands: tuple[OperandSpec, ...], matches: Matches) -> Matches:
@@ -522,7 +630,8 @@ def _select(matches: Matches, keep: np.ndarray) -> Matches:
     index = np.flatnonzero(keep)
     return Matches(single={v: a[index] for v, a in matches.single.items()},
                    kleene={v: [s[i] for i in index] for v, s in matches.kleene.items()},
-                   count=len(index), cap_hits=matches.cap_hits, held_back=matches.held_back)
+                   count=len(index), cap_hits=matches.cap_hits, held_back=matches.held_back,
+                   splits=matches.splits)
 
 
 def _ends(operands: tuple[OperandSpec, ...], matches: Matches

@@ -32,6 +32,12 @@ READ_COPIES = 2
 # per event bound in a row being joined: its rank, the range expansion's index arrays and the
 # copy a condition's filter makes (8 bytes each)
 JOIN_BYTES = 32
+# a join step builds at most this share of the budget left at a time (`row_budget`): its rows,
+# the next steps' and the rendered matches of a piece queued for the writer share the rest
+PIECE_SHARE = 8
+# the rows of one piece: enough for NumPy to run at full speed, few enough that a piece's
+# rendered matches (about 200 bytes each) stay a small part of any budget
+MIN_PIECE_ROWS, MAX_PIECE_ROWS = 1 << 10, 1 << 20
 FALLBACK_BUDGET = 4 << 30  # when the machine's available memory cannot be read
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 
@@ -94,6 +100,22 @@ def resident() -> int:
             return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
     except (OSError, ValueError, IndexError):
         return 0
+
+
+def row_budget(width: int) -> int:
+    """The most rows of `width` events (as rows being joined and as matches to render) one
+    piece of a join step may build: a `PIECE_SHARE` of the budget not yet resident, within
+    [MIN_PIECE_ROWS, MAX_PIECE_ROWS] (`pieces`)."""
+    per_row = width * (JOIN_BYTES + MATCH_BYTES)
+    room = (budget() - resident()) // PIECE_SHARE
+    return max(MIN_PIECE_ROWS, min(MAX_PIECE_ROWS, room // per_row))
+
+
+def peak_resident() -> int:
+    """The most resident memory the process has held so far, in bytes (`ru_maxrss`)."""
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
 def check(pattern: str, window: float | None, building: int, rows: int, what: str) -> None:

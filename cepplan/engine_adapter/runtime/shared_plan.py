@@ -559,7 +559,8 @@ def _match(context: _Context, table: Table, own: tuple[float, float],
     for start in range(0, n, chunk_events):
         stop = min(n, start + chunk_events)
         if table.ts[start] < own[1] and table.ts[stop - 1] >= own[0]:
-            result.extend(context.chunk(context.spec.positive, start, stop, own))
+            for piece in context.chunk(context.spec.positive, start, stop, own):
+                result.extend(piece)
     return [result]
 
 
@@ -591,6 +592,13 @@ class _SharedContext(_Context):
 
     def _of_type(self, type_name: str) -> np.ndarray:
         return self._cache.of_type(type_name)
+
+    def join_pieces(self, operands, start, stop):
+        """The matcher's pieces, or, joined from nodes' partial matches, all rows at once."""
+        if not self.starts:
+            yield from super().join_pieces(operands, start, stop)
+        elif rows := self.join(operands, start, stop):
+            yield rows
 
     def join(self, operands, start, stop):
         if not self.starts:

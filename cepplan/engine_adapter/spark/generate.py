@@ -64,6 +64,7 @@ SHIPPED = (
     "engine_adapter/runtime/parquet_parts.py",
     "engine_adapter/runtime/matcher.py",
     "engine_adapter/runtime/memory.py",
+    "engine_adapter/runtime/pieces.py",
     "engine_adapter/runtime/records.py",
     "engine_adapter/runtime/shared_plan.py",
     "engine_adapter/runtime/user_order.py",

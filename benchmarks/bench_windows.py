@@ -1,0 +1,90 @@
+"""Real window sizes in bounded memory: the in-process engine on synthetic minute bars
+(`stock_bars`) with windows from a few to about a thousand events of the bound types, under a
+matcher memory budget (`CEPPLAN_MATCH_MEMORY`, default here 1G), wall time and peak resident
+memory per row (`python -m cepplan run`, process start to files written).
+
+    python -m benchmarks windows                     # 10^5 rows, budget 1G
+    CEPPLAN_BENCH_ROWS=20000 python -m benchmarks windows
+    CEPPLAN_BENCH_WINDOWS=goog-143,band-700 python -m benchmarks windows
+
+A row that stops at the budget says so (the error's figure); the rows whose output would be
+tens of GB at 10^5 rows (GOOG over 143 minutes, Kleene over 15) are best run at fewer rows.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from benchmarks.bench_engine import ROOT, RSS_WRAPPER
+from benchmarks.stock_bars import workload, write_bars
+
+GOOG = ["a.peak < b.peak", "b.peak < c.peak"]
+BAND = ["0 < c.volume - a.volume", "c.volume - a.volume < 3",
+        "0 < b.volume - c.volume", "b.volume - c.volume < 3"]
+ROWS = {  # name: (structure, conditions, window in minutes)
+    "goog-3": (["SEQ", "a:GOOG", "b:GOOG", "c:GOOG"], GOOG, 3),
+    "goog-14": (["SEQ", "a:GOOG", "b:GOOG", "c:GOOG"], GOOG, 14),
+    "goog-50": (["SEQ", "a:GOOG", "b:GOOG", "c:GOOG"], GOOG, 50),
+    "goog-143": (["SEQ", "a:GOOG", "b:GOOG", "c:GOOG"], GOOG, 143),
+    "band-70": (["SEQ", "a:MSFT", "b:DRIV", "c:MSFT"], BAND, 70),
+    "band-700": (["SEQ", "a:MSFT", "b:DRIV", "c:MSFT"], BAND, 700),
+    "kleene-10": (["SEQ", "a:GOOG", ["KLEENE", "b:MSFT"], "c:GOOG"], ["a.peak < c.peak"], 10),
+    "kleene-15": (["SEQ", "a:GOOG", ["KLEENE", "b:MSFT"], "c:GOOG"], ["a.peak < c.peak"], 15),
+}
+
+
+def run_row(scratch: Path, bars: Path, name: str, budget: str) -> str:
+    """One row of the table: optimise the pattern, run it, and describe the outcome."""
+    structure, where, window = ROWS[name]
+    wl = workload([])
+    wl["patterns"] = [{"name": "p", "structure": structure, "where": where, "within": window}]
+    path = scratch / f"{name}.json"
+    path.write_text(json.dumps(wl))
+    plan = scratch / f"{name}.plan.json"
+    subprocess.run([sys.executable, "-m", "cepplan", "optimize", str(path), "-o", str(plan),
+                    "--quiet"], cwd=ROOT, check=True)
+    out = scratch / f"{name}.out"
+    env = {**os.environ, "CEPPLAN_MATCH_MEMORY": budget}
+    start = time.perf_counter()
+    done = subprocess.run([sys.executable, "-c", RSS_WRAPPER, "run", str(plan), "--events",
+                           str(bars), "--out", str(out), "--quiet"], cwd=ROOT, env=env,
+                          capture_output=True, text=True)
+    wall = time.perf_counter() - start
+    rss = [int(line.split()[1]) for line in done.stderr.splitlines()
+           if line.startswith("maxrss ")]
+    peak = f"{rss[-1] / 1024:,.0f} MB" if rss else "?"
+    if done.returncode:
+        error = next((line for line in done.stderr.splitlines() if line.startswith("error")),
+                     done.stderr.strip().splitlines()[-1] if done.stderr.strip() else "")
+        return f"{name:<10} {wall:7.1f} s {peak:>9}  failed (exit {done.returncode}): {error}"
+    metrics = json.loads((out / "metrics.json").read_text())
+    size = sum(f.stat().st_size for f in (out / "matches").iterdir())
+    splits = metrics.get("chunk_splits", {}).get("p", "-")
+    text = (f"{name:<10} {wall:7.1f} s {peak:>9}  {metrics['matches']['p']:>12,} matches "
+            f"({size / 1e6:,.0f} MB), {splits} splits, cap hits "
+            f"{metrics['kleene_cap_hits']['p']}")
+    subprocess.run(["rm", "-rf", str(out)], check=True)
+    return text
+
+
+def main(quick: bool = False) -> None:
+    """The table's rows (environment: CEPPLAN_BENCH_ROWS, default 10^5, 10^4 with --quick;
+    CEPPLAN_BENCH_WINDOWS, the rows to run; CEPPLAN_BENCH_BUDGET, default 1G)."""
+    rows = int(os.environ.get("CEPPLAN_BENCH_ROWS", 10_000 if quick else 100_000))
+    names = os.environ.get("CEPPLAN_BENCH_WINDOWS", ",".join(ROWS)).split(",")
+    budget = os.environ.get("CEPPLAN_BENCH_BUDGET", "1G")
+    print(f"{rows:,} rows of minute bars, CEPPLAN_MATCH_MEMORY={budget}, load "
+          "{:.1f}".format(os.getloadavg()[0]))
+    print(f"{'row':<10} {'wall':>9} {'peak':>9}  outcome")
+    with tempfile.TemporaryDirectory(prefix="bench-windows-") as name:
+        scratch = Path(name)
+        bars = scratch / "bars.txt"
+        write_bars(bars, rows)
+        for row in names:
+            print(run_row(scratch, bars, row, budget), flush=True)
