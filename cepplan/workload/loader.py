@@ -93,10 +93,24 @@ def build_workload(raw: Any, *, file: str = "<workload>", file_digest: str = "")
 
 
 def content_digest(raw: Any) -> str:
-    """sha256 of a workload's canonical JSON (keys sorted, no whitespace, strings as UTF-8):
-    the same for the same content, whether read from a file however formatted or sent to the
-    service; `1` and `1.0` are different numbers to it, as to JSON readers."""
-    return hashlib.sha256(orjson.dumps(raw, option=orjson.OPT_SORT_KEYS)).hexdigest()
+    """sha256 of a workload's canonical JSON (keys sorted, no whitespace, strings as UTF-8,
+    whole numbers written as integers): the same for the same content, whether read from a
+    file however formatted, rewritten by a JSON tool (`jq` writes `1.0` as `1`) or sent to
+    the service."""
+    return hashlib.sha256(orjson.dumps(_whole_as_int(raw),
+                                       option=orjson.OPT_SORT_KEYS)).hexdigest()
+
+
+def _whole_as_int(value: Any) -> Any:
+    """`value` with every float that is a whole number (below 2^53, where floats are exact)
+    as an int: the workload means the same by `1` and `1.0`."""
+    if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
+        return int(value)
+    if isinstance(value, dict):
+        return {k: _whole_as_int(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_whole_as_int(v) for v in value]
+    return value
 
 
 def schema_problems(raw: Any, file: str) -> list[Problem]:

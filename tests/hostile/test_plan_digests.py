@@ -238,3 +238,29 @@ def test_content_digest_ignores_formatting_and_sees_every_change(tmp_path, order
     changed["patterns"][order[0] % len(changed["patterns"])]["within"] = "17s"
     second.write_text(json.dumps(changed))
     assert load_workload(first).digest != load_workload(second).digest
+
+
+def test_whole_numbers_written_as_floats_keep_the_digest(tmp_path):
+    """`jq` and other JSON tools write `1.0` as `1` (and some writers `1` as `1.0`): the same
+    workload, the same digest, so a plan made from one runs with the other; a number that
+    really changed still changes it."""
+    raw = example("traffic")
+
+    def floats(value):
+        if isinstance(value, dict):
+            return {k: floats(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [floats(v) for v in value]
+        return float(value) if type(value) is int else value
+
+    written = json.dumps(floats(raw))
+    assert ".0" in written
+    first, second = tmp_path / "a.json", tmp_path / "b.json"
+    first.write_text(json.dumps(raw))
+    second.write_text(written)
+    assert load_workload(first).digest == load_workload(second).digest
+    third = tmp_path / "c.json"
+    changed = floats(raw)
+    changed["patterns"][0]["within"] = "17s"
+    third.write_text(json.dumps(changed))
+    assert load_workload(third).digest != load_workload(first).digest
