@@ -5,18 +5,26 @@ slow on a busy machine, count too."""
 from __future__ import annotations
 
 import os
+import sys
 import time
-
-# a process older than this was not started for the command asking (a test runner, a
-# service): its command counts from when it asks
-FRESH_PROCESS = 10.0
+from pathlib import Path
 
 
 def command_started() -> float:
-    """The `time.perf_counter()` time the running command began."""
+    """The `time.perf_counter()` time the running command began: the process's start when
+    it was started to run cepplan, else now (a test runner or another program calling the
+    command in its own process: its start-up was not the command's)."""
     now = time.perf_counter()
-    age = process_age()
-    return now - age if age is not None and age < FRESH_PROCESS else now
+    age = process_age() if started_for_cepplan() else None
+    return now - age if age is not None else now
+
+
+def started_for_cepplan() -> bool:
+    """Whether this process's main program is cepplan's: the `cepplan` console script or
+    `python -m cepplan`."""
+    path = Path(getattr(sys.modules.get("__main__"), "__file__", None) or "")
+    return path.name == "cepplan" or (path.name == "__main__.py"
+                                      and path.parent.name == "cepplan")
 
 
 def process_age() -> float | None:

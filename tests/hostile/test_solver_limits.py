@@ -396,18 +396,13 @@ def test_the_limit_counts_from_the_start_of_the_command(tmp_path):
     workload = tmp_path / "w.json"
     workload.write_text(json.dumps(wide_workload("AND", 6)))
     plan = tmp_path / "plan.json"
-    late = ("import runpy, sys, time\ntime.sleep(1.0)\nsys.argv[0] = 'cepplan'\n"
-            "runpy.run_module('cepplan', run_name='__main__')\n")
-    result = subprocess.run([sys.executable, "-c", late, "optimize", workload, "--time-limit",
+    late = tmp_path / "cepplan"  # a console script that starts late, as on a busy machine
+    late.write_text("import time\ntime.sleep(1.0)\nfrom cepplan.cli.app import main\nmain()\n")
+    result = subprocess.run([sys.executable, late, "optimize", workload, "--time-limit",
                              "1.1", "-o", plan], capture_output=True, text=True, timeout=60)
     assert result.returncode == 2, result.stderr
     assert "error: --time-limit: 1.1 s is too short to start" in result.stderr
     assert not plan.exists()
-    age = clock.process_age()
-    assert age is not None and age > 0
+    assert clock.process_age() > 0 and not clock.started_for_cepplan()
     before = time.perf_counter()
-    started = clock.command_started()
-    if age < clock.FRESH_PROCESS:  # this test process is young: counted from its start
-        assert before - started >= 0.9 * age
-    else:
-        assert started >= before
+    assert clock.command_started() >= before  # this test runner's start-up is not the command's
