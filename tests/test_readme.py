@@ -35,6 +35,7 @@ _SETUP_PREFIX = re.compile(r"^(?:bash scripts/install-test-browser && )?"
 # and the benchmarks (minutes long); everything else must be runnable here.
 NOT_RUN = ("python -m pytest", "ruff ", "python -m benchmarks")
 _NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")
+_WALL_CLOCK = re.compile(r"(planned in )\d+(?:\.\d+)? s\b")
 
 
 @dataclass
@@ -99,7 +100,9 @@ def _skeleton(line: str) -> str:
 
 
 def _loose(line: str) -> str:
-    return re.sub(r"\s+", " ", line).strip()
+    """The line with runs of spaces collapsed and its wall-clock durations blanked: how long
+    planning took depends on the machine and its load, so only that it is printed is checked."""
+    return re.sub(r"\s+", " ", _WALL_CLOCK.sub(r"\1# s", line)).strip()
 
 
 def align(expected: list[str], actual: list[str]) -> list[int] | None:
@@ -220,6 +223,20 @@ def test_readme_walk_through(tmp_path):
                  spark_log.search(c.stderr)]
     assert not problems, ("\n\n".join(problems) + "\n\n(refresh with: python -m "
                           "tests.test_readme --update)")
+
+
+def test_planning_time_is_not_compared_but_every_other_figure_is():
+    """A busy machine plans the same plan slower: "planned in 7.27 s" shows the README's
+    "planned in 0.01 s" (issue: the walk-through failed on a loaded machine); a changed cost
+    on the same line, or a missing duration, is still a difference."""
+    line = "independent plans, before sharing: 1.776; planned in 0.01 s"
+
+    def problems(printed: str) -> list[str]:
+        return output_problems(Command("cepplan optimize", [line], stdout=printed + "\n"))
+
+    assert problems(line.replace("0.01 s", "7.27 s")) == []
+    assert problems(line.replace("1.776", "1.777").replace("0.01 s", "7.27 s"))
+    assert problems(line.replace("planned in 0.01 s", "planned in 0.01 min"))
 
 
 def update(workdir: Path) -> None:

@@ -38,6 +38,7 @@ def compare_command(
     from cepplan.limits import bounded
     from cepplan.outputs import check_file_outputs, event_inputs
     from cepplan.planner.compose import Settings
+    from cepplan.planner.deadline import TimeLimitTooShort
     from cepplan.report.compare import compare
     from cepplan.report.measure import matches_equal
     from cepplan.report.write import report_paths, write_report
@@ -56,8 +57,11 @@ def compare_command(
         from cepplan.engine_adapter.inputs import event_paths
 
         files = event_paths(events)
-    comparison = compare(loaded, statistics, Settings(time_limit=time_limit, seed=seed),
-                         stats_file=str(stats) if stats else None, progress=say)
+    try:
+        comparison = compare(loaded, statistics, Settings(time_limit=time_limit, seed=seed),
+                             stats_file=str(stats) if stats else None, progress=say)
+    except TimeLimitTooShort as exc:
+        raise options.option_error("--time-limit", exc.advice(time_limit)) from None
     report = comparison.report
     if events:
         from cepplan.report.measure import measure_plans

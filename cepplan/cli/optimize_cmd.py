@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -10,11 +11,19 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from cepplan.cli import options
+from cepplan.cli.clock import command_started
 from cepplan.cli.options import CoveringSolver, Engine, Search, Sharing, Solver, Strategy
 from cepplan.terminal import echo
 
 MAX_TIME_LIMIT = 86_400.0  # seconds
 MAX_DP = 30  # subevents; the DP itself also falls back when its tables would not fit
+# writing a plan and its summary took 6-45 % of reading the workload (300 consumer queries;
+# 1,200 patterns): planning leaves half the reading time for it
+WRITING_SHARE = 0.5
+# planning aims this share of the limit early: what the process cannot control (waiting for a
+# core on a busy machine, a pass finishing its step, exiting) took up to 12 % over a 6 s limit
+# with 8 busy processes on 2 cores when planning aimed at the limit itself
+FINISH_MARGIN = 0.05
 
 if TYPE_CHECKING:
     from cepplan.planner.optimize import Optimized
@@ -33,10 +42,9 @@ def optimize_command(
     strategy: Strategy = options.choice(Strategy.mixture, "--strategy",
                                         "How those k plans are picked."),
     seed: int = options.seed("Seed of the random strategy."),
-    time_limit: float = typer.Option(60.0, "--time-limit", help="Seconds before an exact "
-                                     "search falls back to the heuristics, and the longest the "
-                                     "evaluation search may run (it stops sooner once it stops "
-                                     "improving)."),
+    time_limit: float = typer.Option(60.0, "--time-limit", help="Seconds the whole command "
+                                     "may take, reading and writing included; each search "
+                                     "returns its best plan so far when its share runs out."),
     time_step: str | None = options.time_step("Time step of the Poisson model (default: the "
                                               "fine-grained limit)."),
     dp_limit: int = typer.Option(12, "--dp-limit", help="Largest pattern (in events) that "
@@ -58,7 +66,7 @@ def optimize_command(
         "auto (exact CP-SAT when a batch fits --covering-time-limit, else greedy)."),
     covering_time_limit: float = typer.Option(10.0, "--covering-time-limit",
                                               help="Seconds per batch for the covering "
-                                              "solver."),
+                                              "solver (within --time-limit)."),
     engine: Engine = options.choice(Engine.auto, "--engine", "The engine that will run the "
                                     "plan: multi-step plans are kept only where their steps "
                                     "pay in time there (auto: local, as `run` picks for "
@@ -70,11 +78,13 @@ def optimize_command(
     Prints, per pattern, the chosen plan, its latency and expected cost against pushing every
     event, then the whole workload's saving.
     """
+    started = command_started()  # --time-limit counts from here to the plan written
     from cepplan.fileio import read_json
     from cepplan.limits import MAX_K, MIN_TIME_LIMIT, at_least, bounded
     from cepplan.outputs import check_file_outputs
     from cepplan.planner.compose import Settings
     from cepplan.planner.covering_plan import CoveringSettings
+    from cepplan.planner.deadline import TimeLimitTooShort
     from cepplan.planner.evaluation import EvaluationSettings
     from cepplan.planner.optimize import optimize
     from cepplan.planner.plan import write_plan
@@ -88,6 +98,7 @@ def optimize_command(
     _check_search(neighborhood, time_limit, covering_time_limit)
     check_file_outputs([output], [("workload", workload)] + (
         [("statistics", stats)] if stats else []))
+    reading = time.perf_counter()
     loaded = load_workload(workload)
     notes: list[str] = []
     measured = read_json(stats) if stats else None
@@ -100,20 +111,41 @@ def optimize_command(
         low=0, high=MAX_DURATION)
     settings = Settings(solver=solver.value, k=k or None, strategy=strategy.value, seed=seed,
                         time_limit=time_limit, step=step, dp_limit=dp_limit)
-    result = optimize(loaded, statistics, settings, str(stats) if stats else None,
-                      share=not no_share,
-                      evaluation_settings=EvaluationSettings(search.value, neighborhood,
-                                                             time_limit, seed,
-                                                             sharing=sharing.value),
-                      covering=CoveringSettings(covering_solver.value, covering_time_limit,
-                                                seed),
-                      engine="local" if engine.value == "auto" else engine.value,
-                      duration=observed_span(measured, loaded) if stats else None)
+    deadline = _planning_deadline(started, time.perf_counter() - reading, time_limit)
+    try:
+        result = optimize(loaded, statistics, settings, str(stats) if stats else None,
+                          share=not no_share,
+                          evaluation_settings=EvaluationSettings(search.value, neighborhood,
+                                                                 time_limit, seed,
+                                                                 sharing=sharing.value),
+                          covering=CoveringSettings(covering_solver.value, covering_time_limit,
+                                                    seed),
+                          engine="local" if engine.value == "auto" else engine.value,
+                          duration=observed_span(measured, loaded) if stats else None,
+                          deadline=deadline)
+    except TimeLimitTooShort as exc:
+        raise options.option_error("--time-limit", exc.advice(time_limit)) from None
     write_plan(result.plan, output)
     if not quiet:
         for line in summary(result, loaded):
             echo(line, lines=False)
         echo(f"plan written to {output}")
+
+
+def _planning_deadline(started: float, reading: float, time_limit: float) -> float:
+    """When planning must end for the plan to be written within the time limit: writing
+    takes at most `WRITING_SHARE` of `reading` (the seconds reading the inputs took), and
+    `FINISH_MARGIN` of the limit is kept in hand; an option error when starting and reading
+    have taken it all already."""
+    from cepplan.planner.deadline import TimeLimitTooShort
+
+    writing = WRITING_SHARE * reading
+    spent = time.perf_counter() - started
+    if spent + writing > time_limit:
+        raise options.option_error("--time-limit", TimeLimitTooShort(
+            "start, read this workload and write its plan", spent + writing - time_limit,
+        ).advice(time_limit))
+    return started + (1 - FINISH_MARGIN) * time_limit - writing
 
 
 def summary(result: Optimized, workload: Workload) -> list[str]:
@@ -146,6 +178,7 @@ def summary(result: Optimized, workload: Workload) -> list[str]:
               in _shared_users(workload, outcome.shared)]
     if result.plan.sharing:
         lines += sharing_summary(result.plan.sharing)
+    lines += [f"time limit: {note}" for note in result.plan.provenance.get("time_limit_notes", ())]
     return lines + contexts_summary(result.plan) + covering_lines(result.plan.covering)
 
 

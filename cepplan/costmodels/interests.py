@@ -28,6 +28,18 @@ def region_at(query: Mapping[str, Any], when: float) -> Region:
     return (fx - half_w, fy - half_h, fx + half_w, fy + half_h)
 
 
+def regions_on_track(query: Mapping[str, Any]) -> list[Region]:
+    """Every interest `region_at` gives the query at some time: its region centred on each
+    focal point of its track (of points with equal times, the last), or its fixed region;
+    linear in the track, where calling `region_at` at every track time is quadratic."""
+    track = query.get("track")
+    if not track:
+        return [region_at(query, 0.0)]
+    last = {point[0]: point for point in track}
+    return [region_at({"region": query["region"], "track": [point]}, point[0])
+            for point in last.values()]
+
+
 def area(region: Region) -> float:
     return max(0.0, region[2] - region[0]) * max(0.0, region[3] - region[1])
 

@@ -14,6 +14,7 @@ is inside nothing). `group_windows` is Listing 1 over concrete windows.
 
 from __future__ import annotations
 
+import math
 import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -23,6 +24,7 @@ from types import MappingProxyType
 from cepplan.costmodels.contexts import bell, grouped_search_space
 from cepplan.fileio import read_json
 from cepplan.planner.compose import Settings
+from cepplan.planner.deadline import share as share_of
 from cepplan.planner.plan import Plan
 from cepplan.planner.shared import plan_workload
 from cepplan.workload.context_model import (
@@ -97,21 +99,29 @@ def measured_shares(stats_file: str | None) -> dict[str, float]:
 
 
 def plan_contexts(workload: Workload, statistics: Statistics, plan: Plan, settings: Settings,
-                  stats_file: str | None = None, share: bool = True) -> Plan:
-    """Fill the plan's `contexts` section (nothing to do without contexts)."""
+                  stats_file: str | None = None, share: bool = True,
+                  deadline: float | None = None, end: float = math.inf) -> Plan:
+    """Fill the plan's `contexts` section (nothing to do without contexts); the groups are
+    planned in equal shares of the time left before `deadline` (default: the time limit
+    from now; `end`: the whole run's, see `plan_workload`), and the whole workload's planning
+    time is the acquisition pass's."""
     contexts = workload.contexts
     if contexts is None:
         return plan
+    if deadline is None:
+        deadline = time.perf_counter() + settings.time_limit
     where = pattern_contexts(workload)
     deriving = list(dict.fromkeys(t.on for t in contexts.transitions))
     shares = measured_shares(stats_file)
     groups = []
     grouped_seconds = 0.0
-    for state in reachable_states(workload):
+    states = reachable_states(workload)
+    for position, state in enumerate(states):
         names = [p.name for p in workload.patterns
                  if not where.get(p.name) or state & set(where[p.name])]
         start = time.perf_counter()
-        outcome = plan_workload(group_workload(workload, names), statistics, settings, share)
+        outcome = plan_workload(group_workload(workload, names), statistics, settings, share,
+                                share_of(deadline, len(states) - position), end)
         seconds = time.perf_counter() - start
         grouped_seconds += seconds
         groups.append({"contexts": sorted(state), "patterns": names,
@@ -119,9 +129,7 @@ def plan_contexts(workload: Workload, statistics: Statistics, plan: Plan, settin
                        "expected_time_share": (shares.get(state_name(state), 0.0)
                                                if shares else None),
                        "expected_cost": outcome.total, "planning_seconds": round(seconds, 4)})
-    start = time.perf_counter()
-    plan_workload(workload, statistics, settings, share)
-    whole_seconds = time.perf_counter() - start
+    whole_seconds = plan.provenance.get("seconds", 0.0)
     sizes = [len(g["patterns"]) for g in groups]
     complete = len(groups) < MAX_STATES  # more sets may hold together than were explored
     section = {

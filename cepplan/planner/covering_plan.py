@@ -10,13 +10,23 @@ selection two interests have in common is the share of area they have in common.
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from cepplan.costmodels.interests import Region, area, overlap, processing_neighbours, region_at
+from cepplan.costmodels.interests import (
+    Region,
+    area,
+    overlap,
+    processing_neighbours,
+    region_at,
+    regions_on_track,
+)
 from cepplan.costmodels.qor import meets, thresholds
 from cepplan.planner.covering import AUTO, CPSAT, fits_budget, instance, solve
+from cepplan.planner.deadline import left
+from cepplan.planner.deadline import share as share_of
 from cepplan.workload.model import ConsumerQuery, Consumers, Statistics, Workload
 
 
@@ -31,8 +41,9 @@ class CoveringSettings:
 
 
 def covering_section(workload: Workload, statistics: Statistics,
-                     settings: CoveringSettings) -> dict[str, Any]:
-    """The `covering` section of `plan.json`; empty when the workload has no consumers."""
+                     settings: CoveringSettings, deadline: float = math.inf) -> dict[str, Any]:
+    """The `covering` section of `plan.json`; empty when the workload has no consumers. The
+    operators' estimates end by `deadline` (`time.perf_counter()` time), in equal shares."""
     consumers = workload.consumers
     if consumers is None or not consumers.queries:
         return {}
@@ -42,9 +53,10 @@ def covering_section(workload: Workload, statistics: Statistics,
                                        consumers.neighbors_distance)
     for query, chosen in zip(queries, neighbours, strict=True):
         query["neighbors"] = [queries[m]["id"] for m in chosen]
-    groups = [_group(name, consumers, queries, statistics, settings)
-              for name in consumers.operators
-              if any(q["operator"] == name for q in queries)]
+    names = [name for name in consumers.operators if any(q["operator"] == name for q in queries)]
+    groups = [_group(name, consumers, queries, statistics, settings,
+                     share_of(deadline, len(names) - position))
+              for position, name in enumerate(names)]
     known = [g for g in groups if g["expected"] is not None]
     without = sum(g["expected"]["executions_without_reuse"] for g in known)
     with_reuse = sum(g["expected"]["executions_with_reuse"] for g in known)
@@ -95,9 +107,11 @@ def expected_qor(own: Region, used: Region) -> tuple[float, float, float]:
 
 
 def _group(name: str, consumers: Consumers, queries: list[dict[str, Any]],
-           statistics: Statistics, settings: CoveringSettings) -> dict[str, Any]:
+           statistics: Statistics, settings: CoveringSettings,
+           deadline: float = math.inf) -> dict[str, Any]:
     """One operator's queries: neighbour pairs with their expected QoR at the start, and the
-    expected executions per batch averaged over the times the interests move."""
+    expected executions per batch averaged over the times the interests move — over those
+    estimated by `deadline` when it cuts them short, taken spread over the whole track."""
     operator = consumers.operators[name]
     mine = [n for n, q in enumerate(queries) if q["operator"] == name]
     times = sorted({p[0] for n in mine for p in queries[n].get("track", ())}) or [0.0]
@@ -108,12 +122,20 @@ def _group(name: str, consumers: Consumers, queries: list[dict[str, Any]],
         group["note"] = (f"no rate for {operator.event_type}: expected executions not "
                          "estimated")
         return group
-    span = _span([region_at(queries[n], t) for n in mine for t in times])
+    span = _span([region for n in mine for region in regions_on_track(queries[n])])
     density = rate / area(span) if area(span) else 0.0
     batch = consumers.batch_time or 1.0
     limits = (consumers.neighbors_k, consumers.neighbors_distance)
-    estimates = [_estimate(mine, queries, t, limits, density, batch, operator.cost, settings)
-                 for t in times]
+    estimates = []
+    for done, index in enumerate(_spread(len(times))):
+        if time.perf_counter() >= deadline:
+            break
+        per_batch = min(settings.time_limit, left(deadline) / (len(times) - done))
+        estimates.append(_estimate(mine, queries, times[index], limits, density, batch,
+                                   operator.cost, replace(settings, time_limit=per_batch)))
+    if not estimates:
+        group["note"] = "expected executions not estimated: the time limit was reached first"
+        return group
     without = sum(e[0] for e in estimates) / len(estimates)
     with_reuse = sum(e[1] for e in estimates) / len(estimates)
     group["expected"] = {
@@ -121,21 +143,40 @@ def _group(name: str, consumers: Consumers, queries: list[dict[str, Any]],
         "executions_without_reuse": without, "executions_with_reuse": with_reuse,
         "saved_share": 1 - with_reuse / without if without else 0.0,
         "solver": estimates[0][2], "covering_queries": estimates[0][3]}
+    notes = []
+    if len(estimates) < len(times):
+        group["expected"]["estimated_times"] = {"estimated": len(estimates), "of": len(times)}
+        notes.append(f"the time limit let {len(estimates)} of the {len(times)} times the "
+                     "interests move be estimated")
     if settings.solver == CPSAT and not fits_budget(round(estimates[0][4]),
                                                     settings.time_limit):
-        group["note"] = (f"batches of about {without:.0f} selections may exceed what CP-SAT "
-                         f"settles in {settings.time_limit:g} s; the engine then takes the "
-                         "greedy cover and counts it")
+        notes.append(f"batches of about {without:.0f} selections may exceed what CP-SAT "
+                     f"settles in {settings.time_limit:g} s; the engine then takes the "
+                     "greedy cover and counts it")
+    if notes:
+        group["note"] = "; ".join(notes)
     return group
+
+
+def _spread(count: int) -> list[int]:
+    """0 .. count-1 in bit-reversed order (0, 64, 32, 96, ... for 120): every first few are
+    spread over the whole range, so estimates cut short by the time limit still cover it."""
+    bits = max(1, (count - 1).bit_length())
+    reversed_ = (int(f"{i:0{bits}b}"[::-1], 2) for i in range(1 << bits))
+    return [i for i in reversed_ if i < count]
 
 
 def _pairs(mine: list[int], queries: list[dict[str, Any]], when: float) -> list[dict]:
     out = []
     index = {q["id"]: m for m, q in enumerate(queries)}
+    regions: dict[int, Region] = {}  # each query's interest at `when`, found once
     for n in mine:
         for other in queries[n]["neighbors"]:
             m = index[other]
-            p, r, d = expected_qor(region_at(queries[m], when), region_at(queries[n], when))
+            for query in (m, n):
+                if query not in regions:
+                    regions[query] = region_at(queries[query], when)
+            p, r, d = expected_qor(regions[m], regions[n])
             out.append({"server": queries[n]["id"], "served": other, "precision": p,
                         "recall": r, "disparity": d,
                         "meets_thresholds": meets(p, r, d, thresholds(queries[m]))})

@@ -9,12 +9,13 @@ from types import MappingProxyType
 from typing import Any
 
 from cepplan.errors import InputError
+from cepplan.planner.deadline import with_time_note
 from cepplan.planner.plan import Plan
 from cepplan.search.local import BUSHY, LEFT_DEEP
 from cepplan.search.neighbourhood import parse_neighbourhood
 from cepplan.search.problem import Problem as SearchProblem
 from cepplan.search.problem import problem_from_workload
-from cepplan.search.solve import ALGORITHMS, SearchResult, search
+from cepplan.search.solve import ALGORITHMS, SearchOutOfTime, SearchResult, search
 from cepplan.workload.model import Statistics, Workload
 
 NONE = "none"
@@ -23,6 +24,7 @@ SEARCHES = (*ALGORITHMS, NONE)
 # (multi-pattern trees of left-deep orders, §3)
 SHARING_SHAPES = {"subtree": BUSHY, "prefix": LEFT_DEEP}
 PATIENCE = 3000  # neighbours evaluated without improvement before a search stops early
+SKIPPED = "evaluation search skipped (every pattern keeps its join order, nothing shared)"
 
 
 @dataclass(frozen=True)
@@ -45,11 +47,16 @@ def evaluation(workload: Workload, statistics: Statistics, plan: Plan,
     if settings.search == NONE:
         return plan
     _check_settings(settings)
+    if budget is not None and budget <= 0:
+        return with_time_note(plan, f"{SKIPPED}: no time was left for it")
     problem = problem_from_workload(workload, statistics, _together(plan))
-    result = search(problem, algorithm=settings.search, neighbourhood=settings.neighborhood,
-                    shape=SHARING_SHAPES[settings.sharing], seed=settings.seed,
-                    time_limit=settings.time_limit if budget is None else budget,
-                    patience=settings.patience)
+    try:
+        result = search(problem, algorithm=settings.search, neighbourhood=settings.neighborhood,
+                        shape=SHARING_SHAPES[settings.sharing], seed=settings.seed,
+                        time_limit=settings.time_limit if budget is None else budget,
+                        patience=settings.patience)
+    except SearchOutOfTime as exc:
+        return with_time_note(plan, f"{SKIPPED}: it would not have ended in time ({exc})")
     patterns = dict(plan.patterns)
     for name, tree in result.trees.items():
         negated = [o.var for o in workload.pattern(name).negated]
@@ -98,7 +105,8 @@ def sharing_section(result: SearchResult, time_limit: float) -> dict[str, Any]:
                    "sharing": "prefix" if result.shape == LEFT_DEEP else "subtree",
                    "shape": result.shape, "seed": result.seed, "time_limit": time_limit,
                    "steps": result.steps, "seconds": round(result.seconds, 4),
-                   "components": result.components, "graph_edges": result.edges},
+                   "components": result.components, "graph_edges": result.edges,
+                   "graph_complete": result.graph_complete},
         "trace": [list(point) for point in result.trace],
         "unplanned": dict(result.skipped),
     }

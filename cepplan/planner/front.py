@@ -16,11 +16,13 @@ DP, HEURISTIC, NAIVE = "dp", "heuristic", "naive"
 
 def pattern_front(model: PatternModel, options: Mapping[str, Sequence[Option]], solver: str,
                   max_latency: int | None = None,
-                  deadline: float | None = None) -> tuple[list[Candidate], str]:
+                  deadline: float | None = None,
+                  naive: Candidate | None = None) -> tuple[list[Candidate], str]:
     """(Pareto front, solver used). `solver` is dp or heuristic; a DP past its deadline falls
     back to the heuristics and says so. Variables bound to the same source are re-costed with
-    shared transmissions (`grouped_cost`); the DP is exact for distinct sources."""
-    naive = naive_plan(model, options)
+    shared transmissions (`grouped_cost`); the DP is exact for distinct sources. `naive`:
+    the naive plan when the caller has it already."""
+    naive = naive or naive_plan(model, options)
     if model.operator == OR:
         return [naive], NAIVE
     used = solver

@@ -9,7 +9,9 @@ optimizer: one pipeline of passes"), as the `Plan` written to `plan.json`.
 
 Each pass is a function `(request, plan) -> plan` that fills its own section of the plan and
 reads the sections before it; acquisition starts from nothing and also returns the outcome the
-terminal summary reports.
+terminal summary reports. One deadline bounds them all: each pass ends by `request.deadline`,
+an equal share of the time left among itself and the passes after it that have work
+(`_has_work`), so time a pass does not use goes to the passes after it.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from cepplan.planner.candidates import Candidate
 from cepplan.planner.compose import NodeResult, Settings, own_cost
 from cepplan.planner.contexts import plan_contexts
 from cepplan.planner.covering_plan import CoveringSettings, covering_section
+from cepplan.planner.deadline import share as share_of
 from cepplan.planner.engine_steps import engine_steps
 from cepplan.planner.evaluation import NONE, EvaluationSettings, evaluation
 from cepplan.planner.inputs import check_rates
@@ -32,7 +35,6 @@ from cepplan.planner.shared import SharedOutcome, plan_workload
 from cepplan.workload.model import Statistics, Workload
 
 NO_SEARCH = EvaluationSettings(search=NONE)
-SEARCH_FLOOR = 0.05  # share of its limit the search gets when acquisition used all the time
 
 
 @dataclass(frozen=True)
@@ -46,7 +48,8 @@ class PlanRequest:
     share: bool = True
     evaluation: EvaluationSettings = NO_SEARCH
     covering: CoveringSettings = field(default_factory=CoveringSettings)
-    deadline: float = math.inf  # perf_counter time by which planning should end
+    deadline: float = math.inf  # perf_counter time by which the pass must end
+    end: float = math.inf  # perf_counter time by which the whole run must end
     engine: str = "local"  # the engine that will run the plan (what its steps cost there)
     duration: float | None = None  # time units the statistics cover (None: unknown)
 
@@ -63,21 +66,21 @@ class Optimized:
 def contexts_pass(request: PlanRequest, plan: Plan) -> Plan:
     """Grouped context windows and their workloads (`cepplan.planner.contexts`)."""
     return plan_contexts(request.workload, request.statistics, plan, request.settings,
-                         request.stats_file, request.share)
+                         request.stats_file, request.share, request.deadline, request.end)
 
 
 def evaluation_pass(request: PlanRequest, plan: Plan) -> Plan:
     """Evaluation trees and shared subtrees (`cepplan.planner.evaluation`), searched in the
-    time the passes before it left (at least `SEARCH_FLOOR` of its limit)."""
+    time this pass has (at most the search's own limit); none when no time is left."""
     settings = request.evaluation
-    left = request.deadline - time.perf_counter()
-    budget = min(settings.time_limit, max(left, settings.time_limit * SEARCH_FLOOR))
+    budget = min(settings.time_limit, request.deadline - time.perf_counter())
     return evaluation(request.workload, request.statistics, plan, settings, budget)
 
 
 def covering_pass(request: PlanRequest, plan: Plan) -> Plan:
     """Covering selections of consumer queries (`cepplan.planner.covering_plan`)."""
-    section = covering_section(request.workload, request.statistics, request.covering)
+    section = covering_section(request.workload, request.statistics, request.covering,
+                               request.deadline)
     return replace(plan, covering=MappingProxyType(section))
 
 
@@ -85,21 +88,36 @@ PASSES: tuple[Callable[[PlanRequest, Plan], Plan], ...] = (
     contexts_pass, evaluation_pass, covering_pass)
 
 
+def _has_work(run_pass: Callable[[PlanRequest, Plan], Plan], request: PlanRequest) -> bool:
+    """Whether a pass will spend time on this request (the others return at once; a search
+    over one pattern has nothing to share and ends in milliseconds)."""
+    if run_pass is contexts_pass:
+        return request.workload.contexts is not None
+    if run_pass is evaluation_pass:
+        return request.evaluation.search != NONE and len(request.workload.patterns) > 1
+    consumers = request.workload.consumers
+    return consumers is not None and bool(consumers.queries)
+
+
 def optimize(workload: Workload, statistics: Statistics, settings: Settings,
              stats_file: str | None = None, share: bool = True,
              evaluation_settings: EvaluationSettings = NO_SEARCH,
              covering: CoveringSettings | None = None, engine: str = "local",
-             duration: float | None = None) -> Optimized:
-    """Plan the workload: acquisition, then every pass of `PASSES` in order; InputError for
-    missing rates or unmeetable latency bounds."""
+             duration: float | None = None, deadline: float | None = None) -> Optimized:
+    """Plan the workload: acquisition, then every pass of `PASSES` in order, all ended by
+    `deadline` (`time.perf_counter()` time; default: the time limit from now); InputError for
+    missing rates or unmeetable latency bounds, TimeLimitTooShort when not even every
+    pattern's one-step plan fits."""
     start = time.perf_counter()
+    end = start + settings.time_limit if deadline is None else deadline
     request = PlanRequest(workload, statistics, settings, stats_file, share,
-                          evaluation_settings, covering or CoveringSettings(),
-                          deadline=start + settings.time_limit, engine=engine,
-                          duration=duration)
-    plan, outcome = acquisition(request)
+                          evaluation_settings, covering or CoveringSettings(), end=end,
+                          engine=engine, duration=duration)
+    later = sum(_has_work(run_pass, request) for run_pass in PASSES)
+    plan, outcome = acquisition(replace(request, deadline=share_of(end, 1 + later)))
     for run_pass in PASSES:
-        plan = run_pass(request, plan)
+        later -= _has_work(run_pass, request)
+        plan = run_pass(replace(request, deadline=share_of(end, 1 + later)), plan)
     return Optimized(plan, outcome, time.perf_counter() - start)
 
 
@@ -109,7 +127,8 @@ def acquisition(request: PlanRequest) -> tuple[Plan, SharedOutcome]:
     start = time.perf_counter()
     workload, settings = request.workload, request.settings
     check_rates(workload, request.statistics, request.stats_file)
-    outcome = plan_workload(workload, request.statistics, settings, request.share)
+    outcome = plan_workload(workload, request.statistics, settings, request.share,
+                            request.deadline, request.end)
     outcome, steps = engine_steps(workload, outcome, request.engine, request.duration)
     patterns = {}
     for pattern in workload.patterns:

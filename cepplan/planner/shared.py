@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from cepplan.costmodels.operators import OR, monitoring_fractions
 from cepplan.planner.candidates import Candidate
 from cepplan.planner.compose import NodeResult, Settings, compose, select
+from cepplan.planner.deadline import TimeLimitTooShort
 from cepplan.workload.detection_graph import COMPLEX, bottom_up_order, detection_graph
 from cepplan.workload.model import Statistics, Workload
 
@@ -50,10 +51,15 @@ def shared_complex(workload: Workload) -> list[str]:
 
 
 def plan_workload(workload: Workload, statistics: Statistics, settings: Settings,
-                  share: bool = True) -> SharedOutcome:
-    """Independent hierarchical plans, improved by Algorithm 2 when subevents are shared."""
-    deadline = time.perf_counter() + settings.time_limit  # one limit for every round
-    results = compose(workload, statistics, settings, deadline=deadline)
+                  share: bool = True, deadline: float | None = None,
+                  end: float = math.inf) -> SharedOutcome:
+    """Independent hierarchical plans, improved by Algorithm 2 when subevents are shared;
+    every round's solvers end by `deadline` (`time.perf_counter()` time; default: the time
+    limit from now). TimeLimitTooShort when the first round cannot give every pattern a
+    plan by `end` (the whole run's deadline); a later round that cannot is not kept."""
+    if deadline is None:
+        deadline = time.perf_counter() + settings.time_limit  # one limit for every round
+    results = compose(workload, statistics, settings, deadline=deadline, end=end)
     chosen = select(workload, results)
     independent, usage = evaluate_total(workload, results, chosen)
     shared = tuple(shared_complex(workload)) if share else ()
@@ -71,7 +77,11 @@ def plan_workload(workload: Workload, statistics: Statistics, settings: Settings
             if time.perf_counter() > deadline:  # out of time: keep the best plans so far
                 break
             iterations += 1
-            results = compose(workload, statistics, settings, discounts(monitoring), deadline)
+            try:
+                results = compose(workload, statistics, settings, discounts(monitoring),
+                                  deadline, end=deadline)
+            except TimeLimitTooShort:  # the round would not end in time: the best plans so far
+                break
             chosen = select(workload, results)
             total, new_usage = evaluate_total(workload, results, chosen)
             if total >= current_total - 1e-12 or _same(chosen, previous):

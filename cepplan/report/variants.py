@@ -4,6 +4,7 @@ each covering solver against computing every query on its own (seed 000)."""
 
 from __future__ import annotations
 
+import time
 from dataclasses import replace
 from typing import Any
 
@@ -12,6 +13,7 @@ from cepplan.planner.compose import Settings, own_cost
 from cepplan.planner.contexts import group_workload
 from cepplan.planner.covering import CPSAT, MNH, MQC
 from cepplan.planner.covering_plan import CoveringSettings, covering_section
+from cepplan.planner.deadline import share as share_of
 from cepplan.planner.optimize import optimize
 from cepplan.planner.plan import Plan
 from cepplan.planner.shared import plan_workload
@@ -31,15 +33,20 @@ def contexts_comparison(workload: Workload, statistics: Statistics, settings: Se
     expected share of time, the patterns it runs and suspends, its modelled cost) and per
     pattern its modelled cost and latency planned per group and context-independently; the
     workload's cost with contexts weighs each group by its time share (seed 003 Thm 1).
-    Also returns the context-independent plan (same planner, no contexts pass)."""
+    Also returns the context-independent plan (same planner, no contexts pass). That plan
+    and the groups' share one time limit, in equal parts."""
     section = with_contexts.contexts
-    independent = optimize(independent_workload(workload), statistics, settings, stats_file)
+    deadline = time.perf_counter() + settings.time_limit
+    parts = 1 + len(section["groups"])
+    independent = optimize(independent_workload(workload), statistics, settings, stats_file,
+                           deadline=share_of(deadline, parts))
     plan = independent.plan
     names = [p.name for p in workload.patterns]
     groups, per_pattern = [], {n: [] for n in names}
-    for group in section["groups"]:
+    for position, group in enumerate(section["groups"]):
         running = group["patterns"]
-        outcome = plan_workload(group_workload(workload, running), statistics, settings)
+        outcome = plan_workload(group_workload(workload, running), statistics, settings,
+                                deadline=share_of(deadline, parts - 1 - position), end=deadline)
         share = group["expected_time_share"]
         for name in running:
             chosen = outcome.chosen[name]
@@ -89,9 +96,11 @@ def covering_comparison(workload: Workload, statistics: Statistics,
     selections are computed) against all its queries, and the expected operator executions
     per batch with and without reuse; the neighbour pairs with their expected precision,
     recall and disparity against the served query's thresholds. Also returns each solver's
-    plan section (to run the consumer queries with it)."""
+    plan section (to run the consumer queries with it). Each solver's section is estimated
+    within one time limit."""
     sections = {solver: covering_section(workload, statistics, CoveringSettings(
-        solver, min(settings.time_limit, 10.0), settings.seed)) for solver in COVERING_SOLVERS}
+        solver, min(settings.time_limit, 10.0), settings.seed),
+        time.perf_counter() + settings.time_limit) for solver in COVERING_SOLVERS}
     first = sections[COVERING_SOLVERS[0]]
     thresholds = {q["id"]: q["qor"] for q in first["queries"]}
     solvers = []

@@ -18,6 +18,8 @@ random patterns: 137,000 pairs compared, 29,000 reduced).
 
 from __future__ import annotations
 
+import math
+import time
 from bisect import bisect_right
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
@@ -38,6 +40,7 @@ class MultiPatternGraph:
     owners: dict[Subpattern, set[int]] = field(default_factory=dict)
     peers: dict[int, list[Subpattern]] = field(default_factory=lambda: defaultdict(list))
     edges: dict[tuple[int, int], tuple[Subpattern, ...]] = field(default_factory=dict)
+    complete: bool = True  # False: building stopped at its deadline, pairs left uncompared
 
     def components(self, n: int) -> list[list[int]]:
         """Connected components; each can be searched on its own (seed 004 §4.1)."""
@@ -48,9 +51,12 @@ class MultiPatternGraph:
 
 
 def build_graph(patterns: Sequence[Compiled],
-                may_share: Callable[[int, int], bool] | None = None) -> MultiPatternGraph:
+                may_share: Callable[[int, int], bool] | None = None,
+                deadline: float = math.inf) -> MultiPatternGraph:
     """The MPG of a workload (seed 004 §4.1, App. A); with `may_share`, only pairs of
-    patterns it admits are compared (those that can run at the same time, seed 003 §5.3)."""
+    patterns it admits are compared (those that can run at the same time, seed 003 §5.3).
+    Past `deadline` (`time.perf_counter()` time) the patterns not yet compared keep only
+    the edges found so far (`complete` is then False)."""
     graph = MultiPatternGraph()
     bits: dict[str, int] = {}
     shapes = [_Shape(p, bits) for p in patterns]
@@ -64,6 +70,9 @@ def build_graph(patterns: Sequence[Compiled],
         for label in p.labels:
             by_label[(p.pattern.operator, label)].append(i)
     for i, (p, a) in enumerate(zip(patterns, shapes, strict=True)):
+        if time.perf_counter() > deadline:
+            graph.complete = False
+            break
         later = [by_label[(p.pattern.operator, label)] for label in p.labels]
         common = Counter(chain.from_iterable(js[bisect_right(js, i):] for js in later))
         for j, count in common.items():

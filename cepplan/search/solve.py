@@ -3,6 +3,12 @@
 
 Starts from every pattern's cheapest local tree (§4.2) and searches each connected component
 of the multi-pattern graph in turn, with a share of the time limit proportional to its size.
+
+Anytime within the whole limit: the patterns' preparation stops at it, and a search left
+less than `AFTER_PREPARING` times the preparation's time after it gives up
+(`SearchOutOfTime`: no result yet); the graph is built in at most `GRAPH_SHARE` of the time
+left (a cut graph offers fewer subtrees to share); the moves stop early enough to leave for
+the result `FINISH_FACTOR` times what building the start multitree took, or are not started.
 """
 
 from __future__ import annotations
@@ -16,7 +22,6 @@ from itertools import pairwise
 import networkx as nx
 
 from cepplan.search.baselines import (
-    reordered_trees,
     shared_trees,
     trivial_trees,
     unshared_cost,
@@ -28,6 +33,7 @@ from cepplan.search.local import (
     Compiled,
     IndexTree,
     Interner,
+    best_tree,
     mask_of,
     nodes_of,
 )
@@ -39,6 +45,16 @@ from cepplan.search.problem import Problem
 SH, RE = "sh", "re"
 ALGORITHMS = (SA, TABU, SH, RE)
 SHAPES = (BUSHY, LEFT_DEEP)
+# Measured on 300 and 1,200 random patterns: the SH baseline and the start multitree took
+# 1.1-2.7x the preparation (compiling each pattern, its trivial and cheapest trees); the
+# final multitree, its shared nodes and the patterns' names 0.3-0.9x the start multitree
+AFTER_PREPARING = 2.0
+FINISH_FACTOR = 2.0
+GRAPH_SHARE = 0.5  # of the time left after the preparation, at most, for the graph
+
+
+class SearchOutOfTime(Exception):
+    """The time limit passed before the search had a multitree to return."""
 
 VarTree = object  # a variable name or a pair of VarTrees
 
@@ -75,6 +91,7 @@ class SearchResult:
     components: int
     edges: int
     skipped: Mapping[str, str]
+    graph_complete: bool = True  # False: the time limit cut building the graph
 
 
 def search(problem: Problem, *, algorithm: str = SA, neighbourhood: str = "edge",
@@ -90,23 +107,28 @@ def search(problem: Problem, *, algorithm: str = SA, neighbourhood: str = "edge"
         raise ValueError(f"the time limit must be positive, got {time_limit}")
     kind, k = parse_neighbourhood(neighbourhood)
     start = time.perf_counter()
-    # the moves stop at 90 % of the limit: building the neighbourhoods and the result after
-    # them took up to 0.26 s of a 1.5 s limit on a loaded machine (300 patterns)
-    deadline = start + 0.9 * time_limit
-    interner = Interner()
-    groups = _run_together(problem)
-    compiled = [Compiled(p, interner, groups.get(p.name, 0)) for p in problem.patterns]
-    graph = build_graph(compiled, (lambda i, j: problem.may_share(
-        compiled[i].pattern.name, compiled[j].pattern.name)) if problem.together else None)
+    end = start + time_limit
+    compiled, local = _prepare(problem, shape, end)
     trivial = unshared_cost(compiled, trivial_trees(compiled))
-    local = reordered_trees(compiled, shape)
     re_cost = unshared_cost(compiled, local)
+    needed = AFTER_PREPARING * (time.perf_counter() - start)
+    if time.perf_counter() + needed > end:
+        raise SearchOutOfTime(f"{len(compiled)} patterns need about {needed:.2g} s more")
+    graph = build_graph(compiled, (lambda i, j: problem.may_share(
+        compiled[i].pattern.name, compiled[j].pattern.name)) if problem.together else None,
+        deadline=time.perf_counter() + GRAPH_SHARE * (end - needed - time.perf_counter()))
     sh = shared_trees(compiled, graph)
     sh_cost = multi_cost(compiled, sh)
+    building = time.perf_counter()
     state = Multitree(compiled, sh if algorithm == SH else local)
+    finish = FINISH_FACTOR * (time.perf_counter() - building)
+    # the moves stop at 90 % of the limit at the latest: building the neighbourhoods and the
+    # result after them took up to 0.26 s of a 1.5 s limit on a loaded machine (300 patterns)
+    deadline = min(start + 0.9 * time_limit, end - finish)
     progress = Progress(state.cost, list(state.trees), started=start)
     progress.trace.append((round(time.perf_counter() - start, 4), state.cost))
-    components = [c for c in graph.components(len(compiled)) if len(c) > 1]
+    components = [] if time.perf_counter() >= deadline else \
+        [c for c in graph.components(len(compiled)) if len(c) > 1]
     if algorithm in (SA, TABU):
         rng = random.Random(seed)
         left = total = sum(len(c) for c in components)
@@ -129,7 +151,23 @@ def search(problem: Problem, *, algorithm: str = SA, neighbourhood: str = "edge"
         re_cost=re_cost, algorithm=algorithm, neighbourhood=neighbourhood, shape=shape,
         seed=seed, time_limit=time_limit, steps=progress.steps,
         seconds=time.perf_counter() - start, trace=tuple(progress.trace),
-        components=len(components), edges=len(graph.edges), skipped=problem.skipped)
+        components=len(components), edges=len(graph.edges), skipped=problem.skipped,
+        graph_complete=graph.complete)
+
+
+def _prepare(problem: Problem, shape: str, end: float) -> tuple[list[Compiled], list[IndexTree]]:
+    """Every pattern compiled, with its cheapest local tree (RE, seed 004 §4.2's start);
+    SearchOutOfTime when `end` passes first."""
+    interner = Interner()
+    groups = _run_together(problem)
+    compiled, local = [], []
+    for pattern in problem.patterns:
+        if time.perf_counter() > end:
+            raise SearchOutOfTime(f"{len(compiled)} of {len(problem.patterns)} patterns "
+                                  "prepared")
+        compiled.append(Compiled(pattern, interner, groups.get(pattern.name, 0)))
+        local.append(best_tree(compiled[-1], shape=shape)[0])
+    return compiled, local
 
 
 def _run_together(problem: Problem) -> dict[str, int]:

@@ -142,6 +142,7 @@ def run_local_job(data: dict[str, Any], events: Sequence[str], out: Path, *,
                 stage.done(spec, sum(map(len, made)))
             if made:
                 pool = _with_tags(pool, pd.concat(made, ignore_index=True), job)
+            pool = _unread_dropped(pool, job, spec.name)
         if stage is not None:
             metrics["contexts"] = stage.section(metrics["matches"])
         if covering:
@@ -390,6 +391,18 @@ def _tagged(frame: pd.DataFrame | Columns, job: Job,
     out = frame.loc[any_tag, columns].reset_index(drop=True)
     tags = pd.DataFrame({label: mask[any_tag] for label, mask in masks.items()})
     return pd.concat([out, tags], axis=1) if len(tags.columns) else out
+
+
+def _unread_dropped(pool: pd.DataFrame, job: Job, done: str) -> pd.DataFrame:
+    """The pool without the complex events no pattern after `done` reads: each carries its
+    own events' text, so a hierarchy kept every level's (50 nested patterns: 22 GB)."""
+    later = job.patterns[[p.name for p in job.patterns].index(done) + 1:]
+    read = {o.type for p in later for o in p.operands}
+    unread = [p.name for p in job.patterns if p.name not in read]
+    gone = pool[EVENT_TYPE].isin(unread).to_numpy() if len(pool) else None
+    if gone is None or not gone.any():
+        return pool
+    return pool.loc[~gone].reset_index(drop=True)
 
 
 def _with_tags(pool: pd.DataFrame, made: pd.DataFrame, job: Job) -> pd.DataFrame:

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
 
 from cepplan.engine_adapter.runtime.matcher import CHUNK_EVENTS, Matches, match_partition
+from cepplan.engine_adapter.runtime.memory import match_bytes
 from cepplan.engine_adapter.runtime.records import (
     MATCH_COLUMN,
     EventTexts,
@@ -88,6 +89,8 @@ def job_from_json(data: Mapping[str, Any]) -> Job:
                      for p in data["patterns"])
     types = {str(k): tuple(str(a) for a in v) for k, v in data["types"].items()}
     span = data.get("input_span") or (-math.inf, math.inf)
+    sizes = match_bytes(patterns)
+    patterns = tuple(replace(p, match_bytes=sizes[p.name]) for p in patterns)
     return Job(patterns, {p.name: compile_pattern(p) for p in patterns}, types, data,
                (float(span[0]), float(span[1])))
 

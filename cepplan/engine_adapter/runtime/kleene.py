@@ -6,6 +6,8 @@ the numbers 0 .. 2^m - 1 (bit j takes candidate j; the last event is always take
 Banker's-sequence enumeration of the seed done as one NumPy bit matrix. Predicates with
 `FIRST`/`NEXT`/`PREV` are evaluated for all subsets at once: per-event reads as an (M, m+1)
 matrix, masked by the chosen bits (and, for `NEXT`/`PREV`, by the existence of a neighbour).
+The numbers are taken `BLOCK` at a time, so the enumeration's working memory is bounded
+whatever the cap; only the subsets kept grow with it (the matcher's memory budget counts them).
 """
 
 from __future__ import annotations
@@ -21,31 +23,39 @@ from cepplan.engine_adapter.runtime.table import Table
 from cepplan.workload.expr.vectorized import evaluate, referenced_keys
 
 Fixed = Callable[[tuple], object]  # a column key of another variable -> its value in this row
+BLOCK = 1 << 16  # subsets whose bit matrices are built at once
+CACHED_GETTERS = 16  # the largest candidate count whose getters are kept (2^16 of them)
 
 
 def subsets(table: Table, var: str, candidates: np.ndarray, last: int,
             preds: Sequence[PredicateSpec], fixed: Fixed) -> list[tuple[int, ...]]:
     """Every subset of `candidates` (plus `last`) satisfying `preds`, each as ranks in order.
 
-    Cost O(2^m · m) for m candidates; the caller caps m (DESIGN.md, Semantics).
+    Cost O(2^m · m) time for m candidates, O(BLOCK · m) memory besides the subsets kept; the
+    caller caps m (DESIGN.md, Semantics).
     """
     m = len(candidates)
-    masks = np.arange(1 << m, dtype=np.int64)
-    bits = np.ones((len(masks), m + 1), dtype=bool)
-    if m:
-        bits[:, :m] = ((masks[:, None] >> np.arange(m)) & 1).astype(bool)
     events = np.append(candidates, last).astype(np.int64)
-    if preds:
-        ok = _holding(table, var, bits, events, preds, fixed)
-        bits = bits[ok]
-    return [tuple(events[row].tolist()) for row in bits]
+    kept: list[tuple[int, ...]] = []
+    for first in range(0, 1 << m, BLOCK):
+        masks = np.arange(first, min(1 << m, first + BLOCK), dtype=np.int64)
+        bits = np.ones((len(masks), m + 1), dtype=bool)
+        if m:
+            bits[:, :m] = ((masks[:, None] >> np.arange(m)) & 1).astype(bool)
+        if preds:
+            bits = bits[_holding(table, var, bits, events, preds, fixed)]
+        kept.extend(tuple(events[row].tolist()) for row in bits)
+    return kept
 
 
-@lru_cache(maxsize=64)
+@lru_cache(maxsize=CACHED_GETTERS + 1)
 def subset_getters(m: int) -> tuple[Callable[[tuple], tuple], ...]:
     """Every subset of m candidates plus the last event, in `subsets`' order (bit j of the
     subset's number takes candidate j), as getters over the tuple (candidates..., last):
-    the enumeration without predicates, with no NumPy call per binding."""
+    the enumeration without predicates, with no NumPy call per binding. Kept for m up to
+    `CACHED_GETTERS` (larger m: `subsets`, whose memory is bounded)."""
+    if m > CACHED_GETTERS:
+        raise ValueError(f"{m} candidates: enumerate them with `subsets`")
     getters = []
     for mask in range(1 << m):
         chosen = [j for j in range(m) if mask >> j & 1]

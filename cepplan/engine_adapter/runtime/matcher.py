@@ -17,6 +17,9 @@ window plus the chunk. Per chunk:
    the window for AND. A match no event blocks but whose gap reaches outside the time the
    input covers (`span`: its first to its last event) is held back, not reported: the input
    never showed that the negation holds there (docs/engine.md, "End of the input").
+
+Every step that builds rows checks first, from the counts in hand, that they fit the memory
+budget with the matches the partition holds already (`memory`).
 """
 
 from __future__ import annotations
@@ -27,8 +30,9 @@ from itertools import product
 
 import numpy as np
 
+from cepplan.engine_adapter.runtime import memory
 from cepplan.engine_adapter.runtime.binding import holds_for
-from cepplan.engine_adapter.runtime.kleene import subset_getters, subsets
+from cepplan.engine_adapter.runtime.kleene import CACHED_GETTERS, subset_getters, subsets
 from cepplan.engine_adapter.runtime.spec import (
     KLEENE,
     OperandSpec,
@@ -136,6 +140,7 @@ class _Context:
         self.seq = spec.operator == "SEQ"
         self.strict = spec.seq_ties == "strict"
         self.cands = {o.var: self._candidates(o) for o in spec.operands}
+        self.held = 0  # bytes the partition's matches found so far will take (`memory`)
 
     def _candidates(self, operand: OperandSpec) -> np.ndarray:
         """Ranks of the events of the operand's type that pass its filters (seed 001 step 1)."""
@@ -164,7 +169,25 @@ class _Context:
         matches = self.kleene(operands, rows)
         for operand in self.spec.negated:
             matches = self.negation(operand, operands, matches)
-        return self.decided(operands, matches)
+        matches = self.decided(operands, matches)
+        self.held += matches.count * self.match_bytes(len(operands))
+        return matches
+
+    def match_bytes(self, width: int) -> int:
+        """One match of `width` variables as held until written (`memory.match_bytes`)."""
+        return self.spec.match_bytes or width * memory.MATCH_BYTES
+
+    def expand(self, low: np.ndarray, high: np.ndarray, width: int,
+               what: str = "partial matches") -> tuple[np.ndarray, np.ndarray]:
+        """`table.expand`, once the rows it builds (`width` events each, with their index
+        arrays; as matches, when they bind every positive variable) are known to fit the
+        memory budget with the matches held."""
+        rows = int(np.maximum(high - low, 0).sum())
+        per_row = (width + 1) * memory.JOIN_BYTES
+        if width == len(self.spec.positive):
+            per_row = max(per_row, self.match_bytes(width))
+        memory.check(self.spec.name, self.spec.window, self.held + rows * per_row, rows, what)
+        return expand(low, high)
 
     def join(self, operands: tuple[OperandSpec, ...], start: int,
              stop: int) -> dict[str, np.ndarray]:
@@ -222,7 +245,7 @@ class _Context:
             low, high = self._order_bounds(low, high, cand, cand_ts, before, after)
             if operand.position == last_position:
                 low = np.maximum(low, self._not_before_chunk(cand, cand_ts, start))
-        which, positions = expand(low, high)
+        which, positions = self.expand(low, high, len(rows) + 1)
         rows = {v: a[which] for v, a in rows.items()}
         rows[operand.var] = cand[positions]
         same = [v for v in rows if v != operand.var
@@ -276,6 +299,7 @@ class _Context:
         if not kleene_ops:
             return Matches(single=plain, count=len(next(iter(rows.values()))))
         per_var = {o.var: self._rest_candidates(o, operands, rows) for o in kleene_ops}
+        self._check_subsets(per_var, len(rows))
         if len(kleene_ops) == 1 and not self.stages.masks.get(kleene_ops[0].var):
             return self._every_subset(kleene_ops[0].var, rows, plain, per_var)
         out_rows: list[int] = []
@@ -317,6 +341,11 @@ class _Context:
             if len(cands) + 1 > cap:
                 cap_hits += 1
                 cands = cands[len(cands) - (cap - 1):] if cap > 1 else cands[:0]
+            if len(cands) > CACHED_GETTERS:  # enumerated in blocks, not held as getters
+                found = subsets(self.table, var, cands, last, [], _no_fixed)
+                sets.extend(found)
+                counts[row] = len(found)
+                continue
             events = (*cands.tolist(), last)
             getters = subset_getters(len(cands))
             sets.extend([get(events) for get in getters])
@@ -324,6 +353,20 @@ class _Context:
         index = np.repeat(np.arange(len(counts)), counts)
         return Matches(single={v: a[index] for v, a in plain.items()}, kleene={var: sets},
                        count=len(index), cap_hits=cap_hits)
+
+    def _check_subsets(self, per_var: dict[str, list[np.ndarray]], width: int) -> None:
+        """The Kleene subsets about to be enumerated fit the memory budget as matches: per
+        row, 2^m of them for m = its Kleene variables' candidates (each capped at cap - 1),
+        each carrying about m/2 events besides the match's own."""
+        cap = max(1, self.spec.kleene_cap)
+        sizes = np.zeros(len(next(iter(per_var.values()))), dtype=np.int64)
+        for cands in per_var.values():
+            sizes += np.minimum([len(c) for c in cands], cap - 1)
+        count = sum(1 << m for m in sizes.tolist())
+        events = sum((1 << m) * m for m in sizes.tolist()) // 2
+        building = count * self.match_bytes(width) + events * memory.MATCH_BYTES
+        memory.check(self.spec.name, self.spec.window, self.held + building, count,
+                     f"Kleene matches (every subset of its events, up to options.kleene_cap={cap})")
 
     def _rest_candidates(self, operand: OperandSpec, operands: tuple[OperandSpec, ...],
                          rows: dict[str, np.ndarray]) -> list[np.ndarray]:
@@ -339,7 +382,7 @@ class _Context:
         if self.seq:
             before = [rows[o.var] for o in operands if o.position < operand.position]
             low, high = self._order_bounds(low, high, cand, cand_ts, before, [])
-        which, positions = expand(low, high)
+        which, positions = self.expand(low, high, 1, f"candidate events of Kleene {operand.var}")
         events = cand[positions]
         keep = np.ones(len(events), dtype=bool)
         for var, ranks in rows.items():
@@ -391,7 +434,7 @@ class _Context:
             before = [lasts[o.var] for o in operands if o.position < operand.position]
             after = [firsts[o.var] for o in operands if o.position > operand.position]
             low, high = self._order_bounds(low, high, cand, cand_ts, before, after)
-        which, positions = expand(low, high)
+        which, positions = self.expand(low, high, 1, f"events of negated {operand.var} to test")
         events = cand[positions]
         keep = np.ones(len(events), dtype=bool)
         for o in operands:
@@ -494,6 +537,10 @@ def _ends(operands: tuple[OperandSpec, ...], matches: Matches
         else:
             firsts[o.var] = lasts[o.var] = matches.single[o.var]
     return firsts, lasts
+
+
+def _no_fixed(key: tuple) -> object:
+    raise KeyError(key)  # no predicates: no other variable is read
 
 
 def _row_getter(table: Table, rows: dict[str, np.ndarray], row: int):

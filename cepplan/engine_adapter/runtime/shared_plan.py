@@ -52,7 +52,7 @@ from cepplan.engine_adapter.runtime.spec import (
     Stages,
     compile_pattern,
 )
-from cepplan.engine_adapter.runtime.table import Columns, Table, expand, make_table
+from cepplan.engine_adapter.runtime.table import Columns, Table, make_table
 from cepplan.engine_adapter.runtime.user_order import (
     JoinModel,
     Step,
@@ -649,7 +649,7 @@ class _SharedContext(_Context):
                 low, high, node.latest, node_ts,
                 [a for v, a in rows.items() if self.spec.operand(v).position < last],
                 [a for v, a in rows.items() if self.spec.operand(v).position > last])
-        which, positions = expand(low, high)
+        which, positions = self.expand(low, high, len(rows) + len(node.ranks))
         keep = (node.earliest[positions] >= latest_ts[which] - self.window) & \
             (node_ts[positions] - node.earliest[positions] <= self.window)
         added = {use.names[v]: a[positions] for v, a in node.ranks.items()}

@@ -69,6 +69,7 @@ class PatternSpec:
     emit: Mapping[str, list] = field(default_factory=dict)
     seq_ties: str = "strict"
     kleene_cap: int = 16
+    match_bytes: int = 0  # one match as held until written (`memory.match_bytes`; 0: not set)
 
     def operand(self, var: str) -> OperandSpec:
         for operand in self.operands:

@@ -60,6 +60,7 @@ SHIPPED = (
     "engine_adapter/runtime/job.py",
     "engine_adapter/runtime/kleene.py",
     "engine_adapter/runtime/matcher.py",
+    "engine_adapter/runtime/memory.py",
     "engine_adapter/runtime/records.py",
     "engine_adapter/runtime/shared_plan.py",
     "engine_adapter/runtime/user_order.py",
