@@ -33,6 +33,8 @@ from cepplan.stats.synth import synthesize
 from cepplan.stats.synth_write import apply_time_format, write_events
 from cepplan.workload.loader import load_workload
 
+HOTTEST_KEY_EVENTS = 4.0  # events of the hottest key per window, at most
+
 
 @dataclass(frozen=True)
 class Case:
@@ -83,7 +85,9 @@ def random_case(directory: Path, seed: int, events: int = 60_000) -> Case:
     rates = {t: r * scale for t, r in rates.items()}
     rarest = min(rates.values())
     window = round(10 ** rng.uniform(-0.5, 1.5) / rarest * 0.05 * (keys ** 0.5), 3)
-    window = min(max(window, 0.5), duration / 50)
+    hottest = 1.0 / sum((i + 1) ** -skew for i in range(keys))  # the hottest key's share
+    busiest = HOTTEST_KEY_EVENTS / (sum(rates.values()) * hottest)  # keeps it matchable
+    window = round(min(max(window, 0.5), duration / 50, busiest), 3)
     variables = [f"v{i}" for i in range(n)]
     where = []
     if rng.random() < 0.5:
