@@ -208,9 +208,11 @@ def _tuples(data: _Sample, subset: Sequence[str], rates: Mapping[str, float],
         else:
             per = np.ones(len(t))
             for other in rest:
-                ones = np.ones(len(data.vars[other].key))
-                per *= (data.upto(other, part, t + data.window, np.cumsum(ones), True)
-                        - data.upto(other, part, t, np.cumsum(ones), True))
+                # counts within the key (`upto` gives 0 where the key has none by then)
+                target = data.vars[other]
+                counts = _cumsum_by_group(np.ones(len(target.key)), _group_starts(target.part))
+                per *= (data.upto(other, part, t + data.window, counts, True)
+                        - data.upto(other, part, t, counts, True))
         total += rates[anchor] * float(per.mean())
     return total
 
