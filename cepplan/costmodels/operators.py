@@ -32,6 +32,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from cepplan.costmodels import discrete_sums, hypoexponential
+from cepplan.costmodels.keyed import KeyedCosts
 from cepplan.costmodels.occurrence import POISSON, Occurrence, gap_pmf, p_within, trigger_intensity
 
 AND, SEQ, OR = "AND", "SEQ", "OR"
@@ -60,6 +61,7 @@ class PatternModel:
     window: float
     operands: tuple[OperandModel, ...]
     joins: tuple[tuple[frozenset[str], float], ...] = ()
+    keyed: KeyedCosts | None = None  # a partitioned pattern's figures within its keys
 
     @property
     def positives(self) -> tuple[OperandModel, ...]:
@@ -125,6 +127,16 @@ def monitoring_interval(model: PatternModel, var: str, subset: frozenset[str]) -
     return max(0.0, model.window - sum(means)) + operand.extra_window
 
 
+def pulled_fraction(model: PatternModel, var: str, done: frozenset[str]) -> float:
+    """f_e after the positive variables `done`: P_S · L_e, or for a partitioned pattern the
+    share of e's events pulled within the keys (`costmodels.keyed`)."""
+    if model.keyed is not None:
+        share = model.keyed.pulled_share(var, done)
+        if share is not None:
+            return share
+    return reachability(model, done) * monitoring_interval(model, var, done)
+
+
 def monitoring_fractions(model: PatternModel, steps: Sequence[frozenset[str]]) -> dict[str, float]:
     """f_e for every variable of the plan: the fraction of time it is monitored."""
     check_steps(model, steps)
@@ -134,9 +146,8 @@ def monitoring_fractions(model: PatternModel, steps: Sequence[frozenset[str]]) -
         if index == 0:
             fractions.update({v: 1.0 for v in step})
         else:
-            reach = reachability(model, done)
             for var in step:
-                fractions[var] = reach * monitoring_interval(model, var, done)
+                fractions[var] = pulled_fraction(model, var, done)
         done = done | {v for v in step if not model.operand(v).negated}
     return fractions
 
@@ -189,6 +200,8 @@ def occurrence_rate(model: PatternModel) -> float:
         return sum(trigger_intensity(o.occurrence, 0.0) for o in model.operands)
     everything = frozenset(o.var for o in model.positives)
     rate = reachability(model, everything)
+    if model.keyed is not None and len(everything) > 1:
+        rate *= model.keyed.factor(everything)
     for negated in model.negatives:
         interval = monitoring_interval(model, negated.var, everything)
         rate *= 1.0 - p_within(negated.occurrence, interval)

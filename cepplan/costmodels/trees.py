@@ -23,11 +23,13 @@ Tree = object  # a variable name (leaf) or a pair (left, right) of trees
 
 
 def node_cost(variables: Iterable[str], window: float, rates: Mapping[str, float],
-              selectivities: Mapping[frozenset[str], float], seq: bool) -> float:
+              selectivities: Mapping[frozenset[str], float], seq: bool,
+              factors: Mapping[frozenset[str], float] | None = None) -> float:
     """C(S): expected partial matches of the variables S within one window (seed 004 App. C,
-    C(N) = C(L)·C(R)·sel_{L,R} unrolled, times ord(S))."""
+    C(N) = C(L)·C(R)·sel_{L,R} unrolled, times ord(S)); for a partitioned pattern times
+    κ(S) from `factors`, its partial matches within keys (`costmodels.keyed`)."""
     names = frozenset(variables)
-    product = 1.0
+    product = (factors or {}).get(names, 1.0)
     for var in names:
         product *= window * rates[var]
     for scope, sel in selectivities.items():
@@ -37,9 +39,10 @@ def node_cost(variables: Iterable[str], window: float, rates: Mapping[str, float
 
 
 def cost_ord(order: Sequence[str], window: float, rates: Mapping[str, float],
-             selectivities: Mapping[frozenset[str], float], seq: bool) -> float:
+             selectivities: Mapping[frozenset[str], float], seq: bool,
+             factors: Mapping[frozenset[str], float] | None = None) -> float:
     """Cost_ord (seed 004 §3.3): Σ_k Cost_ord^k over the prefixes of an evaluation order."""
-    return sum(node_cost(order[:k], window, rates, selectivities, seq)
+    return sum(node_cost(order[:k], window, rates, selectivities, seq, factors)
                for k in range(1, len(order) + 1))
 
 

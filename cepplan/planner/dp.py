@@ -29,6 +29,7 @@ from cepplan.costmodels.operators import (
     SEQ,
     PatternModel,
     monitoring_interval,
+    pulled_fraction,
     reachability,
 )
 from cepplan.planner.candidates import Candidate, Option, pareto_front
@@ -138,7 +139,8 @@ def _cheapest_options(names: list[str], options: Mapping[str, Sequence[Option]],
 
 def _subset_terms(model: PatternModel, names: list[str],
                   deadline: float | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """P_j and L_e(j) for every subset j of the positive subevents (seed 002 §4.1)."""
+    """P_j and L_e(j) for every subset j of the positive subevents (seed 002 §4.1); for a
+    partitioned pattern 1 and f_e(j), the share of e's events pulled within the keys."""
     n = len(names)
     size = 1 << n
     reach = np.zeros(size)
@@ -149,6 +151,12 @@ def _subset_terms(model: PatternModel, names: list[str],
         if deadline is not None and time.perf_counter() > deadline:
             raise DeadlineExceeded(f"DP over {n} subevents exceeded its time limit")
         subset = frozenset(names[e] for e in range(n) if mask >> e & 1)
+        if model.keyed is not None:  # the shares pulled within keys: P_j folded into each
+            reach[mask] = 1.0
+            for e in range(n):
+                if not mask >> e & 1:
+                    intervals[mask, e] = pulled_fraction(model, names[e], subset)
+            continue
         reach[mask] = reachability(model, subset)
         for e in range(n):
             if not mask >> e & 1:

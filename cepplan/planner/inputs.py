@@ -8,6 +8,8 @@
   would spoil a match need to be looked for.
 - A complex operand is a Poisson process at the child pattern's derived occurrence rate.
 - Join predicates among positive operands scale the partial events' probabilities.
+- A partitioned pattern with keyed statistics gets its figures within its keys
+  (`costmodels.keyed`: measured on the sample, else summed over the key profile).
 A selectivity missing from the statistics counts as 1 (no reduction: the conservative
 choice); a primitive type without a rate (and without a Bernoulli/Markov model) is an error.
 """
@@ -17,9 +19,10 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from cepplan.costmodels import occurrence as occ
+from cepplan.costmodels.keyed_acquisition import keyed_costs
 from cepplan.costmodels.operators import OperandModel, PatternModel
 from cepplan.errors import InputError, Problem
 from cepplan.workload.model import FILTER, JOIN, Pattern, Statistics, Workload
@@ -58,6 +61,7 @@ def pattern_model(workload: Workload, pattern: Pattern, statistics: Statistics,
                   children: Mapping[str, ChildSummary], step: float | None) -> PatternModel:
     """The cost model's view of one pattern."""
     operands = []
+    keyed = statistics.keyed.get(pattern.name) if pattern.partition_by else None
     for operand in pattern.operands:
         kept = math.prod(selectivity(statistics, pattern, p.text) for p in pattern.predicates
                          if operand.var in p.variables
@@ -66,6 +70,11 @@ def pattern_model(workload: Workload, pattern: Pattern, statistics: Statistics,
             child = children[operand.event_type]
             model = occ.poisson(child.rate * kept, step)
             extra, source = child.window, ""
+        elif keyed is not None and operand.event_type in statistics.rates:
+            # within keys: the type's events at their rate (the whole stream's occurrence
+            # model describes all keys merged, which a keyed pattern never sees)
+            model = occ.poisson(statistics.rates[operand.event_type] * kept, step)
+            extra, source = 0.0, _source(pattern, operand.var, operand.event_type)
         else:
             model = _primitive(statistics, operand.event_type, kept, step)
             extra, source = 0.0, _source(pattern, operand.var, operand.event_type)
@@ -76,7 +85,10 @@ def pattern_model(workload: Workload, pattern: Pattern, statistics: Statistics,
     joins = tuple((frozenset(p.variables), selectivity(statistics, pattern, p.text))
                   for p in pattern.predicates
                   if p.kind == JOIN and not p.variables & negated)
-    return PatternModel(pattern.operator, pattern.window or 0.0, tuple(operands), joins)
+    model = PatternModel(pattern.operator, pattern.window or 0.0, tuple(operands), joins)
+    if keyed is None or pattern.operator == "OR":
+        return model
+    return replace(model, keyed=keyed_costs(model, keyed, statistics.rates))
 
 
 def _source(pattern: Pattern, var: str, type_name: str) -> str:

@@ -172,7 +172,7 @@ class PartialMatches:
             return None
         positive = [v for v in order if v in pattern.rates]
         return cost_ord(positive, pattern.window, pattern.rates, pattern.selectivities,
-                        pattern.seq)
+                        pattern.seq, pattern.cooccurrence)
 
 
 def _planner_entry(planner: Planner, plan: Plan, total: float, seconds: float,

@@ -60,16 +60,21 @@ class Compiled:
 
     @cached_property
     def base(self) -> list[float]:
-        """C(mask)/W^|mask| for every subset (seed 004 App. C; docs/sharing.md)."""
+        """C(mask)/W^|mask| for every subset (seed 004 App. C; docs/sharing.md), times κ for
+        a partitioned pattern (its partial matches within keys)."""
         rates = [self.pattern.rates[v] for v in self.pattern.variables]
         out = [1.0] * (1 << self.m)
         for mask in range(1, 1 << self.m):
             low = mask & -mask
             out[mask] = out[mask ^ low] * rates[low.bit_length() - 1]
+        factors = self.pattern.cooccurrence
         for mask in range(1, 1 << self.m):
             for scope, _, sel in self._masks:
                 if scope & mask == scope:
                     out[mask] *= sel
+            if factors:
+                out[mask] *= factors.get(frozenset(
+                    v for i, v in enumerate(self.pattern.variables) if mask >> i & 1), 1.0)
             if self.pattern.seq:
                 out[mask] /= math.factorial(mask.bit_count())
         return out
@@ -96,7 +101,7 @@ class Compiled:
             names = [v for i, v in enumerate(self.pattern.variables) if mask >> i & 1]
             found = self._costs_at[(mask, window)] = node_cost(
                 names, window, self.pattern.rates_at(window), self.pattern.selectivities,
-                self.pattern.seq)
+                self.pattern.seq, self.pattern.cooccurrence)
         return found
 
     def signature(self, mask: int) -> int:

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
+from cepplan.costmodels.keyed import tree_factors
 from cepplan.costmodels.markov import event_probability
 from cepplan.costmodels.trees import kleene_rate, no_event_probability, node_cost
 from cepplan.workload.model import (
@@ -54,6 +55,9 @@ class SearchPattern:
     # each Kleene variable's rate of single events, whose effective rate depends on the window
     kleene: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
     kleene_cap: int = 16
+    # a partitioned pattern's κ(S): partial matches within keys over the unkeyed C(S)
+    cooccurrence: Mapping[frozenset[str], float] = field(
+        default_factory=lambda: MappingProxyType({}))
 
     @property
     def seq(self) -> bool:
@@ -122,7 +126,7 @@ def _search_pattern(pattern: Pattern, workload: Workload, statistics: Statistics
     window = float(pattern.window)
     cap = workload.options.kleene_cap
     selectivity = statistics.selectivities.get(pattern.name, {})
-    labels, rates, kleene = {}, {}, {}
+    labels, rates, kleene, rate_of = {}, {}, {}, {}
     seen: dict[str, int] = {}
     for operand in sorted(pattern.positive, key=lambda o: o.position):
         var = operand.var
@@ -132,7 +136,7 @@ def _search_pattern(pattern: Pattern, workload: Workload, statistics: Statistics
                            sorted(_rewrite(p.portable, {var: "_"}) for p in own)])
         seen[text] = seen.get(text, 0) + 1
         labels[var] = f"{text}#{seen[text]}"  # a second a:GOOG is a different leaf
-        rate = _rate(statistics, operand.event_type)
+        rate = rate_of[var] = _rate(statistics, operand.event_type)
         for p in own:
             rate *= selectivity.get(p.text, 1.0)
         rates[var] = rate
@@ -143,9 +147,16 @@ def _search_pattern(pattern: Pattern, workload: Workload, statistics: Statistics
         Condition(p.variables, _rewrite(p.portable, labels), selectivity.get(p.text, 1.0))
         for p in pattern.predicates if len(p.variables) > 1 and p.variables <= positives)
     variables = tuple(o.var for o in sorted(pattern.positive, key=lambda o: o.position))
+    keyed = statistics.keyed.get(pattern.name) if pattern.partition_by else None
+    factors = {} if keyed is None else tree_factors(
+        keyed, window, rates, {o.var: (o.event_type, rates[o.var] / rate_of[o.var]
+                                       if rate_of[o.var] else 0.0)
+                               for o in pattern.positive if o.var not in kleene},
+        {v: cap for v in kleene}, pattern.operator == "SEQ")
     searched = SearchPattern(pattern.name, pattern.operator, window, variables,
                              MappingProxyType(labels), MappingProxyType(rates), conditions,
-                             kleene=MappingProxyType(kleene), kleene_cap=cap)
+                             kleene=MappingProxyType(kleene), kleene_cap=cap,
+                             cooccurrence=MappingProxyType(factors))
     return replace(searched, negation_cost=_negation_cost(pattern, searched, statistics))
 
 
@@ -154,7 +165,7 @@ def _negation_cost(pattern: Pattern, searched: SearchPattern, statistics: Statis
     if not pattern.negated:
         return 0.0
     root = node_cost(searched.variables, searched.window, searched.rates,
-                     searched.selectivities, searched.seq)
+                     searched.selectivities, searched.seq, searched.cooccurrence)
     positions = [o.position for o in pattern.positive]
     survive = 1.0
     for operand in pattern.negated:

@@ -25,6 +25,7 @@ from scipy import special
 import cepplan
 from cepplan.errors import InputError
 from cepplan.stats.block_sample import block_index, fraction_of, in_blocks, threshold
+from cepplan.stats.keyed import keyed_patterns, keyed_section
 from cepplan.stats.local_source import REJECT, REJECT_TYPE_UNKNOWN
 from cepplan.stats.model_choice import choose_model
 from cepplan.stats.rejected_rows import rejection_advice
@@ -95,10 +96,12 @@ def collect_statistics(scan: EventScan, paths: Sequence[str], workload: Workload
             _pattern_columns([p for p, _ in plans], workload))
     keys, regions = _groups(counted, workload, span, max_groups)
     stage("selectivities")
-    sampled = canonical_sample(collected, workload)
+    parts = _sample_parts(canonical_sample(collected, workload), plans)
     del collected  # held once, in canonical order
-    details = _selectivities(sampled, workload, plans, span, sample, seed)
+    details = _selectivities(parts, workload, span, sample, seed)
     rates = {name: info["rate"] for name, info in types.items()}
+    stage("keys of partitioned patterns")
+    keyed = keyed_section(workload, counted, span, parts, (t_first, t_last), rates)
     provenance = {"cepplan": cepplan.__version__, "engine": scan.engine, **scan.versions}
     return {
         "format": FORMAT,
@@ -117,6 +120,7 @@ def collect_statistics(scan: EventScan, paths: Sequence[str], workload: Workload
         "selectivity_details": details,
         "keys": keys,
         "regions": regions,
+        **({"keyed": keyed} if keyed else {}),
         "parameters": {"time_step": time_step, "markov_order": markov_order, "sample": sample,
                        "seed": seed, "max_groups": max_groups, "rate_blocks": RATE_BLOCKS},
         "provenance": {**provenance, "seconds": round(time.perf_counter() - started, 3)},
@@ -308,9 +312,11 @@ def _occurrence(per_type: dict[str, pd.DataFrame], first: int, last: int, time_s
 
 
 def group_columns(workload: Workload) -> list[str]:
-    """Key columns and region attributes: the columns counts are reported by."""
+    """Key columns, region attributes and the attributes patterns partition by: the columns
+    counts are reported by (the last for the keyed section)."""
     names = list(workload.source.key_columns)
     names += [t.region for t in workload.event_types.values() if t.region]
+    names += [c for p in keyed_patterns(workload) for c in p.partition_by]
     return list(dict.fromkeys(names))
 
 
@@ -355,14 +361,15 @@ def _plain(value: Any) -> Any:
 def sample_plans(workload: Workload, counts: dict[str, float], *, sample: int, seed: int,
                  time_step: float, span: float | None = None,
                  margin: float = 1.0) -> list[tuple[Pattern, SampleBlocks]]:
-    """Per pattern with predicates: its primitive types, blocks of 20 windows (one time step
+    """Per pattern with predicates or a partition key: its primitive types, blocks of 20
+    windows (one time step
     without a window; at most span / `MIN_BLOCKS` when `span` is known) and the fraction of
     blocks kept, `margin` * `sample` / its types' events (`counts`): about `sample` events
     expected, all blocks when they hold fewer."""
     plans = []
     for pattern in workload.patterns:
         types = sorted({o.event_type for o in pattern.operands if not o.is_complex})
-        if not pattern.predicates or not types:
+        if not (pattern.predicates or pattern.partition_by) or not types:
             continue
         length = 20 * pattern.window if pattern.window else time_step
         if span is not None:
@@ -373,15 +380,26 @@ def sample_plans(workload: Workload, counts: dict[str, float], *, sample: int, s
     return plans
 
 
-def _selectivities(collected: pd.DataFrame, workload: Workload,
-                   plans: list[tuple[Pattern, SampleBlocks]], span: float, sample: int,
-                   seed: int) -> dict[str, dict[str, Any]]:
-    """Estimate each pattern's predicates on its own part of the collected sample."""
+def _sample_parts(collected: pd.DataFrame, plans: list[tuple[Pattern, SampleBlocks]]
+                  ) -> dict[str, tuple[pd.DataFrame, SampleBlocks]]:
+    """Each sampled pattern's own part of the collected sample, with its blocks."""
     out = {}
-    for index, (pattern, blocks) in enumerate(plans):
+    for pattern, blocks in plans:
         mask = (in_blocks(collected[EVENT_TYPE], collected[EVENT_TS].to_numpy(),
                           [blocks]) if len(collected) else np.zeros(0, dtype=bool))
-        part = collected[mask]
+        out[pattern.name] = (collected[mask], blocks)
+    return out
+
+
+def _selectivities(parts: dict[str, tuple[pd.DataFrame, SampleBlocks]], workload: Workload,
+                   span: float, sample: int, seed: int) -> dict[str, dict[str, Any]]:
+    """Estimate each pattern's predicates on its own part of the collected sample."""
+    out = {}
+    for index, name in enumerate(parts):
+        pattern = workload.pattern(name)
+        part, blocks = parts[name]
+        if not pattern.predicates:
+            continue
         if blocks.threshold is None:
             method_note = f"all {len(part)} events"
         else:

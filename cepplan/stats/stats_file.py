@@ -10,6 +10,7 @@ another workload's statistics are refused; another time unit is converted, and s
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -18,6 +19,7 @@ from cepplan import schema_check
 from cepplan.errors import InputError, Problem
 from cepplan.file_kinds import check_kind
 from cepplan.fileio import read_json, write_json_atomic
+from cepplan.stats.keyed_file import keyed_in_time_unit, read_keyed
 from cepplan.workload.durations import SECONDS_PER_UNIT
 from cepplan.workload.loader import read_statistics
 from cepplan.workload.model import Statistics, Workload
@@ -66,9 +68,11 @@ def parse_stats(raw: Any, file: str, workload: Workload,
 
     measured = read_statistics(raw, workload.event_types, workload.patterns_by_name,
                                workload.time_unit, error)
+    keyed = read_keyed(raw.get("keyed", {}), workload, error)
     if problems:
         raise InputError(problems)
-    return merge_statistics(workload.statistics, measured)
+    return replace(merge_statistics(workload.statistics, measured),
+                   keyed=MappingProxyType(keyed))
 
 
 def measured_for(document: dict[str, Any]) -> str:
@@ -89,7 +93,8 @@ def in_time_unit(document: dict[str, Any], unit: str, target: str) -> dict[str, 
             model = {**model, "time_step": step / factor}
         models[name] = model
     return {**document, "time_unit": target, "models": models,
-            "rates": {name: rate * factor for name, rate in document.get("rates", {}).items()}}
+            "rates": {name: rate * factor for name, rate in document.get("rates", {}).items()},
+            "keyed": keyed_in_time_unit(document.get("keyed", {}), factor)}
 
 
 def observed_span(document: dict[str, Any], workload: Workload) -> float | None:
@@ -117,6 +122,7 @@ def merge_statistics(base: Statistics, override: Statistics) -> Statistics:
         rates=MappingProxyType({**base.rates, **override.rates}),
         selectivities=MappingProxyType({k: MappingProxyType(v) for k, v in selectivities.items()}),
         models=MappingProxyType({**base.models, **override.models}),
+        keyed=MappingProxyType({**base.keyed, **override.keyed}),
     )
 
 

@@ -51,13 +51,17 @@ class AttributeLaw:
     n_keys: int = 4
     n_regions: int = 4
     n_strings: int = 4
+    key_weights: tuple[float, ...] | None = None  # P(key k0, k1, ...); None: uniform
 
     def draw(self, name: str, kind: str, size: int, rng: np.random.Generator) -> np.ndarray:
         """`size` independent values of attribute `name` of type `kind`."""
         vocabulary = (self.n_keys if name in self.keys
                       else self.n_regions if name in self.regions else None)
         if vocabulary is not None:
-            codes = rng.integers(0, vocabulary, size)
+            if name in self.keys and self.key_weights is not None:
+                codes = rng.choice(vocabulary, size, p=self.key_weights)
+            else:
+                codes = rng.integers(0, vocabulary, size)
             prefix = "k" if name in self.keys else "r"
             if kind == "string":
                 return np.array([f"{prefix}{c}" for c in range(vocabulary)], dtype=object)[codes]
@@ -86,10 +90,13 @@ def synthesize(workload: Workload, *, duration: float, seed: int, zipf_skew: flo
                total_rate: float = 10.0, rates: Mapping[str, float] | None = None,
                models: Mapping[str, OccurrenceModel] | None = None,
                ranges: Mapping[str, tuple[float, float]] | None = None, n_keys: int = 4,
-               n_regions: int = 4, truth_draws: int = 1_000_000) -> SynthResult:
+               n_regions: int = 4, truth_draws: int = 1_000_000,
+               key_skew: float = 0.0) -> SynthResult:
     """Generate `duration` time units of events for `workload`'s primitive types; deterministic
     for a seed. `rates` override the Zipf rates; `models` (default: the workload's inline
-    Bernoulli/Markov models) make types occur per time step instead of as Poisson processes."""
+    Bernoulli/Markov models) make types occur per time step instead of as Poisson processes.
+    `key_skew` > 0 draws keys from a Zipf law (key k_i with weight (i+1)^-skew) instead of
+    uniformly: each key then sees each Poisson type at the type's rate times its weight."""
     if duration <= 0:
         raise ValueError(f"duration must be positive, got {duration}")
     rng = np.random.default_rng(seed)
@@ -100,10 +107,14 @@ def synthesize(workload: Workload, *, duration: float, seed: int, zipf_skew: flo
     models = dict(workload.statistics.models if models is None else models)
     source = workload.source
     key_columns = tuple(source.key_columns) if source else ()
+    weights = None
+    if key_skew > 0:
+        raw = 1.0 / np.arange(1, n_keys + 1, dtype=float) ** key_skew
+        weights = tuple(float(w) for w in raw / raw.sum())
     law = AttributeLaw(
         ranges=dict(ranges or {}), keys=frozenset(key_columns),
         regions=frozenset(et.region for et in workload.event_types.values() if et.region),
-        n_keys=n_keys, n_regions=n_regions)
+        n_keys=n_keys, n_regions=n_regions, key_weights=weights)
 
     times: dict[str, np.ndarray] = {}
     truth_models: dict[str, dict[str, Any]] = {}
@@ -126,7 +137,7 @@ def synthesize(workload: Workload, *, duration: float, seed: int, zipf_skew: flo
         "time_unit": workload.time_unit,
         "duration": float(duration),
         "generator": {"seed": seed, "zipf_skew": zipf_skew, "total_rate": total_rate,
-                      "n_keys": n_keys, "n_regions": n_regions,
+                      "n_keys": n_keys, "key_skew": key_skew, "n_regions": n_regions,
                       "ranges": {k: list(v) for k, v in law.ranges.items()},
                       "default_range": list(DEFAULT_RANGE)},
         "counts": {name: len(t) for name, t in times.items()},
@@ -135,10 +146,10 @@ def synthesize(workload: Workload, *, duration: float, seed: int, zipf_skew: flo
         "selectivities": _selectivities(workload, schema, law, truth_draws, seed),
         "selectivity_draws": truth_draws,
         "keys": ({"columns": list(key_columns), "rates": {
-            t: _uniform_split(r, key_columns, n_keys, "k") for t, r in truth_rates.items()}}
+            t: _split(r, key_columns, n_keys, "k", weights) for t, r in truth_rates.items()}}
             if len(key_columns) == 1 else {}),
-        "regions": {t: {"attribute": et.region, "rates": _uniform_split(
-            truth_rates[t], (et.region,), n_regions, "r",
+        "regions": {t: {"attribute": et.region, "rates": _split(
+            truth_rates[t], (et.region,), n_regions, "r", None,
             numeric=schema[t][et.region] != "string")}
             for t, et in workload.event_types.items() if et.region and t in truth_rates},
     }
@@ -231,10 +242,12 @@ def _empty_column(kind: str, size: int) -> Any:
     return np.full(size, None, dtype=object)
 
 
-def _uniform_split(rate: float, columns: tuple[str, ...], n: int, prefix: str, *,
-                   numeric: bool = False) -> list[dict[str, Any]]:
-    return [{"key": {columns[0]: (c if numeric else f"{prefix}{c}")}, "rate": rate / n}
-            for c in range(n)]
+def _split(rate: float, columns: tuple[str, ...], n: int, prefix: str,
+           weights: tuple[float, ...] | None = None, *,
+           numeric: bool = False) -> list[dict[str, Any]]:
+    """A rate split over n values, uniformly or by `weights`."""
+    return [{"key": {columns[0]: (c if numeric else f"{prefix}{c}")},
+             "rate": rate * (weights[c] if weights else 1.0 / n)} for c in range(n)]
 
 
 def _selectivities(workload: Workload, schema: Mapping[str, Mapping[str, str]],

@@ -201,13 +201,29 @@ class OccurrenceModel:
 
 
 @dataclass(frozen=True)
+class KeyedStatistics:
+    """A partitioned pattern's events over its keys (`stats.json`'s `keyed`, docs/stats.md):
+    key classes (number of keys, mean count per type over `span` time units) and, measured
+    within a key, the share of each variable's events covered by each set of the others and
+    the candidate tuples per time unit of each set of variables (empty when not measured)."""
+
+    keys: int
+    span: float
+    classes: tuple[tuple[int, Mapping[str, float]], ...]
+    coverage: Mapping[str, Mapping[frozenset[str], float]] = field(default_factory=_empty)
+    tuples: Mapping[frozenset[str], float] = field(default_factory=_empty)
+
+
+@dataclass(frozen=True)
 class Statistics:
     """Rates (events per time_unit), selectivities (pattern -> predicate text -> fraction) and
-    occurrence models, from the workload or a `stats.json`."""
+    occurrence models, from the workload or a `stats.json`; for partitioned patterns, how their
+    events spread over the keys (`keyed`, from a `stats.json` only)."""
 
     rates: Mapping[str, float] = field(default_factory=_empty)
     selectivities: Mapping[str, Mapping[str, float]] = field(default_factory=_empty)
     models: Mapping[str, OccurrenceModel] = field(default_factory=_empty)
+    keyed: Mapping[str, KeyedStatistics] = field(default_factory=_empty)
 
 
 @dataclass(frozen=True)
