@@ -180,7 +180,7 @@ def _metrics(data: Mapping[str, Any], figures: list[dict[str, Any]]) -> dict[str
     from cepplan.engine_adapter.runtime.shared_plan import node_summaries, used_sharing
 
     rejected: Counter = Counter()
-    totals: dict[str, list[int]] = {p["name"]: [0, 0, 0, 0] for p in data["patterns"]}
+    totals: dict[str, list[int]] = {p["name"]: [0, 0, 0, 0, 0] for p in data["patterns"]}
     built: dict[str, list[int]] = {}
     for f in figures:
         rejected.update(f["rejected"])
@@ -195,7 +195,8 @@ def _metrics(data: Mapping[str, Any], figures: list[dict[str, Any]]) -> dict[str
         "rows_to_matchers": sum(sent.values()), "rows_to_matchers_by_pattern": sent,
         "rows_shuffled": 0, "matches": {n: t[1] for n, t in totals.items()},
         "kleene_cap_hits": {n: t[2] for n, t in totals.items()},
-        "negation_held_back": {n: t[3] for n, t in totals.items()}}
+        "negation_held_back": {n: t[3] for n, t in totals.items()},
+        "chunk_splits": {n: t[4] for n, t in totals.items()}}
     covered = [f["covered"] for f in figures if f.get("covered")]
     metrics["input_span"] = ([min(c[0] for c in covered), max(c[1] for c in covered)]
                              if covered else None)
@@ -266,7 +267,7 @@ class RangeTask:
             return figures
         if len(stamps):
             figures["first"], figures["last"] = float(stamps[0]), float(stamps[-1])
-        totals = {p.name: [0, 0, 0, 0] for p in job.patterns}
+        totals = {p.name: [0, 0, 0, 0, 0] for p in job.patterns}
         if reader.own_covered.first <= reader.own_covered.last:
             figures["covered"] = list(reader.own_covered.span)
         built: dict[str, list[int]] = {}
