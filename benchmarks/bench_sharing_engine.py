@@ -5,7 +5,7 @@ checked identical across plans; measured vs modelled partial matches per shared 
 Streams are long enough for runs of seconds, not tenths (where set-up would weigh more than
 matching); every figure is the median of interleaved repeats. Per plan, the user and system
 CPU of the engine thread and of the match writer's thread are shown apart (the output's
-cost, docs/engine.md "Output cost").
+cost, docs/matching.md "Output cost").
 `CEPPLAN_BENCH_SHARING=plans` runs only the plan comparison of the trading rules and the
 synthetic workload (no common prefix, no partial matches per pattern, no OpenCEP).
 """

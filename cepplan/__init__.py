@@ -8,6 +8,6 @@ __version__ = "0.1.0"
 # anything imports pyarrow: freed Arrow memory is kept for reuse instead of being handed
 # back to the OS and faulted in again. The engine allocates and frees its rendered output
 # (gigabytes per run) in chunks of megabytes; handed back, each chunk's pages fault anew,
-# 0.05-0.55 s of system time per run that varied run to run (docs/engine.md, "Output
+# 0.05-0.55 s of system time per run that varied run to run (docs/matching.md, "Output
 # cost"). A value the user set is kept.
 os.environ.setdefault("MIMALLOC_PURGE_DELAY", "-1")

@@ -4,7 +4,7 @@ synthetic §6.1-like), keeps every `Renderer.match_array` call (table, event typ
 matches), then renders them again, with a fresh pool of event texts per pass (each event's
 first rendering included) and each output dropped once hashed, as the writer frees written
 chunks: the engine thread's CPU seconds of rendering a plan's matches, without the matching
-around it (docs/engine.md, "Output cost").
+around it (docs/matching.md, "Output cost").
 """
 
 from __future__ import annotations

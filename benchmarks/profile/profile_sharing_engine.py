@@ -9,7 +9,7 @@ running). The match writer's thread (the kernel copying the output into the page
 its own column: charged to the phases, it made rendering look 0.5-1.5 s for the same matches.
 Below each plan's row, the system part of each phase's CPU and its minor page faults (the
 engine thread's `getrusage(RUSAGE_THREAD)`): where the output's buffers fault
-(docs/engine.md, "Output cost").
+(docs/matching.md, "Output cost").
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The output path made cheaper (docs/engine.md, "Output cost"): the renderer's gather of
+"""The output path made cheaper (docs/matching.md, "Output cost"): the renderer's gather of
 string views equals Arrow's `take`; every example's match file is the format doc's text
 (each line `json.dumps` of its match object) with the same matches under several plans;
 the writer's page-cache recycling leaves the file's bytes intact; `import cepplan` keeps

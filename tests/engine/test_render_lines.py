@@ -1,6 +1,6 @@
 """The renderer's match lines against an independent reference: each line is `json.dumps`
 of its match object built in Python (format doc, "matches"), over random tables, variables,
-Kleene sets, chunk sizes and a pool's shared event texts (docs/engine.md, "Output cost")."""
+Kleene sets, chunk sizes and a pool's shared event texts (docs/matching.md, "Output cost")."""
 
 from __future__ import annotations
 

@@ -1,1 +1,1 @@
-"""The in-process engine: the Spark job's stages over pyarrow batches, no JVM (docs/engine.md)."""
+"""The in-process engine: the Spark job's stages over pyarrow batches, no JVM (docs/matching.md)."""

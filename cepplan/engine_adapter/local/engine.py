@@ -1,4 +1,4 @@
-"""Run a job in-process: the Spark job's stages over pyarrow batches (docs/engine.md).
+"""Run a job in-process: the Spark job's stages over pyarrow batches (docs/matching.md).
 
 read (streaming, bad rows counted by reason) -> tag (filter push-down; only tagged rows and
 their needed columns are kept) -> per pattern, children first: acquisition semi-joins ->

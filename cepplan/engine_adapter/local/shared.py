@@ -197,7 +197,7 @@ def shared_group(pool: pd.DataFrame, job: Job, plan: SharingPlan, name: str,
                  consumers: Collection[str], partials: dict[int, int],
                  stage: LocalContexts | None,
                  slices: Callable) -> dict[str, Iterator[PartitionOutput]]:
-    """Outputs of the sharing group of pattern `name` (docs/engine.md, "Shared plan"): per
+    """Outputs of the sharing group of pattern `name` (docs/matching.md, "The shared plan"): per
     member the rows it acquires (within its context windows, with contexts: the context
     stage then keeps the matches that count, as for a pattern evaluated alone)."""
     members = set(plan.members(name))

@@ -5,7 +5,7 @@ staging directory beside `--out` and renamed over it only when everything succee
 JSON lines are written by a thread of their own, so that the disk writes the matches of one
 range while the next are matched and rendered (Arrow and file writes release the GIL). That
 thread keeps the file's page cache to a window (`_BackgroundFile.RECYCLE_BYTES`): the kernel
-then reuses pages it has just had, not fresh ones (docs/engine.md, "Output cost").
+then reuses pages it has just had, not fresh ones (docs/matching.md, "Output cost").
 """
 
 from __future__ import annotations
@@ -107,7 +107,7 @@ class _BackgroundFile:
     page cache and their writeback started for the rest, so that the page cache recycles
     a window's worth of pages instead of taking a fresh page per 4 KiB of output: on a
     virtual machine whose freed memory goes back to the host, fresh pages cost the writer
-    2-10 times the CPU of the copy (docs/engine.md, "Output cost")."""
+    2-10 times the CPU of the copy (docs/matching.md, "Output cost")."""
 
     PENDING = 64  # chunks: rendering outruns the disk in bursts (docs/engine.md)
     RECYCLE_BYTES = 32 << 20

@@ -281,7 +281,7 @@ class _Context:
     def _count_partials(self, rows: dict[str, np.ndarray], start: int) -> None:
         """Count the prefix's partial matches (its variables bound, the conditions among them
         applied) whose latest event is in this chunk and owned: each is built again by the
-        chunks whose window reaches back to it, but counted once (docs/engine.md)."""
+        chunks whose window reaches back to it, but counted once (docs/matching.md)."""
         latest = np.maximum.reduce(list(rows.values()))
         stamps = self.table.ts[latest]
         owned = (latest >= start) & (stamps >= self.own[0]) & (stamps < self.own[1])

@@ -90,8 +90,8 @@ class EventTexts:
 class Renderer:
     """Renders matches of one table as JSON text, once and column by column: each event's
     text is built once (cached by pool row, `EventTexts`) and a match's text is the
-    concatenation of its events' texts, so no per-match object is built (docs/engine.md,
-    "Matches")."""
+    concatenation of its events' texts, so no per-match object is built (docs/matching.md,
+    "Matches: rendered once")."""
 
     def __init__(self, table: Table, type_attrs: Mapping[str, Sequence[str]],
                  texts: EventTexts | None = None):
@@ -161,7 +161,7 @@ class Renderer:
         Kleene list, the closing braces on the last piece. Each piece's 16-byte string view
         is looked up by rank (NumPy), and one Arrow cast per chunk copies the pieces of its
         lines in order: no Python string per match, no array the size of the table
-        per chunk (docs/engine.md, "Output cost")."""
+        per chunk (docs/matching.md, "Output cost")."""
         head = '{"pattern": ' + json.dumps(spec.name) + ', "events": {'
         names = [*matches.single, *matches.kleene]
         labels = {v: f"{', ' if i else head}{json.dumps(v)}: " for i, v in enumerate(names)}
@@ -266,7 +266,7 @@ def _rebased(views: np.ndarray, base: int) -> np.ndarray:
 def _strings(views: np.ndarray, buffers: list[pa.Buffer]) -> pa.LargeStringArray:
     """The strings `views` point at (into `buffers`) as large strings: Arrow's cast
     copies the bytes once, 2-3 times faster than `take` over strings of ~100 bytes, which
-    copies each value with its offset bookkeeping (docs/engine.md, "Output cost")."""
+    copies each value with its offset bookkeeping (docs/matching.md, "Output cost")."""
     array = pa.Array.from_buffers(pa.string_view(), len(views),
                                   [None, pa.py_buffer(views), *buffers])
     return array.cast(pa.large_string())

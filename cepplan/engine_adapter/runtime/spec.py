@@ -3,7 +3,7 @@
 A pattern spec is plain JSON built by `cepplan.engine_adapter.job_spec` from the workload and
 the plan: operands, predicates as portable expression trees, window, key, the plan's evaluation
 order and acquisition steps, emitted attributes. `compile_pattern` sorts each predicate into
-the stage of the matcher that can evaluate it (see docs/engine.md, "Stages"):
+the stage of the matcher that can evaluate it (see docs/matching.md, "The matcher"):
 
 - `filters[v]`: one variable, plain references only: the candidate events of `v`;
 - `joins`: every Kleene variable read only plainly or through `LAST` (its last event stands in

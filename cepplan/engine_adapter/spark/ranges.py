@@ -13,7 +13,7 @@ counted by the byte range that holds them, rows to matchers by the time range th
 the in-process engine's counts. Row ids are positions: the driver counts the rows before each
 range (the tasks check the count of their own); a mismatch, or tagged rows out of time order
 anywhere (each task checks its rows and its margins, which overlap its neighbours'), makes
-the attempt void: its output is dropped and the job runs the shuffle plan (docs/engine.md,
+the attempt void: its output is dropped and the job runs the shuffle plan (docs/matching.md,
 "The range-local plan").
 """
 

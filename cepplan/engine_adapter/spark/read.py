@@ -4,7 +4,7 @@ Shipped in the job's runtime zip. Each task parses one byte range of a file with
 (`local/source.py`: the same casts, bad-row reasons and row ids as `--engine local`) and tags
 the rows with `runtime/tagging.tag_masks` (the local engine's tagging); only rows some
 variable can bind reach the JVM, already typed and tagged. Spark's CSV reader and the
-native tag expression did the same work several times slower (docs/engine.md, "Measured").
+native tag expression did the same work several times slower (docs/benchmarks.md, `engine_spark`).
 
 Used on a local master when the in-process reader can read the input (CSV; local files; a
 `time_format` it translates; its modules importable, orjson among them) and the plan has no

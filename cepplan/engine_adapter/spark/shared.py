@@ -1,4 +1,4 @@
-"""The Spark match stage's side of the shared plan (seed 004 §3.1, §5; docs/engine.md).
+"""The Spark match stage's side of the shared plan (seed 004 §3.1, §5; docs/matching.md).
 
 Shipped in the job's runtime zip. Users of one shared node have the same key (the runtime
 proves it), so they are in one partition scheme and their events in the same key-hash ×
