@@ -4,6 +4,7 @@ plan's `sharing` section (docs/sharing.md)."""
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Any
@@ -49,11 +50,13 @@ def evaluation(workload: Workload, statistics: Statistics, plan: Plan,
     _check_settings(settings)
     if budget is not None and budget <= 0:
         return with_time_note(plan, f"{SKIPPED}: no time was left for it")
-    problem = problem_from_workload(workload, statistics, _together(plan))
+    started = time.perf_counter()
+    deadline = started + (settings.time_limit if budget is None else budget)
     try:
+        problem = problem_from_workload(workload, statistics, _together(plan), deadline)
         result = search(problem, algorithm=settings.search, neighbourhood=settings.neighborhood,
                         shape=SHARING_SHAPES[settings.sharing], seed=settings.seed,
-                        time_limit=settings.time_limit if budget is None else budget,
+                        time_limit=max(1e-6, deadline - time.perf_counter()),
                         patience=settings.patience)
     except SearchOutOfTime as exc:
         return with_time_note(plan, f"{SKIPPED}: it would not have ended in time ({exc})")

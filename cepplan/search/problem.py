@@ -11,6 +11,8 @@ agree — so `a.price > b.price` in one pattern matches `x.price > y.price` in a
 from __future__ import annotations
 
 import json
+import math
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
@@ -95,13 +97,21 @@ class Problem:
         return not self.together or any(first in s and second in s for s in self.together)
 
 
+class SearchOutOfTime(Exception):
+    """The time limit passed before the search had a multitree to return."""
+
+
 def problem_from_workload(workload: Workload, statistics: Statistics,
-                          together: tuple[frozenset[str], ...] = ()) -> Problem:
+                          together: tuple[frozenset[str], ...] = (),
+                          deadline: float = math.inf) -> Problem:
     """Every SEQ/AND pattern over primitive events becomes a `SearchPattern`; OR patterns,
     patterns over complex events and very large ones are skipped (with the reason).
-    `together`: the sets of patterns that can run at the same time (`Problem.together`)."""
+    `together`: the sets of patterns that can run at the same time (`Problem.together`);
+    SearchOutOfTime once `deadline` (a `time.perf_counter()` time) has passed."""
     patterns, skipped = [], {}
     for pattern in workload.patterns:
+        if time.perf_counter() > deadline:
+            raise SearchOutOfTime(f"preparing {len(workload.patterns):,} patterns")
         reason = _unplannable(pattern)
         if reason:
             skipped[pattern.name] = reason

@@ -40,7 +40,7 @@ from cepplan.search.local import (
 from cepplan.search.metaheuristics import SA, TABU, Progress, anneal, tabu
 from cepplan.search.multitree import Multitree, multi_cost
 from cepplan.search.neighbourhood import Neighbourhood, parse_neighbourhood
-from cepplan.search.problem import Problem
+from cepplan.search.problem import Problem, SearchOutOfTime
 
 SH, RE = "sh", "re"
 ALGORITHMS = (SA, TABU, SH, RE)
@@ -52,9 +52,6 @@ AFTER_PREPARING = 2.0
 FINISH_FACTOR = 2.0
 GRAPH_SHARE = 0.5  # of the time left after the preparation, at most, for the graph
 
-
-class SearchOutOfTime(Exception):
-    """The time limit passed before the search had a multitree to return."""
 
 VarTree = object  # a variable name or a pair of VarTrees
 

@@ -406,3 +406,24 @@ def test_the_limit_counts_from_the_start_of_the_command(tmp_path):
     assert clock.process_age() > 0 and not clock.started_for_cepplan()
     before = time.perf_counter()
     assert clock.command_started() >= before  # this test runner's start-up is not the command's
+
+
+def test_preparing_the_search_stops_at_its_deadline(many_patterns):
+    """The evaluation search's preparation of 1,200 patterns (a second on a busy machine)
+    stops at the pass's deadline, and the plan keeps its join orders with a note: it ran
+    past the whole limit when the acquisition left the search a fraction of a second."""
+    from cepplan.planner.evaluation import evaluation
+    from cepplan.planner.optimize import optimize
+    from cepplan.search.problem import problem_from_workload
+    from cepplan.search.solve import SearchOutOfTime
+
+    started = time.process_time()
+    with pytest.raises(SearchOutOfTime, match="preparing 1,200 patterns"):
+        problem_from_workload(many_patterns, many_patterns.statistics,
+                              deadline=time.perf_counter())
+    assert time.process_time() - started < 0.5
+    few = build_workload(_synthetic(50, "900s"))
+    plan = optimize(few, few.statistics, Settings(time_limit=1.0)).plan
+    kept = evaluation(few, few.statistics, plan, EvaluationSettings(search="tabu"), budget=1e-9)
+    assert kept.patterns == plan.patterns
+    assert "preparing 50 patterns" in kept.provenance["time_limit_notes"][-1]
