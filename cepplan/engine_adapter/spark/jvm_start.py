@@ -1,6 +1,6 @@
 """JVM options that make Spark's driver start in a few seconds instead of tens of seconds.
 
-Measured on the 2-core machine (docs/engine.md, "Spark settings"): a spark-submit that counts
+Measured on the 2-core machine (`python -m benchmarks engine_spark`): a spark-submit that counts
 one row spent most of its time loading and JIT-compiling Spark's classes. Two JVM features cut
 that: a class-data-sharing archive of the classes a Spark job loads (written once, at the exit
 of the first job, into the user's cache directory; keyed by the pyspark version and the java
