@@ -1,5 +1,5 @@
 """Within-key co-occurrence of a partitioned pattern's variables, measured on the selectivity
-sample (docs/stats.md, "Keyed statistics"): what a keyed plan costs, counted directly.
+sample (docs/measuring.md, "Keyed statistics"): what a keyed plan costs, counted directly.
 
 Events combine only within a key; how often they do depends on how each key's events cluster in
 time (sessions), not only on its rates. Two figures, per variable's events after its filters:

@@ -1,6 +1,7 @@
 """Columns that Parquet footers prove hold no NULL: every row group of every file records a
 null count of 0 for them. The Spark statistics job then leaves their NULL checks out of the
-reject reason, so its counting scan reads only the columns it counts by (docs/stats.md, "Cost").
+reject reason, so its counting scan reads only the columns it counts by (docs/measuring.md,
+"The cost of measuring").
 """
 
 from __future__ import annotations

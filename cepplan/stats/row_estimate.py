@@ -1,7 +1,7 @@
 """Rows per event type, estimated before any pass over the events from what is cheap to know:
 the files' sizes (exact row counts from Parquet footers) and the first rows of the first file.
 The statistics engines use it to fix the selectivity sample's blocks before the scan, so the
-sample is gathered in the same pass as the counts (docs/stats.md, "Selectivity sample").
+sample is gathered in the same pass as the counts (docs/measuring.md, "The selectivity sample").
 """
 
 from __future__ import annotations
