@@ -101,3 +101,18 @@ def test_a_run_that_passed_the_budget_completes_under_it(tmp_path):
     assert metrics["matches"]["goog"] > 100_000
     lines = (tmp_path / "bounded" / "matches" / "part-00000.jsonl").read_bytes()
     assert lines == (tmp_path / "free" / "matches" / "part-00000.jsonl").read_bytes()
+
+
+def test_peak_memory_is_the_programs_own(tmp_path):
+    """metrics.json's peak memory is the run's own: a run started by a process that holds
+    600 MB more (a test runner with a Spark session, a service) reported that process's
+    memory as its peak (`ru_maxrss` carries it over into the child)."""
+    held = bytearray(600 << 20)
+    held[::4096] = b"\x01" * len(held[::4096])  # resident, not only reserved
+    code = ("from cepplan.engine_adapter.runtime.memory import peak_resident; "
+            "print(peak_resident())")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)}, cwd=ROOT, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert int(done.stdout) < 400 << 20  # cepplan's imports: tens of MB
+    del held

@@ -112,7 +112,17 @@ def row_budget(width: int) -> int:
 
 
 def peak_resident() -> int:
-    """The most resident memory the process has held so far, in bytes (`ru_maxrss`)."""
+    """The most resident memory this program has held so far, in bytes: Linux's `VmHWM`, the
+    high-water mark of its own memory (`ru_maxrss` also counts the memory of the process that
+    started it: a child started by a 600 MB parent reported 613 MB, its own peak being 14 MB);
+    `ru_maxrss` where /proc is not there."""
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
     import resource
 
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
