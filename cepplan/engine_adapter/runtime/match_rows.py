@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 import pyarrow as pa
@@ -28,8 +28,16 @@ from cepplan.stats.time_format import TimeFormatError
 from cepplan.stats.time_text import time_formatter
 from cepplan.workload.columns import merged_attribute_types
 
-if TYPE_CHECKING:
-    from cepplan.engine_adapter.runtime.job import Job
+
+class JobLayoutSource(Protocol):
+    """What a layout reads of a job (`job.Job`; named here, not imported: the job module
+    renders its rows with this one)."""
+
+    data: Mapping[str, Any]
+    patterns: Sequence[PatternSpec]
+    types: Mapping[str, tuple[str, ...]]
+
+    def is_complex(self, type_name: str) -> bool: ...
 
 ARROW_TYPES = {"double": pa.float64(), "long": pa.int64(), "string": pa.string(),
                "bool": pa.bool_()}
@@ -67,7 +75,7 @@ class PatternColumns:
     schema: pa.Schema
 
 
-def match_layouts(job: Job) -> dict[str, PatternColumns]:
+def match_layouts(job: JobLayoutSource) -> dict[str, PatternColumns]:
     """Every pattern's layout, from the job's data: attribute types as the reader reads them
     (`merged_attribute_types`), a complex event's as its pattern emits them. `SpecError` when
     two columns of one pattern would have one name (an attribute or emitted attribute named
@@ -91,7 +99,7 @@ def _time_text(reader: Mapping[str, Any]) -> Callable[[np.ndarray], pa.Array] | 
         return None
 
 
-def _layout(spec: PatternSpec, job: Job, kinds: Mapping[str, str],
+def _layout(spec: PatternSpec, job: JobLayoutSource, kinds: Mapping[str, str],
             emit_types: Mapping[str, Mapping[str, str]],
             text: Callable[[np.ndarray], pa.Array] | None) -> PatternColumns:
     fields: list[pa.Field] = []
