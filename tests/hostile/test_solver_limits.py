@@ -154,13 +154,18 @@ def test_search_time_limit_holds(algorithm):
     """300 patterns with 100 ms windows keep both searches busy past the limit: they stop
     within 10 % of it with a multitree no worse than the trivial one."""
     from cepplan.search.problem import problem_from_workload
-    from cepplan.search.solve import search
+    from cepplan.search.solve import SearchOutOfTime, search
 
     workload = build_workload(_synthetic(300, "100ms"))
     problem = problem_from_workload(workload, workload.statistics)
     limit = 1.5
-    result, cpu = _cpu_seconds(lambda: search(problem, algorithm=algorithm, seed=0,
-                                              time_limit=limit))
+    started = time.process_time()
+    try:
+        result, cpu = _cpu_seconds(lambda: search(problem, algorithm=algorithm, seed=0,
+                                                  time_limit=limit))
+    except SearchOutOfTime:  # a machine too busy to prepare 300 patterns within the limit
+        assert time.process_time() - started <= 1.1 * limit  # refused within it, not after
+        return
     print(f"{algorithm}: {cpu:.2f} s of CPU, {result.seconds:.2f} s by its clock, of {limit} "
           f"s, {result.steps} steps")
     assert cpu <= 1.1 * limit
