@@ -83,14 +83,20 @@ def _default_budget() -> int:
 
 def _available() -> int:
     """MemAvailable of /proc/meminfo, in bytes (FALLBACK_BUDGET * 2 where there is none)."""
+    available = _proc_bytes("/proc/meminfo", "MemAvailable:")
+    return 2 * FALLBACK_BUDGET if available is None else available
+
+
+def _proc_bytes(path: str, key: str) -> int | None:
+    """The `key` line of a /proc status file (`KEY:  N kB`) in bytes, None without it."""
     try:
-        with open("/proc/meminfo") as info:
-            for line in info:
-                if line.startswith("MemAvailable:"):
+        with open(path) as lines:
+            for line in lines:
+                if line.startswith(key):
                     return int(line.split()[1]) * 1024
     except OSError:
         pass
-    return 2 * FALLBACK_BUDGET
+    return None
 
 
 def resident() -> int:
@@ -116,13 +122,9 @@ def peak_resident() -> int:
     high-water mark of its own memory (`ru_maxrss` also counts the memory of the process that
     started it: a child started by a 600 MB parent reported 613 MB, its own peak being 14 MB);
     `ru_maxrss` where /proc is not there."""
-    try:
-        with open("/proc/self/status") as status:
-            for line in status:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
+    peak = _proc_bytes("/proc/self/status", "VmHWM:")
+    if peak is not None:
+        return peak
     import resource
 
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
