@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from cepplan.engine_adapter.spark.generate import generate
-from cepplan.engine_adapter.spark.submit import JobFailed, submit
+from cepplan.engine_adapter.spark.submit import JobFailed, failure_message, submit
 from cepplan.planner.plan import trivial_plan
 from cepplan.stats.synth_write import write_events
 from cepplan.workload import build_workload
@@ -68,3 +68,26 @@ def test_failure_cause_reaches_the_user(tmp_path):
     assert "part-1.parquet" in message or "Parquet" in message, message
     assert len(message.splitlines()) <= 3, message
     assert not (tmp_path / "out").exists()
+
+
+def test_the_driver_error_wins_over_a_task_failing_afterwards():
+    """Spark's output as a busy machine prints it: the job ends on the corrupt file, and a
+    task still running logs a secondary storage error after the driver's traceback. The
+    message names the file, not the aftermath."""
+    lines = [
+        "26/11/27 07:10:01 ERROR Executor: Exception in task 1.0 in stage 2.0 (TID 3)",
+        "org.apache.spark.SparkException: [FAILED_READ_FILE.NO_HINT] Encountered error while "
+        "reading file file:///data/events/part-1.parquet.  SQLSTATE: KD001",
+        "Traceback (most recent call last):",
+        '  File "job.py", line 97, in run_job',
+        "py4j.protocol.Py4JJavaError: An error occurred while calling o82.collectToPython.",
+        ": org.apache.spark.SparkException: [FAILED_READ_FILE.NO_HINT] Encountered error while "
+        "reading file file:///data/events/part-1.parquet.  SQLSTATE: KD001",
+        "\tat org.apache.spark.sql.errors.QueryExecutionErrors$.cannotReadFilesError(x.scala:920)",
+        "26/11/27 07:10:02 WARN TaskSetManager: Lost task 0.0 in stage 2.0 (TID 2)",
+        "org.apache.spark.SparkException: [INTERNAL_ERROR_STORAGE] Block broadcast_2 does not "
+        "exist. SQLSTATE: XX000",
+    ]
+    message = failure_message(lines, 1)
+    assert "part-1.parquet" in message and "broadcast" not in message, message
+    assert message.startswith("the Spark job failed: SparkException: [FAILED_READ_FILE"), message

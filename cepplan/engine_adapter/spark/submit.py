@@ -35,6 +35,7 @@ JOB_SETTINGS = {
     "spark.executor.extraJavaOptions": "-XX:+ExitOnOutOfMemoryError -XX:MaxDirectMemorySize=4g",
 }
 _PYTHON_ERROR = re.compile(r"^\s*([A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt)): (.+)$")
+_DRIVER_ERROR = "py4j.protocol.Py4JJavaError: "  # followed by the Java exception that ended the job
 _NOISE = ("py4j.protocol.Py4JJavaError", "org.apache.spark.SparkException: Job aborted",
           "pyspark.errors.exceptions.captured.PythonException")
 
@@ -115,11 +116,23 @@ def failure_cause(lines: list[str]) -> str | None:
         if "OutOfMemoryError" in line:
             return ("out of memory (java.lang.OutOfMemoryError); give Spark more memory "
                     "(spark.driver.memory / spark.executor.memory) or use a narrower pattern")
+    driver_error = max((at for at, line in enumerate(lines) if line.startswith(_DRIVER_ERROR)),
+                       default=None)
+    if driver_error is not None:  # the exception that ended the job, not a task's aftermath
+        for line in lines[driver_error + 1:]:
+            found = _PYTHON_ERROR.match(line.removeprefix(": "))
+            if found:
+                return _short(found)
     for line in reversed(lines):
         found = _PYTHON_ERROR.match(line)
         if found and not line.strip().startswith(_NOISE):
-            return f"{found.group(1).rsplit('.', 1)[-1]}: {found.group(3).strip()}"
+            return _short(found)
     return None
+
+
+def _short(found: re.Match[str]) -> str:
+    """`Exception: message` without the exception's package."""
+    return f"{found.group(1).rsplit('.', 1)[-1]}: {found.group(3).strip()}"
 
 
 def _worth_showing(line: str) -> bool:
