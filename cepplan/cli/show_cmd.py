@@ -48,6 +48,9 @@ def describe(workload: Workload) -> list[str]:
         lines.append(f"  {pattern.name} = {pattern.operator}({operands})  {window}")
         if pattern.partition_by:
             lines.append(f"    partition by: {', '.join(pattern.partition_by)}")
+        if pattern.strategy != "any":
+            lines.append(f"    strategy: {pattern.strategy} (the operands marked '!__' are "
+                         "the events it excludes)")
         if pattern.latency:
             bounds = []
             if pattern.latency.max_steps is not None:

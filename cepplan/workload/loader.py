@@ -54,6 +54,7 @@ from cepplan.workload.model import (
 )
 from cepplan.workload.names import RULE, is_name
 from cepplan.workload.paths import json_path
+from cepplan.workload.strategies import apply_strategy, strategy_problem
 from cepplan.workload.structure import RawOperand, read_structure
 
 
@@ -290,14 +291,27 @@ class _Builder:
         emit, emit_types = self.emit(spec.get("emit", {}), variables, path)
         if len(self.problems) > before:
             return None
-        return Pattern(
+        pattern = Pattern(
             name=spec["name"], operator=operator, operands=tuple(operands),
             predicates=tuple(predicates), window=window, partition_by=partition_by,
             latency=self.latency(spec.get("latency"), (*path, "latency")),
             contexts=tuple(spec.get("contexts", ())),
             emit=MappingProxyType(emit), emit_types=MappingProxyType(emit_types),
             weight=float(spec.get("weight", 1.0)), index=index,
+            strategy=spec.get("strategy", "any"),
         )
+        return self.with_strategy(pattern, event_types, path)
+
+    def with_strategy(self, pattern: Pattern, event_types: Mapping[str, EventType],
+                      path: tuple) -> Pattern | None:
+        """The pattern rewritten for its selection strategy (strategies.py), or None when the
+        strategy cannot apply to it (reported)."""
+        problem = strategy_problem(pattern, pattern.strategy)
+        if problem:
+            self.error((*path, "strategy"), problem)
+            return None
+        ties = self.raw.get("options", {}).get("seq_ties", "strict") == "allow"
+        return apply_strategy(pattern, pattern.strategy, dict(event_types), ties)
 
     def attrs(self, type_name: str, event_types: Mapping[str, EventType],
               done: Mapping[str, Pattern]) -> Mapping[str, str]:

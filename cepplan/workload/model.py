@@ -99,6 +99,7 @@ class Pattern:
     emit_types: Mapping[str, str] = field(default_factory=_empty)
     weight: float = 1.0
     index: int = 0
+    strategy: str = "any"  # selection strategy; next/strict are already rewritten (strategies.py)
 
     @cached_property
     def variables(self) -> tuple[str, ...]:
