@@ -12,6 +12,8 @@ consecutive variables x, y meets the strategy:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import pandas as pd
 
 from cepplan.engine_adapter.runtime.records import plain_value
@@ -21,16 +23,17 @@ from cepplan.workload.model import NEGATED, Workload
 from tests.engine.reference_matcher import reference_matches
 
 
-def strategy_matches(any_workload: Workload, strategy: str, events: pd.DataFrame
-                     ) -> dict[str, list[dict]]:
+def strategy_matches(any_workload: Workload, strategy: str | Mapping[str, str],
+                     events: pd.DataFrame) -> dict[str, list[dict]]:
     """The match objects of every pattern of `any_workload` (its patterns written without a
-    strategy) under `strategy`."""
+    strategy) under `strategy` (one for all, or one per pattern name)."""
     pool = [_event(row, any_workload) for row in events.to_dict("records")]
     ties = any_workload.options.seq_ties == "allow"
     out = {}
     for name, found in reference_matches(any_workload, events).items():
         pattern = any_workload.pattern(name)
-        out[name] = [m for m in found if _keeps(pattern, strategy, m, pool, ties)]
+        chosen = strategy if isinstance(strategy, str) else strategy[name]
+        out[name] = [m for m in found if _keeps(pattern, chosen, m, pool, ties)]
     return out
 
 

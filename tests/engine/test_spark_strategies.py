@@ -1,0 +1,57 @@
+"""Selection strategies on the Spark job: every strategy template of the in-process tests,
+under next and strict, in one job over a stream full of equal timestamps, equal the
+brute-force reference written from the definitions, under the trivial and a many-step plan."""
+
+from __future__ import annotations
+
+import random
+
+from cepplan.engine_adapter.job_spec import job_data
+from cepplan.engine_adapter.spark.job import run_job
+from cepplan.planner.plan import trivial_plan
+from cepplan.stats.synth_write import write_events
+from cepplan.workload import build_workload
+from tests.engine.example_data import stepwise_plan
+from tests.engine.reference_matcher import canonical
+from tests.engine.reference_strategies import strategy_matches
+from tests.engine.test_matcher_vs_reference import frame
+from tests.engine.test_spark_job import read_matches
+from tests.engine.test_strategies import SEQUENCES
+from tests.engine.workloads import TYPES
+
+
+def strategy_workload(with_strategy: bool):
+    """Each template under next and under strict (named TEMPLATE_STRATEGY), ties allowed."""
+    patterns = []
+    for name, (template,) in sorted(SEQUENCES.items()):
+        for strategy in ("next", "strict"):
+            pattern = {**template, "name": f"{name}_{strategy}"}
+            if with_strategy:
+                pattern["strategy"] = strategy
+            patterns.append(pattern)
+    return build_workload({
+        "format": "cepplan.workload/1", "time_unit": "s",
+        "source": {"format": "csv", "header": True, "type_column": "kind",
+                   "time_column": "ts", "id_column": "id"},
+        "event_types": {t: {"attributes": {"v": "long", "w": "double", "k": "string"}}
+                        for t in TYPES},
+        "options": {"seq_ties": "allow"}, "patterns": patterns})
+
+
+def test_spark_strategies_equal_reference(spark, tmp_path):
+    rng = random.Random(3)
+    rows = [(rng.choice(TYPES), rng.randint(0, 10), rng.randint(0, 4),
+             rng.choice([0.5, 2.0]), rng.choice("xy")) for _ in range(45)]
+    workload, events = strategy_workload(True), frame(rows)
+    path = tmp_path / "events.csv"
+    write_events(events, workload, path)
+    chosen = {p.name: p.strategy for p in workload.patterns}
+    expected = {name: sorted(map(canonical, found)) for name, found
+                in strategy_matches(strategy_workload(False), chosen, events).items()}
+    assert sum(1 for found in expected.values() if found) >= len(expected) // 2
+    for kind, plan in (("trivial", trivial_plan(workload)), ("steps", stepwise_plan(workload))):
+        metrics = run_job(spark, job_data(workload, plan), [str(path)], str(tmp_path / kind),
+                          say=lambda _: None)
+        got = read_matches(tmp_path / kind)
+        assert {k: got.get(k, []) for k in expected} == expected, kind
+        assert metrics["matches"] == {k: len(v) for k, v in expected.items()}, kind
