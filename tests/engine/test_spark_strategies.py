@@ -6,16 +6,12 @@ from __future__ import annotations
 
 import random
 
-from cepplan.engine_adapter.job_spec import job_data
-from cepplan.engine_adapter.spark.job import run_job
-from cepplan.planner.plan import trivial_plan
 from cepplan.stats.synth_write import write_events
 from cepplan.workload import build_workload
-from tests.engine.example_data import stepwise_plan
 from tests.engine.reference_matcher import canonical
 from tests.engine.reference_strategies import strategy_matches
 from tests.engine.test_matcher_vs_reference import frame
-from tests.engine.test_spark_job import read_matches
+from tests.engine.test_spark_job import plans_equal_expected
 from tests.engine.test_strategies import SEQUENCES
 from tests.engine.workloads import TYPES
 
@@ -49,9 +45,4 @@ def test_spark_strategies_equal_reference(spark, tmp_path):
     expected = {name: sorted(map(canonical, found)) for name, found
                 in strategy_matches(strategy_workload(False), chosen, events).items()}
     assert sum(1 for found in expected.values() if found) >= len(expected) // 2
-    for kind, plan in (("trivial", trivial_plan(workload)), ("steps", stepwise_plan(workload))):
-        metrics = run_job(spark, job_data(workload, plan), [str(path)], str(tmp_path / kind),
-                          say=lambda _: None)
-        got = read_matches(tmp_path / kind)
-        assert {k: got.get(k, []) for k in expected} == expected, kind
-        assert metrics["matches"] == {k: len(v) for k, v in expected.items()}, kind
+    plans_equal_expected(spark, workload, path, expected, tmp_path)
