@@ -45,6 +45,8 @@ def _event(row: dict, workload: Workload) -> dict:
 
 
 def _keeps(pattern, strategy: str, match: dict, pool: list[dict], ties: bool) -> bool:
+    if strategy == "any":
+        return True
     bound = match["events"]
     own = {(e["type"], e["id"]) for e in bound.values()}
     key = tuple(next(iter(bound.values()))[k] for k in pattern.partition_by)

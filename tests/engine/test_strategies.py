@@ -69,3 +69,39 @@ def test_next_picks_the_first_qualifying_event():
         result = run_local(events, job_from_json(job_data(wl, trivial_plan(wl))))
         found[strategy] = sorted(m["events"]["b"]["id"] for m in result.matches["p"])
     assert found == {"any": [2, 3, 5], "next": [2, 3], "strict": []}
+
+
+SHARED = [  # the same SEQ prefix under every strategy: candidates for shared subtrees
+    {"name": f"{prefix}_{strategy}", "structure": structure, "where": ["a.v < b.v"],
+     "within": 4, "strategy": strategy}
+    for prefix, structure in (("abc", ["SEQ", "a:A", "b:B", "c:C"]), ("ab", ["SEQ", "a:A", "b:B"]))
+    for strategy in ("any", "next", "strict")]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_shared_plan_across_strategies_equals_reference(seed):
+    """Patterns that differ only in strategy, planned with sharing (tabu search): identical
+    matches with and without sharing, equal to the reference of each one's strategy."""
+    import random
+
+    from cepplan.engine_adapter.runtime.shared_plan import sharing_plan
+    from cepplan.planner.evaluation import EvaluationSettings, evaluation
+    from tests.engine.reference_matcher import canonical
+
+    rng = random.Random(seed)
+    rows = [(rng.choice(TYPES), rng.randint(0, 12), rng.randint(0, 4), 0.5, "x")
+            for _ in range(30)]
+    wl = workload(SHARED, seq_ties="allow")
+    plan = evaluation(wl, wl.statistics, trivial_plan(wl),
+                      EvaluationSettings("tabu", "edge", 0.5, seed=1))
+    job = job_from_json(job_data(wl, plan))
+    events = frame(rows)
+    shared = run_local(events, job, share=True)
+    alone = run_local(events, job, share=False)
+    plain = workload([{k: v for k, v in p.items() if k != "strategy"} for p in SHARED],
+                     seq_ties="allow")
+    expected = strategy_matches(plain, {p["name"]: p["strategy"] for p in SHARED}, events)
+    for result in (shared, alone):
+        assert {p: sorted(map(canonical, m)) for p, m in result.matches.items()} == \
+            {p: sorted(map(canonical, m)) for p, m in expected.items()}
+    assert sharing_plan(job).uses, "no subtree was shared"
