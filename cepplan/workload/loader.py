@@ -298,7 +298,7 @@ class _Builder:
             contexts=tuple(spec.get("contexts", ())),
             emit=MappingProxyType(emit), emit_types=MappingProxyType(emit_types),
             weight=float(spec.get("weight", 1.0)), index=index,
-            strategy=spec.get("strategy", "any"),
+            strategy=_frozen(spec.get("strategy", "any")),
         )
         return self.with_strategy(pattern, event_types, path)
 
@@ -306,12 +306,13 @@ class _Builder:
                       path: tuple) -> Pattern | None:
         """The pattern rewritten for its selection strategy (strategies.py), or None when the
         strategy cannot apply to it (reported)."""
-        problem = strategy_problem(pattern, pattern.strategy)
+        problem = strategy_problem(pattern)
         if problem:
-            self.error((*path, "strategy"), problem)
+            place, message = problem
+            self.error((*path, "strategy", *([place] if place else [])), message)
             return None
         ties = self.raw.get("options", {}).get("seq_ties", "strict") == "allow"
-        return apply_strategy(pattern, pattern.strategy, dict(event_types), ties)
+        return apply_strategy(pattern, dict(event_types), ties)
 
     def attrs(self, type_name: str, event_types: Mapping[str, EventType],
               done: Mapping[str, Pattern]) -> Mapping[str, str]:
@@ -638,6 +639,10 @@ def _occurrence_model(model: Mapping[str, Any], time_unit: str, error,
             return None
     return OccurrenceModel("markov", order=order, time_step=step,
                            transition=tuple((float(a), float(b)) for a, b in matrix))
+
+
+def _frozen(strategy: str | dict[str, str]) -> str | Mapping[str, str]:
+    return strategy if isinstance(strategy, str) else MappingProxyType(dict(strategy))
 
 
 def _check_emit_refs(expr, variables: Mapping[str, VarInfo]) -> None:

@@ -2,7 +2,8 @@
 core language: hidden negated operands, which the planner, both engines and the cost models
 already evaluate, so a strategy needs no engine code of its own.
 
-Semantics (format doc, "Selection strategies"), for consecutive positive variables x, y:
+Semantics (format doc, "Selection strategies"), for consecutive positive variables x, y (one
+strategy for every such pair, or one per later variable y):
 - `next` (FlinkCEP `followedBy`, CORE `NEXT`): no event other than the match's own, of y's
   type and satisfying y's conditions, lies after x and strictly before y's timestamp.
   Rewrite: `["NOT", "__next_y:Y"]` between x and y carrying y's conditions.
@@ -23,36 +24,60 @@ from cepplan.workload.model import FILTER, JOIN, KLEENE, NEGATED, Operand, Patte
 STRATEGIES = ("any", "next", "strict")
 
 
-def strategy_problem(pattern: Pattern, strategy: str) -> str | None:
-    """Why `strategy` cannot apply to `pattern`, or None when it can."""
-    if strategy == "any":
+def pair_strategies(pattern: Pattern) -> dict[str, str]:
+    """Each positive variable but the first -> the strategy between it and the positive
+    variable before it: `pattern.strategy` for all, or as its object names them (else any)."""
+    ordered = sorted(pattern.positive, key=lambda o: o.position)
+    spec = pattern.strategy
+    return {o.var: spec if isinstance(spec, str) else spec.get(o.var, "any")
+            for o in ordered[1:]}
+
+
+def strategy_problem(pattern: Pattern) -> tuple[str, str] | None:
+    """(the place under `strategy`, why) when the pattern's strategy cannot apply, else None."""
+    spec = pattern.strategy
+    if not isinstance(spec, str):
+        first = min(pattern.operands, key=lambda o: o.position).var
+        for var in spec:
+            if var not in pattern.variables:
+                return var, f"{var!r} is not a variable of this pattern"
+            if pattern.operand(var).kind == NEGATED:
+                return var, f"{var!r} is negated: a strategy orders the events a match binds"
+            if var == first or var == min(pattern.positive, key=lambda o: o.position).var:
+                return var, (f"{var!r} is the first event of the match: a strategy names the "
+                             "later of two consecutive variables")
+    used = sorted(set(pair_strategies(pattern).values()) - {"any"})
+    if not used:
         return None
+    strategy = " and ".join(repr(s) for s in used)
     if pattern.operator != "SEQ":
-        return (f"strategy {strategy!r} orders events: it applies to a SEQ pattern, not "
-                f"{pattern.operator}")
+        return "", (f"strategy {strategy} orders events: it applies to a SEQ pattern, not "
+                    f"{pattern.operator}")
     kleene = [o.var for o in pattern.operands if o.kind == KLEENE]
     if kleene:
-        return (f"strategy {strategy!r} is not supported with a KLEENE operand "
-                f"({', '.join(kleene)}); use strategy \"any\"")
+        return "", (f"strategy {strategy} is not supported with a KLEENE operand "
+                    f"({', '.join(kleene)}); use strategy \"any\"")
     complex_ = [o.var for o in pattern.positive if o.is_complex]
     if complex_:
-        return (f"strategy {strategy!r} applies between primitive events; "
-                f"{', '.join(complex_)} binds another pattern's matches")
+        return "", (f"strategy {strategy} applies between primitive events; "
+                    f"{', '.join(complex_)} binds another pattern's matches")
     return None
 
 
-def apply_strategy(pattern: Pattern, strategy: str, event_types: dict,
-                   ties_allowed: bool) -> Pattern:
-    """The core pattern equivalent to `pattern` under `strategy` (module doc); `event_types`
+def apply_strategy(pattern: Pattern, event_types: dict, ties_allowed: bool) -> Pattern:
+    """The core pattern equivalent to `pattern` under its strategy (module doc); `event_types`
     are the workload's primitive types, `ties_allowed` whether `seq_ties` is `allow`."""
-    if strategy == "any":
+    chosen = pair_strategies(pattern)
+    if set(chosen.values()) <= {"any"}:
         return pattern
     ordered = sorted(pattern.operands, key=lambda o: o.position)
     positives = [o for o in ordered if o.kind != NEGATED]
     extra_operands: dict[str, list[Operand]] = {}
     extra_predicates: list[Expr] = []
     for before, after in pairwise(positives):
-        if strategy == "next":
+        if chosen[after.var] == "any":
+            continue
+        if chosen[after.var] == "next":
             hidden = f"__next_{after.var}"  # users cannot bind names beginning with "__"
             extra_operands[after.var] = [_negated(hidden, after.event_type)]
             extra_predicates += _next_conditions(pattern, positives, after, hidden)

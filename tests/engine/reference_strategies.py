@@ -1,7 +1,7 @@
 """Brute-force reference for selection strategies, written from their definitions (format
 doc, "Selection strategies"), not from the rewrite the loader applies: the matches of the
 pattern under skip-till-any-match (the reference matcher), kept when every pair of
-consecutive variables x, y meets the strategy:
+consecutive variables x, y meets the strategy chosen for the pair:
 
 - next: no event outside the match, of y's type, in y's partition, after x (a later
   timestamp; with `seq_ties: allow` one not earlier) and at a timestamp before y's, satisfies
@@ -13,6 +13,7 @@ consecutive variables x, y meets the strategy:
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 import pandas as pd
 
@@ -23,10 +24,11 @@ from cepplan.workload.model import NEGATED, Workload
 from tests.engine.reference_matcher import reference_matches
 
 
-def strategy_matches(any_workload: Workload, strategy: str | Mapping[str, str],
+def strategy_matches(any_workload: Workload, strategy: str | Mapping[str, Any],
                      events: pd.DataFrame) -> dict[str, list[dict]]:
     """The match objects of every pattern of `any_workload` (its patterns written without a
-    strategy) under `strategy` (one for all, or one per pattern name)."""
+    strategy) under `strategy`: one for all, or per pattern name one strategy or an object
+    naming, per variable, the strategy between it and the variable before it (else any)."""
     pool = [_event(row, any_workload) for row in events.to_dict("records")]
     ties = any_workload.options.seq_ties == "allow"
     out = {}
@@ -44,9 +46,8 @@ def _event(row: dict, workload: Workload) -> dict:
     return event
 
 
-def _keeps(pattern, strategy: str, match: dict, pool: list[dict], ties: bool) -> bool:
-    if strategy == "any":
-        return True
+def _keeps(pattern, strategy: str | Mapping[str, str], match: dict, pool: list[dict],
+           ties: bool) -> bool:
     bound = match["events"]
     own = {(e["type"], e["id"]) for e in bound.values()}
     key = tuple(next(iter(bound.values()))[k] for k in pattern.partition_by)
@@ -55,7 +56,10 @@ def _keeps(pattern, strategy: str, match: dict, pool: list[dict], ties: bool) ->
     order = [o for o in sorted(pattern.operands, key=lambda o: o.position) if o.kind != NEGATED]
     for i in range(1, len(order)):
         x, y = bound[order[i - 1].var], bound[order[i].var]
-        if strategy == "strict":
+        pair = strategy if isinstance(strategy, str) else strategy.get(order[i].var, "any")
+        if pair == "any":
+            continue
+        if pair == "strict":
             if any(x["ts"] < e["ts"] < y["ts"] for e in others):
                 return False
             continue

@@ -94,3 +94,23 @@ def test_next_and_strict_load_as_hidden_negations():
     assert [(o.event_type, o.kind) for o in strict.operands] == [
         ("A", "plain"), ("A", NEGATED), ("B", NEGATED), ("B", "plain")]
     assert "__strict_b_0.ts > a.ts" in [p.text for p in strict.predicates]
+
+
+@pytest.mark.parametrize(("strategy", "place", "fragment"), [
+    ({"a": "next"}, "patterns[0].strategy.a", "'a' is the first event of the match"),
+    ({"z": "next"}, "patterns[0].strategy.z", "'z' is not a variable of this pattern"),
+    ({"b": "nope"}, "patterns[0].strategy.b", "'nope' is not one of 'any', 'next', 'strict'"),
+    (3, "patterns[0].strategy", "expected a string or an object, found 3"),
+])
+def test_a_per_variable_strategy_names_a_later_variable(strategy, place, fragment):
+    with pytest.raises(InputError) as caught:
+        build_workload(doc_with(strategy=strategy), file="w.json")
+    (problem,) = caught.value.problems
+    assert problem.path == place and fragment in problem.message, problem
+
+
+def test_per_variable_strategy_rewrites_only_its_pair():
+    """FlinkCEP's begin(a).followedByAny(b).next(c): only c's pair gets hidden negations."""
+    doc = doc_with(structure=["SEQ", "a:A", "b:B", "c:A"], strategy={"c": "strict"})
+    pattern = build_workload(doc).pattern("p")
+    assert [o.var for o in pattern.operands] == ["a", "b", "__strict_c_0", "__strict_c_1", "c"]
