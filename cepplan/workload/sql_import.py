@@ -23,6 +23,7 @@ _UNITS = {"MILLISECOND": "ms", "SECOND": "s", "MINUTE": "min", "HOUR": "h", "DAY
 _COMPARE = {"EQ": "==", "NEQ": "!=", "LT": "<", "LTE": "<=", "GT": ">", "GTE": ">="}
 _ARITHMETIC = {"Add": "+", "Sub": "-", "Mul": "*", "Div": "/", "Mod": "%"}
 _RESERVED = {"and", "or", "not", "true", "false", "ts"}
+_UNREAD_CLAUSES = {"SUBSET", "WITHIN"}  # clauses sqlglot does not read (WITHIN: other forms)
 
 
 class _Refused(Exception):
@@ -228,6 +229,9 @@ def _parse(sql: str):
         statements = [s for s in sqlglot.parse(sql, read="trino") if s is not None]
     except ParseError as err:
         first = err.errors[0] if err.errors else {}
+        word = str(first.get("highlight", "")).upper()
+        if word in _UNREAD_CLAUSES:
+            raise _Refused(word, f"{word} is not supported") from None
         where = f"line {first.get('line', '?')}, column {first.get('col', '?')}"
         raise _Refused(where, f"not valid SQL: {first.get('description', err)}") from None
     if len(statements) != 1:
@@ -243,10 +247,17 @@ def _parse(sql: str):
         raise _Refused("FROM", "MATCH_RECOGNIZE must read one table by name")
     extra = [k for k in ("where", "group", "having", "order", "limit", "joins", "with")
              if query.args.get(k)]
-    if extra or [e for e in query.expressions if not isinstance(e, exp.Star)]:
-        what = extra[0].upper() if extra else "SELECT"
-        raise _Refused(what, "only SELECT * FROM table MATCH_RECOGNIZE (...) is carried over; "
-                       "the rest of the query is not")
+    if extra:
+        raise _Refused(extra[0].upper(), "only SELECT ... FROM table MATCH_RECOGNIZE (...) is "
+                       "carried over; the rest of the query is not")
+    carried = {m.this.alias for m in match.args.get("measures") or ()
+               if isinstance(m.this, exp.Alias)}
+    carried |= {c.name for c in match.args.get("partition_by") or ()}
+    for item in query.expressions:
+        if not isinstance(item, exp.Star) and not (isinstance(item, exp.Column)
+                                                   and item.name in carried):
+            raise _Refused("SELECT", f"{item.sql()!r}: a match carries its MEASURES and "
+                           "PARTITION BY columns only (or SELECT *)")
     return match, table.name
 
 
