@@ -26,9 +26,9 @@ def import_command(
     output: Path = options.output("The workload.json to write.", Path("workload.json")),
     time_unit: str = typer.Option("s", "--time-unit", help="The unit of the ORDER BY column: "
                                   "ms, s, min, h or d."),
-    within: str | None = typer.Option(None, "--within", metavar="DURATION",
-                                      help="The match's time window, for a query without "
-                                      "Flink's WITHIN (e.g. 10min)."),
+    within: str | None = options.duration("--within", None, "The match's time window, for a "
+                                          "query without Flink's WITHIN.",
+                                          bare="--time-unit"),
     quiet: bool = options.quiet(),
 ) -> None:
     """Write the workload that detects what a SQL MATCH_RECOGNIZE query matches, or say which
@@ -40,10 +40,11 @@ def import_command(
     if time_unit not in ("ms", "s", "min", "h", "d"):
         raise options.option_error("--time-unit", f"{time_unit!r} is not one of ms, s, min, "
                                    "h, d")
+    window = None if within is None else options.duration_value("--within", within, time_unit)
     sql = read_input(query).decode("utf-8", errors="replace")
     sample_format, columns = sample_columns(sample)
     doc = import_query(sql, columns, file=str(query), sample_format=sample_format,
-                       time_unit=time_unit, within=within)
+                       time_unit=time_unit, within=window)
     build_workload(doc, file=str(output))  # what is written is a valid workload
     write_json_atomic(output, doc)
     if not quiet:

@@ -35,10 +35,11 @@ class _Refused(Exception):
 
 
 def import_query(sql: str, columns: Mapping[str, str], *, file: str, sample_format: str,
-                 time_unit: str = "s", within: str | None = None) -> dict[str, Any]:
+                 time_unit: str = "s", within: float | None = None) -> dict[str, Any]:
     """The workload document equivalent to one MATCH_RECOGNIZE query over a table whose
-    columns (name -> double, long, string or bool) are `columns`; `InputError` naming the
-    clause that cannot be carried over."""
+    columns (name -> double, long, string or bool) are `columns` (`within`: the window in
+    `time_unit`, instead of the query's WITHIN); `InputError` naming the clause that cannot
+    be carried over."""
     try:
         return _Query(sql, columns, sample_format, time_unit, within).workload()
     except _Refused as err:
@@ -49,10 +50,10 @@ class _Query:
     """One query being translated (module doc)."""
 
     def __init__(self, sql: str, columns: Mapping[str, str], sample_format: str,
-                 time_unit: str, within: str | None):
+                 time_unit: str, within: float | None):
         self.columns, self.format, self.time_unit = dict(columns), sample_format, time_unit
         found = _WITHIN.search(sql)
-        self.within = within
+        self.within: float | str | None = within
         if found:
             if within is None:
                 self.within = f"{found.group(1)}{_UNITS[found.group(2).upper()]}"

@@ -4,6 +4,7 @@ carry over is refused with one error naming it, exit code 2."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -185,3 +186,15 @@ def test_peer_documentation_queries_are_refused_at_the_clause(name):
         import_query(query, columns, file="q.sql", sample_format="csv")
     (problem,) = caught.value.problems
     assert problem.path == place, problem
+
+
+def test_within_option_is_a_duration_checked_where_it_is_given(tmp_path):
+    sample = tmp_path / "sample.csv"
+    sample.write_text("symbol,ts,price,volume\nx,1,5.0,2\n")
+    query, out = tmp_path / "q.sql", tmp_path / "w.json"
+    query.write_text(BASE.replace("WITHIN INTERVAL '4' SECOND", ""))
+    bad = cepplan("import", str(query), str(sample), "-o", str(out), "--within", "5 parsecs")
+    assert bad.returncode == 2 and bad.stderr.startswith("error: --within: "), bad.stderr
+    good = cepplan("import", str(query), str(sample), "-o", str(out), "--within", "2min")
+    assert good.returncode == 0, good.stderr
+    assert build_workload(json.loads(out.read_text())).patterns[0].window == 120
