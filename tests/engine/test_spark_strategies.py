@@ -1,5 +1,5 @@
 """Selection strategies on the Spark job: every strategy template of the in-process tests,
-under next and strict, in one job over a stream full of equal timestamps, equal the
+under next, strict and a per-variable mix, in one job over a stream full of equal timestamps, equal the
 brute-force reference written from the definitions, under the trivial and a many-step plan."""
 
 from __future__ import annotations
@@ -16,12 +16,20 @@ from tests.engine.test_strategies import SEQUENCES
 from tests.engine.workloads import TYPES
 
 
+STRATEGIES = {"next": "next", "strict": "strict", "mixed": {"c": "strict", "b": "next"}}
+
+
 def strategy_workload(with_strategy: bool):
-    """Each template under next and under strict (named TEMPLATE_STRATEGY), ties allowed."""
+    """Each template under next, strict and a per-variable mix (named TEMPLATE_STRATEGY; the
+    mix names the variables the template has), ties allowed."""
     patterns = []
     for name, (template,) in sorted(SEQUENCES.items()):
-        for strategy in ("next", "strict"):
-            pattern = {**template, "name": f"{name}_{strategy}"}
+        variables = {leaf.split(":")[0] for leaf in template["structure"][2:]
+                     if isinstance(leaf, str)}
+        for label, strategy in STRATEGIES.items():
+            if not isinstance(strategy, str):
+                strategy = {v: s for v, s in strategy.items() if v in variables}
+            pattern = {**template, "name": f"{name}_{label}"}
             if with_strategy:
                 pattern["strategy"] = strategy
             patterns.append(pattern)
