@@ -1,6 +1,7 @@
 """Selection strategies on the Spark job: every strategy template of the in-process tests,
-under next, strict and a per-variable mix, in one job over a stream full of equal timestamps, equal the
-brute-force reference written from the definitions, under the trivial and a many-step plan."""
+under next, strict and a per-variable mix, in one job over a stream full of equal
+timestamps, equal the brute-force reference written from the definitions, under the trivial
+and a many-step plan."""
 
 from __future__ import annotations
 
@@ -14,7 +15,6 @@ from tests.engine.test_matcher_vs_reference import frame
 from tests.engine.test_spark_job import plans_equal_expected
 from tests.engine.test_strategies import SEQUENCES
 from tests.engine.workloads import TYPES
-
 
 STRATEGIES = {"next": "next", "strict": "strict", "mixed": {"c": "strict", "b": "next"}}
 
