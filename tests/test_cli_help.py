@@ -150,7 +150,7 @@ def test_output_is_required_for_directories_and_synth_and_defaulted_for_document
                 for p in c.params if "--output" in p.opts and not p.required}
     assert required == {"synth-mobile", "generate", "run", "cover", "synth"}
     assert defaults == {"stats": "stats.json", "optimize": "plan.json",
-                        "compare": "report.html"}
+                        "compare": "report.html", "import": "workload.json"}
 
 
 def test_time_step_takes_a_unit_everywhere(tmp_path):

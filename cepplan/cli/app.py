@@ -19,6 +19,7 @@ from cepplan.cli import (
     compare_cmd,
     cover_cmd,
     generate_cmd,
+    import_cmd,
     mobility_cmd,
     optimize_cmd,
     run_cmd,
@@ -93,6 +94,7 @@ _command("compare", compare_cmd.compare_command, {"--events": ""})
 _command("serve", serve_cmd.serve_command)
 _command("cover", cover_cmd.cover_command, {**_OUTPUT, "--events": ""})
 _command("synth-mobile", mobility_cmd.synth_mobile)
+_command("import", import_cmd.import_command)
 
 
 def main() -> None:

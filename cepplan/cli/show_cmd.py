@@ -48,6 +48,11 @@ def describe(workload: Workload) -> list[str]:
         lines.append(f"  {pattern.name} = {pattern.operator}({operands})  {window}")
         if pattern.partition_by:
             lines.append(f"    partition by: {', '.join(pattern.partition_by)}")
+        if pattern.strategy != "any":
+            strategy = pattern.strategy if isinstance(pattern.strategy, str) else ", ".join(
+                f"{var}: {name}" for var, name in pattern.strategy.items())
+            lines.append(f"    strategy: {strategy} (the operands marked '!__' are the events "
+                         "it excludes)")
         if pattern.latency:
             bounds = []
             if pattern.latency.max_steps is not None:

@@ -54,6 +54,7 @@ from cepplan.workload.model import (
 )
 from cepplan.workload.names import RULE, is_name
 from cepplan.workload.paths import json_path
+from cepplan.workload.strategies import apply_strategy, strategy_problem
 from cepplan.workload.structure import RawOperand, read_structure
 
 
@@ -290,14 +291,28 @@ class _Builder:
         emit, emit_types = self.emit(spec.get("emit", {}), variables, path)
         if len(self.problems) > before:
             return None
-        return Pattern(
+        pattern = Pattern(
             name=spec["name"], operator=operator, operands=tuple(operands),
             predicates=tuple(predicates), window=window, partition_by=partition_by,
             latency=self.latency(spec.get("latency"), (*path, "latency")),
             contexts=tuple(spec.get("contexts", ())),
             emit=MappingProxyType(emit), emit_types=MappingProxyType(emit_types),
             weight=float(spec.get("weight", 1.0)), index=index,
+            strategy=_frozen(spec.get("strategy", "any")),
         )
+        return self.with_strategy(pattern, event_types, path)
+
+    def with_strategy(self, pattern: Pattern, event_types: Mapping[str, EventType],
+                      path: tuple) -> Pattern | None:
+        """The pattern rewritten for its selection strategy (strategies.py), or None when the
+        strategy cannot apply to it (reported)."""
+        problem = strategy_problem(pattern)
+        if problem:
+            place, message = problem
+            self.error((*path, "strategy", *([place] if place else [])), message)
+            return None
+        ties = self.raw.get("options", {}).get("seq_ties", "strict") == "allow"
+        return apply_strategy(pattern, dict(event_types), ties)
 
     def attrs(self, type_name: str, event_types: Mapping[str, EventType],
               done: Mapping[str, Pattern]) -> Mapping[str, str]:
@@ -624,6 +639,10 @@ def _occurrence_model(model: Mapping[str, Any], time_unit: str, error,
             return None
     return OccurrenceModel("markov", order=order, time_step=step,
                            transition=tuple((float(a), float(b)) for a, b in matrix))
+
+
+def _frozen(strategy: str | dict[str, str]) -> str | Mapping[str, str]:
+    return strategy if isinstance(strategy, str) else MappingProxyType(dict(strategy))
 
 
 def _check_emit_refs(expr, variables: Mapping[str, VarInfo]) -> None:

@@ -99,6 +99,8 @@ class Pattern:
     emit_types: Mapping[str, str] = field(default_factory=_empty)
     weight: float = 1.0
     index: int = 0
+    # selection strategy, for all pairs or per later variable; already rewritten (strategies.py)
+    strategy: str | Mapping[str, str] = "any"
 
     @cached_property
     def variables(self) -> tuple[str, ...]:

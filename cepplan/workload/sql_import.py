@@ -1,0 +1,295 @@
+"""SQL `MATCH_RECOGNIZE` queries into workload.json patterns (`cepplan import`).
+
+The query is parsed by sqlglot (a maintained SQL parser); what it carries over keeps the
+query's meaning (docs/import.md): `PATTERN` of single-row variables in strict contiguity
+(`strategy: strict`), `PARTITION BY`, `ORDER BY` one numeric time column, `DEFINE` with
+`PREV`/`NEXT`/`FIRST`/`LAST`, `MEASURES` (as `emit`), `AFTER MATCH SKIP TO NEXT ROW` and
+Flink's `WITHIN` (which sqlglot does not read: it is taken from the text after `PATTERN`).
+Every other clause is refused with a `Problem` naming it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from cepplan.errors import InputError, Problem
+from cepplan.workload.names import is_name
+
+_WITHIN = re.compile(r"\bWITHIN\s+INTERVAL\s+'(\d+(?:\.\d+)?)'\s+"
+                     r"(MILLISECOND|SECOND|MINUTE|HOUR|DAY)S?\b", re.IGNORECASE)
+_UNITS = {"MILLISECOND": "ms", "SECOND": "s", "MINUTE": "min", "HOUR": "h", "DAY": "d"}
+_COMPARE = {"EQ": "==", "NEQ": "!=", "LT": "<", "LTE": "<=", "GT": ">", "GTE": ">="}
+_ARITHMETIC = {"Add": "+", "Sub": "-", "Mul": "*", "Div": "/", "Mod": "%"}
+_RESERVED = {"and", "or", "not", "true", "false", "ts"}
+_UNREAD_CLAUSES = {"SUBSET", "WITHIN"}  # clauses sqlglot does not read (WITHIN: other forms)
+
+
+class _Refused(Exception):
+    """A part of the query that cannot be carried over: its place and why."""
+
+    def __init__(self, place: str, message: str):
+        super().__init__(message)
+        self.place, self.message = place, message
+
+
+def import_query(sql: str, columns: Mapping[str, str], *, file: str, sample_format: str,
+                 time_unit: str = "s", within: float | None = None) -> dict[str, Any]:
+    """The workload document equivalent to one MATCH_RECOGNIZE query over a table whose
+    columns (name -> double, long, string or bool) are `columns` (`within`: the window in
+    `time_unit`, instead of the query's WITHIN); `InputError` naming the clause that cannot
+    be carried over."""
+    try:
+        return _Query(sql, columns, sample_format, time_unit, within).workload()
+    except _Refused as err:
+        raise InputError([Problem(file, err.place, err.message)]) from None
+
+
+class _Query:
+    """One query being translated (module doc)."""
+
+    def __init__(self, sql: str, columns: Mapping[str, str], sample_format: str,
+                 time_unit: str, within: float | None):
+        self.columns, self.format, self.time_unit = dict(columns), sample_format, time_unit
+        found = _WITHIN.search(sql)
+        self.within: float | str | None = within
+        if found:
+            if within is None:
+                self.within = f"{found.group(1)}{_UNITS[found.group(2).upper()]}"
+            sql = sql[:found.start()] + " " * (found.end() - found.start()) + sql[found.end():]
+        self.match, self.table = _parse(sql)
+        self.variables: list[str] = []
+        self.time_column = ""
+
+    def workload(self) -> dict[str, Any]:
+        from sqlglot import exp
+
+        args = self.match.args
+        self.variables = _pattern_variables(args.get("pattern"))
+        self.time_column = self.order_column(args.get("order"))
+        if args.get("after") is None or args["after"].name.upper() != "AFTER MATCH SKIP TO " \
+                "NEXT ROW":
+            shown = args["after"].name if args.get("after") else "AFTER MATCH SKIP PAST LAST ROW"
+            raise _Refused("AFTER MATCH SKIP", f"{shown!r}"
+                           + (" (the default)" if args.get("after") is None else "")
+                           + " is not supported: cepplan reports every match, as AFTER MATCH "
+                           "SKIP TO NEXT ROW does; write that clause to import the query")
+        rows = args.get("rows")
+        if rows is not None and rows.name.upper() != "ONE ROW PER MATCH":
+            raise _Refused("ROWS PER MATCH", f"{rows.name!r} is not supported: cepplan writes "
+                           "one record per match (ONE ROW PER MATCH)")
+        partition = []
+        for column in args.get("partition_by") or ():
+            if not isinstance(column, exp.Column) or column.table:
+                raise _Refused("PARTITION BY", f"{column.sql()!r}: only plain columns")
+            partition.append(self.attribute(column.name, "PARTITION BY"))
+        where = []
+        defined = set()
+        for item in args.get("define") or ():
+            var = item.alias
+            place = f"DEFINE {var}"
+            if var not in self.variables:
+                raise _Refused(place, f"{var!r} is not a variable of the PATTERN "
+                               f"({' '.join(self.variables)})")
+            defined.add(var)
+            where.append(self.expression(item.this, place, var))
+        emit = {}
+        for measure in args.get("measures") or ():
+            place = f"MEASURES {measure.this.alias or measure.sql()}"
+            if measure.args.get("window_frame") and measure.args["window_frame"] != "FINAL":
+                raise _Refused(place, "RUNNING measures are not supported (a match's values "
+                               "are final)")
+            if not isinstance(measure.this, exp.Alias) or not is_name(measure.this.alias):
+                raise _Refused(place, "a measure needs a name: EXPRESSION AS name")
+            emit[measure.this.alias] = self.expression(measure.this.this, place, None)
+        pattern: dict[str, Any] = {
+            "name": _name(self.match, self.table),
+            "structure": ["SEQ", *(f"{v}:{self.table}" for v in self.variables)],
+            "strategy": "strict"}
+        if where:
+            pattern["where"] = where
+        if partition:
+            pattern["partition_by"] = partition
+        if len(self.variables) > 1:
+            if self.within is None:
+                raise _Refused("PATTERN", "cepplan needs a time window for a sequence: add "
+                               "Flink's WITHIN INTERVAL '10' SECOND after PATTERN (...), or "
+                               "give --within")
+            pattern["within"] = self.within
+        if emit:
+            pattern["emit"] = emit
+        attributes = {c: t for c, t in self.columns.items() if c != self.time_column}
+        return {"format": "cepplan.workload/1", "name": pattern["name"],
+                "time_unit": self.time_unit,
+                "source": {"format": self.format, "type": self.table,
+                           "time_column": self.time_column},
+                "event_types": {self.table: {"attributes": attributes}},
+                "patterns": [pattern]}
+
+    def order_column(self, order) -> str:
+        from sqlglot import exp
+
+        keys = order.expressions if order is not None else []
+        if len(keys) != 1 or keys[0].args.get("desc") or not isinstance(keys[0].this,
+                                                                        exp.Column):
+            raise _Refused("ORDER BY", "order the rows by one time column, ascending")
+        name = keys[0].this.name
+        kind = self.columns.get(name)
+        if kind not in ("long", "double"):
+            problem = "is not a column of the events" if kind is None else f"holds {kind}s"
+            raise _Refused("ORDER BY", f"{name!r} {problem}: cepplan reads the time as a "
+                           "number of time units")
+        return name
+
+    def attribute(self, name: str, place: str) -> str:
+        if name not in self.columns:
+            raise _Refused(place, f"{name!r} is not a column of the events "
+                           f"({', '.join(sorted(self.columns))})")
+        if name == "ts" and name != self.time_column:
+            raise _Refused(place, "a column named 'ts' that is not the ORDER BY column: "
+                           "cepplan reserves ts for the event's time")
+        return "ts" if name == self.time_column else name
+
+    def expression(self, node, place: str, current: str | None) -> str:
+        """cepplan's expression text for a SQL expression of DEFINE (`current`: the variable
+        being defined) or MEASURES (`current` None: columns must name their variable)."""
+        from sqlglot import exp
+
+        def text(n) -> str:
+            return self.expression(n, place, current)
+
+        kind = type(node).__name__
+        if isinstance(node, exp.Paren):
+            return f"({text(node.this)})"
+        if isinstance(node, exp.Column):
+            return self.reference(node, place, current, 0)
+        if isinstance(node, exp.Literal):
+            return node.this if not node.is_string else "'" + node.this.replace(
+                "\\", "\\\\").replace("'", "\\'") + "'"
+        if isinstance(node, exp.Boolean):
+            return "true" if node.this else "false"
+        if isinstance(node, (exp.And, exp.Or)):
+            return f"{text(node.this)} {kind.lower()} {text(node.expression)}"
+        if isinstance(node, exp.Not):
+            return f"not ({text(node.this)})"
+        if isinstance(node, exp.Neg):
+            return f"-({text(node.this)})"
+        if kind in _COMPARE:
+            return f"{text(node.this)} {_COMPARE[kind]} {text(node.expression)}"
+        if kind in _ARITHMETIC:
+            return f"({text(node.this)} {_ARITHMETIC[kind]} {text(node.expression)})"
+        if isinstance(node, exp.Abs):
+            return f"abs({text(node.this)})"
+        if isinstance(node, (exp.First, exp.Last)):
+            return self.navigation(kind.upper(), [node.this], place, current)
+        if isinstance(node, exp.Anonymous) and node.name.upper() in ("PREV", "NEXT", "FIRST",
+                                                                     "LAST"):
+            return self.navigation(node.name.upper(), node.expressions, place, current)
+        raise _Refused(place, f"{node.sql()!r:.80} is not supported (supported: columns, "
+                       "literals, comparisons, arithmetic, AND/OR/NOT, ABS, PREV, NEXT, FIRST, "
+                       "LAST)")
+
+    def navigation(self, func: str, args: list, place: str, current: str | None) -> str:
+        """PREV/NEXT move to the row before/after a variable's row, which under strict
+        contiguity is the neighbouring variable's; FIRST/LAST of a single-row variable are
+        its row."""
+        from sqlglot import exp
+
+        offset = 1
+        if len(args) == 2 and isinstance(args[1], exp.Literal) and args[1].this.isdigit():
+            offset = int(args[1].this)
+        elif len(args) != 1:
+            raise _Refused(place, f"{func} takes a column and an optional whole offset")
+        if not isinstance(args[0], exp.Column) or (func in ("FIRST", "LAST") and offset != 1):
+            raise _Refused(place, f"{func} of anything but a column is not supported")
+        shift = {"PREV": -offset, "NEXT": offset}.get(func, 0)
+        return self.reference(args[0], place, current, shift)
+
+    def reference(self, column, place: str, current: str | None, shift: int) -> str:
+        var = column.table or current
+        if var is None:
+            raise _Refused(place, f"{column.sql()!r}: name the variable (A.{column.name})")
+        if var not in self.variables:
+            raise _Refused(place, f"{var!r} is not a variable of the PATTERN "
+                           f"({' '.join(self.variables)})")
+        index = self.variables.index(var) + shift
+        if not 0 <= index < len(self.variables):
+            raise _Refused(place, f"{column.sql()!r} moved {abs(shift)} row(s) from {var} "
+                           "reads a row outside the match, which cepplan does not keep")
+        return f"{self.variables[index]}.{self.attribute(column.name, place)}"
+
+
+def _parse(sql: str):
+    """The query's MATCH_RECOGNIZE clause and the table it reads."""
+    import sqlglot
+    from sqlglot import exp
+    from sqlglot.errors import ParseError
+
+    try:
+        statements = [s for s in sqlglot.parse(sql, read="trino") if s is not None]
+    except ParseError as err:
+        first = err.errors[0] if err.errors else {}
+        word = str(first.get("highlight", "")).upper()
+        if word in _UNREAD_CLAUSES:
+            raise _Refused(word, f"{word} is not supported") from None
+        where = f"line {first.get('line', '?')}, column {first.get('col', '?')}"
+        raise _Refused(where, f"not valid SQL: {first.get('description', err)}") from None
+    if len(statements) != 1:
+        raise _Refused("query", f"expected one query, found {len(statements)}")
+    (query,) = statements
+    match = query.find(exp.MatchRecognize)
+    if not isinstance(query, exp.Select) or match is None:
+        raise _Refused("query", "not a MATCH_RECOGNIZE query: expected SELECT * FROM table "
+                       "MATCH_RECOGNIZE (...)")
+    source = query.args.get("from_") or query.args.get("from")
+    table = source.this if source is not None else None
+    if not isinstance(table, exp.Table) or not is_name(table.name):
+        raise _Refused("FROM", "MATCH_RECOGNIZE must read one table by name")
+    extra = [k for k in ("where", "group", "having", "order", "limit", "joins", "with")
+             if query.args.get(k)]
+    if extra:
+        raise _Refused(extra[0].upper(), "only SELECT ... FROM table MATCH_RECOGNIZE (...) is "
+                       "carried over; the rest of the query is not")
+    carried = {m.this.alias for m in match.args.get("measures") or ()
+               if isinstance(m.this, exp.Alias)}
+    carried |= {c.name for c in match.args.get("partition_by") or ()}
+    for item in query.expressions:
+        if not isinstance(item, exp.Star) and not (isinstance(item, exp.Column)
+                                                   and item.name in carried):
+            raise _Refused("SELECT", f"{item.sql()!r}: a match carries its MEASURES and "
+                           "PARTITION BY columns only (or SELECT *)")
+    return match, table.name
+
+
+def _pattern_variables(pattern) -> list[str]:
+    """The PATTERN's variables, in order; anything but single-row variables is refused."""
+    text = pattern.name if pattern is not None else ""
+    for token, construct in (("|", "alternation"), ("(", "grouping"), ("{-", "exclusion"),
+                             ("^", "an anchor"), ("$", "an anchor")):
+        if token in text:
+            raise _Refused("PATTERN", f"{construct} ({token!r}) is not supported")
+    variables = []
+    for token in text.split():
+        if token.upper().startswith("PERMUTE"):
+            raise _Refused("PATTERN", "PERMUTE is not supported")
+        name = re.match(r"\w+", token)
+        if name is None or name.group() != token:
+            quantifier = token[name.end():] if name else token
+            raise _Refused("PATTERN", f"the quantifier {quantifier!r} on "
+                           f"{name.group() if name else token} is not supported: each variable "
+                           "matches one row")
+        if not is_name(token) or token in _RESERVED or token.startswith("__"):
+            raise _Refused("PATTERN", f"{token!r} cannot be a cepplan variable name")
+        if token in variables:
+            raise _Refused("PATTERN", f"{token} appears twice: each variable matches one row")
+        variables.append(token)
+    if not variables:
+        raise _Refused("PATTERN", "missing or empty")
+    return variables
+
+
+def _name(match, table: str) -> str:
+    alias = match.args.get("alias")
+    name = alias.name if alias is not None else ""
+    return name if is_name(name) else f"{table}_match"
