@@ -115,7 +115,7 @@ def test_unordered_input_falls_back_to_the_shuffle_plan(spark, tmp_path, tiny_ra
         body.insert(at + 700, body.pop(at))
     path = tmp_path / "late.csv"
     path.write_text(lines[0] + "".join(body))
-    tiny_ranges(4096)
+    tiny_ranges(32 << 10)  # a dozen ranges, each displaced row in another one
     _, remote = both(spark, job_data(workload, trivial_plan(workload)), path, tmp_path, "late")
     assert remote["spark_plan"] == "shuffle"
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
