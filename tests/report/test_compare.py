@@ -6,20 +6,14 @@ from __future__ import annotations
 import html
 import json
 import re
-import subprocess
-import sys
 from html.parser import HTMLParser
 
 import pytest
 
 from tests.conftest import EXAMPLES
+from tests.in_process import cepplan
 
 EXAMPLE_NAMES = sorted(p.name for p in EXAMPLES.iterdir() if (p / "workload.json").exists())
-
-
-def cepplan(*args: str, cwd=None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "cepplan", *args], capture_output=True,
-                          text=True, timeout=120, cwd=cwd)
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,34 @@
+"""`cepplan ARGS...` through its console entry point in the test process: the same argument
+parsing, error rendering and exit codes as the `cepplan` command, without starting a Python
+and importing cepplan, pandas and the solvers again for every call (seconds each under load).
+Tests about the process itself (signals, children, the console script) start a real one."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from cepplan.cli.app import main
+
+
+def cepplan(*args: object, cwd: str | Path | None = None) -> subprocess.CompletedProcess:
+    """Run `cepplan ARGS...` (in `cwd` if given); its exit code, stdout and stderr."""
+    out, err = io.StringIO(), io.StringIO()
+    command, argv, here = ["cepplan", *map(str, args)], sys.argv, Path.cwd()
+    sys.argv = command
+    try:
+        if cwd is not None:
+            os.chdir(cwd)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            main()
+        code = 0
+    except SystemExit as exit_:
+        code = exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else 1)
+    finally:
+        sys.argv = argv
+        os.chdir(here)
+    return subprocess.CompletedProcess(command, code, out.getvalue(), err.getvalue())
