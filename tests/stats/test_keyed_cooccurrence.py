@@ -7,11 +7,11 @@ import bisect
 import itertools
 import json
 import random
-import subprocess
-import sys
 
 import pandas as pd
 import pytest
+
+from tests.in_process import cepplan
 
 WINDOW = 20.0
 
@@ -58,8 +58,8 @@ def _tuples_per_time(table: pd.DataFrame, types: str, seq: bool) -> float:
 def test_candidate_tuples_within_keys_match_a_direct_count(tmp_path, operator):
     """Keys lacking a type once counted every earlier key's events as its partners (AND)."""
     workload, events = _case(tmp_path, operator)
-    subprocess.run([sys.executable, "-m", "cepplan", "stats", str(events), "-w", str(workload),
-                    "-o", str(tmp_path / "stats.json"), "-q"], check=True, timeout=300)
+    done = cepplan("stats", events, "-w", workload, "-o", tmp_path / "stats.json", "-q")
+    assert done.returncode == 0, done.stderr
     measured = json.loads((tmp_path / "stats.json").read_text())["keyed"]["p"]
     tuples = measured["cooccurrence"]["tuples"]
     table = pd.read_csv(events)
