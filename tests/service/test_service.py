@@ -304,7 +304,7 @@ def test_hostile_request_gets_a_problem_document(server, openapi, case):
 # -- every setting, any JSON value ------------------------------------------------------------
 
 @pytest.mark.parametrize("name", sorted(SETTINGS))
-@settings(max_examples=40, deadline=None,
+@settings(max_examples=40,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(value=VALUES)
 def test_any_value_of_a_setting_is_planned_or_refused_by_name(server, name, value):
