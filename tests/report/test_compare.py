@@ -251,12 +251,12 @@ def _without_contexts(example, tmp_path):
 
 @pytest.fixture(scope="module")
 def traffic(tmp_path_factory):
-    """The traffic example on its first 1,200 events: statistics with the share of time each
+    """The traffic example on its first 600 events: statistics with the share of time each
     set of contexts held, and a report run with and without contexts on those events."""
     folder = tmp_path_factory.mktemp("traffic")
     example = EXAMPLES / "traffic"
     events = folder / "events.csv"
-    events.write_text("".join((example / "events.csv").read_text().splitlines(True)[:1201]))
+    events.write_text("".join((example / "events.csv").read_text().splitlines(True)[:601]))
     stats = folder / "stats.json"
     done = cepplan("stats", str(events), "-w", str(example / "workload.json"), "-o", str(stats),
                    "--engine", "local", "-q")
