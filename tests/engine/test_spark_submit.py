@@ -32,10 +32,10 @@ def events(n: int) -> pd.DataFrame:
 
 
 def test_many_matches_with_a_tiny_driver(tmp_path):
-    """About 27,000 matches (~10 MB of JSON lines) written with a 512 MiB driver that may
+    """About 90,000 matches (~33 MB of JSON lines) written with a 512 MiB driver that may
     receive at most 1 MiB of task results: only possible if the executors write them."""
     workload = pairs_workload("csv")
-    stream = events(6_000)
+    stream = events(20_000)
     source = tmp_path / "events.csv"
     write_events(stream, workload, source)
     job = generate(workload, trivial_plan(workload), tmp_path / "job")
@@ -47,8 +47,8 @@ def test_many_matches_with_a_tiny_driver(tmp_path):
     expected = sum(int(np.count_nonzero(values[i + 1:i + 11] > values[i]))
                    for i in range(len(values)))
     written = sum(sum(1 for _ in part.open()) for part in (out / "matches").glob("part-*"))
-    assert written == expected > 25_000
-    assert sum(p.stat().st_size for p in (out / "matches").glob("part-*")) > 9 << 20
+    assert written == expected > 80_000
+    assert sum(p.stat().st_size for p in (out / "matches").glob("part-*")) > 30 << 20
 
 
 def test_failure_cause_reaches_the_user(tmp_path):
