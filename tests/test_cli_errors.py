@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 
 from tests.conftest import EXAMPLES, ROOT
+from tests.in_process import cepplan
 
 
 def _cepplan(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "cepplan", *args], capture_output=True,
-                          text=True, cwd=ROOT, timeout=120)
+    return cepplan(*args, cwd=ROOT)
 
 
 def _stocks_with(tmp_path, predicate: str):

@@ -22,6 +22,7 @@ from cepplan.cli.app import app
 from cepplan.errors import InputError
 from cepplan.planner.strategies import STRATEGIES
 from tests.conftest import EXAMPLES, ROOT
+from tests.in_process import cepplan
 
 COMMANDS = sorted(typer.main.get_command(app).commands)
 HEAVY = ("pandas", "pyspark", "pyarrow", "scipy", "ortools", "numpy", "jsonschema", "networkx")
@@ -90,9 +91,8 @@ def test_importing_the_app_loads_nothing_heavy():
 
 def test_old_spellings_still_work_with_a_note(tmp_path):
     workload = str(EXAMPLES / "fraud" / "workload.json")
-    result = subprocess.run([sys.executable, "-m", "cepplan", "optimize", workload, "--out",
-                             str(tmp_path / "p.json"), "--k", "2", "-q"],
-                            capture_output=True, text=True, cwd=ROOT)
+    result = cepplan("optimize", workload, "--out", tmp_path / "p.json", "--k", "2", "-q",
+                     cwd=ROOT)
     assert result.returncode == 0, result.stderr
     assert "note: --out is deprecated: use --output" in result.stderr
     assert "note: --k is deprecated: use -k" in result.stderr
@@ -180,8 +180,7 @@ def test_option_errors_have_one_prefix_style(tmp_path):
              ["synth", workload, "-o", str(tmp_path / "e.csv"), "--duration", "-1"],
              ["synth", workload, "-o", str(tmp_path / "e.csv"), "--rate", "Nope=1"]]
     for args in cases:
-        done = subprocess.run([sys.executable, "-m", "cepplan", *args], capture_output=True,
-                              text=True, cwd=ROOT)
+        done = cepplan(*args, cwd=ROOT)
         assert done.returncode == 2, done.stderr
         flag = next(a for a in args if a.startswith("--") and a != "--output")
         assert done.stderr.startswith(f"error: {flag}: "), done.stderr

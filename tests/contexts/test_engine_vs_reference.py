@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cepplan.engine_adapter.job_spec import job_data
@@ -39,7 +39,7 @@ def _same(found: dict, expected: dict) -> None:
             name
 
 
-@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=50)
 @given(st.lists(EVENT, min_size=1, max_size=26), st.sampled_from([WORKLOAD, EAGER]))
 def test_random_streams_match_filtered_reference(rows, workload):
     events = frame(rows)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cepplan.engine_adapter.job_spec import job_data
@@ -78,7 +78,7 @@ def test_traffic_example_equals_the_context_stage(tmp_path):
     assert metrics["rows_to_matchers_by_pattern"]["toll"] <= toll["rows_seen"]
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=30)
 @given(st.lists(EVENT, min_size=1, max_size=26), st.sampled_from([WORKLOAD, EAGER]))
 def test_random_streams_equal_the_context_stage_and_reference(rows, workload):
     events = frame(rows)

@@ -20,7 +20,7 @@ WINDOW = st.tuples(st.integers(0, 20), st.integers(1, 10),
                    st.frozensets(st.sampled_from(QUERIES), min_size=1, max_size=3))
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=200)
 @given(st.lists(WINDOW, min_size=1, max_size=8))
 def test_grouping_gives_the_brute_force_workload_at_every_instant(raw):
     windows = [(float(s), float(s + n), q) for s, n, q in raw]

@@ -128,7 +128,7 @@ def test_partial_matches_per_window_match_tuples_counted_within_keys(skew):
         assert node_cost(variables, window, by_var, {}, True) > 3 * measured  # unkeyed
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=40)
 @given(operator=st.sampled_from(["SEQ", "AND"]), n=st.integers(2, 3),
        window=st.floats(0.1, 20.0),
        rates=st.lists(st.floats(0.001, 2.0), min_size=3, max_size=3))

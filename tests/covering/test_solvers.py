@@ -51,7 +51,7 @@ def assert_is_cover(inst: CoverInstance, chosen, assignment) -> None:
 
 
 @given(instances(weighted=True))
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60)
 def test_cpsat_is_optimal_like_brute_force(inst):
     result = solve_cpsat(inst, time_limit=5.0)
     assert result.status == "optimal" and result.gap == 0.0
@@ -60,7 +60,7 @@ def test_cpsat_is_optimal_like_brute_force(inst):
 
 
 @given(instances(max_size=60))
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=40)
 def test_cpsat_never_takes_more_than_either_heuristic(inst):
     exact, greedy, neighbour = solve_cpsat(inst, 5.0), solve_mqc(inst), solve_mnh(inst)
     for result in (exact, greedy, neighbour):

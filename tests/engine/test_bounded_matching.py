@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from benchmarks.stock_bars import write_bars, write_workload
@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.parametrize("template", sorted(TEMPLATES))
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=30)
 @given(rows=st.lists(EVENT, max_size=14), chunk=st.integers(1, 8), piece=st.integers(1, 3),
        data=st.data())
 def test_pieces_of_a_few_rows_give_the_reference_matches_in_the_unsplit_order(

@@ -9,7 +9,7 @@ import random
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cepplan.engine_adapter.job_spec import job_data
@@ -28,7 +28,7 @@ NEGATIONS = sorted(t for t in TEMPLATES if t.startswith("not_"))
 
 
 @pytest.mark.parametrize("template", NEGATIONS)
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=40)
 @given(rows=st.lists(EVENT, max_size=12), chunk=st.integers(1, 6))
 def test_held_back_matches_equal_the_reference(template, rows, chunk):
     wl = workload(TEMPLATES[template])

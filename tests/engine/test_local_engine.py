@@ -26,6 +26,7 @@ from cepplan.stats.synth_write import write_events
 from cepplan.workload import load_workload
 from tests.engine.example_data import EXAMPLES, stepwise_plan, thin_example
 from tests.engine.reference_matcher import canonical, reference_matches
+from tests.in_process import cepplan
 
 SAME = ("rows_read", "rows_rejected", "rows_to_matchers", "rows_to_matchers_by_pattern",
         "matches", "kleene_cap_hits")
@@ -176,12 +177,9 @@ def test_cli_auto_runs_locally_and_rejects_bad_input(tmp_path):
     """`cepplan run` picks the local engine by default and says so; a bad --engine and an
     event file without the workload's columns are one-line errors with exit code 2."""
     example = EXAMPLES / "fraud"
-    cli = [sys.executable, "-m", "cepplan"]
     plan = tmp_path / "plan.json"
-    subprocess.run([*cli, "optimize", str(example / "workload.json"), "-o", str(plan),
-                    "--quiet"], check=True)
-    done = subprocess.run([*cli, "run", str(plan), str(example / "events.csv"),
-                           "-o", str(tmp_path / "out")], capture_output=True, text=True)
+    assert cepplan("optimize", example / "workload.json", "-o", plan, "--quiet").returncode == 0
+    done = cepplan("run", plan, example / "events.csv", "-o", tmp_path / "out")
     assert done.returncode == 0, done.stderr
     assert "engine: local" in done.stdout
     assert json.loads((tmp_path / "out" / "metrics.json").read_text())["engine"] == "local"
@@ -189,8 +187,7 @@ def test_cli_auto_runs_locally_and_rejects_bad_input(tmp_path):
     bad.write_text("event,ts,user\nLogin,1,u\n")
     for extra in (["--engine", "fast"], []):
         events = str(example / "events.csv") if extra else str(bad)
-        done = subprocess.run([*cli, "run", str(plan), events, "-o",
-                               str(tmp_path / "out"), *extra], capture_output=True, text=True)
+        done = cepplan("run", plan, events, "-o", tmp_path / "out", *extra)
         assert done.returncode == 2
         assert "Traceback" not in done.stderr
         assert len(done.stderr.strip().splitlines()) == 1

@@ -126,7 +126,7 @@ KEY_VALUES = st.lists(st.tuples(st.sampled_from(["k1", "k2", "é", None]),
                                 st.sampled_from([1.0, 2.0, float("nan")])), max_size=40)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=200)
 @given(KEY_VALUES, st.sampled_from([("s",), ("f",), ("s", "f"), ("f", "s")]))
 def test_numpy_key_groups_equal_pandas_groups(rows, keys):
     """The groups of NumPy columns (Arrow's hash) are pandas' groupby(sort=False) groups:

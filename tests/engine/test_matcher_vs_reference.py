@@ -7,7 +7,7 @@ import random
 
 import pandas as pd
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cepplan.engine_adapter.job_spec import job_data
@@ -51,7 +51,7 @@ def same_matches(runtime: dict[str, list[dict]], reference: dict[str, list[dict]
 
 @pytest.mark.parametrize("ties", ["strict", "allow"])
 @pytest.mark.parametrize("template", sorted(TEMPLATES))
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=40)
 @given(rows=st.lists(EVENT, max_size=12), chunk=st.integers(1, 6), data=st.data())
 def test_runtime_equals_reference(template, ties, rows, chunk, data):
     wl = workload(TEMPLATES[template], seq_ties=ties)
@@ -67,7 +67,7 @@ TIED = st.tuples(st.sampled_from(TYPES), st.integers(0, 1), st.integers(0, 4),
 
 
 @pytest.mark.parametrize("template", sorted(TEMPLATES))
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=25)
 @given(rows=st.lists(TIED, max_size=10), chunk=st.integers(1, 4), data=st.data())
 def test_many_ties_allowed(template, rows, chunk, data):
     """`seq_ties: allow` on streams where most events share a timestamp (two distinct

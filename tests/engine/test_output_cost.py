@@ -34,7 +34,7 @@ ROWS = 1500  # of each example's events file
 TEXT = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=40)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60)
 @given(st.lists(TEXT, min_size=1, max_size=50), st.data())
 def test_gathered_equals_take(values, data):
     """Short strings (inline in their views), long ones, empty and non-ASCII ones, from a

@@ -63,7 +63,7 @@ def _reference(table: Table, name: str, matches: Matches) -> str:
     return "".join(lines)
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=80)
 @given(tables(), st.data())
 def test_lines_are_the_match_objects(table, data):
     """Every line, in order, is `json.dumps` of its match object; each Arrow value is one
@@ -90,7 +90,7 @@ def test_lines_are_the_match_objects(table, data):
     assert records.lines_text(lines) == _reference(table, name, matches)
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=30)
 @given(tables(), st.data())
 def test_shared_event_texts(table, data):
     """Two tables over one pool of events (each row's pool row in `ROW_COLUMN`) render

@@ -9,7 +9,7 @@ import random
 import tempfile
 from pathlib import Path
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cepplan.engine_adapter.job_spec import job_data
@@ -49,7 +49,7 @@ def test_the_plan_shares_across_contexts():
     assert plan.groups() == [["idle_only", "acb", "aca", "pair"]]
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=25)
 @given(st.lists(EVENT, min_size=1, max_size=30))
 def test_shared_with_contexts_equals_alone_and_the_reference(rows):
     events = frame(rows)

@@ -53,10 +53,12 @@ def both(spark, data, path, tmp_path, name: str) -> tuple[dict, dict]:
 def test_examples_equal_the_local_engine(spark, tmp_path, tiny_ranges, example, kinds):
     """The bundled CSV examples the range-local plan takes (all are in time order; network's
     hierarchy and traffic's contexts take the shuffle plan, tested in test_spark_job and
-    tests/contexts), cut into ranges of a few kilobytes: equal to the in-process engine."""
+    tests/contexts), cut into a dozen ranges: equal to the in-process engine. Boundaries at
+    every tie are the random streams' test; each range is a task that sets up every pattern
+    (51 for trading_rules), so cutting the examples finer costs seconds per range."""
     workload = load_workload(EXAMPLES / example / "workload.json")
     path = EXAMPLES / example / "events.csv"
-    tiny_ranges(max(256, path.stat().st_size // 40))
+    tiny_ranges(max(256, path.stat().st_size // 12))
     plans = {"trivial": trivial_plan(workload), "steps": stepwise_plan(workload)}
     for kind in kinds:
         local, remote = both(spark, job_data(workload, plans[kind]), path, tmp_path, kind)
@@ -113,7 +115,7 @@ def test_unordered_input_falls_back_to_the_shuffle_plan(spark, tmp_path, tiny_ra
         body.insert(at + 700, body.pop(at))
     path = tmp_path / "late.csv"
     path.write_text(lines[0] + "".join(body))
-    tiny_ranges(4096)
+    tiny_ranges(32 << 10)  # a dozen ranges, each displaced row in another one
     _, remote = both(spark, job_data(workload, trivial_plan(workload)), path, tmp_path, "late")
     assert remote["spark_plan"] == "shuffle"
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []

@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cepplan.errors import InputError
@@ -287,7 +287,7 @@ def _replaced(section: str, path: tuple, value) -> dict:
     return doc
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=200)
 @given(place=st.sampled_from(PLACES), value=JSON | st.sampled_from(
     [-1, 0, 1e308, -1e308, "", "clear", [], {}, [[0, 0, 0]], [0, 0, 1, 1]]))
 def test_any_contexts_or_consumers_shape_builds_or_is_an_input_error(place, value):

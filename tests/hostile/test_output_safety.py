@@ -277,7 +277,7 @@ def _may_change(name: str, out: Path, base: Path, existed: bool) -> tuple[str, .
 
 
 @pytest.mark.parametrize("name", list(WRITERS))
-@settings(max_examples=20, deadline=None, derandomize=True,
+@settings(max_examples=20, derandomize=True,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(shape=st.sampled_from(SHAPES), absolute=st.booleans(), slash=st.booleans())
 @example(shape="workload.json", absolute=False, slash=False)  # the reported cases

@@ -210,7 +210,7 @@ def test_statistics_fit_their_workload_reformatted_and_older_files_still_fit(cli
 KEYS = st.lists(st.integers(0, 10**6), min_size=1, max_size=40)
 
 
-@settings(max_examples=40, deadline=None,
+@settings(max_examples=40,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(order=KEYS, indent=st.sampled_from([None, 0, 2, 9]), ascii_only=st.booleans())
 def test_content_digest_ignores_formatting_and_sees_every_change(tmp_path, order, indent,

@@ -230,7 +230,7 @@ def _shaped(base: dict) -> st.SearchStrategy:
     return st.builds(replace, st.just(base), paths, JSON)
 
 
-PROPERTY = settings(max_examples=60, deadline=None,
+PROPERTY = settings(max_examples=60,
                     suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 

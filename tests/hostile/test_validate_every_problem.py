@@ -83,7 +83,7 @@ def test_a_file_wrong_everywhere_is_cut_at_the_limit_and_the_rest_counted():
     assert problems[-1].message == "and 7 more problem(s) of the same kinds"
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=40)
 @given(missing=st.sets(st.sampled_from(["format", "time_unit", "event_types", "patterns"])))
 def test_each_missing_top_level_key_is_named_once(missing):
     doc = {key: value for key, value in GOOD.items() if key not in missing}

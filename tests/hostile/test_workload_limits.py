@@ -11,7 +11,7 @@ import json
 import numpy as np
 import orjson
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cepplan.errors import InputError
@@ -146,7 +146,7 @@ PLACES = [("format",), ("time_unit",), ("event_types",), ("event_types", "Login"
           ("source", "time_column"), ("options",), ("contexts",), ("consumers",)]
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=150)
 @given(place=st.sampled_from(PLACES), value=JSON)
 def test_any_workload_shape_builds_or_is_an_input_error(place, value):
     doc = copy.deepcopy(BASE)

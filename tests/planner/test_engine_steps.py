@@ -4,8 +4,6 @@ time: the decision is recomputed here from plan.json's own numbers and the measu
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from dataclasses import replace
 
 import pytest
@@ -17,6 +15,7 @@ from cepplan.stats.stats_file import observed_span
 from cepplan.workload import build_workload
 from cepplan.workload.loader import load_workload
 from tests.conftest import EXAMPLES
+from tests.in_process import cepplan
 
 
 def pair_workload(rate_a: float) -> object:
@@ -83,16 +82,13 @@ def test_short_run_cannot_repay_a_fixed_cost(monkeypatch):
 
 def test_optimize_cli_records_the_engine(tmp_path):
     out = tmp_path / "plan.json"
-    done = subprocess.run([sys.executable, "-m", "cepplan", "optimize",
-                           str(EXAMPLES / "fraud" / "workload.json"), "-o", str(out),
-                           "--engine", "spark", "-q"], capture_output=True, text=True,
-                          timeout=120)
+    done = cepplan("optimize", EXAMPLES / "fraud" / "workload.json", "-o", out,
+                   "--engine", "spark", "-q")
     assert done.returncode == 0, done.stderr
     recorded = json.loads(out.read_text())["provenance"]["engine_steps"]
     assert recorded["engine"] == "spark" and recorded["duration"] is None
-    bad = subprocess.run([sys.executable, "-m", "cepplan", "optimize",
-                          str(EXAMPLES / "fraud" / "workload.json"), "-o", str(out),
-                          "--engine", "flink"], capture_output=True, text=True, timeout=120)
+    bad = cepplan("optimize", EXAMPLES / "fraud" / "workload.json", "-o", out,
+                  "--engine", "flink")
     assert bad.returncode == 2 and "--engine" in bad.stderr and "Traceback" not in bad.stderr
 
 
@@ -102,18 +98,16 @@ def test_optimize_takes_the_run_length_from_the_stats_file(tmp_path):
     to one step."""
     stats, out = tmp_path / "stats.json", tmp_path / "plan.json"
     fraud = EXAMPLES / "fraud"
-    subprocess.run([sys.executable, "-m", "cepplan", "stats", str(fraud / "events.csv"), "-w",
-                    str(fraud / "workload.json"), "-o", str(stats), "-q"], check=True,
-                   timeout=120)
+    done = cepplan("stats", fraud / "events.csv", "-w", fraud / "workload.json", "-o", stats,
+                   "-q")
+    assert done.returncode == 0, done.stderr
     # without its keyed section the file is planned on the whole stream's figures, under
     # which withdrawal_abroad_after_login's steps save too little to pay (within its keys
     # they pay: tests/planner/test_keyed_planning.py)
     document = json.loads(stats.read_text())
     del document["keyed"]
     stats.write_text(json.dumps(document))
-    done = subprocess.run([sys.executable, "-m", "cepplan", "optimize",
-                           str(fraud / "workload.json"), "--stats", str(stats), "-o", str(out)],
-                          capture_output=True, text=True, timeout=120)
+    done = cepplan("optimize", fraud / "workload.json", "--stats", stats, "-o", out)
     assert done.returncode == 0, done.stderr
     recorded = json.loads(out.read_text())["provenance"]["engine_steps"]
     assert recorded["duration"] == json.loads(stats.read_text())["observed"]["span"] > 0

@@ -6,20 +6,14 @@ from __future__ import annotations
 import html
 import json
 import re
-import subprocess
-import sys
 from html.parser import HTMLParser
 
 import pytest
 
 from tests.conftest import EXAMPLES
+from tests.in_process import cepplan
 
 EXAMPLE_NAMES = sorted(p.name for p in EXAMPLES.iterdir() if (p / "workload.json").exists())
-
-
-def cepplan(*args: str, cwd=None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "cepplan", *args], capture_output=True,
-                          text=True, timeout=120, cwd=cwd)
 
 
 @pytest.fixture(scope="module")
@@ -257,12 +251,12 @@ def _without_contexts(example, tmp_path):
 
 @pytest.fixture(scope="module")
 def traffic(tmp_path_factory):
-    """The traffic example on its first 1,200 events: statistics with the share of time each
+    """The traffic example on its first 600 events: statistics with the share of time each
     set of contexts held, and a report run with and without contexts on those events."""
     folder = tmp_path_factory.mktemp("traffic")
     example = EXAMPLES / "traffic"
     events = folder / "events.csv"
-    events.write_text("".join((example / "events.csv").read_text().splitlines(True)[:1201]))
+    events.write_text("".join((example / "events.csv").read_text().splitlines(True)[:601]))
     stats = folder / "stats.json"
     done = cepplan("stats", str(events), "-w", str(example / "workload.json"), "-o", str(stats),
                    "--engine", "local", "-q")

@@ -8,8 +8,6 @@ the report's own elements, and the names as their text."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from html.parser import HTMLParser
 
 import pytest
@@ -21,6 +19,7 @@ from cepplan.report.render_html import render_html
 from cepplan.report.render_md import render_markdown
 from cepplan.workload import build_workload
 from tests.hostile_workloads import mobile_named, shared_named, traffic_named
+from tests.in_process import cepplan
 
 NAME = "<img src=x onerror=alert(1)><svg onload=alert(2)>[x](javascript:alert(3)) *b* a__b__"
 CONTEXT = "cong$\\undefinedmacro$<script>alert(4)</script>|`c`_d_&amp;"
@@ -103,8 +102,7 @@ def test_compare_command_writes_the_report_of_such_a_workload(tmp_path):
     """The reported case through the command: a context named `cong$\\undefinedmacro$`."""
     workload = tmp_path / "workload.json"
     workload.write_text(json.dumps(WORKLOADS["contexts"][0]))
-    done = subprocess.run([sys.executable, "-m", "cepplan", "compare", str(workload),
-                           "--time-limit", "30", "-o", str(tmp_path / "report.html"), "-q"],
-                          capture_output=True, text=True, timeout=300)
+    done = cepplan("compare", workload, "--time-limit", "30", "-o", tmp_path / "report.html",
+                   "-q")
     assert done.returncode == 0, done.stderr
     assert CONTEXT in "".join(Elements((tmp_path / "report.html").read_text()).text)

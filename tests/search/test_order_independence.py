@@ -132,7 +132,7 @@ def modelled_cost(patterns: list[dict], rates: dict[str, float], cap: int,
     return Multitree(compiled, [trees[c.pattern.name] for c in compiled]).cost
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60)
 @given(workloads())
 def test_every_order_of_the_patterns_gives_the_formula_cost(case):
     patterns, rates, cap, trees = case

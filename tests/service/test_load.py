@@ -186,7 +186,7 @@ def _sweep_wrong_settings(port: int) -> int:
     """Wrong-typed settings, each a 422 problem document naming the setting."""
     seen = []
 
-    @settings(max_examples=60, deadline=None, database=None,
+    @settings(max_examples=60, database=None,
               suppress_health_check=list(HealthCheck))
     @given(name=st.sampled_from(sorted(SETTINGS)), value=VALUES)
     def refused(name, value):

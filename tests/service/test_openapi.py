@@ -75,7 +75,7 @@ def document() -> dict:
     return create_app(ServiceConfig(Limits(max_time_limit=MAX_TIME_LIMIT))).openapi()
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300)
 @given(name=st.sampled_from(sorted(SETTINGS)), value=VALUES)
 def test_documented_settings_accept_what_the_service_accepts(document, name, value):
     """The Settings schema holds a value exactly when the setting accepts it — but for

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import json
 import socket
-import subprocess
-import sys
 import threading
 import time
 
@@ -16,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 
 from tests.conftest import EXAMPLES
 from tests.hostile_workloads import traffic_named
+from tests.in_process import cepplan
 from tests.service import serving
 from tests.service.serving import (
     MAX_BODY,
@@ -47,10 +46,7 @@ def test_optimize_answers_the_plan_the_cli_writes(server, tmp_path, name):
                                                         "settings": {"search": "none"}})
     assert status == 200 and headers["content-type"] == "application/json"
     out = tmp_path / "plan.json"
-    done = subprocess.run([sys.executable, "-m", "cepplan", "optimize",
-                           str(EXAMPLES / name / "workload.json"), "-o", str(out),
-                           "--search", "none"],
-                          capture_output=True, text=True, timeout=120)
+    done = cepplan("optimize", EXAMPLES / name / "workload.json", "-o", out, "--search", "none")
     assert done.returncode == 0, done.stderr
     assert _rounded(json.loads(body)["patterns"]) == _rounded(
         json.loads(out.read_text())["patterns"])  # sums may differ in the last bit
@@ -113,10 +109,8 @@ def test_compare_answers_the_variants_the_cli_writes(server, tmp_path, name, sec
                                                  "settings": {"time_limit": 20}})
     assert status == 200
     served = json.loads(body)
-    done = subprocess.run([sys.executable, "-m", "cepplan", "compare",
-                           str(EXAMPLES / name / "workload.json"), "--time-limit", "20", "-o",
-                           str(tmp_path / "r.html"), "-q"], capture_output=True, text=True,
-                          timeout=300)
+    done = cepplan("compare", EXAMPLES / name / "workload.json", "--time-limit", "20", "-o",
+                   tmp_path / "r.html", "-q")
     assert done.returncode == 0, done.stderr
     written = json.loads((tmp_path / "r.json").read_text())
     assert served[section] == written[section]
@@ -310,7 +304,7 @@ def test_hostile_request_gets_a_problem_document(server, openapi, case):
 # -- every setting, any JSON value ------------------------------------------------------------
 
 @pytest.mark.parametrize("name", sorted(SETTINGS))
-@settings(max_examples=40, deadline=None,
+@settings(max_examples=40,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(value=VALUES)
 def test_any_value_of_a_setting_is_planned_or_refused_by_name(server, name, value):
@@ -376,11 +370,9 @@ def test_a_plan_from_the_service_runs_with_the_workload_file(server, tmp_path):
     plan.write_bytes(body)
     runs = {}
     for kind in ("plan", "trivial"):
-        done = subprocess.run([sys.executable, "-m", "cepplan", "run", str(plan),
-                               str(EXAMPLES / "fraud" / "events.csv"), "-w",
-                               str(EXAMPLES / "fraud" / "workload.json"), "-o",
-                               str(tmp_path / kind), "--plan-kind", kind, "-q"],
-                              capture_output=True, text=True, timeout=120)
+        done = cepplan("run", plan, EXAMPLES / "fraud" / "events.csv", "-w",
+                       EXAMPLES / "fraud" / "workload.json", "-o", tmp_path / kind,
+                       "--plan-kind", kind, "-q")
         assert done.returncode == 0 and not done.stderr, done.stderr
         runs[kind] = json.loads((tmp_path / kind / "metrics.json").read_text())
     assert runs["plan"]["matches"] == runs["trivial"]["matches"]
@@ -395,10 +387,8 @@ def test_statistics_of_another_workload_refused(server, tmp_path):
     were used silently)."""
     port, _ = server
     stats = tmp_path / "stats.json"
-    done = subprocess.run([sys.executable, "-m", "cepplan", "stats",
-                           str(EXAMPLES / "fraud" / "events.csv"), "-w",
-                           str(EXAMPLES / "fraud" / "workload.json"), "-o", str(stats), "-q",
-                           "--engine", "local"], capture_output=True, text=True, timeout=120)
+    done = cepplan("stats", EXAMPLES / "fraud" / "events.csv", "-w",
+                   EXAMPLES / "fraud" / "workload.json", "-o", stats, "-q", "--engine", "local")
     assert done.returncode == 0, done.stderr
     measured = json.loads(stats.read_text())
     document = {"workload": workload("fraud"), "stats": measured,

@@ -25,13 +25,13 @@ def _read(text: bytes, pieces: list[int]) -> bytes:
         out.append(data)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300)
 @given(st.binary(max_size=200), PIECES)
 def test_text_is_utf8_with_bad_bytes_replaced(data, pieces):
     assert _read(data, pieces).decode() == data.decode("utf-8", "replace")
 
 
-@settings(max_examples=300, deadline=None,
+@settings(max_examples=300,
           suppress_health_check=[HealthCheck.function_scoped_fixture])  # the same limit each
 @given(st.lists(st.integers(0, 30), min_size=1, max_size=12), st.booleans(), PIECES)
 def test_the_first_line_over_the_limit_is_named(monkeypatch, lengths, final_break, pieces):
@@ -52,7 +52,7 @@ def test_lines_keep_blank_ones_and_drop_a_byte_order_mark():
         b"a,b", b"", b"1,2\r", b"3"]
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=200)
 @given(st.lists(st.binary(max_size=12).map(lambda b: b.replace(b"\n", b"")), max_size=20),
        st.booleans(), st.integers(1, 30))
 def test_text_blocks_are_whole_lines_of_the_text(lines, final_break, block):

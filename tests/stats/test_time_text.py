@@ -21,7 +21,7 @@ PATTERNS = {"yyyy-MM-dd HH:mm:ss": ("%Y-%m-%d %H:%M:%S", 0),
             "yyyyMMddHHmmssZ": ("%Y%m%d%H%M%S+0000", 0)}
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300)
 @given(st.datetimes(min_value=datetime(1900, 1, 1), max_value=datetime(2200, 1, 1)),
        st.sampled_from(sorted(PATTERNS)), st.sampled_from(["s", "ms"]))
 def test_a_time_read_is_written_as_it_was_read(local, pattern, unit):

@@ -46,7 +46,7 @@ def _spelled_whole(seconds: int, style: str) -> int:
     return 0 if unit is None else int(seconds / unit) * unit
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=400)
 @given(st.datetimes(min_value=datetime(1900, 1, 1), max_value=datetime(2200, 1, 1)),
        st.integers(-18 * 3600, 18 * 3600),
        st.sampled_from(STYLES), st.sampled_from(sorted(READS)), st.booleans())

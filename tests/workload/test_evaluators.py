@@ -54,7 +54,7 @@ ROWS = st.lists(
 )
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=400)
 @given(PREDICATES, ROWS)
 def test_vectorised_matches_per_binding(tree, rows):
     variables = {v: VarInfo("T", {"x": "double", "n": "long"}) for v in ("a", "b")}
@@ -90,7 +90,7 @@ BIG_PREDICATES = st.recursive(
     _boolean, max_leaves=3)
 
 
-@settings(max_examples=600, deadline=None)
+@settings(max_examples=600)
 @given(BIG_PREDICATES, st.lists(st.tuples(NEAR_LIMITS, NEAR_LIMITS, st.sampled_from(
     [0.0, -1.5, 9.2e18, 2.0**63, -2.0**63, 1e300])), min_size=1, max_size=8))
 def test_whole_numbers_near_the_64_bit_limits_as_the_reference_says(tree, rows):

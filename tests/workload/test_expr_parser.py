@@ -26,7 +26,7 @@ def _parse_or_error(text: str):
         return None
 
 
-@settings(max_examples=600, deadline=None)
+@settings(max_examples=600)
 @given(st.text(alphabet=string.printable, max_size=60))
 def test_random_text_parses_or_raises_own_error(text):
     tree = _parse_or_error(text)
@@ -34,7 +34,7 @@ def test_random_text_parses_or_raises_own_error(text):
         assert parse(to_text(tree)) == tree
 
 
-@settings(max_examples=600, deadline=None)
+@settings(max_examples=600)
 @given(st.lists(st.sampled_from(TOKENS), max_size=25).map("".join))
 def test_token_soup_parses_or_raises_own_error(text):
     tree = _parse_or_error(text)
@@ -71,7 +71,7 @@ def _trees(children):
 TREES = st.recursive(ATOMS, _trees, max_leaves=20)
 
 
-@settings(max_examples=800, deadline=None)
+@settings(max_examples=800)
 @given(TREES)
 def test_random_trees_print_and_parse_back(tree):
     text = to_text(tree)
