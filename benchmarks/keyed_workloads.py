@@ -194,7 +194,8 @@ def predictions(case: Case, plan: Plan) -> tuple[float, float | None]:
 
     cost = evaluate(result.model, body.detection.steps, result.plain_options,
                     {v: 0 for v in result.plain_options}).cost
-    return cost * span, PartialMatches(workload, statistics).of(name, body.order)
+    return cost * span, PartialMatches(workload, statistics).of(
+        name, body.order, body.detection.steps)
 
 
 def brute_force(case: Case) -> tuple[Measured, list[Measured]]:

@@ -40,6 +40,7 @@ def run_command(
     from cepplan.engine_adapter.metrics_table import metrics_lines, run_warnings
     from cepplan.outputs import check_directory_output, event_inputs, written_directory
     from cepplan.stats.rejected_rows import check_rejected
+    from cepplan.stats.time_text import time_writer
 
     trivial = plan_kind is PlanKind.trivial
     chosen, loaded = plan_and_workload(plan, workload, trivial=trivial, warn=warn)
@@ -64,7 +65,9 @@ def run_command(
                                  metrics["rows_rejected"], files, loaded)
     if warning:  # an error instead, before the output is replaced, when no row is usable
         echo(warning, err=True, lines=False)
-    for line in run_warnings(metrics, loaded.options.kleene_cap):
+    for line in run_warnings(metrics, loaded.options.kleene_cap,
+                             time_writer(loaded.source and loaded.source.time_format,
+                                         loaded.time_unit)):
         echo(line, err=True, lines=False)
     if not quiet:
         echo(f"engine: {which}")

@@ -137,6 +137,29 @@ def pulled_fraction(model: PatternModel, var: str, done: frozenset[str]) -> floa
     return reachability(model, done) * monitoring_interval(model, var, done)
 
 
+def delivered_share(model: PatternModel, steps: Sequence[frozenset[str]],
+                    subset: frozenset[str]) -> float:
+    """The share of the partial matches over `subset` (positive variables) whose events all
+    reach the matcher under the plan `steps`: a pulled variable's events arrive only around a
+    partial match of the variables of the steps before its own (D). 1 when every pulled
+    variable of `subset` has its D inside `subset`; else, for the one of the latest step,
+    f_v(D) / f_v(D ∩ subset): the chance that the rest of D lies around the tuple (its
+    earlier steps being nested, that one's D holds the others')."""
+    before: dict[str, frozenset[str]] = {}
+    done: frozenset[str] = frozenset()
+    for index, step in enumerate(steps):
+        if index:
+            before.update({v: done for v in step})
+        done = done | {v for v in step if not model.operand(v).negated}
+    pulled = [v for v in subset if v in before and not before[v] <= subset]
+    if not pulled:
+        return 1.0
+    latest = max(pulled, key=lambda v: len(before[v]))
+    inside = before[latest] & subset
+    given = pulled_fraction(model, latest, inside) if inside else 1.0
+    return min(1.0, pulled_fraction(model, latest, before[latest]) / given) if given > 0 else 0.0
+
+
 def monitoring_fractions(model: PatternModel, steps: Sequence[frozenset[str]]) -> dict[str, float]:
     """f_e for every variable of the plan: the fraction of time it is monitored."""
     check_steps(model, steps)

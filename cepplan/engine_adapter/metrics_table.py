@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 NOT_USED = "unknown type"  # the reader's reason for rows of types the workload lacks
@@ -59,11 +60,13 @@ def metrics_lines(metrics: dict[str, Any], time_unit: str = "") -> list[str]:
     return lines
 
 
-def run_warnings(metrics: dict[str, Any], kleene_cap: int) -> list[str]:
+def run_warnings(metrics: dict[str, Any], kleene_cap: int,
+                 time_text: Callable[[float], str] = "ts {:.15g}".format) -> list[str]:
     """What a run left out or settled for, one `warning:` line each (printed even under -q;
     rejected rows are said by `stats.rejected_rows.check_rejected`): Kleene enumerations cut
     by the cap, covering batches left to the greedy cover, matches held
-    back because their NOT reaches past the input."""
+    back because their NOT reaches past the input (its first and last time as `time_text`
+    writes them: `stats.time_text.time_writer`)."""
     lines = []
     for name, hits in metrics.get("kleene_cap_hits", {}).items():
         if hits:
@@ -82,9 +85,9 @@ def run_warnings(metrics: dict[str, Any], kleene_cap: int) -> list[str]:
     for name, held in metrics.get("negation_held_back", {}).items():
         if held and span:
             lines.append(f"warning: pattern {name}: {held:,} match(es) held back: their NOT "
-                         f"window reaches beyond the events given (ts {span[0]:g} to "
-                         f"{span[1]:g}), so nothing shows the NOT holds there; they are not "
-                         "reported (add the events around the input to decide them)")
+                         f"window reaches beyond the events given ({time_text(span[0])} to "
+                         f"{time_text(span[1])}), so nothing shows the NOT holds there; they "
+                         "are not reported (add the events around the input to decide them)")
     return lines
 
 

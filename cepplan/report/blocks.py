@@ -282,10 +282,12 @@ def measured_blocks(measured: Mapping[str, Any]) -> list[Block]:
              "join prefix once), per window of the stream, beside the model's expected "
              "partial matches per window for the same patterns (the plan's join order). The "
              "plan with shared subtrees is measured per subtree, in the sharing table."),
-        Table(("planner", "rows to matchers", "measured factor", "predicted factor",
+        Table(("planner", "rows to matchers", "predicted rows", "measured factor",
+               "predicted factor",
                "partial matches per window", "predicted partial matches", "matches",
                "wall time"),
-              tuple((r["planner"], Num(r["rows_to_matchers"]), Num(r["measured_factor"]),
+              tuple((r["planner"], Num(r["rows_to_matchers"]),
+                     Num(r.get("predicted_rows_to_matchers")), Num(r["measured_factor"]),
                      Num(r.get("predicted_factor")), Num(r.get("partial_matches")),
                      Num(r.get("predicted_partial_matches")), Num(r["matches"]),
                      Num(r["seconds"], " s")) for r in runs))]

@@ -13,9 +13,11 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import cepplan
-from cepplan.costmodels.trees import cost_ord
+from cepplan.costmodels.operators import delivered_share
+from cepplan.costmodels.trees import cost_ord, node_cost
 from cepplan.planner.compose import Settings
 from cepplan.planner.evaluation import EvaluationSettings, evaluation
+from cepplan.planner.inputs import pattern_model
 from cepplan.planner.optimize import Optimized, optimize
 from cepplan.planner.plan import Plan, trivial_plan
 from cepplan.report.pareto import pareto_fronts, pareto_notes
@@ -164,15 +166,26 @@ class PartialMatches:
     def __init__(self, workload: Workload, statistics: Statistics):
         problem = problem_from_workload(workload, statistics)
         self.patterns = {p.name: p for p in problem.patterns}
+        self._workload, self._statistics = workload, statistics
 
-    def of(self, name: str, order: Sequence[str]) -> float | None:
-        """None for a pattern the model does not cost (OR, complex subevents, too large)."""
+    def of(self, name: str, order: Sequence[str],
+           steps: Sequence[frozenset[str]] = ()) -> float | None:
+        """None for a pattern the model does not cost (OR, complex subevents, too large).
+        With the plan's detection `steps`, each prefix counts only the partial matches whose
+        pulled events reach the matcher (`delivered_share`)."""
         pattern = self.patterns.get(name)
         if pattern is None:
             return None
         positive = [v for v in order if v in pattern.rates]
-        return cost_ord(positive, pattern.window, pattern.rates, pattern.selectivities,
-                        pattern.seq, pattern.cooccurrence)
+        if len(steps) < 2:
+            return cost_ord(positive, pattern.window, pattern.rates, pattern.selectivities,
+                            pattern.seq, pattern.cooccurrence)
+        model = pattern_model(self._workload, self._workload.pattern(name), self._statistics,
+                              {}, None)
+        return sum(node_cost(positive[:k], pattern.window, pattern.rates,
+                             pattern.selectivities, pattern.seq, pattern.cooccurrence)
+                   * delivered_share(model, steps, frozenset(positive[:k]))
+                   for k in range(1, len(positive) + 1))
 
 
 def _planner_entry(planner: Planner, plan: Plan, total: float, seconds: float,
@@ -183,7 +196,7 @@ def _planner_entry(planner: Planner, plan: Plan, total: float, seconds: float,
         patterns[name] = {"steps": [sorted(s) for s in detection.steps],
                           "cost": detection.expected_cost, "latency": detection.latency,
                           "solver": body.solver,
-                          "partial_matches": partials.of(name, body.order)}
+                          "partial_matches": partials.of(name, body.order, detection.steps)}
     return {"name": planner.name, "description": planner.description, "unit": unit,
             "total_cost": total, "seconds": round(seconds, 4), "patterns": patterns}
 

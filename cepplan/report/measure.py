@@ -92,7 +92,8 @@ def measure_plans(report: Mapping[str, Any], plans: Mapping[str, Plan], workload
         if shared is not None and workload.contexts is None:
             done["shared"] = runner.run("shared", shared)
             out["shared_nodes"] = done["shared"].metrics.get("shared_nodes", [])
-        runs = [_run_row(name, run, predicted.get(name)) for name, run in done.items()]
+        runs = [_run_row(name, run, predicted.get(name), totals.get(name))
+                for name, run in done.items()]
         trivial_rows = done["trivial"].metrics["rows_to_matchers"]
         for row in runs:
             row["measured_factor"] = (row["rows_to_matchers"] / trivial_rows
@@ -101,9 +102,12 @@ def measure_plans(report: Mapping[str, Any], plans: Mapping[str, Plan], workload
                                        if totals.get("trivial") and row["planner"] in totals
                                        else None)
         from cepplan.engine_adapter.metrics_table import run_warnings
+        from cepplan.stats.time_text import time_writer
 
+        writer = time_writer(workload.source and workload.source.time_format,
+                             workload.time_unit)
         for line in dict.fromkeys(line for run in done.values() for line in run_warnings(
-                run.metrics, workload.options.kleene_cap)):
+                run.metrics, workload.options.kleene_cap, writer)):
             warn(line)
         digests = {r.digest for r in done.values()}
         out.update(runs=runs, matches_equal=len(digests) == 1,
@@ -126,11 +130,13 @@ def matches_equal(measured: Mapping[str, Any]) -> bool:
     return measured["matches_equal"] and measured.get("contexts", {}).get("matches_equal", True)
 
 
-def _run_row(name: str, run: Run, predicted: Mapping[str, Any] | None) -> dict[str, Any]:
+def _run_row(name: str, run: Run, predicted: Mapping[str, Any] | None,
+             total: float | None) -> dict[str, Any]:
     """One run's figures; partial matches over the patterns the matcher counted them for,
     predicted over the same patterns (None where the model has no figure). A plan with shared
     subtrees has none here: its users' own joins are not counted, only the shared subtrees
-    (`shared_nodes`, shown per subtree)."""
+    (`shared_nodes`, shown per subtree). Predicted rows to matchers: the plan's modelled cost
+    (`total`, events per time unit) over the time the input covers."""
     partial = run.metrics.get("partial_matches", {})
     shared = "shared_nodes" in run.metrics
     expected = None
@@ -138,7 +144,11 @@ def _run_row(name: str, run: Run, predicted: Mapping[str, Any] | None) -> dict[s
         figures = [predicted[p].get("partial_matches") for p in partial]
         expected = None if any(f is None for f in figures) else sum(figures)
     measured = sum(p["per_window"] for p in partial.values())
+    span = run.metrics.get("input_span")
+    rows = (total * (span[1] - span[0]) if total is not None and span and span[1] > span[0]
+            else None)
     return {"planner": name, "rows_to_matchers": run.metrics["rows_to_matchers"],
+            "predicted_rows_to_matchers": None if rows is None else round(rows, 1),
             "partial_matches": round(measured, 4) if partial and not shared else None,
             "predicted_partial_matches": expected,
             "matches": sum(run.metrics["matches"].values()),

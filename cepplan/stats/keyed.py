@@ -102,17 +102,19 @@ def key_profile(per_key: np.ndarray, types: list[str], span: float) -> dict[str,
 
 
 def _classes(per_key: np.ndarray) -> list[np.ndarray]:
+    """The keys (rows of `per_key`) of each class, the classes in the order of their bins:
+    however an engine ordered the keys, the same list."""
     if not len(per_key):
         return []
     for per_octave in (2.0, 1.0, 0.5, 0.25):
         bins = np.where(per_key > 0, 1 + np.floor(per_octave * np.log2(np.maximum(per_key, 1))),
                         0).astype(np.int64)
-        codes = pd.factorize(pd.MultiIndex.from_arrays(list(bins.T)))[0] if bins.shape[1] > 1 \
-            else pd.factorize(bins[:, 0])[0]
+        codes = pd.factorize(pd.MultiIndex.from_arrays(list(bins.T)), sort=True)[0] \
+            if bins.shape[1] > 1 else pd.factorize(bins[:, 0], sort=True)[0]
         if codes.max() < MAX_CLASSES:
             break
-    else:  # still too many: equal numbers of keys by total count
-        order = np.argsort(per_key.sum(axis=1), kind="stable")
+    else:  # still too many: equal numbers of keys by total count (ties by their counts)
+        order = np.lexsort([*per_key.T[::-1], per_key.sum(axis=1)])
         return [np.sort(chunk) for chunk in np.array_split(order, MAX_CLASSES)]
     order = np.argsort(codes, kind="stable")
     bounds = np.searchsorted(codes[order], np.arange(codes.max() + 2))

@@ -42,7 +42,7 @@ from cepplan.stats.text_input import (
     open_text,
     text_blocks,
 )
-from cepplan.stats.time_format import TimeFormatError, time_parser
+from cepplan.stats.time_format import TimeFormatError, has_zone, zoned_time_parser
 from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_TYPE, merged_attribute_types
 from cepplan.workload.durations import SECONDS_PER_UNIT
 from cepplan.workload.input_files import (
@@ -106,6 +106,7 @@ class Canonical:
     attribute_types: dict[str, str]
     reject: np.ndarray
     reasons: list[str]
+    zones: np.ndarray | None = None  # each row's zone offset as written (seconds east of UTC)
 
     def __len__(self) -> int:
         return len(self.ts)
@@ -607,12 +608,13 @@ def _as_string(array: pa.Array) -> np.ndarray:
 
 # ---- time ----
 
-def _time_parser(pattern: str | None, time_unit: str) -> Callable[[pa.Array], np.ndarray] | None:
-    """`time_format.time_parser` of the source's pattern (None without one)."""
+def _time_parser(pattern: str | None, time_unit: str
+                 ) -> Callable[[pa.Array], tuple[np.ndarray, np.ndarray]] | None:
+    """`time_format.zoned_time_parser` of the source's pattern (None without one)."""
     if pattern is None:
         return None
     try:
-        return time_parser(pattern, time_unit)
+        return zoned_time_parser(pattern, time_unit)
     except TimeFormatError as err:
         raise SourceError(str(err)) from None
 
@@ -628,8 +630,8 @@ def first_unparsed_time(paths: Sequence[str], source: Mapping[str, Any],
         raw, _, _ = next(_raw_batches(files[:1], source, [column_name], {}, 1 << 20,
                                       {"file": files[0]}))
         column = raw.column(column_name).combine_chunks()
-        times = _time_values(column, _time_parser(source.get("time_format"), time_unit),
-                             time_unit)
+        times, _ = _time_values(column, _time_parser(source.get("time_format"), time_unit),
+                                time_unit)
     except (SourceError, StopIteration, pa.ArrowInvalid, OSError, LineTooLong):
         return None
     unread = np.isnan(times) & ~pc.is_null(column).to_numpy(zero_copy_only=False)
@@ -637,13 +639,16 @@ def first_unparsed_time(paths: Sequence[str], source: Mapping[str, Any],
     return str(_as_string(column.take(first[:1]))[0]) if len(first) else None
 
 
-def _time_values(column: pa.Array, parser, time_unit: str) -> np.ndarray:
-    """Times as float in `time_unit` (NaN: missing, unparsable or not finite)."""
+def _time_values(column: pa.Array, parser, time_unit: str
+                 ) -> tuple[np.ndarray, np.ndarray | None]:
+    """Times as float in `time_unit` (NaN: missing, unparsable or not finite), and with a
+    parser, each value's zone offset as written (seconds east of UTC)."""
     per_unit = SECONDS_PER_UNIT[time_unit]
     typ = column.type
+    zones = None
     if parser is not None:
-        values = parser(column if pa.types.is_string(column.type)
-                        else pa.array(_as_string(column), pa.string()))
+        values, zones = parser(column if pa.types.is_string(column.type)
+                               else pa.array(_as_string(column), pa.string()))
     elif pa.types.is_timestamp(typ):
         micros = pc.cast(column, pa.timestamp("us", tz=typ.tz), safe=False).cast(pa.int64())
         values = pc.cast(micros, pa.float64()).to_numpy(zero_copy_only=False) / (1e6 * per_unit)
@@ -653,7 +658,7 @@ def _time_values(column: pa.Array, parser, time_unit: str) -> np.ndarray:
     else:
         values = cast_values(column, "double")[0]
     values = np.where(pc.is_null(column).to_numpy(zero_copy_only=False), np.nan, values)
-    return np.where(np.isfinite(values), values, np.nan)
+    return np.where(np.isfinite(values), values, np.nan), zones
 
 
 # ---- canonical frame and reject reasons ----
@@ -672,15 +677,17 @@ def _canonical(raw: pa.Table, malformed: np.ndarray, source: Mapping[str, Any],
         type_names = encoded.dictionary.to_pylist()
     else:
         type_codes, type_names = np.zeros(n, dtype=np.int8), [source["type"]]
-    ts = _time_values(raw.column(source.get("time_column", "ts")).combine_chunks(), parser,
-                      time_unit)
+    ts, zones = _time_values(raw.column(source.get("time_column", "ts")).combine_chunks(),
+                             parser, time_unit)
+    if not has_zone(source.get("time_format") or ""):
+        zones = None
     ids, ids_ok = positions, None
     if source.get("id_column"):
         ids, ids_ok = cast_values(raw.column(source["id_column"]), "long")
     key_values = {k: _as_string(raw.column(k).combine_chunks()) for k in keys}
     cast = {a: cast_values(raw.column(a), kind) for a, kind in attr_types.items()}
     batch = Canonical(type_codes, type_names, ts, ids, ids_ok, key_values, cast,
-                      dict(attr_types), np.full(n, -1, dtype=np.int16), [])
+                      dict(attr_types), np.full(n, -1, dtype=np.int16), [], zones)
     _reasons(batch, raw, malformed, attributes)
     return batch
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
+TRANSITION_CHUNK = 1 << 16  # steps summarised at a time (working arrays of about 5 MB)
+
 
 def count_histogram(counts: np.ndarray) -> dict[int, int]:
     """{c: number of steps holding exactly c events}, for c >= 1."""
@@ -25,7 +27,15 @@ def transition_counts(steps: np.ndarray, first: int, last: int, order: int) -> n
     Each occupied step s sets bit k of the window ending at s + k (bit 0 = the step itself);
     windows touching no occupied step are all-zero and counted by difference.
     """
-    steps = np.asarray(steps, dtype=np.int64)
+    steps = np.asarray(steps)
+    if len(steps) > TRANSITION_CHUNK and (steps[1:] > steps[:-1]).all():
+        return _chunked_transition_counts(steps, first, last, order)
+    return _whole_transition_counts(steps.astype(np.int64, copy=False), first, last, order)
+
+
+def _whole_transition_counts(steps: np.ndarray, first: int, last: int,
+                             order: int) -> np.ndarray:
+    """`transition_counts` in one go (working arrays of the size of `steps` or the range)."""
     if last - first + 1 <= 4 * len(steps) + 1_000_000 and (steps[1:] > steps[:-1]).all():
         return _dense_transition_counts(steps, first, last, order)
     ends = np.concatenate([steps + k for k in range(order + 1)])
@@ -38,6 +48,25 @@ def transition_counts(steps: np.ndarray, first: int, last: int, order: int) -> n
     per_mask = np.bincount(masks, minlength=2 ** (order + 1)).astype(float)
     per_mask[0] += max(last - first + 1 - order, 0) - len(distinct)
     return per_mask.reshape(2 ** order, 2)  # mask = state << 1 | next
+
+
+def _chunked_transition_counts(steps: np.ndarray, first: int, last: int,
+                               order: int) -> np.ndarray:
+    """`transition_counts` of distinct steps in order, `TRANSITION_CHUNK` steps at a time:
+    each chunk counts the windows ending from just after the previous chunk's last step to
+    its own last step (the `order` steps before it carried over), so the working arrays are
+    a chunk's, not the span's (sums of exact counts: the same figures)."""
+    total = np.zeros((2 ** order, 2))
+    end = first + order - 1  # the windows ending at or before `end` are counted
+    for low in range(0, len(steps), TRANSITION_CHUNK):
+        chunk = steps[max(0, low - order):low + TRANSITION_CHUNK].astype(np.int64)
+        upto = min(int(chunk[-1]), last)
+        if low + TRANSITION_CHUNK >= len(steps):
+            upto = last
+        if upto > end:
+            total += _whole_transition_counts(chunk, end + 1 - order, upto, order)
+            end = upto
+    return total
 
 
 def _dense_transition_counts(steps: np.ndarray, first: int, last: int,

@@ -89,19 +89,36 @@ def time_format_regex(pattern: str) -> str:
 def time_parser(pattern: str, time_unit: str) -> Callable[[pa.Array], np.ndarray]:
     """The function reading a string array with `pattern`: times in `time_unit` since the
     epoch, NaN where a value does not parse (`TimeFormatError` for a pattern it cannot read)."""
+    parse = zoned_time_parser(pattern, time_unit)
+    return lambda array: parse(array)[0]
+
+
+def has_zone(pattern: str) -> bool:
+    """Whether `pattern` reads a zone offset (one of the letters `time_format_regex` reads)."""
+    return any(not token.startswith("'") and token[0].isalpha() and _zone(token) is not None
+               for token in (m.group(0) for m in _TOKEN.finditer(pattern)))
+
+
+def zoned_time_parser(pattern: str, time_unit: str
+                      ) -> Callable[[pa.Array], tuple[np.ndarray, np.ndarray]]:
+    """`time_parser`, also giving each value's zone offset in seconds east of UTC as the
+    input wrote it (int32; 0 without a zone letter or where the value does not parse), so
+    that times can be written back in the input's own offset (`time_text`)."""
     regex = time_format_regex(pattern)
     layout = _fixed_layout(pattern)
     per_unit = SECONDS_PER_UNIT[time_unit]
 
-    def parse(array: pa.Array) -> np.ndarray:
+    def parse(array: pa.Array) -> tuple[np.ndarray, np.ndarray]:
         """Micros since the epoch (UTC) / (1e6 * unit), NaN where it does not parse or names
-        no real date (Spark's strict resolver)."""
+        no real date (Spark's strict resolver); the offsets."""
         text = array
         if regex == _NEVER:
-            return np.full(len(text), np.nan)
+            return np.full(len(text), np.nan), np.zeros(len(text), dtype=np.int32)
         firsts = _run_starts(text)
         if firsts is not None and len(firsts) <= len(text) // 2:  # a coarse clock: each once
-            return np.repeat(parse(text.take(firsts)), np.diff(np.append(firsts, len(text))))
+            repeats = np.diff(np.append(firsts, len(text)))
+            times, offsets = parse(text.take(firsts))
+            return np.repeat(times, repeats), np.repeat(offsets, repeats)
         fields, valid = _fixed_fields(text, layout) if layout else ({}, None)
         if valid is None or not valid.all():  # the rows of other shapes: the regex
             rest = None if valid is None else np.flatnonzero(~valid)
@@ -120,13 +137,15 @@ def time_parser(pattern: str, time_unit: str) -> Callable[[pa.Array], np.ndarray
         year = part("year", 1970) if "year2" not in fields else 2000 + part("year2", 0)
         month, day = part("month", 1), part("day", 1)
         hour, minute, second = part("hour", 0), part("minute", 0), part("second", 0)
-        micros = part("micros", 0) - part("offset", 0) * 1_000_000
+        offset = part("offset", 0)
+        micros = part("micros", 0) - offset * 1_000_000
         valid &= (year <= 9999) & (month >= 1) & (month <= 12)
         valid &= (hour <= 23) & (minute <= 59) & (second <= 59)
         valid &= (day >= 1) & (day <= _days_in_month(year, np.clip(month, 1, 12)))
         days = _days_from_civil(year, np.clip(month, 1, 12), np.clip(day, 1, 31))
         total = ((days * 86400 + hour * 3600 + minute * 60 + second) * 1_000_000 + micros)
-        return np.where(valid, total / (1e6 * per_unit), np.nan)
+        return (np.where(valid, total / (1e6 * per_unit), np.nan),
+                np.where(valid, offset, 0).astype(np.int32))
 
     return parse
 

@@ -7,6 +7,7 @@ own names; attribute names cannot begin with `__`, so these never collide with t
 EVENT_TYPE = "__type"  # the event type name (str)
 EVENT_TS = "__ts"  # the timestamp in the workload's time_unit (float64); `var.ts` reads it
 EVENT_ID = "__id"  # the event id (int64): the id column, or the row's position in the input
+EVENT_ZONE = "__zone"  # the zone offset its time was written with (seconds east of UTC, int32)
 
 
 def merged_attribute_types(declared) -> dict[str, str]:

@@ -83,7 +83,7 @@ def check_end_case(err: str, metrics: dict, out: Path) -> None:
     assert metrics["negation_held_back"]["abandoned"] == 1
     assert metrics["input_span"] == [0.0, 11.0]
     warnings = [line for line in err.splitlines() if line.startswith("warning:")]
-    assert any("abandoned" in w and "1 match(es) held back" in w and "ts 0 to 11" in w
+    assert any("abandoned" in w and "1 match(es) held back" in w and "ts 0 to ts 11" in w
                for w in warnings), err
     assert any("bursts" in w and "1 Kleene enumerations cut at kleene_cap=2" in w
                and "raise options.kleene_cap" in w for w in warnings), err

@@ -18,6 +18,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from cepplan.stats.time_format import parse_times
+from cepplan.stats.time_text import offset_text
 from cepplan.workload import load_workload
 from tests.engine.parquet_reference import expected_rows, json_matches, parquet_rows
 from tests.hostile import conftest as hostile
@@ -135,6 +137,61 @@ def test_iso_times_with_a_zone_are_written_as_read(cli, tmp_path):
     rows = parquet_rows(parquet, workload)
     assert rows == expected_rows(workload, json_matches(jsonl), iso) and rows["rise"]
     assert rows["rise"][0]["first_time"].endswith(".000Z")
+
+
+OFFSETS = [3600, 7200, -19800, 0, 20700]  # +01:00, +02:00 (summer time), -05:30, Z, +05:45
+
+
+def zoned_events(path: Path, rows: int, seed: int, letters: str) -> dict[float, str]:
+    """`typed_events` with ISO times each written in its own zone offset (several per file,
+    as across a change to summer time), spelled as Java writes `letters`; each timestamp's
+    text (every event of one timestamp is written in one offset)."""
+    texts = typed_events(path, rows, seed)
+    spelled: dict[float, str] = {}
+    lines = path.read_text().splitlines()
+    out = [lines[0]]
+    for line in lines[1:]:
+        fields = line.split(",")
+        stamp = datetime.strptime(fields[1], "%Y-%m-%d %H:%M:%S").replace(
+            tzinfo=UTC).timestamp()
+        offset = OFFSETS[int(stamp) % len(OFFSETS)]
+        local = datetime.fromtimestamp(stamp + offset, UTC)
+        spelled[stamp] = f"{local:%Y-%m-%dT%H:%M:%S}.{local.microsecond // 1000:03d}" + \
+            offset_text(letters, offset)
+        out.append(",".join([fields[0], spelled[stamp], *fields[2:]]))
+    path.write_text("\n".join(out) + "\n")
+    assert set(spelled) == set(texts)
+    return spelled
+
+
+@pytest.mark.parametrize("letters", ["XXX", "xx", "X"])
+def test_times_come_back_in_the_offset_the_input_wrote(cli, tmp_path, letters):
+    """Times written with zone offsets that change within the file (`+01:00`, `+02:00`,
+    `-05:30`, `Z`, `+05:45`): each time column holds the event's own text, its own offset
+    (formerly every time in UTC, `Z`), on the paths matching as read and holding all rows."""
+    raw = json.loads(json.dumps(WORKLOAD))
+    raw["source"]["time_format"] = f"yyyy-MM-dd'T'HH:mm:ss.SSS{letters}"
+    (tmp_path / "w.json").write_text(json.dumps(raw))
+    texts = zoned_events(tmp_path / "e.csv", 500, 6, letters)
+    jsonl, parquet = run_both(cli, tmp_path, tmp_path / "w.json", tmp_path / "e.csv")
+    workload = load_workload(tmp_path / "w.json")
+    rows = parquet_rows(parquet, workload)
+    assert rows == expected_rows(workload, json_matches(jsonl), texts)
+    written = {r["first_time"][23:] for r in rows["rise"]}
+    assert len(written) > 2 and written <= {offset_text(letters, o) for o in OFFSETS}
+
+
+@pytest.mark.parametrize(("letters", "seconds", "text"), [
+    ("X", 0, "Z"), ("X", 3600, "+01"), ("X", 5400, "+0130"), ("XX", -3600, "-0100"),
+    ("XXX", 20700, "+05:45"), ("XXXX", 3615, "+010015"), ("XXXXX", -3615, "-01:00:15"),
+    ("XXXXX", 0, "Z"), ("x", 0, "+00"), ("xx", 0, "+0000"), ("xxx", 0, "+00:00"),
+    ("Z", 0, "+0000"), ("ZZZ", -19800, "-0530"), ("ZZZZZ", 0, "Z")])
+def test_offsets_are_spelled_as_java_writes_them(letters, seconds, text):
+    """Java's DateTimeFormatter, formatting an offset (its documentation's table), and what
+    the reader reads back: the same offset."""
+    assert offset_text(letters, seconds) == text
+    assert parse_times([f"2024-01-01T00:00:00{text}"], f"yyyy-MM-dd'T'HH:mm:ss{letters}",
+                       "s")[0] == datetime(2024, 1, 1, tzinfo=UTC).timestamp() - seconds
 
 
 def test_contexts_and_numeric_times(cli, tmp_path):

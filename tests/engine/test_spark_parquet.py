@@ -14,7 +14,7 @@ from cepplan.planner.compose import Settings
 from cepplan.planner.optimize import optimize
 from cepplan.workload import load_workload
 from tests.engine.parquet_reference import expected_rows, json_matches, parquet_rows
-from tests.engine.test_parquet_matches import WORKLOAD, typed_events
+from tests.engine.test_parquet_matches import WORKLOAD, typed_events, zoned_events
 
 
 def test_spark_writes_the_rows_of_the_local_engine(spark, tmp_path, monkeypatch):
@@ -40,3 +40,22 @@ def test_spark_writes_the_rows_of_the_local_engine(spark, tmp_path, monkeypatch)
     spark_job.run_job(spark, data, events, str(tmp_path / "writer"), output_format="parquet",
                       **quiet)
     assert parquet_rows(tmp_path / "writer", workload) == local
+
+
+def test_spark_writes_times_in_their_own_offset(spark, tmp_path):
+    """Times written with zone offsets that change within the file: the match groups (a local
+    master reading the CSV itself) write each time in its own offset, as in-process."""
+    raw = json.loads(json.dumps(WORKLOAD))
+    raw["source"]["time_format"] = "yyyy-MM-dd'T'HH:mm:ss.SSSXXX"
+    (tmp_path / "w.json").write_text(json.dumps(raw))
+    texts = zoned_events(tmp_path / "e.csv", 300, 7, "XXX")
+    workload = load_workload(tmp_path / "w.json")
+    data = job_data(workload, optimize(workload, workload.statistics, Settings()).plan)
+    events = [str(tmp_path / "e.csv")]
+    quiet = {"say": lambda _: None}
+    run_local_job(data, events, tmp_path / "jsonl", **quiet)
+    expected = expected_rows(workload, json_matches(tmp_path / "jsonl"), texts)
+    assert all(expected.values())
+    spark_job.run_job(spark, data, events, str(tmp_path / "direct"), output_format="parquet",
+                      **quiet)
+    assert parquet_rows(tmp_path / "direct", workload) == expected

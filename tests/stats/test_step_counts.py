@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import tracemalloc
+
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from cepplan.stats import step_counts
 from cepplan.stats.step_counts import block_counts, count_histogram, transition_counts
 
 
@@ -53,3 +58,52 @@ def test_histogram_of_large_counts_as_of_small():
     expected = {c: int((small == c).sum()) for c in set(small.tolist()) if c >= 1}
     assert count_histogram(small) == expected
     assert count_histogram(large) == {**expected, 10 ** 9: 1}
+
+
+def _loop_transitions(steps: np.ndarray, first: int, last: int, order: int) -> np.ndarray:
+    """Transition counts by walking every step of the range (the reference)."""
+    occupied = np.zeros(last - first + 1, dtype=bool)
+    occupied[steps - first] = True
+    expected = np.zeros((2 ** order, 2))
+    for t in range(first + order, last + 1):
+        state = 0
+        for j in range(order, 0, -1):
+            state = state * 2 + int(occupied[t - j - first])
+        expected[state, int(occupied[t - first])] += 1
+    return expected
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 4), st.integers(1, 9), st.integers(0, 2 ** 32 - 1),
+       st.sampled_from([0.05, 0.5, 0.95]))
+def test_chunked_transition_counts_equal_a_loop(order, chunk, seed, density):
+    """Steps summarised a few at a time (the chunk made tiny, so that windows straddle
+    chunks and runs of occupied steps cross them) count the same windows as a loop."""
+    rng = np.random.default_rng(seed)
+    first, last = 3, 3 + int(rng.integers(order, 300))
+    steps = np.flatnonzero(rng.random(last - first + 1) < density) + first
+    expected = _loop_transitions(steps, first, last, order)
+    original = step_counts.TRANSITION_CHUNK
+    step_counts.TRANSITION_CHUNK = chunk
+    try:
+        got = transition_counts(steps.astype(np.int32), first, last, order)
+    finally:
+        step_counts.TRANSITION_CHUNK = original
+    assert np.array_equal(got, expected)
+
+
+def test_transition_counts_of_a_long_span_hold_chunk_sized_arrays():
+    """Four million occupied steps scattered over 10^11 steps (a long span at a fine step):
+    the working arrays are a chunk's, not a multiple of the steps' (the steps alone take
+    32 MB as int64; the one-go path peaked near 300 MB); the figures are the one-go path's."""
+    rng = np.random.default_rng(7)
+    steps = np.unique(rng.integers(0, 10 ** 11, 4_000_000))
+    first, last = 0, 10 ** 11 - 1
+    tracemalloc.start()
+    try:
+        got = transition_counts(steps, first, last, 2)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 100 * 2 ** 20, peak
+    assert np.array_equal(got, step_counts._whole_transition_counts(steps, first, last, 2))

@@ -40,3 +40,16 @@ def test_a_time_read_is_written_as_it_was_read(local, pattern, unit):
 def test_a_missing_time_is_null():
     written = time_formatter("yyyy-MM-dd", "s")(np.array([np.nan, 0.0]))
     assert written.to_pylist() == [None, "1970-01-01"]
+
+
+def test_messages_write_times_as_the_user_reads_them():
+    """A time in a message (the end-of-input warning): the input's own text with a
+    `time_format`, else the number to the unit (formerly `:g`: 1.70917e+09, an hour off)."""
+    from cepplan.engine_adapter.metrics_table import run_warnings
+    from cepplan.stats.time_text import time_writer
+
+    metrics = {"input_span": [1709164800.25, 1709168400.5], "negation_held_back": {"p": 2}}
+    iso = run_warnings(metrics, 5, time_writer("yyyy-MM-dd'T'HH:mm:ss.SSSXXX", "s"))
+    assert "(2024-02-29T00:00:00.250Z to 2024-02-29T01:00:00.500Z)" in iso[0]
+    plain = run_warnings(metrics, 5, time_writer(None, "s"))
+    assert "(ts 1709164800.25 to ts 1709168400.5)" in plain[0]

@@ -31,13 +31,14 @@ from cepplan.engine_adapter.runtime.job import (
     PartitionOutput,
     evaluate_pieces,
     job_from_json,
+    zoned_times,
 )
 from cepplan.engine_adapter.runtime.memory import peak_resident
 from cepplan.engine_adapter.runtime.records import MATCH_COLUMN, ROW_COLUMN, EventTexts
 from cepplan.engine_adapter.runtime.shared_plan import used_sharing
 from cepplan.engine_adapter.runtime.table import Columns, concat_frames
 from cepplan.engine_adapter.runtime.tagging import tag_masks
-from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_TYPE
+from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_TYPE, EVENT_ZONE
 
 if TYPE_CHECKING:  # the time-range path runs on NumPy `Columns`; pandas only for the others
     import pandas as pd
@@ -382,6 +383,7 @@ def _wanted_columns(job: Job) -> list[str]:
         for operand in spec.operands:
             columns += job.types.get(operand.type, ())
         columns += spec.partition_by
+    columns += [EVENT_ZONE] if zoned_times(job.data) else []
     return [c for c in dict.fromkeys(columns) if c != MATCH_COLUMN]
 
 

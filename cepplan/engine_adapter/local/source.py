@@ -26,7 +26,7 @@ from cepplan.stats.local_source import (
     SourceError,
     read_canonical,
 )
-from cepplan.workload.columns import EVENT_ID, EVENT_TS
+from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_ZONE
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -94,6 +94,8 @@ def _batch(batch: Canonical, types: list[str], only_types: Collection[str] | Non
     rows = np.flatnonzero(good & (codes >= 0))
     data = {EVENT_TS: batch.ts[rows], EVENT_ID: batch.ids[rows]}
     data.update({k: v[rows] for k, v in batch.keys.items()})
+    if batch.zones is not None:  # times written with a zone offset: written back in it
+        data[EVENT_ZONE] = batch.zones[rows]
     for attr, (values, ok) in batch.attributes.items():
         data[attr] = _column(values[rows], ok[rows], batch.attribute_types[attr])
     stamps = batch.ts[good]

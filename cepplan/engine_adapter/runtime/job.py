@@ -37,6 +37,8 @@ from cepplan.engine_adapter.runtime.spec import (
     pattern_from_json,
 )
 from cepplan.engine_adapter.runtime.table import Columns, key_codes, make_table
+from cepplan.stats.time_format import has_zone
+from cepplan.workload.columns import EVENT_ZONE
 
 if TYPE_CHECKING:  # imported where used: the in-process engine's plain path runs without it
     import pandas as pd
@@ -111,7 +113,16 @@ def needed_attributes(job: Job, spec: PatternSpec) -> list[str]:
     attrs += [k for k in spec.partition_by if k not in attrs]
     if any(job.is_complex(o.type) for o in spec.operands):
         attrs.append(MATCH_COLUMN)
+    if zoned_times(job.data):
+        attrs.append(EVENT_ZONE)
     return attrs
+
+
+def zoned_times(data: Mapping[str, Any]) -> bool:
+    """Whether the job's input writes times with a zone offset (`source.time_format`), so
+    that its events carry the offset (`EVENT_ZONE`) to write their times back in."""
+    pattern = ((data.get("reader") or {}).get("source") or {}).get("time_format")
+    return bool(pattern) and has_zone(pattern)
 
 
 @dataclass

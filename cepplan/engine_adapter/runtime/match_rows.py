@@ -26,7 +26,7 @@ from cepplan.engine_adapter.runtime.spec import KLEENE, PatternSpec, SpecError
 from cepplan.engine_adapter.runtime.table import Table, whole_numbers
 from cepplan.stats.time_format import TimeFormatError
 from cepplan.stats.time_text import time_formatter
-from cepplan.workload.columns import merged_attribute_types
+from cepplan.workload.columns import EVENT_ZONE, merged_attribute_types
 
 
 class JobLayoutSource(Protocol):
@@ -71,7 +71,7 @@ class PatternColumns:
     spec: PatternSpec
     variables: tuple[VariableColumns, ...]
     emit: tuple[tuple[str, pa.DataType], ...]
-    time_text: Callable[[np.ndarray], pa.Array] | None  # times as the input wrote them
+    time_text: Callable[[np.ndarray, np.ndarray | None], pa.Array] | None  # as written
     schema: pa.Schema
 
 
@@ -87,7 +87,8 @@ def match_layouts(job: JobLayoutSource) -> dict[str, PatternColumns]:
     return {spec.name: _layout(spec, job, kinds, emit_types, text) for spec in job.patterns}
 
 
-def _time_text(reader: Mapping[str, Any]) -> Callable[[np.ndarray], pa.Array] | None:
+def _time_text(reader: Mapping[str, Any]
+               ) -> Callable[[np.ndarray, np.ndarray | None], pa.Array] | None:
     """The writer of times as the input wrote them: with a `time_format` whose letters the
     in-process reader reads, else None (no time columns)."""
     pattern = (reader.get("source") or {}).get("time_format")
@@ -101,7 +102,8 @@ def _time_text(reader: Mapping[str, Any]) -> Callable[[np.ndarray], pa.Array] | 
 
 def _layout(spec: PatternSpec, job: JobLayoutSource, kinds: Mapping[str, str],
             emit_types: Mapping[str, Mapping[str, str]],
-            text: Callable[[np.ndarray], pa.Array] | None) -> PatternColumns:
+            text: Callable[[np.ndarray, np.ndarray | None], pa.Array] | None
+            ) -> PatternColumns:
     fields: list[pa.Field] = []
     owners: dict[str, str] = {}
 
@@ -187,11 +189,11 @@ def _batch(layout: PatternColumns, table: Table, matches: Matches) -> pa.RecordB
         else:  # an OR's match binds one variable
             columns += [pa.nulls(count, f.type) for f in
                         list(fields)[variable.fields]]
-    first = np.minimum.reduce([table.ts[r] for r in firsts.values()])
-    last = np.maximum.reduce([table.ts[r] for r in lasts.values()])
+    first, first_zone = _earliest(table, list(firsts.values()), np.argmin)
+    last, last_zone = _earliest(table, list(lasts.values()), np.argmax)
     times = [pa.array(first, pa.float64()), pa.array(last, pa.float64())]
     if layout.time_text is not None:
-        times += [layout.time_text(first), layout.time_text(last)]
+        times += [layout.time_text(first, first_zone), layout.time_text(last, last_zone)]
     values = emitted(layout.spec, table, firsts, lasts, count)
     columns += [_arrow(values[attr], kind) for attr, kind in layout.emit]
     return pa.RecordBatch.from_arrays(times + columns, schema=fields)
@@ -203,11 +205,39 @@ def _event_columns(layout: PatternColumns, variable: VariableColumns, table: Tab
     stamps = table.ts[ranks]
     columns = [pa.array(table.ids[ranks], pa.int64()), pa.array(stamps, pa.float64())]
     if layout.time_text is not None:
-        columns.append(layout.time_text(stamps))
+        columns.append(layout.time_text(stamps, _zones(table, ranks)))
     columns += [_arrow(table.column(attr)[ranks], kind) for attr, kind in variable.attributes]
     if variable.nested:
         columns.append(_arrow(table.columns[MATCH_COLUMN][ranks], pa.string()))
     return columns
+
+
+def _zones(table: Table, ranks: np.ndarray) -> np.ndarray | None:
+    """The zone offsets the events at `ranks` were written with (None: not known, UTC; a
+    complex event, whose table holds no offsets, counts as UTC)."""
+    zones = table.columns.get(EVENT_ZONE)
+    if zones is None:
+        return None
+    found = zones[ranks]
+    if found.dtype.kind in "iu":
+        return found
+    if found.dtype.kind == "f":  # beside complex events (NaN)
+        return np.nan_to_num(found).astype(np.int64)
+    return np.fromiter((0 if v is None or v != v else int(v) for v in found), np.int64,
+                       len(found))
+
+
+def _earliest(table: Table, ranks: list[np.ndarray], pick: Callable[..., np.ndarray]
+              ) -> tuple[np.ndarray, np.ndarray | None]:
+    """Per match, the timestamp `pick` (argmin / argmax) chooses among its variables' events
+    at `ranks`, and that event's zone offset."""
+    stamps = np.stack([table.ts[r] for r in ranks])
+    chosen = pick(stamps, axis=0)
+    columns = np.arange(stamps.shape[1])
+    zones = [_zones(table, r) for r in ranks]
+    if any(z is None for z in zones):
+        return stamps[chosen, columns], None
+    return stamps[chosen, columns], np.stack(zones)[chosen, columns]
 
 
 def _arrow(values: np.ndarray, kind: pa.DataType) -> pa.Array:

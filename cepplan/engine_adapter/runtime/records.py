@@ -30,7 +30,7 @@ except ImportError:  # the isolated spark-submit test runs without it
 from cepplan.engine_adapter.runtime.matcher import Matches
 from cepplan.engine_adapter.runtime.spec import PatternSpec
 from cepplan.engine_adapter.runtime.table import Columns, Table
-from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_TYPE
+from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_TYPE, EVENT_ZONE
 from cepplan.workload.expr.vectorized import evaluate, referenced_keys
 
 if TYPE_CHECKING:  # imported where used: the in-process engine's plain path runs without it
@@ -348,7 +348,8 @@ def complex_events(table: Table, spec: PatternSpec, matches: Matches,
     for var, sets in matches.kleene.items():
         firsts[var] = np.fromiter((s[0] for s in sets), np.int64, count)
         lasts[var] = np.fromiter((s[-1] for s in sets), np.int64, count)
-    stamps = np.max(np.vstack([table.ts[a] for a in lasts.values()]), axis=0)
+    ends = np.vstack([table.ts[a] for a in lasts.values()])
+    stamps = np.max(ends, axis=0)
     ids = np.empty(count, dtype=np.int64)
     table_ids = table.ids.tolist()
     for row in range(count):
@@ -358,6 +359,10 @@ def complex_events(table: Table, spec: PatternSpec, matches: Matches,
     frame = {EVENT_TYPE: np.full(count, spec.name, dtype=object), EVENT_TS: stamps,
              EVENT_ID: ids, **emitted(spec, table, firsts, lasts, count)}
     frame[MATCH_COLUMN] = np.asarray(texts, dtype=object)
+    if EVENT_ZONE in table.columns:  # its time is its last event's: so is its zone offset
+        last = np.argmax(ends, axis=0)
+        zones = np.vstack([table.columns[EVENT_ZONE][a] for a in lasts.values()])
+        frame[EVENT_ZONE] = zones[last, np.arange(count)]
     import pandas as pd
 
     return pd.DataFrame(frame)

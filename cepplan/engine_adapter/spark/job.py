@@ -42,7 +42,7 @@ from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 
-from cepplan.engine_adapter.runtime.job import job_from_json, needed_attributes
+from cepplan.engine_adapter.runtime.job import job_from_json, needed_attributes, zoned_times
 from cepplan.engine_adapter.runtime.match_rows import PatternColumns, match_layouts, text_rows
 from cepplan.engine_adapter.runtime.parquet_parts import complete_parts
 from cepplan.engine_adapter.runtime.records import MATCH_COLUMN
@@ -64,7 +64,13 @@ from cepplan.engine_adapter.spark.tags import TAGS, Layout, layout, tag_column
 from cepplan.errors import InputError
 from cepplan.outputs import check_directory_output, event_inputs
 from cepplan.terminal import echo
-from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_TYPE, merged_attribute_types
+from cepplan.workload.columns import (
+    EVENT_ID,
+    EVENT_TS,
+    EVENT_TYPE,
+    EVENT_ZONE,
+    merged_attribute_types,
+)
 from cepplan.workload.spark_source import (
     REJECT,
     SourceError,
@@ -178,7 +184,8 @@ def _read_and_tag(spark: SparkSession, data: dict[str, Any], events: Sequence[st
         keys = [k for k in reader["source"].get("key_columns", ())
                 if k not in merged_attribute_types(reader["attributes"].values())]
         canonical = [EVENT_TYPE, EVENT_TS, EVENT_ID, *keys,
-                     *merged_attribute_types(reader["attributes"].values())]
+                     *merged_attribute_types(reader["attributes"].values()),
+                     *([EVENT_ZONE] if zoned_times(data) else [])]
         return read_and_tag(spark, data, splits, job, plan, primitive,
                             _columns(job, canonical), counts)
     reader = data["reader"]

@@ -32,6 +32,7 @@ from cepplan.engine_adapter.runtime.job import (
     evaluate_partition,
     job_from_json,
     partitions,
+    zoned_times,
 )
 from cepplan.engine_adapter.runtime.match_rows import match_layouts
 from cepplan.engine_adapter.runtime.parquet_parts import ParquetParts
@@ -40,7 +41,7 @@ from cepplan.engine_adapter.runtime.spec import NEGATED, PatternSpec
 from cepplan.engine_adapter.spark.acquire import INNER, acquire_group, group_acquisition
 from cepplan.engine_adapter.spark.shared import evaluate_shared
 from cepplan.engine_adapter.spark.tags import TAGS, Layout, any_of
-from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_TYPE
+from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_TYPE, EVENT_ZONE
 from cepplan.workload.spark_source import spark_type
 
 PATTERN = "pattern"
@@ -86,13 +87,15 @@ def schemes(patterns: tuple[PatternSpec, ...]) -> dict[tuple[str, ...], list[Pat
     return found
 
 
-def output_schema(emit_types: Mapping[str, str]) -> T.StructType:
-    """Columns of a match stage's output: pattern, match text, time, id, emitted attributes."""
+def output_schema(emit_types: Mapping[str, str], zoned: bool = False) -> T.StructType:
+    """Columns of a match stage's output: pattern, match text, time, id, emitted attributes
+    (and, `zoned`, the zone offset its time was written with: its last event's)."""
     return T.StructType([T.StructField(PATTERN, T.StringType(), False),
                          T.StructField(MATCH_COLUMN, T.StringType(), True),
                          T.StructField(EVENT_TS, T.DoubleType(), True),
                          T.StructField(EVENT_ID, T.LongType(), True),
-                         *[T.StructField(a, spark_type(k), True) for a, k in emit_types.items()]])
+                         *[T.StructField(a, spark_type(k), True) for a, k in emit_types.items()],
+                         *([T.StructField(EVENT_ZONE, T.IntegerType(), True)] if zoned else [])])
 
 
 def match(acquired: DataFrame, plan: Layout, keys: tuple[str, ...],
@@ -128,7 +131,7 @@ def match(acquired: DataFrame, plan: Layout, keys: tuple[str, ...],
     ranged = rows.select("*", F.explode(F.sequence(first(how.margin), last(how.margin)))
                          .alias(_RANGE), part.alias(_PART))
     ranged = ranged.withColumn(INNER, F.col(_RANGE).between(first(0.0), last(0.0)))
-    schema = output_schema(emit_types)
+    schema = output_schema(emit_types, zoned_times(data))
     names = [p.name for p in patterns]
     cache: dict[str, Any] = {}
 
@@ -270,5 +273,6 @@ ARROW_TYPES = {T.StringType: pa.string(), T.DoubleType: pa.float64(), T.LongType
 def complex_rows(results: DataFrame, consumed: set[str],
                  emit_types: Mapping[str, str]) -> DataFrame:
     """Matches of patterns that others read, as events of the pattern's type."""
+    zone = [EVENT_ZONE] if EVENT_ZONE in results.columns else []
     return results.filter(F.col(PATTERN).isin(sorted(consumed))).select(
-        F.col(PATTERN).alias(EVENT_TYPE), EVENT_TS, EVENT_ID, *emit_types, MATCH_COLUMN)
+        F.col(PATTERN).alias(EVENT_TYPE), EVENT_TS, EVENT_ID, *emit_types, *zone, MATCH_COLUMN)

@@ -29,7 +29,13 @@ from pyspark.sql import types as T
 
 from cepplan.engine_adapter.spark.match import ARROW_TYPES
 from cepplan.engine_adapter.spark.tags import TAGS, Layout, Tag
-from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_TYPE, merged_attribute_types
+from cepplan.workload.columns import (
+    EVENT_ID,
+    EVENT_TS,
+    EVENT_TYPE,
+    EVENT_ZONE,
+    merged_attribute_types,
+)
 from cepplan.workload.input_files import compression, content_problem, header_names
 from cepplan.workload.spark_source import SourceError, check_column_names, spark_type
 
@@ -127,7 +133,8 @@ def read_and_tag(spark: SparkSession, data: Mapping[str, Any], splits: list[Spli
     kinds = merged_attribute_types(reader["attributes"].values())
     fields = [T.StructField(EVENT_TYPE, T.StringType()), T.StructField(EVENT_TS, T.DoubleType()),
               T.StructField(EVENT_ID, T.LongType())]
-    fields += [T.StructField(c, spark_type(kinds.get(c, "string")))
+    fields += [T.StructField(c, T.IntegerType() if c == EVENT_ZONE
+                             else spark_type(kinds.get(c, "string")))
                for c in wanted if c not in (EVENT_TYPE, EVENT_TS, EVENT_ID)]
     fields += [T.StructField(TAGS, T.ArrayType(T.IntegerType())),
                T.StructField(_SPLIT, T.IntegerType())]
