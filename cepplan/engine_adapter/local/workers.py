@@ -103,7 +103,6 @@ class RangeMatching:
         self.job, self.data, self.writer, self.figures = job, data, writer, figures
         self.count, self.output_format = count, output_format
         self.sharing = used_sharing(job)
-        self.workers = 1
         self._first: tuple | None = None  # held until a second range shows workers pay
         self._pool: _WorkerPool | None = None
 
@@ -120,12 +119,16 @@ class RangeMatching:
         if self._pool is None:
             self._pool = _WorkerPool(self.count, self.data, self.output_format,
                                      self.writer.spill_directory())
-            self.workers = self.count
             self._pool.submit(self._first)
             self._first = None
         self._pool.submit((pool, span, owned))
         while self._pool.pending >= IN_FLIGHT * self.count:
             self._append_oldest()
+
+    @property
+    def workers(self) -> int:
+        """The processes that matched: the workers started, else this one."""
+        return len(self._pool.processes) if self._pool is not None else 1
 
     def finish(self) -> None:
         """The ranges still pending appended to the output; the workers stopped."""
@@ -161,28 +164,34 @@ def range_matching(job: Job, data: dict[str, Any], writer: Any, figures: RangeFi
 
 
 class _WorkerPool:
-    """`count` spawned worker processes; task k goes to worker k mod count, so the results
+    """Up to `count` spawned worker processes, each started when the first range for it
+    comes (a short input starts fewer); range k goes to worker k mod count, so the results
     are taken back in submission order from one worker after the other."""
 
     def __init__(self, count: int, data: dict[str, Any], output_format: str, spill: Path):
-        context = multiprocessing.get_context("spawn")
-        share = budget() // count  # a bad CEPPLAN_MATCH_MEMORY is reported here, once
+        self._count, self._data, self._output_format, self._spill = (count, data,
+                                                                      output_format, spill)
+        self._share = budget() // count  # a bad CEPPLAN_MATCH_MEMORY is reported here, once
         _keep_freed_heap()  # the workers' chunks received, written and freed
-        self._spill = spill
-        self._connections, self._processes = [], []
+        self._connections: list = []
+        self.processes: list = []
         self._submitted = self._taken = 0
+
+    def _start(self) -> None:
+        """One more worker, started with the stop signals held (its start-up inherits the
+        mask: a Ctrl-C then is the parent's, none is lost)."""
+        context = multiprocessing.get_context("spawn")
         held = {signal.SIGINT, signal.SIGTERM}
-        signal.pthread_sigmask(signal.SIG_BLOCK, held)  # inherited: none lost at start-up
+        signal.pthread_sigmask(signal.SIG_BLOCK, held)
         try:
-            for index in range(count):
-                mine, theirs = context.Pipe()
-                process = context.Process(target=_serve, name=f"cepplan-worker-{index}",
-                                          args=(theirs, data, output_format, share,
-                                                os.getpid()), daemon=True)
-                process.start()
-                theirs.close()
-                self._connections.append(mine)
-                self._processes.append(process)
+            mine, theirs = context.Pipe()
+            process = context.Process(target=_serve, name=f"cepplan-worker-{len(self.processes)}",
+                                      args=(theirs, self._data, self._output_format,
+                                            self._share, os.getpid()), daemon=True)
+            process.start()
+            theirs.close()
+            self._connections.append(mine)
+            self.processes.append(process)
         finally:
             signal.pthread_sigmask(signal.SIG_UNBLOCK, held)
 
@@ -191,7 +200,9 @@ class _WorkerPool:
         return self._submitted - self._taken
 
     def submit(self, task: tuple) -> None:
-        index = self._submitted % len(self._processes)
+        index = self._submitted % self._count
+        if index == len(self.processes):
+            self._start()
         path = self._spill / f"range-{self._submitted:08d}"
         self._connections[index].send((*task, str(path)))
         self._submitted += 1
@@ -199,7 +210,7 @@ class _WorkerPool:
     def append_oldest(self, writer: Any, output_format: str) -> RangeFigures:
         """The oldest pending range's matches appended to the output (`_RangeOutput`); its
         figures returned, or the worker's error raised."""
-        index = self._taken % len(self._processes)
+        index = self._taken % self._count
         connection = self._connections[index]
         try:
             kind, value = connection.recv()
@@ -209,7 +220,7 @@ class _WorkerPool:
             for _ in range(chunks):
                 _append_chunk(writer, connection.recv_bytes(), output_format)
         except (EOFError, ConnectionError):
-            process = self._processes[index]
+            process = self.processes[index]
             process.join(1.0)
             raise WorkerError(f"a worker process matching time ranges ended unexpectedly "
                               f"(exit code {process.exitcode}): out of memory? Try fewer "
@@ -224,15 +235,15 @@ class _WorkerPool:
         for connection in self._connections:
             with contextlib.suppress(OSError):
                 connection.send(None)
-        for process in self._processes:
+        for process in self.processes:
             process.join()
 
     def kill(self) -> None:
         """The workers killed and reaped."""
-        for process in self._processes:
+        for process in self.processes:
             with contextlib.suppress(OSError):
                 process.kill()
-        for process in self._processes:
+        for process in self.processes:
             process.join()
 
 
