@@ -26,6 +26,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from cepplan.engine_adapter.local.pandas_hold import hold_pandas_back
 from cepplan.engine_adapter.local.partial_counts import added
 from cepplan.engine_adapter.runtime.job import Job, PartitionOutput, job_from_json
 from cepplan.engine_adapter.runtime.match_rows import match_layouts
@@ -258,6 +259,7 @@ def _serve(connection: Any, data: dict[str, Any], output_format: str, share: int
         return
     os.environ[MEMORY_VARIABLE] = str(share)
     _keep_freed_heap()
+    hold_pandas_back()  # as in the parent: pyarrow would import pandas (0.3 s) otherwise
     job = job_from_json(data)
     layouts = match_layouts(job) if output_format == "parquet" else None
     sharing = used_sharing(job)
