@@ -224,7 +224,8 @@ def _run_by_time_range(job: Job, data: dict[str, Any], events: Sequence[str], ou
     margin = _margin(job)
     covered = Covered()  # the input's time so far: negations are decided within it
     with (staged_output(out, output_format, job) as (writer, finish),
-          range_matching(job, data, writer, figures, workers, output_format) as ranges):
+          range_matching(_match_range, job, data, writer, figures, workers,
+                         output_format) as ranges):
         held: list[Columns] = []
         rows, low, latest, first = 0, -math.inf, -math.inf, None
         for part in _tagged_batches(job, data["reader"], events, seconds, counts, plain=True,

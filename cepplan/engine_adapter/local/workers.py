@@ -21,7 +21,7 @@ import pickle
 import queue
 import signal
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -84,14 +84,18 @@ class RangeFigures:
         self.worker_peaks.update(other.worker_peaks)
 
 
-def match_range(pool: Columns, job: Job, owned: tuple[float, float], writer: Any,
-                figures: RangeFigures, sharing: SharingPlan | None) -> None:
-    """Every pattern's matches whose latest event lies in `owned`, written, the range's
-    figures added to `figures` (`engine._match_range`; `sharing`: the job's `used_sharing`)."""
-    from cepplan.engine_adapter.local.engine import _match_range
+# matches the ranges whose latest event lies in `owned` over `pool` (the events of that range
+# and a margin), written, its figures added to the dicts given: `engine._match_range`, passed
+# in (and to each worker, by name) so that this module does not import the engine
+MatchRange = Callable[..., None]
 
-    _match_range(pool, job, owned, writer, figures.totals, figures.built, figures.seconds,
-                 sharing, figures.partials)
+
+def match_range(match: MatchRange, pool: Columns, job: Job, owned: tuple[float, float],
+                writer: Any, figures: RangeFigures, sharing: SharingPlan | None) -> None:
+    """`match` over one range, its figures added to `figures` (`sharing`: the job's
+    `used_sharing`)."""
+    match(pool, job, owned, writer, figures.totals, figures.built, figures.seconds, sharing,
+          figures.partials)
 
 
 class RangeMatching:
@@ -99,8 +103,9 @@ class RangeMatching:
     this process when `count` is 1 or the input makes a single range; `finish` appends what
     is left and stops the workers; `workers` says how many matched."""
 
-    def __init__(self, job: Job, data: dict[str, Any], writer: Any, figures: RangeFigures,
-                 count: int, output_format: str):
+    def __init__(self, match: MatchRange, job: Job, data: dict[str, Any], writer: Any,
+                 figures: RangeFigures, count: int, output_format: str):
+        self.match_function = match
         self.job, self.data, self.writer, self.figures = job, data, writer, figures
         self.count, self.output_format = count, output_format
         self.sharing = used_sharing(job)
@@ -111,15 +116,15 @@ class RangeMatching:
               ) -> None:
         """Match the range `owned` of `pool` (the job's input covering `span` so far)."""
         if self.count == 1:
-            match_range(pool, replace(self.job, span=span), owned, self.writer, self.figures,
-                        self.sharing)
+            match_range(self.match_function, pool, replace(self.job, span=span), owned,
+                        self.writer, self.figures, self.sharing)
             return
         if self._pool is None and self._first is None:
             self._first = (pool, span, owned)
             return
         if self._pool is None:
-            self._pool = _WorkerPool(self.count, self.data, self.output_format,
-                                     self.writer.spill_directory())
+            self._pool = _WorkerPool(self.match_function, self.count, self.data,
+                                     self.output_format, self.writer.spill_directory())
             self._pool.submit(self._first)
             self._first = None
         self._pool.submit((pool, span, owned))
@@ -136,8 +141,8 @@ class RangeMatching:
         if self._first is not None:  # one range in all: no worker started for it
             pool, span, owned = self._first
             self._first = None
-            match_range(pool, replace(self.job, span=span), owned, self.writer, self.figures,
-                        self.sharing)
+            match_range(self.match_function, pool, replace(self.job, span=span), owned,
+                        self.writer, self.figures, self.sharing)
         if self._pool is not None:
             while self._pool.pending:
                 self._append_oldest()
@@ -153,10 +158,11 @@ class RangeMatching:
 
 
 @contextlib.contextmanager
-def range_matching(job: Job, data: dict[str, Any], writer: Any, figures: RangeFigures,
-                   count: int, output_format: str) -> Iterator[RangeMatching]:
+def range_matching(match: MatchRange, job: Job, data: dict[str, Any], writer: Any,
+                   figures: RangeFigures, count: int,
+                   output_format: str) -> Iterator[RangeMatching]:
     """A `RangeMatching` whose workers are killed if the block ends with an exception."""
-    matching = RangeMatching(job, data, writer, figures, count, output_format)
+    matching = RangeMatching(match, job, data, writer, figures, count, output_format)
     try:
         yield matching
     except BaseException:
@@ -169,9 +175,10 @@ class _WorkerPool:
     comes (a short input starts fewer); range k goes to worker k mod count, so the results
     are taken back in submission order from one worker after the other."""
 
-    def __init__(self, count: int, data: dict[str, Any], output_format: str, spill: Path):
-        self._count, self._data, self._output_format, self._spill = (count, data,
-                                                                      output_format, spill)
+    def __init__(self, match: MatchRange, count: int, data: dict[str, Any],
+                 output_format: str, spill: Path):
+        self._match, self._count, self._data = match, count, data
+        self._output_format, self._spill = output_format, spill
         self._share = budget() // count  # a bad CEPPLAN_MATCH_MEMORY is reported here, once
         _keep_freed_heap()  # the workers' chunks received, written and freed
         self._connections: list = []
@@ -187,8 +194,9 @@ class _WorkerPool:
         try:
             mine, theirs = context.Pipe()
             process = context.Process(target=_serve, name=f"cepplan-worker-{len(self.processes)}",
-                                      args=(theirs, self._data, self._output_format,
-                                            self._share, os.getpid()), daemon=True)
+                                      args=(theirs, self._match, self._data,
+                                            self._output_format, self._share, os.getpid()),
+                                      daemon=True)
             process.start()
             theirs.close()
             self._connections.append(mine)
@@ -248,8 +256,8 @@ class _WorkerPool:
             process.join()
 
 
-def _serve(connection: Any, data: dict[str, Any], output_format: str, share: int,
-           parent: int) -> None:
+def _serve(connection: Any, match: MatchRange, data: dict[str, Any], output_format: str,
+           share: int, parent: int) -> None:
     """A worker: match each range sent, send back its figures and its matches (or the error
     that stopped it), until told to end."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C
@@ -268,7 +276,7 @@ def _serve(connection: Any, data: dict[str, Any], output_format: str, share: int
         figures = RangeFigures.empty(job)
         output = _RangeOutput(Path(path), layouts)
         try:
-            match_range(pool, replace(job, span=span), owned, output, figures, sharing)
+            match_range(match, pool, replace(job, span=span), owned, output, figures, sharing)
             output.close()
             figures.worker_peaks[os.getpid()] = peak_resident()
         except Exception as err:  # sent to the parent, which raises it

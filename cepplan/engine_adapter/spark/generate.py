@@ -45,6 +45,8 @@ SHIPPED = (
     "engine_adapter/local/engine.py",
     "engine_adapter/local/pandas_hold.py",
     "engine_adapter/local/writer.py",
+    "engine_adapter/local/workers.py",
+    "limits.py",
     "interrupt.py",
     "terminal.py",
     "fileio.py",
