@@ -117,16 +117,22 @@ def test_random_streams_on_workers_match_the_reference(tmp_path_factory, seed):
     assert {p: got.get(p, []) for p in expected} == expected
 
 
-def test_hierarchy_runs_on_one_worker_and_says_so(tmp_path):
-    """A pattern reading another's matches needs them all: one worker, said and counted."""
+def test_hierarchy_and_contexts_run_on_one_worker_and_say_so(tmp_path):
+    """A pattern reading another's matches needs them all, contexts their windows: one
+    worker, said and counted in metrics.json."""
     workload, events = thin_example("network")
     path = tmp_path / f"events.{workload.source.format}"
     write_events(events, workload, path)
-    said: list[str] = []
-    metrics = _run(job_data(workload, trivial_plan(workload)), [str(path)], tmp_path / "out",
-                   2, said=said)
-    assert metrics["workers"] == 1
-    assert "matching with one worker: a pattern reads another pattern's matches" in said
+    traffic = load_workload(EXAMPLES / "traffic" / "workload.json")
+    for name, data, files, why in (
+            ("network", job_data(workload, trivial_plan(workload)), [str(path)],
+             "a pattern reads another pattern's matches"),
+            ("traffic", job_data(traffic, trivial_plan(traffic)),
+             [str(EXAMPLES / "traffic" / "events.csv")], "the plan has contexts")):
+        said: list[str] = []
+        metrics = _run(data, files, tmp_path / name, 2, said=said)
+        assert metrics["workers"] == 1, name
+        assert f"matching with one worker: {why}" in said, name
 
 
 def test_a_workers_error_is_the_error_of_one_worker(tmp_path, monkeypatch):
