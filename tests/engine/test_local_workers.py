@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cepplan.engine_adapter.job_spec import job_data
-from cepplan.engine_adapter.local import engine
+from cepplan.engine_adapter.local import engine, workers
 from cepplan.engine_adapter.local.source import read_batches
 from cepplan.engine_adapter.runtime.memory import MEMORY_VARIABLE, MatchMemoryError
 from cepplan.planner.plan import trivial_plan
@@ -92,6 +92,28 @@ def test_workers_write_the_same_parquet_files(tmp_path):
     one = _same_runs(job_data(workload, trivial_plan(workload)),
                      [str(EXAMPLES / "fraud" / "events.csv")], tmp_path, (2,), fmt="parquet")
     assert sum(one["matches"].values()) > 0
+
+
+def test_range_output_past_a_workers_memory_comes_back_whole(tmp_path, monkeypatch):
+    """A worker holds a range's output up to a limit and spills the rest to a file: with a
+    limit of 200 bytes, the JSON lines and the Parquet parts are still one worker's bytes."""
+    monkeypatch.setattr(workers._RangeOutput, "HELD_BYTES", 200)
+    spilled: list[str] = []
+    append = workers.append_spill
+
+    def counted(writer, spill, output_format):
+        spilled.append(output_format)
+        append(writer, spill, output_format)
+
+    monkeypatch.setattr(workers, "append_spill", counted)
+    workload = load_workload(EXAMPLES / "fraud" / "workload.json")
+    data = job_data(workload, trivial_plan(workload))
+    events = [str(EXAMPLES / "fraud" / "events.csv")]
+    for fmt in ("jsonl", "parquet"):
+        one = _same_runs(data, events, tmp_path / fmt, (2,), fmt=fmt)
+        assert sum(one["matches"].values()) > 10, fmt
+        assert fmt in spilled
+    assert list(tmp_path.glob("**/spill")) == []
 
 
 def test_shared_plan_on_workers(tmp_path):

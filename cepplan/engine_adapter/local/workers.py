@@ -195,7 +195,8 @@ class _WorkerPool:
             mine, theirs = context.Pipe()
             process = context.Process(target=_serve, name=f"cepplan-worker-{len(self.processes)}",
                                       args=(theirs, self._match, self._data,
-                                            self._output_format, self._share, os.getpid()),
+                                            self._output_format, self._share,
+                                            _RangeOutput.HELD_BYTES, os.getpid()),
                                       daemon=True)
             process.start()
             theirs.close()
@@ -257,7 +258,7 @@ class _WorkerPool:
 
 
 def _serve(connection: Any, match: MatchRange, data: dict[str, Any], output_format: str,
-           share: int, parent: int) -> None:
+           share: int, held: int, parent: int) -> None:
     """A worker: match each range sent, send back its figures and its matches (or the error
     that stopped it), until told to end."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C
@@ -274,7 +275,7 @@ def _serve(connection: Any, match: MatchRange, data: dict[str, Any], output_form
     for task in _received(connection):
         pool, span, owned, path = task
         figures = RangeFigures.empty(job)
-        output = _RangeOutput(Path(path), layouts)
+        output = _RangeOutput(Path(path), layouts, held)
         try:
             match_range(match, pool, replace(job, span=span), owned, output, figures, sharing)
             output.close()
@@ -308,13 +309,14 @@ def _received(connection: Any) -> Iterator[tuple]:
 
 class _RangeOutput:
     """The writer a worker hands the matcher: JSON lines as their bytes, or Parquet rows as
-    pickled (pattern, record batches); held in memory up to `HELD_BYTES`, the rest written
-    to the range's spill file (a range's output can pass any memory)."""
+    pickled (pattern, record batches); held in memory up to `held` bytes (the parent's
+    `HELD_BYTES`), the rest written to the range's spill file (a range's output can pass any
+    memory)."""
 
     HELD_BYTES = 64 << 20
 
-    def __init__(self, path: Path, layouts: dict | None):
-        self.path, self._layouts = path, layouts
+    def __init__(self, path: Path, layouts: dict | None, held: int):
+        self.path, self._layouts, self._limit = path, layouts, held
         self.chunks: list = []
         self.spill: Any = None
         self._held = 0
@@ -336,7 +338,7 @@ class _RangeOutput:
             self.spill.close()
 
     def _keep(self, data: Any) -> None:
-        if self.spill is None and self._held + len(data) <= self.HELD_BYTES:
+        if self.spill is None and self._held + len(data) <= self._limit:
             self.chunks.append(data)
             self._held += len(data)
             return
