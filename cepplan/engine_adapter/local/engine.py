@@ -23,6 +23,7 @@ from cepplan.engine_adapter.local.pandas_hold import hold_pandas_back
 from cepplan.engine_adapter.local.partial_counts import added, partial_metrics
 from cepplan.engine_adapter.local.slices import slices
 from cepplan.engine_adapter.local.source import read_batches
+from cepplan.engine_adapter.local.totals import PatternTotals
 from cepplan.engine_adapter.local.workers import RangeFigures, range_matching
 from cepplan.engine_adapter.local.writer import staged_output
 from cepplan.engine_adapter.runtime.acquire import acquire, acquire_in_range
@@ -257,7 +258,9 @@ def _run_by_time_range(job: Job, data: dict[str, Any], events: Sequence[str], ou
         metrics["input_span"] = _span_figures(covered)
         metrics["workers"] = ranges.workers
         for spec in job.patterns:
-            _count(metrics, spec.name, *figures.totals[spec.name], say)
+            total = figures.totals[spec.name]
+            _count(metrics, spec.name, total.sent, total.matches, total.cap_hits,
+                   total.held_back, total.splits, say)
         span = (latest - first) if first is not None else 0.0
         sharing = used_sharing(job)
         if sharing is not None:
@@ -274,7 +277,7 @@ def _run_by_time_range(job: Job, data: dict[str, Any], events: Sequence[str], ou
 
 
 def _match_range(pool: Columns, job: Job, owned: tuple[float, float], writer: Any,
-                 totals: dict[str, list[int]], built: dict[str, list[int]],
+                 totals: dict[str, PatternTotals], built: dict[str, list[int]],
                  seconds: dict[str, float], sharing: SharingPlan | None = None,
                  partials: dict[int, int] | None = None) -> None:
     """Every pattern's matches whose latest event lies in `owned`, over `pool` (the events
@@ -303,17 +306,14 @@ def _match_range(pool: Columns, job: Job, owned: tuple[float, float], writer: An
         frame = pool.take(keep, [c for c in pool.columns if "\t" not in c])
         clock = time.perf_counter()
         total = totals[spec.name]
-        total[0] += int(np.count_nonzero(keep & inside))
+        total.sent += int(np.count_nonzero(keep & inside))
         for group, own in slices(frame, spec):
             mine = (max(own[0], owned[0]), min(own[1], owned[1]))
             if mine[0] >= mine[1]:
                 continue
             for result in evaluate_pieces(group, job, spec, own=mine, texts=texts):
                 writer.write(spec.name, result)
-                total[1] += result.count
-                total[2] += result.cap_hits
-                total[3] += result.held_back
-                total[4] += result.splits
+                total.add_output(result)
                 built[spec.name] = added(built.get(spec.name, []), result.partials)
         seconds[f"match {spec.name}"] = (seconds.get(f"match {spec.name}", 0.0)
                                          + time.perf_counter() - clock)

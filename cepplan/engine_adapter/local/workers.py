@@ -28,6 +28,7 @@ from typing import Any
 
 from cepplan.engine_adapter.local.pandas_hold import hold_pandas_back
 from cepplan.engine_adapter.local.partial_counts import added
+from cepplan.engine_adapter.local.totals import PatternTotals
 from cepplan.engine_adapter.runtime.job import Job, PartitionOutput, job_from_json
 from cepplan.engine_adapter.runtime.match_rows import match_layouts
 from cepplan.engine_adapter.runtime.memory import MEMORY_VARIABLE, budget, peak_resident
@@ -56,12 +57,12 @@ def usable_cores() -> int:
 
 @dataclass
 class RangeFigures:
-    """What matching time ranges adds to the metrics: per pattern its totals (rows sent,
-    matches, cap hits, matches held back, splits), partial matches per join prefix, seconds
+    """What matching time ranges adds to the metrics: per pattern its totals, partial
+    matches per join prefix, seconds
     per stage (summed over workers), partial matches per shared node, and the workers'
     peak resident memory (summed: they run side by side)."""
 
-    totals: dict[str, list[int]]
+    totals: dict[str, PatternTotals]
     built: dict[str, list[int]] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)
     partials: dict[int, int] = field(default_factory=dict)
@@ -69,12 +70,12 @@ class RangeFigures:
 
     @classmethod
     def empty(cls, job: Job) -> RangeFigures:
-        return cls({p.name: [0, 0, 0, 0, 0] for p in job.patterns})
+        return cls({p.name: PatternTotals() for p in job.patterns})
 
     def add(self, other: RangeFigures) -> None:
         """Another range's figures added to these."""
         for name, total in other.totals.items():
-            self.totals[name] = [a + b for a, b in zip(self.totals[name], total, strict=True)]
+            self.totals[name].add(total)
         for name, counts in other.built.items():
             self.built[name] = added(self.built.get(name, []), counts)
         for key, value in other.seconds.items():

@@ -46,6 +46,7 @@ SHIPPED = (
     "engine_adapter/local/pandas_hold.py",
     "engine_adapter/local/writer.py",
     "engine_adapter/local/workers.py",
+    "engine_adapter/local/totals.py",
     "limits.py",
     "interrupt.py",
     "terminal.py",
