@@ -180,7 +180,8 @@ class _WorkerPool:
                  output_format: str, spill: Path):
         self._match, self._count, self._data = match, count, data
         self._output_format, self._spill = output_format, spill
-        self._share = budget() // count  # a bad CEPPLAN_MATCH_MEMORY is reported here, once
+        # a bad CEPPLAN_MATCH_MEMORY is reported here, once; a share is at least a byte
+        self._share = max(1, budget() // count)
         _keep_freed_heap()  # the workers' chunks received, written and freed
         self._connections: list = []
         self.processes: list = []
