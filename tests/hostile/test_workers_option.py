@@ -4,9 +4,14 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+
+from tests.hostile.conftest import ROOT
 
 
 @pytest.mark.parametrize("value", ["0", "-1", "1.5", "two", "", "257", "99999999999999999999"])
@@ -33,3 +38,24 @@ def _plan(cli, fraud: Path) -> Path:
     plan = fraud / "plan.json"
     assert cli("optimize", fraud / "workload.json", "-o", plan, "-q").code == 0
     return plan
+
+
+def test_default_is_the_cores_cepplan_may_use(tmp_path):
+    """Without --workers, a cepplan allowed one core (its CPU affinity) matches on one, even
+    on an input of several time ranges; --workers 2 there starts two."""
+    from benchmarks.stock_bars import workload, write_bars
+
+    write_bars(tmp_path / "bars.txt", 100_000)  # 10,000 GOOG bars: two time ranges
+    wl = workload(["goog"])
+    (tmp_path / "workload.json").write_text(json.dumps(wl))
+    cepplan = [sys.executable, "-m", "cepplan"]
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    subprocess.run([*cepplan, "optimize", tmp_path / "workload.json", "-o",
+                    tmp_path / "plan.json", "-q"], check=True, cwd=ROOT, env=env, timeout=120)
+    one_core = min(os.sched_getaffinity(0))
+    for flags, expected in (([], 1), (["--workers", "2"], 2)):
+        out = tmp_path / f"out{expected}"
+        subprocess.run([*cepplan, "run", tmp_path / "plan.json", tmp_path / "bars.txt", "-o",
+                        out, "-q", "--engine", "local", *flags], check=True, cwd=ROOT, env=env,
+                       timeout=120, preexec_fn=lambda: os.sched_setaffinity(0, {one_core}))
+        assert json.loads((out / "metrics.json").read_text())["workers"] == expected
