@@ -9,6 +9,11 @@ memory per row (`python -m cepplan run`, process start to files written).
 
 A row that stops at the budget says so (the error's figure); the rows whose output would be
 tens of GB at 10^5 rows (GOOG over 143 minutes, Kleene over 15) are best run at fewer rows.
+The table runs on one worker (`--workers 1`). Then the scaling curve: rows whose matching
+outweighs reading, at 10^6 rows, on 1 and 2 workers: wall time, the ratio, and the match
+files compared byte for byte (the machine's load printed beside: the ratio needs idle cores).
+
+    CEPPLAN_BENCH_WINDOWS= CEPPLAN_BENCH_SCALING=goog-14 python -m benchmarks windows
 """
 
 from __future__ import annotations
@@ -39,8 +44,11 @@ ROWS = {  # name: (structure, conditions, window in minutes)
 }
 
 
-def run_row(scratch: Path, bars: Path, name: str, budget: str) -> str:
-    """One row of the table: optimise the pattern, run it, and describe the outcome."""
+SCALING = ("goog-14", "band-70")  # rows whose matching outweighs reading
+
+
+def plan_row(scratch: Path, name: str) -> Path:
+    """The optimised plan of one row's pattern."""
     structure, where, window = ROWS[name]
     wl = workload([])
     wl["patterns"] = [{"name": "p", "structure": structure, "where": where, "within": window}]
@@ -49,16 +57,32 @@ def run_row(scratch: Path, bars: Path, name: str, budget: str) -> str:
     plan = scratch / f"{name}.plan.json"
     subprocess.run([sys.executable, "-m", "cepplan", "optimize", str(path), "-o", str(plan),
                     "--quiet"], cwd=ROOT, check=True)
-    out = scratch / f"{name}.out"
+    return plan
+
+
+def run_plan(plan: Path, bars: Path, out: Path, budget: str, workers: int
+             ) -> tuple[float, str, subprocess.CompletedProcess]:
+    """`cepplan run` on `workers` processes: wall seconds, peak memory (cepplan's own and
+    its workers', from metrics.json when written), the finished process."""
     env = {**os.environ, "CEPPLAN_MATCH_MEMORY": budget}
     start = time.perf_counter()
     done = subprocess.run([sys.executable, "-c", RSS_WRAPPER, "run", str(plan), "--events",
-                           str(bars), "--out", str(out), "--quiet"], cwd=ROOT, env=env,
-                          capture_output=True, text=True)
+                           str(bars), "--out", str(out), "--quiet", "--workers", str(workers)],
+                          cwd=ROOT, env=env, capture_output=True, text=True)
     wall = time.perf_counter() - start
     rss = [int(line.split()[1]) for line in done.stderr.splitlines()
            if line.startswith("maxrss ")]
     peak = f"{rss[-1] / 1024:,.0f} MB" if rss else "?"
+    if not done.returncode:
+        metrics = json.loads((out / "metrics.json").read_text())
+        peak = f"{metrics['peak_memory_bytes'] / 2**20:,.0f} MB"
+    return wall, peak, done
+
+
+def run_row(scratch: Path, bars: Path, name: str, budget: str, workers: int = 1) -> str:
+    """One row of the table: optimise the pattern, run it, and describe the outcome."""
+    out = scratch / f"{name}.out"
+    wall, peak, done = run_plan(plan_row(scratch, name), bars, out, budget, workers)
     if done.returncode:
         error = next((line for line in done.stderr.splitlines() if line.startswith("error")),
                      done.stderr.strip().splitlines()[-1] if done.stderr.strip() else "")
@@ -73,11 +97,37 @@ def run_row(scratch: Path, bars: Path, name: str, budget: str) -> str:
     return text
 
 
+def scaling_row(scratch: Path, bars: Path, name: str, budget: str,
+                counts: tuple[int, ...] = (1, 2)) -> str:
+    """One row's wall time on each number of workers (`--workers`), the ratio to one worker,
+    the match files checked byte for byte against one worker's."""
+    plan = plan_row(scratch, name)
+    walls, first = [], None
+    for count in counts:
+        out = scratch / f"{name}.w{count}"
+        wall, peak, done = run_plan(plan, bars, out, budget, count)
+        if done.returncode:
+            return f"{name:<10} --workers {count} failed (exit {done.returncode})"
+        files = {p.name: p.read_bytes() for p in (out / "matches").iterdir()}
+        first = files if first is None else first
+        if files != first:
+            return f"{name:<10} --workers {count}: DIFFERENT matches from --workers 1"
+        used = json.loads((out / "metrics.json").read_text())["workers"]
+        walls.append(f"{count} ({used} used): {wall:5.1f} s, {peak}")
+        subprocess.run(["rm", "-rf", str(out)], check=True)
+        if count == counts[0]:
+            base = wall
+    return (f"{name:<10} " + "; ".join(walls) + f"; ratio {base / wall:.2f}x, same matches "
+            f"byte for byte, load {os.getloadavg()[0]:.1f}")
+
+
 def main(quick: bool = False) -> None:
     """The table's rows (environment: CEPPLAN_BENCH_ROWS, default 10^5, 10^4 with --quick;
-    CEPPLAN_BENCH_WINDOWS, the rows to run; CEPPLAN_BENCH_BUDGET, default 1G)."""
+    CEPPLAN_BENCH_WINDOWS, the rows to run; CEPPLAN_BENCH_BUDGET, default 1G), then the
+    scaling curve on 1 and 2 workers (CEPPLAN_BENCH_SCALING, the rows, default goog-14
+    and band-70; CEPPLAN_BENCH_SCALING_ROWS, default 10^6 rows, 10^5 with --quick)."""
     rows = int(os.environ.get("CEPPLAN_BENCH_ROWS", 10_000 if quick else 100_000))
-    names = os.environ.get("CEPPLAN_BENCH_WINDOWS", ",".join(ROWS)).split(",")
+    names = [n for n in os.environ.get("CEPPLAN_BENCH_WINDOWS", ",".join(ROWS)).split(",") if n]
     budget = os.environ.get("CEPPLAN_BENCH_BUDGET", "1G")
     print(f"{rows:,} rows of minute bars, CEPPLAN_MATCH_MEMORY={budget}, load "
           "{:.1f}".format(os.getloadavg()[0]))
@@ -88,3 +138,14 @@ def main(quick: bool = False) -> None:
         write_bars(bars, rows)
         for row in names:
             print(run_row(scratch, bars, row, budget), flush=True)
+        scaled = [n for n in os.environ.get("CEPPLAN_BENCH_SCALING", ",".join(SCALING))
+                  .split(",") if n]
+        if not scaled:
+            return
+        many = int(os.environ.get("CEPPLAN_BENCH_SCALING_ROWS",
+                                  100_000 if quick else 1_000_000))
+        print(f"\nworkers: {many:,} rows, --workers 1 against 2 ({os.cpu_count()} cores), "
+              f"load {os.getloadavg()[0]:.1f}")
+        write_bars(bars, many)
+        for row in scaled:
+            print(scaling_row(scratch, bars, row, budget), flush=True)

@@ -14,6 +14,7 @@ from cepplan.errors import InputError
 
 MIN_TIME_LIMIT = 0.001  # seconds; the search's share of a subnormal limit rounded to 0 s
 MAX_K = 1000  # plans each pattern offers the patterns built on it (0: all of them)
+MAX_WORKERS = 256  # worker processes of the in-process engine (`cepplan run --workers`)
 
 
 def bounded(option: str, value: float, *, low: float, high: float,

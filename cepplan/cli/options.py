@@ -19,6 +19,7 @@ import typer
 from typer.core import TyperCommand
 
 from cepplan.errors import InputError
+from cepplan.limits import MAX_WORKERS
 from cepplan.terminal import echo
 
 
@@ -190,6 +191,25 @@ def memory_size(text: str) -> str:
     if int(found[1]) * _MEMORY_UNITS[found[2].lower()] < SPARK_MIN_DRIVER_KIB:
         raise typer.BadParameter(f"Spark needs at least 450m for its driver, got {text!r}")
     return text
+
+
+def workers() -> Any:
+    """`--workers N`: worker processes of the in-process engine (default: the usable cores)."""
+    return typer.Option(None, "--workers", metavar="N", parser=worker_count,
+                        help="Worker processes the in-process engine matches time ranges in "
+                        f"(1 to {MAX_WORKERS}; default: the cores this process may use).")
+
+
+def worker_count(text: str) -> int:
+    """A number of worker processes, 1 to `MAX_WORKERS`; anything else is refused here."""
+    try:
+        count = int(text.strip())
+    except ValueError:
+        raise typer.BadParameter(f"expected a whole number of worker processes, got "
+                                 f"{text!r:.40}") from None
+    if not 1 <= count <= MAX_WORKERS:
+        raise typer.BadParameter(f"expected 1 to {MAX_WORKERS} worker processes, got {count}")
+    return count
 
 
 SEED_MAX = 2**63 - 1  # seeds are written into plan.json and stats.json as 64-bit integers

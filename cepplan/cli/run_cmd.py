@@ -31,6 +31,7 @@ def run_command(
                                                 "How the matches are written: JSON lines, "
                                                 "or Parquet with typed columns, a directory "
                                                 "per pattern."),
+    workers: int | None = options.workers(),
     quiet: bool = options.quiet(),
     verbose: bool = options.verbose(),
 ) -> None:
@@ -56,7 +57,7 @@ def run_command(
     with written_directory(target) as staged:  # renamed over --output only on success
         if which == "local":
             _run_local(loaded, chosen, plan_kind.value, files, staged,
-                       output_format.value, progress)
+                       output_format.value, progress, workers)
         else:
             _run_spark(loaded, chosen, plan_kind.value, files, staged, output_format.value,
                        master or "local[*]", driver_memory, progress, verbose)
@@ -78,15 +79,17 @@ def run_command(
 
 
 def _run_local(loaded, chosen, plan_kind: str, files: list[str], out: Path,
-               output_format: str, progress: bool) -> None:
-    """The in-process engine (pyarrow, NumPy; no JVM)."""
+               output_format: str, progress: bool, workers: int | None) -> None:
+    """The in-process engine (pyarrow, NumPy; no JVM), on `workers` processes (default:
+    the usable cores)."""
     from cepplan.engine_adapter.job_spec import job_data
     from cepplan.engine_adapter.local.engine import run_local_job
+    from cepplan.engine_adapter.local.workers import usable_cores
 
     data = job_data(loaded, chosen, plan_kind=plan_kind)
     say = (lambda text: echo(text, err=True)) if progress else (lambda _text: None)
     run_local_job(data, files, out, output_format=output_format, covering=chosen.covering,
-                  say=say)
+                  say=say, workers=usable_cores() if workers is None else workers)
 
 
 def _run_spark(loaded, chosen, plan_kind: str, files: list[str], out: Path,

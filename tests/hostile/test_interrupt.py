@@ -409,3 +409,51 @@ def test_optimize_interrupted_keeps_earlier_plan(tmp_path):
     _, err = process.communicate(timeout=60)
     assert process.returncode == 143 and err.strip().startswith("cepplan: stopped by SIGTERM")
     assert plan.read_bytes() == b"earlier plan"
+
+
+@pytest.fixture(scope="module")
+def dense_bars(tmp_path_factory) -> tuple[Path, Path]:
+    """400,000 minute bars and a plan of a dense pattern over them (three rising GOOG peaks
+    within 50 minutes: millions of matches), long enough to be interrupted while worker
+    processes match."""
+    from benchmarks.stock_bars import workload, write_bars
+
+    folder = tmp_path_factory.mktemp("bars")
+    write_bars(folder / "bars.txt", 400_000)
+    wl = workload([])
+    wl["patterns"] = [{"name": "p", "structure": ["SEQ", "a:GOOG", "b:GOOG", "c:GOOG"],
+                       "where": ["a.peak < b.peak", "b.peak < c.peak"], "within": 50}]
+    (folder / "workload.json").write_text(json.dumps(wl))
+    subprocess.run([sys.executable, "-m", "cepplan", "optimize", folder / "workload.json",
+                    "-o", folder / "plan.json", "--quiet"], check=True, cwd=ROOT, timeout=120)
+    return folder / "plan.json", folder / "bars.txt"
+
+
+@pytest.mark.case_seconds(120)
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_local_run_with_workers_interrupted(tmp_path, dense_bars, signum):
+    """Interrupted while two worker processes match (SIGINT to the whole process group, as
+    the terminal's Ctrl-C sends it; SIGTERM to cepplan alone): no process of the run left,
+    one line, the exit code, the earlier output byte for byte, no staging left."""
+    plan, bars = dense_bars
+    out = tmp_path / "results" / "out"
+    earlier = _earlier_output(out)
+    env = dict(os.environ, TMPDIR=str(tmp_path), PYTHONPATH=str(ROOT),
+               CEPPLAN_MATCH_MEMORY="1G")
+    process = subprocess.Popen([sys.executable, "-m", "cepplan", "run", str(plan), str(bars),
+                                "-o", str(out), "--quiet", "--engine", "local",
+                                "--workers", "2"], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, start_new_session=True)
+    seen = _wait_for(process, lambda cmds, _tmp: sum("spawn_main" in c for c in cmds) == 2,
+                     tmp_path, seconds=60)
+    if signum == signal.SIGINT:
+        os.killpg(process.pid, signum)
+    else:
+        process.send_signal(signum)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == CODES[signum], err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("cepplan: "), err
+    assert _gone(seen) == set()
+    assert _snapshot(out) == earlier
+    assert sorted(p.name for p in out.parent.iterdir()) == ["out"]

@@ -23,6 +23,8 @@ from cepplan.engine_adapter.local.pandas_hold import hold_pandas_back
 from cepplan.engine_adapter.local.partial_counts import added, partial_metrics
 from cepplan.engine_adapter.local.slices import slices
 from cepplan.engine_adapter.local.source import read_batches
+from cepplan.engine_adapter.local.totals import PatternTotals
+from cepplan.engine_adapter.local.workers import RangeFigures, range_matching
 from cepplan.engine_adapter.local.writer import staged_output
 from cepplan.engine_adapter.runtime.acquire import acquire, acquire_in_range
 from cepplan.engine_adapter.runtime.job import (
@@ -46,21 +48,25 @@ if TYPE_CHECKING:  # the time-range path runs on NumPy `Columns`; pandas only fo
     from cepplan.engine_adapter.runtime.shared_plan import SharingPlan
 
 
-REGION_ROWS = 1 << 16  # tagged rows matched and released together, time-ordered input
+REGION_ROWS = 1 << 13  # tagged rows matched and released together, time-ordered input
 
 
 def run_local_job(data: dict[str, Any], events: Sequence[str], out: Path, *,
                   output_format: str = "jsonl", covering: Mapping[str, Any] | None = None,
-                  say: Callable[[str], None] = print) -> dict[str, Any]:
+                  say: Callable[[str], None] = print, workers: int = 1) -> dict[str, Any]:
     """Evaluate every pattern of the job over the event files, and the consumer queries of
     the plan's `covering` section if given; write matches, results and metrics.json into
-    `out` (replaced only on success). Returns the metrics."""
+    `out` (replaced only on success). Returns the metrics. Time-ordered input of windowed
+    patterns is matched range by range by up to `workers` processes (`local.workers`);
+    every other path by this process alone, said in `metrics.json`'s `workers`."""
     job = job_from_json(data)
     if not covering and _streamable(job):
         try:
-            return _run_by_time_range(job, data, events, out, output_format, say)
+            return _run_by_time_range(job, data, events, out, output_format, say, workers)
         except _OutOfOrder:
             say("the events are not in time order: matching them after reading them all")
+    elif workers > 1:
+        say(f"matching with one worker: {_why_one_worker(job, covering)}")
     import pandas as pd
 
     from cepplan.engine_adapter.local.contexts import LocalContexts
@@ -89,7 +95,7 @@ def run_local_job(data: dict[str, Any], events: Sequence[str], out: Path, *,
                                "rows_rejected": dict(rejected), "rows_to_matchers": 0,
                                "rows_to_matchers_by_pattern": {}, "rows_shuffled": 0,
                                "matches": {}, "kleene_cap_hits": {}, "negation_held_back": {},
-                               "input_span": _span_figures(covered)}
+                               "input_span": _span_figures(covered), "workers": 1}
     derived: dict[str, list[dict]] = {}
     sharing, shared, partials = sharing_plan(job), {}, {}
     partial_counts: dict[str, list[int]] = {}  # pattern -> partial matches per join prefix
@@ -190,12 +196,25 @@ def _margin(job: Job) -> float:
     return max((len(p.steps) + 2) * p.window for p in job.patterns)
 
 
+def _why_one_worker(job: Job, covering: Mapping[str, Any] | None) -> str:
+    """Why the job is not matched range by range (in parallel), in the user's terms."""
+    if covering:
+        return "the plan has consumer queries"
+    if job.data.get("contexts"):
+        return "the plan has contexts"
+    if any(p.window is None or p.window <= 0 for p in job.patterns):
+        return "a pattern has no window"
+    return "a pattern reads another pattern's matches"
+
+
 def _run_by_time_range(job: Job, data: dict[str, Any], events: Sequence[str], out: Path,
-                       output_format: str, say: Callable[[str], None]) -> dict[str, Any]:
+                       output_format: str, say: Callable[[str], None],
+                       workers: int = 1) -> dict[str, Any]:
     """The job over time-ordered events, matched and released range by range as they are
     read, so that memory holds about `REGION_ROWS` tagged rows and a margin, not the file
-    (docs/engine.md, "Memory"). Raises `_OutOfOrder` (the output left unwritten) when an
-    event comes earlier than a range already matched."""
+    (docs/engine.md, "Memory"); the ranges matched by up to `workers` processes, their
+    matches written in range order. Raises `_OutOfOrder` (the output left unwritten) when
+    an event comes earlier than a range already matched."""
     hold_pandas_back()  # NumPy columns only: pandas is loaded when a stage needs it
     seconds: dict[str, float] = {"read": 0.0, "tag": 0.0}
     counts: Counter = Counter()
@@ -203,13 +222,12 @@ def _run_by_time_range(job: Job, data: dict[str, Any], events: Sequence[str], ou
                                "rows_to_matchers": 0, "rows_to_matchers_by_pattern": {},
                                "rows_shuffled": 0, "matches": {}, "kleene_cap_hits": {},
                                "negation_held_back": {}}
-    totals = {p.name: [0, 0, 0, 0, 0] for p in job.patterns}  # rows sent, matches, cap hits,
-    # matches held back, splits
-    built: dict[str, list[int]] = {}  # pattern -> partial matches per join prefix
-    sharing, partials = used_sharing(job), {}  # shared node -> partial matches
+    figures = RangeFigures.empty(job)
     margin = _margin(job)
     covered = Covered()  # the input's time so far: negations are decided within it
-    with staged_output(out, output_format, job) as (writer, finish):
+    with (staged_output(out, output_format, job) as (writer, finish),
+          range_matching(_match_range, job, data, writer, figures, workers,
+                         output_format) as ranges):
         held: list[Columns] = []
         rows, low, latest, first = 0, -math.inf, -math.inf, None
         for part in _tagged_batches(job, data["reader"], events, seconds, counts, plain=True,
@@ -225,37 +243,42 @@ def _run_by_time_range(job: Job, data: dict[str, Any], events: Sequence[str], ou
                 continue
             pool = Columns.concat(held, _EMPTY)
             high = latest - margin
-            _match_range(pool, replace(job, span=covered.span), (low, high), writer, totals,
-                         built, seconds, sharing, partials)
+            ranges.match(pool, covered.span, (low, high))
             stamps = pool[EVENT_TS]
             held = [pool.take(slice(int(np.searchsorted(stamps, high - margin, "left")), None))]
             rows, low = len(held[0]), high
         pool = Columns.concat(held, _EMPTY)
-        _match_range(pool, replace(job, span=covered.span), (low, math.inf), writer, totals,
-                     built, seconds, sharing, partials)
+        if len(pool):
+            ranges.match(pool, covered.span, (low, math.inf))
+        ranges.finish()
         metrics["rows_read"] = counts.pop(_ROWS_READ, 0)
         metrics["rows_rejected"] = dict(counts)
         say(f"read {metrics['rows_read']} rows ({sum(counts.values())} rejected), "
-            "matched by time range as read")
+            f"matched by time range as read, by {ranges.workers} "
+            f"worker{'s' if ranges.workers > 1 else ''}")
         metrics["input_span"] = _span_figures(covered)
+        metrics["workers"] = ranges.workers
         for spec in job.patterns:
-            _count(metrics, spec.name, *totals[spec.name], say)
+            total = figures.totals[spec.name]
+            _count(metrics, spec.name, total.sent, total.matches, total.cap_hits,
+                   total.held_back, total.splits, say)
         span = (latest - first) if first is not None else 0.0
+        sharing = used_sharing(job)
         if sharing is not None:
             from cepplan.engine_adapter.runtime.shared_plan import node_summaries
 
-            metrics["shared_nodes"] = node_summaries(sharing, partials, span)
-        if built:
-            metrics["partial_matches"] = partial_metrics(job, built, span)
+            metrics["shared_nodes"] = node_summaries(sharing, figures.partials, span)
+        if figures.built:
+            metrics["partial_matches"] = partial_metrics(job, figures.built, span)
         metrics["plan"] = data.get("plan", {})
-        metrics["seconds"] = {k: round(v, 3) for k, v in seconds.items()}
-        metrics["peak_memory_bytes"] = peak_resident()
+        metrics["seconds"] = {k: round(v, 3) for k, v in {**seconds, **figures.seconds}.items()}
+        metrics["peak_memory_bytes"] = peak_resident() + sum(figures.worker_peaks.values())
         finish(metrics)
     return metrics
 
 
 def _match_range(pool: Columns, job: Job, owned: tuple[float, float], writer: Any,
-                 totals: dict[str, list[int]], built: dict[str, list[int]],
+                 totals: dict[str, PatternTotals], built: dict[str, list[int]],
                  seconds: dict[str, float], sharing: SharingPlan | None = None,
                  partials: dict[int, int] | None = None) -> None:
     """Every pattern's matches whose latest event lies in `owned`, over `pool` (the events
@@ -284,17 +307,14 @@ def _match_range(pool: Columns, job: Job, owned: tuple[float, float], writer: An
         frame = pool.take(keep, [c for c in pool.columns if "\t" not in c])
         clock = time.perf_counter()
         total = totals[spec.name]
-        total[0] += int(np.count_nonzero(keep & inside))
+        total.sent += int(np.count_nonzero(keep & inside))
         for group, own in slices(frame, spec):
             mine = (max(own[0], owned[0]), min(own[1], owned[1]))
             if mine[0] >= mine[1]:
                 continue
             for result in evaluate_pieces(group, job, spec, own=mine, texts=texts):
                 writer.write(spec.name, result)
-                total[1] += result.count
-                total[2] += result.cap_hits
-                total[3] += result.held_back
-                total[4] += result.splits
+                total.add_output(result)
                 built[spec.name] = added(built.get(spec.name, []), result.partials)
         seconds[f"match {spec.name}"] = (seconds.get(f"match {spec.name}", 0.0)
                                          + time.perf_counter() - clock)

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from cepplan.engine_adapter.local import slices
+from cepplan.engine_adapter.local.totals import PatternTotals
 from cepplan.engine_adapter.runtime.acquire import acquire, acquire_in_range
 from cepplan.engine_adapter.runtime.job import Job, PartitionOutput, partitions, rendered
 from cepplan.engine_adapter.runtime.matcher import Matches
@@ -43,7 +44,7 @@ if TYPE_CHECKING:  # the time-range path runs without pandas
 
 def match_shared_range(pool: Columns, job: Job, plan: SharingPlan, names: Sequence[str],
                        owned: tuple[float, float], inside: np.ndarray, writer: Any,
-                       totals: dict[str, list[int]], partials: dict[int, int],
+                       totals: dict[str, PatternTotals], partials: dict[int, int],
                        seconds: dict[str, float], texts: EventTexts | None = None) -> None:
     """One sharing group's matches whose latest event lies in `owned` (`inside` flags those
     rows of `pool`), written per member: each member acquires its rows once (its rows sent
@@ -56,7 +57,7 @@ def match_shared_range(pool: Columns, job: Job, plan: SharingPlan, names: Sequen
     kept: dict[str, np.ndarray] = {}
     for name in names:
         kept[name] = acquire_in_range(pool, job.pattern(name), seconds)
-        totals[name][0] += int(np.count_nonzero(kept[name] & inside))
+        totals[name].sent += int(np.count_nonzero(kept[name] & inside))
     clock = time.perf_counter()
     rows = np.flatnonzero(np.logical_or.reduce(list(kept.values())))
     wanted = {EVENT_TYPE, EVENT_TS, EVENT_ID, ROW_COLUMN, *group_attributes(job, names)}
@@ -120,7 +121,7 @@ class _MemberOutput:
     own), not once per slice of the group."""
 
     def __init__(self, table: Table, job: Job, names: Sequence[str], flags: Mapping[str, str],
-                 writer: Any, totals: dict[str, list[int]], texts: EventTexts | None):
+                 writer: Any, totals: dict[str, PatternTotals], texts: EventTexts | None):
         self.table, self.job, self.writer, self.totals, self.texts = (table, job, writer,
                                                                       totals, texts)
         self.specs = {n: job.pattern(n) for n in names}
@@ -167,9 +168,9 @@ class _MemberOutput:
                        False)
         self.writer.write(name, out)
         total = self.totals[name]
-        total[1] += out.count
-        total[2] += out.cap_hits
-        total[3] += out.held_back
+        total.matches += out.count
+        total.cap_hits += out.cap_hits
+        total.held_back += out.held_back
 
 
 def _moved(matches: Matches, offset: int) -> Matches:

@@ -52,11 +52,25 @@ class MatchWriter:
         if not out.count:
             return
         if self._text is not None:
-            lines = out.matches
-            self._text.write([lines.encode()] if isinstance(lines, str) else
-                             list(lines_data(lines)))
+            self._text.write(line_buffers(out))
         else:
             self._parquet.write(pattern, out)
+
+    def append_bytes(self, data: bytes) -> None:
+        """Append JSON lines already rendered (a worker's)."""
+        self._text.write([data])
+
+    def append_file(self, path: Path) -> None:
+        """Append the JSON lines of the file at `path` (a worker's spill file), after what
+        was written before; the file is removed once copied."""
+        self._text.write([path])
+
+    def spill_directory(self) -> Path:
+        """A directory for workers' spill files, beside the staged output: removed with
+        the staging directory however the run ends."""
+        spill = self._staging.parent / "spill"
+        spill.mkdir(exist_ok=True)
+        return spill
 
     def write_results(self, lines: bytes) -> None:
         """The consumer queries' results (JSON lines) as `OUT/results/part-00000.jsonl`."""
@@ -75,6 +89,12 @@ class MatchWriter:
         every pattern's directory reads as its columns."""
         if self._parquet is not None:
             complete_parts(self._staging / "matches", self._parquet.layouts)
+
+
+def line_buffers(out: PartitionOutput) -> list:
+    """The bytes of an output's JSON lines, as buffers to write one after the other."""
+    lines = out.matches
+    return [lines.encode()] if isinstance(lines, str) else list(lines_data(lines))
 
 
 @contextmanager
@@ -100,7 +120,8 @@ def staged_output(out: Path, output_format: str,
 
 class _BackgroundFile:
     """A binary file written by a thread: `write` queues buffers (at most `PENDING`, each
-    at most a chunk of rendered matches, which bounds memory; queued one by one, so that a
+    at most a chunk of rendered matches, which bounds memory; or paths of files to append,
+    `MatchWriter.append_file`; queued one by one, so that a
     partition's many chunks do not hold up the next partition's few) and returns; an
     error of the thread is raised by the next `write` or by `close`. Every
     `RECYCLE_BYTES` written, the file's pages the disk already has are dropped from the
@@ -143,7 +164,8 @@ class _BackgroundFile:
         try:
             while (data := self._queue.get()) is not None:
                 if self._error is None and not self._drop:
-                    written += self._file.write(data)
+                    written += (_append(self._file, data) if isinstance(data, Path) else
+                                self._file.write(data))
                     if written - recycled >= self.RECYCLE_BYTES:
                         self._file.flush()
                         _recycle(self._file.fileno(), written)
@@ -157,6 +179,22 @@ class _BackgroundFile:
                 self._file.close()  # flushes the last buffer: a full disk may show only here
             except BaseException as err:
                 self._error = self._error or err
+
+
+def _append(file: Any, path: Path) -> int:
+    """The file at `path` appended to `file` by the kernel (no copy through Python) and
+    removed; the bytes appended."""
+    file.flush()
+    size = path.stat().st_size
+    with open(path, "rb") as source:
+        done = 0
+        while done < size:
+            sent = os.sendfile(file.fileno(), source.fileno(), done, size - done)
+            if not sent:
+                raise OSError(f"{path}: ended after {done} of {size} bytes")
+            done += sent
+    path.unlink()
+    return size
 
 
 def _recycle(fd: int, size: int) -> None:

@@ -27,7 +27,7 @@ import time
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -176,27 +176,28 @@ def run_ranges(spark: SparkSession, data: dict[str, Any], found: list[Region], s
 def _metrics(data: Mapping[str, Any], figures: list[dict[str, Any]]) -> dict[str, Any]:
     """metrics.json from the tasks' figures, in the in-process engine's layout."""
     from cepplan.engine_adapter.local.partial_counts import added, partial_metrics
+    from cepplan.engine_adapter.local.totals import PatternTotals
     from cepplan.engine_adapter.runtime.job import job_from_json
     from cepplan.engine_adapter.runtime.shared_plan import node_summaries, used_sharing
 
     rejected: Counter = Counter()
-    totals: dict[str, list[int]] = {p["name"]: [0, 0, 0, 0, 0] for p in data["patterns"]}
+    totals = {p["name"]: PatternTotals() for p in data["patterns"]}
     built: dict[str, list[int]] = {}
     for f in figures:
         rejected.update(f["rejected"])
         for name, counts in f["totals"].items():
-            totals[name] = [a + b for a, b in zip(totals[name], counts, strict=True)]
+            totals[name].add(PatternTotals(**counts))
         for name, more in f["built"].items():
             built[name] = added(built.get(name, []), more)
-    sent = {name: t[0] for name, t in totals.items()}
+    sent = {name: t.sent for name, t in totals.items()}
     metrics: dict[str, Any] = {
         "engine": "spark", "spark_plan": "range-local",
         "rows_read": sum(f["read"] for f in figures), "rows_rejected": dict(rejected),
         "rows_to_matchers": sum(sent.values()), "rows_to_matchers_by_pattern": sent,
-        "rows_shuffled": 0, "matches": {n: t[1] for n, t in totals.items()},
-        "kleene_cap_hits": {n: t[2] for n, t in totals.items()},
-        "negation_held_back": {n: t[3] for n, t in totals.items()},
-        "chunk_splits": {n: t[4] for n, t in totals.items()}}
+        "rows_shuffled": 0, "matches": {n: t.matches for n, t in totals.items()},
+        "kleene_cap_hits": {n: t.cap_hits for n, t in totals.items()},
+        "negation_held_back": {n: t.held_back for n, t in totals.items()},
+        "chunk_splits": {n: t.splits for n, t in totals.items()}}
     covered = [f["covered"] for f in figures if f.get("covered")]
     metrics["input_span"] = ([min(c[0] for c in covered), max(c[1] for c in covered)]
                              if covered else None)
@@ -243,6 +244,7 @@ class RangeTask:
 
     def _run(self, region: Region, job, sharing) -> dict[str, Any]:
         from cepplan.engine_adapter.local.engine import _EMPTY, _margin, _match_range
+        from cepplan.engine_adapter.local.totals import PatternTotals
         from cepplan.engine_adapter.local.writer import MatchWriter
         from cepplan.engine_adapter.runtime.table import Columns
 
@@ -267,7 +269,7 @@ class RangeTask:
             return figures
         if len(stamps):
             figures["first"], figures["last"] = float(stamps[0]), float(stamps[-1])
-        totals = {p.name: [0, 0, 0, 0, 0] for p in job.patterns}
+        totals = {p.name: PatternTotals() for p in job.patterns}
         if reader.own_covered.first <= reader.own_covered.last:
             figures["covered"] = list(reader.own_covered.span)
         built: dict[str, list[int]] = {}
@@ -289,7 +291,8 @@ class RangeTask:
         seconds["read and tag"] = reader.seconds
         seconds["task"] = time.perf_counter() - clock
         seconds["task CPU"] = time.process_time() - cpu  # the worker's: robust to load
-        figures.update(totals=totals, built=built, partials=partials, seconds=seconds)
+        figures.update(totals={name: asdict(t) for name, t in totals.items()}, built=built,
+                       partials=partials, seconds=seconds)
         return figures
 
 

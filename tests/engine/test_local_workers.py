@@ -1,0 +1,180 @@
+"""`cepplan run --workers N`: the in-process engine's time ranges matched in N worker
+processes give the very files (byte for byte) one worker gives, and the brute-force
+reference's matches; paths without time ranges say they ran on one worker; a worker's error
+reaches the user as it would from one worker, the output left as it was."""
+
+from __future__ import annotations
+
+from functools import partial
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from cepplan.engine_adapter.job_spec import job_data
+from cepplan.engine_adapter.local import engine, workers
+from cepplan.engine_adapter.local.source import read_batches
+from cepplan.engine_adapter.runtime.memory import MEMORY_VARIABLE, MatchMemoryError
+from cepplan.planner.plan import trivial_plan
+from cepplan.stats.synth import synthesize
+from cepplan.stats.synth_write import write_events
+from cepplan.workload import load_workload
+from tests.engine.example_data import EXAMPLES, stepwise_plan, thin_example
+from tests.engine.reference_matcher import canonical, reference_matches
+from tests.engine.test_local_engine import SAME, read_matches
+from tests.engine.test_shared_plan import EXAMPLE as TRADING
+from tests.engine.test_shared_time_ranges import (
+    _chosen,
+    random_events,
+    random_workload,
+    trading_events,
+)
+
+
+def _run(data: dict, events: list[str], out: Path, workers: int, *, fmt: str = "jsonl",
+         said: list[str] | None = None) -> dict:
+    """One run with ranges of a few dozen tagged rows (many of them: the parent cuts them,
+    the workers match them with their own defaults)."""
+    patch = pytest.MonkeyPatch()
+    try:
+        patch.setattr(engine, "read_batches", partial(read_batches, batch_bytes=1024))
+        patch.setattr(engine, "REGION_ROWS", 40)
+        return engine.run_local_job(data, events, out, output_format=fmt, workers=workers,
+                                    say=(lambda _text: None) if said is None else said.append)
+    finally:
+        patch.undo()
+
+
+def _files(out: Path) -> dict[str, bytes]:
+    """Every match file under OUT/matches/, by its path there."""
+    folder = out / "matches"
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*"))
+            if p.is_file()}
+
+
+def _same_runs(data: dict, events: list[str], tmp: Path, counts: tuple[int, ...],
+               fmt: str = "jsonl") -> dict:
+    """Runs with each number of workers: the same files and counts as one worker's; the
+    one-worker run's metrics."""
+    one = _run(data, events, tmp / "w1", 1, fmt=fmt)
+    assert one["workers"] == 1
+    for count in counts:
+        many = _run(data, events, tmp / f"w{count}", count, fmt=fmt)
+        assert many["workers"] == count
+        assert _files(tmp / f"w{count}") == _files(tmp / "w1"), count
+        for key in (*SAME, "negation_held_back", "partial_matches", "shared_nodes"):
+            assert many.get(key) == one.get(key), (count, key)
+    return one
+
+
+def test_workers_give_the_same_files_and_the_reference_matches(tmp_path):
+    """Stocks (negation, Kleene, AND, a key): the trivial plan on 2 and 3 workers, a
+    many-step plan on 2: the files of one worker, the reference's matches."""
+    workload = load_workload(EXAMPLES / "stocks" / "workload.json")
+    events = synthesize(workload, seed=5, truth_draws=1000, duration=360,
+                        total_rate=1.0).events
+    path = tmp_path / "events.csv"
+    write_events(events, workload, path)
+    expected = {name: sorted(map(canonical, found))
+                for name, found in reference_matches(workload, events).items()}
+    assert sum(map(len, expected.values())) > 0
+    for kind, plan, counts in (("trivial", trivial_plan(workload), (2, 3)),
+                               ("steps", stepwise_plan(workload), (2,))):
+        _same_runs(job_data(workload, plan), [str(path)], tmp_path / kind, counts)
+        got = read_matches(tmp_path / kind / "w1")
+        assert {k: got.get(k, []) for k in expected} == expected, kind
+
+
+def test_workers_write_the_same_parquet_files(tmp_path):
+    """Typed Parquet parts: the same bytes on 2 workers as on one."""
+    workload = load_workload(EXAMPLES / "fraud" / "workload.json")
+    one = _same_runs(job_data(workload, trivial_plan(workload)),
+                     [str(EXAMPLES / "fraud" / "events.csv")], tmp_path, (2,), fmt="parquet")
+    assert sum(one["matches"].values()) > 0
+
+
+def test_range_output_past_a_workers_memory_comes_back_whole(tmp_path, monkeypatch):
+    """A worker holds a range's output up to a limit and spills the rest to a file: with a
+    limit of 200 bytes, the JSON lines and the Parquet parts are still one worker's bytes."""
+    monkeypatch.setattr(workers._RangeOutput, "HELD_BYTES", 200)
+    spilled: list[str] = []
+    append = workers.append_spill
+
+    def counted(writer, spill, output_format):
+        spilled.append(output_format)
+        append(writer, spill, output_format)
+
+    monkeypatch.setattr(workers, "append_spill", counted)
+    workload = load_workload(EXAMPLES / "fraud" / "workload.json")
+    data = job_data(workload, trivial_plan(workload))
+    events = [str(EXAMPLES / "fraud" / "events.csv")]
+    for fmt in ("jsonl", "parquet"):
+        one = _same_runs(data, events, tmp_path / fmt, (2,), fmt=fmt)
+        assert sum(one["matches"].values()) > 10, fmt
+        assert fmt in spilled
+    assert list(tmp_path.glob("**/spill")) == []
+
+
+def test_shared_plan_on_workers(tmp_path):
+    """The trading rules' shared plan: the same files and shared-node counts on 2 workers."""
+    path = trading_events(40, tmp_path / "events.csv")
+    one = _same_runs(_chosen(load_workload(TRADING / "workload.json")), [str(path)],
+                     tmp_path, (2,))
+    assert one["shared_nodes"] and sum(one["matches"].values()) > 500
+
+
+@settings(max_examples=3, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 10_000))
+def test_random_streams_on_workers_match_the_reference(tmp_path_factory, seed):
+    """Random many-pattern workloads and streams (shared plans where the search shares):
+    on 2 workers, the one-worker files and the reference's matches."""
+    tmp = tmp_path_factory.mktemp("random")
+    wl = random_workload(seed)
+    events = random_events(seed, 240, 90.0, tmp / "events.csv")
+    _same_runs(_chosen(wl), [str(tmp / "events.csv")], tmp, (2,))
+    expected = {p: sorted(map(canonical, m)) for p, m in reference_matches(wl, events).items()}
+    got = read_matches(tmp / "w1")
+    assert {p: got.get(p, []) for p in expected} == expected
+
+
+def test_hierarchy_and_contexts_run_on_one_worker_and_say_so(tmp_path):
+    """A pattern reading another's matches needs them all, contexts their windows: one
+    worker, said and counted in metrics.json."""
+    workload, events = thin_example("network")
+    path = tmp_path / f"events.{workload.source.format}"
+    write_events(events, workload, path)
+    traffic = load_workload(EXAMPLES / "traffic" / "workload.json")
+    for name, data, files, why in (
+            ("network", job_data(workload, trivial_plan(workload)), [str(path)],
+             "a pattern reads another pattern's matches"),
+            ("traffic", job_data(traffic, trivial_plan(traffic)),
+             [str(EXAMPLES / "traffic" / "events.csv")], "the plan has contexts")):
+        said: list[str] = []
+        metrics = _run(data, files, tmp_path / name, 2, said=said)
+        assert metrics["workers"] == 1, name
+        assert f"matching with one worker: {why}" in said, name
+
+
+def test_a_workers_error_is_the_error_of_one_worker(tmp_path, monkeypatch):
+    """A memory budget too small for a range: the same error as on one worker, from the
+    worker process, and the earlier output left as it was."""
+    workload = load_workload(EXAMPLES / "stocks" / "workload.json")
+    events = synthesize(workload, seed=5, truth_draws=1000, duration=360,
+                        total_rate=1.0).events
+    path = tmp_path / "events.csv"
+    write_events(events, workload, path)
+    data = job_data(workload, trivial_plan(workload))
+    monkeypatch.setenv(MEMORY_VARIABLE, "1M")  # less than any process holds
+    messages = []
+    for count in (1, 2):
+        out = tmp_path / f"w{count}"
+        (out / "matches").mkdir(parents=True)
+        (out / "metrics.json").write_text("{}")
+        with pytest.raises(MatchMemoryError) as stopped:
+            _run(data, [str(path)], out, count)
+        messages.append(str(stopped.value).split(";")[0])
+        assert sorted(p.name for p in out.iterdir()) == ["matches", "metrics.json"]
+        assert (out / "metrics.json").read_text() == "{}"
+    assert messages[0].split(" would build")[0] == messages[1].split(" would build")[0]

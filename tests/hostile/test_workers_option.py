@@ -1,0 +1,61 @@
+"""`cepplan run --workers N`: a count that is not a whole number from 1 to 256 is one
+`error: --workers: ...` line and exit code 2, before any work (no output directory)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.hostile.conftest import ROOT
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "1.5", "two", "", "257", "99999999999999999999"])
+def test_bad_worker_counts_are_refused(cli, fraud, tmp_path, value):
+    out = tmp_path / "out"
+    result = cli("run", _plan(cli, fraud), fraud / "events.csv", "-o", out,
+                 f"--workers={value}")
+    result.one_error("--workers:", "worker processes")
+    assert not out.exists()
+
+
+def test_one_worker_and_the_most_are_taken(cli, fraud, tmp_path):
+    """1 and 256 run: the fraud events are one time range, matched without starting any
+    worker (a worker is started when a range comes for it)."""
+    plan = _plan(cli, fraud)
+    for value in ("1", "256"):
+        result = cli("run", plan, fraud / "events.csv", "-o",
+                     tmp_path / value, "--workers", value, "-q", "--engine", "local")
+        assert result.code == 0, result.err
+        assert json.loads((tmp_path / value / "metrics.json").read_text())["workers"] == 1
+
+
+def _plan(cli, fraud: Path) -> Path:
+    plan = fraud / "plan.json"
+    assert cli("optimize", fraud / "workload.json", "-o", plan, "-q").code == 0
+    return plan
+
+
+def test_default_is_the_cores_cepplan_may_use(tmp_path):
+    """Without --workers, a cepplan allowed one core (its CPU affinity) matches on one, even
+    on an input of several time ranges; --workers 2 there starts two."""
+    from benchmarks.stock_bars import workload, write_bars
+
+    write_bars(tmp_path / "bars.txt", 100_000)  # 10,000 GOOG bars: two time ranges
+    wl = workload(["goog"])
+    (tmp_path / "workload.json").write_text(json.dumps(wl))
+    cepplan = [sys.executable, "-m", "cepplan"]
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    subprocess.run([*cepplan, "optimize", tmp_path / "workload.json", "-o",
+                    tmp_path / "plan.json", "-q"], check=True, cwd=ROOT, env=env, timeout=120)
+    one_core = min(os.sched_getaffinity(0))
+    for flags, expected in (([], 1), (["--workers", "2"], 2)):
+        out = tmp_path / f"out{expected}"
+        subprocess.run([*cepplan, "run", tmp_path / "plan.json", tmp_path / "bars.txt", "-o",
+                        out, "-q", "--engine", "local", *flags], check=True, cwd=ROOT, env=env,
+                       timeout=120, preexec_fn=lambda: os.sched_setaffinity(0, {one_core}))
+        assert json.loads((out / "metrics.json").read_text())["workers"] == expected
