@@ -194,18 +194,25 @@ def memory_size(text: str) -> str:
 
 
 def workers() -> Any:
-    """`--workers N`: worker processes of the in-process engine (default: the usable cores)."""
-    return typer.Option(None, "--workers", metavar="N", parser=worker_count,
+    """`--workers N|auto`: worker processes of the in-process engine (default 1: reading and
+    writing stay in one process, so on a small input more workers cost more than they save)."""
+    return typer.Option(1, "--workers", metavar="N|auto", parser=worker_count,
                         help="Worker processes the in-process engine matches time ranges in "
-                        f"(1 to {MAX_WORKERS}; default: the cores this process may use).")
+                        f"(1 to {MAX_WORKERS}, or auto: the cores this process may use; "
+                        "default 1).")
 
 
-def worker_count(text: str) -> int:
-    """A number of worker processes, 1 to `MAX_WORKERS`; anything else is refused here."""
+def worker_count(text: str | int) -> int:
+    """A number of worker processes, 1 to `MAX_WORKERS`, or `auto` (the usable cores);
+    anything else is refused here."""
+    text = str(text)  # the default arrives as the number itself
+    if text.strip() == "auto":
+        from cepplan.engine_adapter.local.workers import usable_cores
+        return usable_cores()
     try:
         count = int(text.strip())
     except ValueError:
-        raise typer.BadParameter(f"expected a whole number of worker processes, got "
+        raise typer.BadParameter(f"expected a whole number of worker processes or auto, got "
                                  f"{text!r:.40}") from None
     if not 1 <= count <= MAX_WORKERS:
         raise typer.BadParameter(f"expected 1 to {MAX_WORKERS} worker processes, got {count}")

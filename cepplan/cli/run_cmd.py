@@ -31,7 +31,7 @@ def run_command(
                                                 "How the matches are written: JSON lines, "
                                                 "or Parquet with typed columns, a directory "
                                                 "per pattern."),
-    workers: int | None = options.workers(),
+    workers: int = options.workers(),
     quiet: bool = options.quiet(),
     verbose: bool = options.verbose(),
 ) -> None:
@@ -79,17 +79,15 @@ def run_command(
 
 
 def _run_local(loaded, chosen, plan_kind: str, files: list[str], out: Path,
-               output_format: str, progress: bool, workers: int | None) -> None:
-    """The in-process engine (pyarrow, NumPy; no JVM), on `workers` processes (default:
-    the usable cores)."""
+               output_format: str, progress: bool, workers: int) -> None:
+    """The in-process engine (pyarrow, NumPy; no JVM), on `workers` processes."""
     from cepplan.engine_adapter.job_spec import job_data
     from cepplan.engine_adapter.local.engine import run_local_job
-    from cepplan.engine_adapter.local.workers import usable_cores
 
     data = job_data(loaded, chosen, plan_kind=plan_kind)
     say = (lambda text: echo(text, err=True)) if progress else (lambda _text: None)
     run_local_job(data, files, out, output_format=output_format, covering=chosen.covering,
-                  say=say, workers=usable_cores() if workers is None else workers)
+                  say=say, workers=workers)
 
 
 def _run_spark(loaded, chosen, plan_kind: str, files: list[str], out: Path,

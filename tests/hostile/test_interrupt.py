@@ -65,6 +65,16 @@ def _cmdline(pid: int) -> str:
         return ""
 
 
+def _ignores_ctrl_c(pid: int) -> bool:
+    """Whether the process ignores SIGINT (its /proc status's SigIgn mask)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return True  # gone: nothing left to start up
+    ignored = next(line for line in status.splitlines() if line.startswith("SigIgn:"))
+    return bool(int(ignored.split()[1], 16) >> (signal.SIGINT - 1) & 1)
+
+
 def _gone(pids: set[int], seconds: float = 20.0) -> set[int]:
     """The pids still running after waiting up to `seconds`."""
     deadline = time.monotonic() + seconds
@@ -446,6 +456,12 @@ def test_local_run_with_workers_interrupted(tmp_path, dense_bars, signum):
                                stderr=subprocess.PIPE, text=True, start_new_session=True)
     seen = _wait_for(process, lambda cmds, _tmp: sum("spawn_main" in c for c in cmds) == 2,
                      tmp_path, seconds=60)
+    # matching, not starting: a Ctrl-C during a worker's interpreter start-up (before it can
+    # ignore the signal) makes Python print its own fatal-error lines
+    workers = {pid for pid in _descendants(process.pid) if "spawn_main" in _cmdline(pid)}
+    deadline = time.monotonic() + 60
+    while not all(_ignores_ctrl_c(pid) for pid in workers) and time.monotonic() < deadline:
+        time.sleep(0.05)
     if signum == signal.SIGINT:
         os.killpg(process.pid, signum)
     else:

@@ -14,7 +14,8 @@ import pytest
 from tests.hostile.conftest import ROOT
 
 
-@pytest.mark.parametrize("value", ["0", "-1", "1.5", "two", "", "257", "99999999999999999999"])
+@pytest.mark.parametrize("value", ["0", "-1", "1.5", "two", "", "257", "99999999999999999999",
+                                   "AUTO", "auto2"])
 def test_bad_worker_counts_are_refused(cli, fraud, tmp_path, value):
     out = tmp_path / "out"
     result = cli("run", _plan(cli, fraud), fraud / "events.csv", "-o", out,
@@ -40,9 +41,10 @@ def _plan(cli, fraud: Path) -> Path:
     return plan
 
 
-def test_default_is_the_cores_cepplan_may_use(tmp_path):
-    """Without --workers, a cepplan allowed one core (its CPU affinity) matches on one, even
-    on an input of several time ranges; --workers 2 there starts two."""
+def test_default_is_one_worker_and_auto_the_cores_cepplan_may_use(tmp_path):
+    """Without --workers, one process matches an input of several time ranges; `--workers
+    auto` uses the cores of cepplan's CPU affinity (one when it is allowed one core, two when
+    allowed two); --workers 2 on one core still starts two."""
     from benchmarks.stock_bars import workload, write_bars
 
     write_bars(tmp_path / "bars.txt", 100_000)  # 10,000 GOOG bars: two time ranges
@@ -52,10 +54,15 @@ def test_default_is_the_cores_cepplan_may_use(tmp_path):
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     subprocess.run([*cepplan, "optimize", tmp_path / "workload.json", "-o",
                     tmp_path / "plan.json", "-q"], check=True, cwd=ROOT, env=env, timeout=120)
-    one_core = min(os.sched_getaffinity(0))
-    for flags, expected in (([], 1), (["--workers", "2"], 2)):
-        out = tmp_path / f"out{expected}"
+    cores = sorted(os.sched_getaffinity(0))
+    cases = [([], cores, 1), (["--workers", "auto"], cores[:1], 1),
+             (["--workers", "2"], cores[:1], 2)]
+    if len(cores) >= 2:
+        cases.append((["--workers", "auto"], cores[:2], 2))
+    for number, (flags, allowed, expected) in enumerate(cases):
+        out = tmp_path / f"out{number}"
         subprocess.run([*cepplan, "run", tmp_path / "plan.json", tmp_path / "bars.txt", "-o",
                         out, "-q", "--engine", "local", *flags], check=True, cwd=ROOT, env=env,
-                       timeout=120, preexec_fn=lambda: os.sched_setaffinity(0, {one_core}))
+                       timeout=120, preexec_fn=lambda allowed=allowed: os.sched_setaffinity(
+                           0, set(allowed)))
         assert json.loads((out / "metrics.json").read_text())["workers"] == expected

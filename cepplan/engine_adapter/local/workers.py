@@ -194,25 +194,20 @@ class _WorkerPool:
         self._submitted = self._taken = 0
 
     def _start(self) -> None:
-        """One more worker, started with the stop signals held (its start-up inherits the
-        mask: a Ctrl-C then is the parent's, none is lost)."""
+        """One more worker. A spawned interpreter ignores Ctrl-C only once it runs `_serve`: a
+        Ctrl-C during its start-up (a fraction of a second) makes Python print its own lines."""
         context = multiprocessing.get_context("spawn")
-        held = {signal.SIGINT, signal.SIGTERM}
-        signal.pthread_sigmask(signal.SIG_BLOCK, held)
-        try:
-            mine, theirs = context.Pipe()
-            process = context.Process(target=_serve, name=f"cepplan-worker-{len(self.processes)}",
-                                      args=(theirs, self._match, str(self._job_file),
-                                            self._output_format, self._share,
-                                            _RangeOutput.HELD_BYTES, os.getpid()),
-                                      daemon=True)
-            process.start()
-            theirs.close()
-            self._connections.append(mine)
-            self._outboxes.append(_sender(mine))
-            self.processes.append(process)
-        finally:
-            signal.pthread_sigmask(signal.SIG_UNBLOCK, held)
+        mine, theirs = context.Pipe()
+        process = context.Process(target=_serve, name=f"cepplan-worker-{len(self.processes)}",
+                                  args=(theirs, self._match, str(self._job_file),
+                                        self._output_format, self._share,
+                                        _RangeOutput.HELD_BYTES, os.getpid()),
+                                  daemon=True)
+        process.start()
+        theirs.close()
+        self._connections.append(mine)
+        self._outboxes.append(_sender(mine))
+        self.processes.append(process)
 
     @property
     def pending(self) -> int:
@@ -290,7 +285,6 @@ def _serve(connection: Any, match: MatchRange, job_file: str, output_format: str
     """A worker: match each range sent, send back its figures and its matches (or the error
     that stopped it), until told to end."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
     die_with_parent(signal.SIGKILL)
     if os.getppid() != parent:  # the parent ended before the line above
         return
