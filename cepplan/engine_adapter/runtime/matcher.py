@@ -647,9 +647,19 @@ class _Context:
             after = [firsts[o.var] for o in operands if o.position > operand.position]
             low, high = self._order_bounds(low, high, cand, cand_ts, before, after)
         blocked = np.zeros(matches.count, dtype=bool)
-        for part in row_batches(np.maximum(high - low, 0), self.budget(2)):
-            which, positions = self.expand(low[part], high[part], 1,
-                                           f"events of negated {operand.var} to test")
+        what = f"events of negated {operand.var} to test"
+        plain = {v: a for v, a in matches.single.items() if v not in matches.kleene}
+        narrowing = self._narrowing(plain, operand, self.stages.negations.get(operand.var, []),
+                                    low, high)
+        spans = np.maximum(high - low, 0) if narrowing is None else narrowing[3]
+        for part in row_batches(spans, self.budget(2)):
+            if narrowing is None:
+                which, positions = self.expand(low[part], high[part], 1, what)
+            else:  # only the candidates the negation's bounds keep (`lookup`)
+                index, rank_low, rank_high, _ = narrowing
+                which, positions = index.pairs(low[part], high[part], rank_low[part],
+                                               rank_high[part])
+                self._check_rows(len(which), 1, what)
             which += part.start
             events = cand[positions]
             keep = np.ones(len(events), dtype=bool)
