@@ -134,14 +134,25 @@ def _fewer(work: JoinWork, best: JoinWork) -> bool:
     return work.rows < best.rows
 
 
-EXHAUSTIVE = 720  # orders priced one by one up to this many; beyond, the given order alone
+EXHAUSTIVE = 120  # orders priced one by one up to this many; beyond, built greedily
 
 
-def step_orders(steps: Sequence[Sequence[str]]) -> Iterable[tuple[str, ...]]:
-    """Every order that joins the steps one after the other (any order within a step), the
-    steps' own order first; only that one when there are more than `EXHAUSTIVE`."""
-    count = math.prod(math.factorial(len(s)) for s in steps)
-    if count > EXHAUSTIVE:
-        return [tuple(v for s in steps for v in s)]
-    return (tuple(v for part in parts for v in part)
-            for parts in product(*(permutations(s) for s in steps)))
+def by_steps(steps: Sequence[Sequence[str]], window: float, rates: Mapping[str, float],
+             conditions: Sequence[JoinCondition], seq: bool,
+             factors: Mapping[frozenset[str], float] | None = None) -> JoinWork:
+    """The cheapest order that joins the steps one after the other (any order within a
+    step): every such order priced when there are at most `EXHAUSTIVE`, else built greedily,
+    each next variable of its step the one whose look-up reads the fewest rows."""
+    if math.prod(math.factorial(len(s)) for s in steps) <= EXHAUSTIVE:
+        orders = (tuple(v for part in parts for v in part)
+                  for parts in product(*(permutations(s) for s in steps)))
+        return cheapest(orders, window, rates, conditions, seq, factors)
+    order: tuple[str, ...] = ()
+    for step in steps:
+        left = list(step)
+        while left:
+            work = cheapest([(*order, v) for v in left], window, rates, conditions, seq,
+                            factors)
+            order = work.order
+            left.remove(order[-1])
+    return join_work(order, window, rates, conditions, seq, factors)

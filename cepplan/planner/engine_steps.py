@@ -14,7 +14,6 @@ from collections.abc import Mapping
 from dataclasses import replace
 
 from cepplan.costmodels.engine_steps import ENGINE_COSTS, pays_for_run, step_saving
-from cepplan.costmodels.join_orders import step_orders
 from cepplan.planner.candidates import Candidate, evaluate
 from cepplan.planner.compose import NodeResult
 from cepplan.planner.shared import SharedOutcome, evaluate_total
@@ -27,7 +26,7 @@ def engine_steps(workload: Workload, outcome: SharedOutcome, engine: str,
                  ) -> tuple[SharedOutcome, dict]:
     """The outcome with unprofitable multi-step plans replaced by one-step plans, and what
     was decided (for plan.json's provenance). `searched`: the patterns whose join orders are
-    priced (`SearchPattern.join_work`), the rows they read counted with the steps' cost."""
+    priced (`SearchPattern.step_work`), their modelled figures recorded."""
     costs = ENGINE_COSTS[engine]
     chosen = dict(outcome.chosen)
     savings: dict[str, float] = {}
@@ -43,11 +42,7 @@ def engine_steps(workload: Workload, outcome: SharedOutcome, engine: str,
         single = one_step(result)
         tested = sum(result.model.operand(v).occurrence.rate for step in plan.steps[1:]
                      for v in step)
-        extra = 0.0
-        if pattern is not None:
-            alone = pattern.join_work(step_orders(positive_steps(result, single)))
-            extra = joins[name]["rows_per_time_unit"] - alone.per_time_unit()
-        savings[name] = step_saving(costs, single.cost, plan.cost, tested, extra)
+        savings[name] = step_saving(costs, single.cost, plan.cost, tested)
         if savings[name] <= 0:
             chosen[name] = single
             if pattern is not None:
@@ -70,7 +65,7 @@ def engine_steps(workload: Workload, outcome: SharedOutcome, engine: str,
 def _join_figures(pattern: SearchPattern, steps: list[tuple[str, ...]]) -> dict:
     """The modelled figures of a plan's cheapest join order: per step the partial matches
     built and the rows read per window, and the rows read per time unit."""
-    work = pattern.join_work(step_orders(steps))
+    work = pattern.step_work(steps)
     return {"order": list(work.order),
             "partial_matches_per_window": [_rounded(x) for x in work.built],
             "rows_read_per_window": [_rounded(x) for x in work.read],

@@ -22,7 +22,6 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from types import MappingProxyType
 
-from cepplan.costmodels.join_orders import step_orders
 from cepplan.planner.candidates import Candidate
 from cepplan.planner.compose import NodeResult, Settings, own_cost
 from cepplan.planner.contexts import plan_contexts
@@ -164,7 +163,7 @@ def evaluation_order(result: NodeResult, chosen: Candidate,
     if searched is None:
         order = tuple(v for step in steps for v in step)
     else:
-        order = searched.join_work(step_orders(steps)).order
+        order = searched.step_work(steps).order
     return (*order, *(var for _, var in negated))
 
 

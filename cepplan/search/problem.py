@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
-from cepplan.costmodels.join_orders import JoinCondition, JoinWork, cheapest
+from cepplan.costmodels.join_orders import JoinCondition, JoinWork, by_steps, cheapest
 from cepplan.costmodels.keyed import tree_factors
 from cepplan.costmodels.markov import event_probability
 from cepplan.costmodels.trees import kleene_rate, no_event_probability, node_cost
@@ -80,10 +80,16 @@ class SearchPattern:
     def join_work(self, orders: Iterable[Sequence[str]]) -> JoinWork:
         """Of these join orders, the one whose look-ups read the fewest rows in the matcher,
         priced (`costmodels.join_orders`, with these rates and selectivities)."""
-        conditions = [JoinCondition(c.variables, c.selectivity, c.narrows)
-                      for c in self.conditions]
-        return cheapest(orders, self.window, self.rates, conditions, self.seq,
+        return cheapest(orders, self.window, self.rates, self._join_conditions(), self.seq,
                         self.cooccurrence)
+
+    def step_work(self, steps: Sequence[Sequence[str]]) -> JoinWork:
+        """The cheapest order joining `steps` one after the other (`join_orders.by_steps`)."""
+        return by_steps(steps, self.window, self.rates, self._join_conditions(), self.seq,
+                        self.cooccurrence)
+
+    def _join_conditions(self) -> list[JoinCondition]:
+        return [JoinCondition(c.variables, c.selectivity, c.narrows) for c in self.conditions]
 
     @property
     def selectivities(self) -> dict[frozenset[str], float]:
