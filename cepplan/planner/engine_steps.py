@@ -10,25 +10,33 @@ the statistics' duration, they all do.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
 
 from cepplan.costmodels.engine_steps import ENGINE_COSTS, pays_for_run, step_saving
 from cepplan.planner.candidates import Candidate, evaluate
 from cepplan.planner.compose import NodeResult
 from cepplan.planner.shared import SharedOutcome, evaluate_total
+from cepplan.search.problem import SearchPattern
 from cepplan.workload.model import Workload
 
 
 def engine_steps(workload: Workload, outcome: SharedOutcome, engine: str,
-                 duration: float | None) -> tuple[SharedOutcome, dict]:
+                 duration: float | None, searched: Mapping[str, SearchPattern] | None = None
+                 ) -> tuple[SharedOutcome, dict]:
     """The outcome with unprofitable multi-step plans replaced by one-step plans, and what
-    was decided (for plan.json's provenance)."""
+    was decided (for plan.json's provenance). `searched`: the patterns whose join orders are
+    priced (`SearchPattern.step_work`), their modelled figures recorded."""
     costs = ENGINE_COSTS[engine]
     chosen = dict(outcome.chosen)
     savings: dict[str, float] = {}
+    joins: dict[str, dict] = {}
     read = {o.event_type for p in workload.patterns for o in p.operands if o.is_complex}
     for name, plan in outcome.chosen.items():
         result = outcome.results[name]
+        pattern = (searched or {}).get(name)
+        if pattern is not None:
+            joins[name] = _join_figures(pattern, positive_steps(result, plan))
         if len(plan.steps) < 2 or result.children or name in read:  # in a hierarchy
             continue
         single = one_step(result)
@@ -37,6 +45,8 @@ def engine_steps(workload: Workload, outcome: SharedOutcome, engine: str,
         savings[name] = step_saving(costs, single.cost, plan.cost, tested)
         if savings[name] <= 0:
             chosen[name] = single
+            if pattern is not None:
+                joins[name] = _join_figures(pattern, positive_steps(result, single))
     staged = {n: s for n, s in savings.items() if s > 0}
     if staged and not pays_for_run(costs, sum(staged.values()), duration):
         for name in staged:
@@ -44,11 +54,34 @@ def engine_steps(workload: Workload, outcome: SharedOutcome, engine: str,
     record = {"engine": engine, "duration": duration,
               "seconds_saved_per_time_unit": {n: round(s, 9) for n, s in savings.items()},
               "one_step": sorted(n for n in savings
-                                 if len(chosen[n].steps) == 1)}
+                                 if len(chosen[n].steps) == 1),
+              "join_orders": joins}
     if chosen == dict(outcome.chosen):
         return outcome, record
     total, _ = evaluate_total(workload, outcome.results, chosen)
     return replace(outcome, chosen=chosen, total=total), record
+
+
+def _join_figures(pattern: SearchPattern, steps: list[tuple[str, ...]]) -> dict:
+    """The modelled figures of a plan's cheapest join order: per step the partial matches
+    built and the rows read per window, and the rows read per time unit."""
+    work = pattern.step_work(steps)
+    return {"order": list(work.order),
+            "partial_matches_per_window": [_rounded(x) for x in work.built],
+            "rows_read_per_window": [_rounded(x) for x in work.read],
+            "rows_per_time_unit": work.per_time_unit()}
+
+
+def _rounded(value: float) -> float:
+    return float(f"{value:.6g}")
+
+
+def positive_steps(result: NodeResult, chosen: Candidate) -> list[tuple[str, ...]]:
+    """A plan's steps without their negated variables, each in position order."""
+    position = {o.var: o.position for o in result.model.operands if not o.negated}
+    steps = [tuple(sorted((v for v in step if v in position), key=position.__getitem__))
+             for step in chosen.steps]
+    return [step for step in steps if step]
 
 
 def one_step(result: NodeResult) -> Candidate:
@@ -56,4 +89,3 @@ def one_step(result: NodeResult) -> Candidate:
     choices = {o.var: 0 for o in result.model.operands}
     steps = (frozenset(o.var for o in result.model.operands),)
     return evaluate(result.model, steps, result.plain_options, choices)
-

@@ -27,11 +27,12 @@ from cepplan.planner.compose import NodeResult, Settings, own_cost
 from cepplan.planner.contexts import plan_contexts
 from cepplan.planner.covering_plan import CoveringSettings, covering_section
 from cepplan.planner.deadline import share as share_of
-from cepplan.planner.engine_steps import engine_steps
+from cepplan.planner.engine_steps import engine_steps, positive_steps
 from cepplan.planner.evaluation import NONE, EvaluationSettings, evaluation
 from cepplan.planner.inputs import check_rates
 from cepplan.planner.plan import DetectionPlan, PatternPlan, Plan
 from cepplan.planner.shared import SharedOutcome, plan_workload
+from cepplan.search.problem import SearchPattern, problem_from_workload
 from cepplan.workload.model import Statistics, Workload
 
 NO_SEARCH = EvaluationSettings(search=NONE)
@@ -129,14 +130,15 @@ def acquisition(request: PlanRequest) -> tuple[Plan, SharedOutcome]:
     check_rates(workload, request.statistics, request.stats_file)
     outcome = plan_workload(workload, request.statistics, settings, request.share,
                             request.deadline, request.end)
-    outcome, steps = engine_steps(workload, outcome, request.engine, request.duration)
+    searched = {p.name: p for p in problem_from_workload(workload, request.statistics).patterns}
+    outcome, steps = engine_steps(workload, outcome, request.engine, request.duration, searched)
     patterns = {}
     for pattern in workload.patterns:
         result = outcome.results[pattern.name]
         chosen = outcome.chosen[pattern.name]
         patterns[pattern.name] = PatternPlan(
             pattern.name, _detection(chosen, own_cost(result, chosen)),
-            evaluation_order(result, chosen),
+            evaluation_order(result, chosen, searched.get(pattern.name)),
             tuple(_detection(c, own_cost(result, c)) for c in result.front),
             result.naive_cost, result.solver)
     provenance = {"solver": settings.solver, "seed": settings.seed,
@@ -151,12 +153,18 @@ def acquisition(request: PlanRequest) -> tuple[Plan, SharedOutcome]:
     return plan, outcome
 
 
-def evaluation_order(result: NodeResult, chosen: Candidate) -> tuple[str, ...]:
-    """The order the matcher joins variables in: step by step, by position within a step,
-    negated variables last (they only veto matches)."""
-    position = {o.var: (o.negated, o.position) for o in result.model.operands}
-    order = [v for step in chosen.steps for v in sorted(step, key=lambda v: position[v])]
-    return tuple(sorted(order, key=lambda v: position[v][0]))
+def evaluation_order(result: NodeResult, chosen: Candidate,
+                     searched: SearchPattern | None = None) -> tuple[str, ...]:
+    """The order the matcher joins variables in: step by step, negated variables last (they
+    only veto matches); within a step the order whose look-ups read the fewest rows
+    (`positive_steps`), by position where the pattern is not priced (OR, complex events)."""
+    negated = sorted((o.position, o.var) for o in result.model.operands if o.negated)
+    steps = positive_steps(result, chosen)
+    if searched is None:
+        order = tuple(v for step in steps for v in step)
+    else:
+        order = searched.step_work(steps).order
+    return (*order, *(var for _, var in negated))
 
 
 def _detection(candidate: Candidate, cost: float) -> DetectionPlan:

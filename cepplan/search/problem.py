@@ -13,13 +13,15 @@ from __future__ import annotations
 import json
 import math
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
+from cepplan.costmodels.join_orders import JoinCondition, JoinWork, by_steps, cheapest
 from cepplan.costmodels.keyed import tree_factors
 from cepplan.costmodels.markov import event_probability
 from cepplan.costmodels.trees import kleene_rate, no_event_probability, node_cost
+from cepplan.workload.expr.bounds import bounds_of
 from cepplan.workload.model import (
     FILTER,
     KLEENE,
@@ -40,6 +42,8 @@ class Condition:
     variables: frozenset[str]
     key: str
     selectivity: float
+    # the (variable, attribute) look-ups it narrows in the matcher (`workload.expr.bounds`)
+    narrows: frozenset[tuple[str, str]] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -72,6 +76,20 @@ class SearchPattern:
             return self.rates
         return {**self.rates, **{var: kleene_rate(rate, window, self.kleene_cap)
                                  for var, rate in self.kleene.items()}}
+
+    def join_work(self, orders: Iterable[Sequence[str]]) -> JoinWork:
+        """Of these join orders, the one whose look-ups read the fewest rows in the matcher,
+        priced (`costmodels.join_orders`, with these rates and selectivities)."""
+        return cheapest(orders, self.window, self.rates, self._join_conditions(), self.seq,
+                        self.cooccurrence)
+
+    def step_work(self, steps: Sequence[Sequence[str]]) -> JoinWork:
+        """The cheapest order joining `steps` one after the other (`join_orders.by_steps`)."""
+        return by_steps(steps, self.window, self.rates, self._join_conditions(), self.seq,
+                        self.cooccurrence)
+
+    def _join_conditions(self) -> list[JoinCondition]:
+        return [JoinCondition(c.variables, c.selectivity, c.narrows) for c in self.conditions]
 
     @property
     def selectivities(self) -> dict[frozenset[str], float]:
@@ -154,7 +172,8 @@ def _search_pattern(pattern: Pattern, workload: Workload, statistics: Statistics
             kleene[var], rates[var] = rate, kleene_rate(rate, window, cap)
     positives = {o.var for o in pattern.positive}
     conditions = tuple(
-        Condition(p.variables, _rewrite(p.portable, labels), selectivity.get(p.text, 1.0))
+        Condition(p.variables, _rewrite(p.portable, labels), selectivity.get(p.text, 1.0),
+                  narrowed_look_ups(p.portable, p.variables))
         for p in pattern.predicates if len(p.variables) > 1 and p.variables <= positives)
     variables = tuple(o.var for o in sorted(pattern.positive, key=lambda o: o.position))
     keyed = statistics.keyed.get(pattern.name) if pattern.partition_by else None
@@ -168,6 +187,11 @@ def _search_pattern(pattern: Pattern, workload: Workload, statistics: Statistics
                              kleene=MappingProxyType(kleene), kleene_cap=cap,
                              cooccurrence=MappingProxyType(factors))
     return replace(searched, negation_cost=_negation_cost(pattern, searched, statistics))
+
+
+def narrowed_look_ups(tree: list, variables: frozenset[str]) -> frozenset[tuple[str, str]]:
+    """The (variable, attribute) pairs whose join look-up a condition narrows."""
+    return frozenset((v, b.attr) for v in variables for b in bounds_of(tree, v))
 
 
 def _negation_cost(pattern: Pattern, searched: SearchPattern, statistics: Statistics) -> float:

@@ -21,6 +21,7 @@ from itertools import pairwise
 
 import networkx as nx
 
+from cepplan.costmodels.join_orders import EXHAUSTIVE
 from cepplan.search.baselines import (
     shared_trees,
     trivial_trees,
@@ -195,12 +196,32 @@ def _shared(state: Multitree) -> tuple[SharedNode, ...]:
 
 
 def _join_order(compiled: Compiled, tree: IndexTree) -> tuple[str, ...]:
-    """The tree's leaves, the child with fewer expected partial matches first at every node:
-    a left-to-right join that builds the cheaper side of each node before the other."""
+    """The order the matcher joins the tree's leaves in: each node's two sides one after the
+    other, the side first that makes the order's look-ups read the fewest rows
+    (`SearchPattern.join_work`: a side without a condition to the other is a cross product).
+    Ties, and trees with more than `EXHAUSTIVE` such orders, keep the side with fewer
+    expected partial matches first."""
+    inner = sum(isinstance(node, tuple) for node in nodes_of(tree))
+    first = _cheaper_side_first(compiled, tree)
+    if 2 ** inner > EXHAUSTIVE:
+        return first
+    return compiled.pattern.join_work([first, *_leaf_orders(compiled, tree)]).order
+
+
+def _cheaper_side_first(compiled: Compiled, tree: IndexTree) -> tuple[str, ...]:
+    """The tree's leaves, the child with fewer expected partial matches first at every node."""
     if not isinstance(tree, tuple):
         return (compiled.pattern.variables[tree],)
     left, right = sorted(tree, key=lambda t: compiled.cost[mask_of(t)])
-    return _join_order(compiled, left) + _join_order(compiled, right)
+    return _cheaper_side_first(compiled, left) + _cheaper_side_first(compiled, right)
+
+
+def _leaf_orders(compiled: Compiled, tree: IndexTree) -> list[tuple[str, ...]]:
+    """Every order of the tree's leaves that joins each node's two sides one after the other."""
+    if not isinstance(tree, tuple):
+        return [(compiled.pattern.variables[tree],)]
+    lefts, rights = _leaf_orders(compiled, tree[0]), _leaf_orders(compiled, tree[1])
+    return [o for a in lefts for b in rights for o in (a + b, b + a)]
 
 
 def _names(compiled: Compiled, tree: IndexTree) -> VarTree:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+import numpy as np
 import pandas as pd
 
 from cepplan.engine_adapter.runtime.records import complex_event_id, plain_value
@@ -78,9 +79,14 @@ def _undecided(pattern: Pattern, bound: dict, span: tuple[float, float]) -> bool
 def _event(row: dict, workload: Workload) -> dict:
     kind = row[EVENT_TYPE]
     event = {"id": int(row[EVENT_ID]), "type": kind, "ts": float(row[EVENT_TS])}
-    for attr in workload.attributes_of(kind):
-        event[attr] = plain_value(row.get(attr))
+    for attr in workload.attributes_of(kind):  # NaN kept: a comparison with it is false
+        value = plain_value(row.get(attr))
+        event[attr] = math.nan if value is None and _is_nan(row.get(attr)) else value
     return event
+
+
+def _is_nan(value: object) -> bool:
+    return isinstance(value, float | np.floating) and math.isnan(value)
 
 
 def _partitions(pool: list[dict], pattern: Pattern) -> list[list[dict]]:
@@ -89,7 +95,7 @@ def _partitions(pool: list[dict], pattern: Pattern) -> list[list[dict]]:
     groups: dict[tuple, list[dict]] = {}
     for event in pool:
         key = tuple(event.get(k) for k in pattern.partition_by)
-        if any(v is None for v in key):
+        if any(v is None or _is_nan(v) for v in key):
             continue
         groups.setdefault(key, []).append(event)
     return list(groups.values())
@@ -226,7 +232,8 @@ def _object(pattern: Pattern, bound: dict) -> dict:
 
 
 def _shown(event: dict) -> dict:
-    return {k: v for k, v in event.items() if k != "_object"} | event.get("_object", {})
+    return {k: plain_value(v) for k, v in event.items() if k != "_object"} | event.get(
+        "_object", {})
 
 
 def _complex_event(pattern: Pattern, match: dict) -> dict:

@@ -35,9 +35,10 @@ from itertools import product
 
 import numpy as np
 
-from cepplan.engine_adapter.runtime import memory
+from cepplan.engine_adapter.runtime import lookup, memory
 from cepplan.engine_adapter.runtime.binding import holds_for
 from cepplan.engine_adapter.runtime.kleene import CACHED_GETTERS, subset_getters, subsets
+from cepplan.engine_adapter.runtime.lookup import SlicedIndex, narrowed_pieces, slice_size
 from cepplan.engine_adapter.runtime.pieces import range_pieces, row_batches
 from cepplan.engine_adapter.runtime.spec import (
     KLEENE,
@@ -47,6 +48,7 @@ from cepplan.engine_adapter.runtime.spec import (
     Stages,
 )
 from cepplan.engine_adapter.runtime.table import Table, expand
+from cepplan.workload.expr.bounds import Bound, bounds_of
 from cepplan.workload.expr.vectorized import evaluate, referenced_keys
 
 CHUNK_EVENTS = 4096
@@ -170,6 +172,8 @@ class _Context:
         self.strict = spec.seq_ties == "strict"
         self.cands = {o.var: self._candidates(o) for o in spec.operands}
         self.held = 0  # bytes the partition's matches found so far will take (`memory`)
+        self.indexes: dict[tuple[str, str, int], SlicedIndex] = {}  # (var, attr, slice size)
+        self.bound_cache: dict[tuple, list[Bound]] = {}
 
     def _candidates(self, operand: OperandSpec) -> np.ndarray:
         """Ranks of the events of the operand's type that pass its filters (seed 001 step 1)."""
@@ -218,12 +222,15 @@ class _Context:
         """`table.expand`, once the rows it builds (`width` events each, with their index
         arrays; as matches, when they bind every positive variable) are known to fit the
         memory budget with the matches held."""
-        rows = int(np.maximum(high - low, 0).sum())
+        self._check_rows(int(np.maximum(high - low, 0).sum()), width, what)
+        return expand(low, high)
+
+    def _check_rows(self, rows: int, width: int, what: str) -> None:
+        """`rows` new rows of `width` events fit the memory budget with the matches held."""
         per_row = (width + 1) * memory.JOIN_BYTES
         if width == len(self.spec.positive):
             per_row = max(per_row, self.match_bytes(width))
         memory.check(self.spec.name, self.spec.window, self.held + rows * per_row, rows, what)
-        return expand(low, high)
 
     def join(self, operands: tuple[OperandSpec, ...], start: int,
              stop: int) -> dict[str, np.ndarray]:
@@ -270,13 +277,102 @@ class _Context:
         cand = self.cands[operand.var]
         cand_ts = self.table.ts[cand]
         low, high = self._ranges(rows, operand, cand, cand_ts, stop, last_position, start)
-        for count, (part, lows, highs) in enumerate(
-                range_pieces(low, high, self.budget(len(rows) + 1))):
+        for count, (part, which, positions) in enumerate(
+                self._look_up(rows, operand, pending, low, high)):
             self.splits += count > 0
             piece = {v: a[part] for v, a in rows.items()} if count or part.stop < len(low) \
                 else rows
-            yield from self._joined(self._bind(piece, operand, cand, lows, highs),
+            yield from self._joined(self._bind(piece, operand, cand, which, positions),
                                     later[1:], pending, bounds)
+
+    def _look_up(self, rows: dict[str, np.ndarray], operand: OperandSpec, pending: list,
+                 low: np.ndarray, high: np.ndarray
+                 ) -> Iterator[tuple[slice, np.ndarray, np.ndarray]]:
+        """The candidates of `operand` each row joins, in pieces of at most `budget` rows:
+        (the rows' slice, row within it, candidate position). Narrowed by the `pending`
+        predicates its binding makes ready where they bound one of its attributes
+        (`lookup`), else every candidate of the row's range [low, high)."""
+        width = len(rows) + 1
+        budget = self.budget(width)
+        narrowing = self._narrowing(rows, operand, pending, low, high)
+        if narrowing is None:
+            for part, lows, highs in range_pieces(low, high, budget):
+                yield part, *self.expand(lows, highs, width)
+            return
+        index, rank_low, rank_high, counts = narrowing
+        for part, which, positions in narrowed_pieces(index, low, high, rank_low, rank_high,
+                                                      counts, budget):
+            self._check_rows(len(which), width, "partial matches")
+            yield part, which, positions
+
+    def _narrowing(self, rows: dict[str, np.ndarray], operand: OperandSpec, pending: list,
+                   low: np.ndarray, high: np.ndarray):
+        """The sliced index of `operand`'s candidates on the attribute the ready predicates
+        bound, each row's value ranks and how many candidates each row finds; None when no
+        predicate bounds a numeric attribute, the ranges are short or the bounds keep most
+        of them (`lookup.MIN_RANGE`, `MAX_SHARE`)."""
+        spans = np.maximum(high - low, 0)
+        total = int(spans.sum())
+        if not len(spans) or total < lookup.MIN_RANGE * len(spans):
+            return None
+        bound = set(rows) | {operand.var}
+        found: dict[str, list[Bound]] = {}
+        for pred in pending:
+            if pred.variables <= bound:
+                for one in self._bounds(pred, operand.var):
+                    found.setdefault(one.attr, []).append(one)
+        attrs = [a for a in found if self.table.column(a).dtype.kind in "iuf"]
+        if not attrs:
+            return None
+        attr = max(attrs, key=lambda a: len({b.lower for b in found[a]}))
+        lower, upper = self._value_range(found[attr], rows, len(spans))
+        if lower is None:
+            return None
+        index = self._index(operand.var, attr, slice_size(total / len(spans)))
+        rank_low, rank_high = index.rank_ranges(lower, upper)
+        counts = np.zeros(len(spans), dtype=np.int64)
+        for part in row_batches(index.work(low, high), self.budget(len(rows) + 1)):
+            counts[part] = index.counts(low[part], high[part], rank_low[part],
+                                        rank_high[part])
+        if counts.sum() > lookup.MAX_SHARE * total:
+            return None
+        return index, rank_low, rank_high, counts
+
+    def _bounds(self, pred: PredicateSpec, var: str) -> list[Bound]:
+        """`lookup.bounds_of` for one predicate and variable, worked out once."""
+        key = (id(pred.tree), var)
+        if key not in self.bound_cache:
+            self.bound_cache[key] = bounds_of(pred.tree, var)
+        return self.bound_cache[key]
+
+    def _value_range(self, bounds: list[Bound], rows: dict[str, np.ndarray], length: int
+                     ) -> tuple[np.ndarray | None, np.ndarray | None]:
+        """Per row, the values [lower, upper] the bounds allow (as doubles, widened by the
+        rounding of terms moved across; a bound that is not a number does not narrow)."""
+        lower, upper = np.full(length, -np.inf), np.full(length, np.inf)
+        for one in bounds:
+            value = np.asarray(evaluate(one.tree, self._row_columns(one.tree, rows), length))
+            if value.dtype.kind not in "iuf":
+                return None, None
+            value = value.astype(np.float64)
+            if one.size is not None:
+                size = np.asarray(evaluate(one.size, self._row_columns(one.size, rows),
+                                           length), dtype=np.float64)
+                value = value - lookup.ROUNDING * (1 + size) if one.lower \
+                    else value + lookup.ROUNDING * (1 + size)
+            if one.lower:
+                lower = np.maximum(lower, np.where(np.isnan(value), -np.inf, value))
+            else:
+                upper = np.minimum(upper, np.where(np.isnan(value), np.inf, value))
+        return lower, upper
+
+    def _index(self, var: str, attr: str, size: int) -> SlicedIndex:
+        """The sliced index of `var`'s candidates on `attr`, built once per slice size."""
+        key = (var, attr, size)
+        if key not in self.indexes:
+            values = self.table.column(attr)[self.cands[var]].astype(np.float64)
+            self.indexes[key] = SlicedIndex(values, size)
+        return self.indexes[key]
 
     def _count_partials(self, rows: dict[str, np.ndarray], start: int) -> None:
         """Count the prefix's partial matches (its variables bound, the conditions among them
@@ -289,11 +385,18 @@ class _Context:
         self.partials[len(rows) - 1] += int(np.count_nonzero(owned))
 
     def _extend(self, rows: dict[str, np.ndarray], operand: OperandSpec, cand: np.ndarray,
-                cand_ts: np.ndarray, stop: int, last_position: int,
-                start: int) -> dict[str, np.ndarray]:
-        """Join one more variable: per row, the candidate range allowed by window and order."""
+                cand_ts: np.ndarray, stop: int, last_position: int, start: int,
+                pending: list) -> dict[str, np.ndarray]:
+        """Join one more variable, every row at once: per row, the candidates allowed by
+        window and order, narrowed by the `pending` predicates its binding makes ready."""
         low, high = self._ranges(rows, operand, cand, cand_ts, stop, last_position, start)
-        return self._bind(rows, operand, cand, low, high)
+        width = len(rows) + 1
+        narrowing = self._narrowing(rows, operand, pending, low, high)
+        if narrowing is None:
+            return self._bind(rows, operand, cand, *self.expand(low, high, width))
+        index, rank_low, rank_high, counts = narrowing
+        self._check_rows(int(counts.sum()), width, "partial matches")
+        return self._bind(rows, operand, cand, *index.pairs(low, high, rank_low, rank_high))
 
     def _ranges(self, rows: dict[str, np.ndarray], operand: OperandSpec, cand: np.ndarray,
                 cand_ts: np.ndarray, stop: int, last_position: int,
@@ -313,9 +416,9 @@ class _Context:
         return low, high
 
     def _bind(self, rows: dict[str, np.ndarray], operand: OperandSpec, cand: np.ndarray,
-              low: np.ndarray, high: np.ndarray) -> dict[str, np.ndarray]:
-        """The rows joined with `operand`'s candidates in their ranges, distinct events."""
-        which, positions = self.expand(low, high, len(rows) + 1)
+              which: np.ndarray, positions: np.ndarray) -> dict[str, np.ndarray]:
+        """The rows `which` joined with `operand`'s candidates at `positions`, distinct
+        events."""
         rows = {v: a[which] for v, a in rows.items()}
         rows[operand.var] = cand[positions]
         same = [v for v in rows if v != operand.var
@@ -353,11 +456,15 @@ class _Context:
     def _holds_on_rows(self, tree: list, rows: dict[str, np.ndarray]) -> np.ndarray:
         """A join predicate on every row, Kleene variables read through their last event."""
         length = len(next(iter(rows.values())))
+        return np.asarray(evaluate(tree, self._row_columns(tree, rows), length), dtype=bool)
+
+    def _row_columns(self, tree: list, rows: dict[str, np.ndarray]) -> dict[tuple, np.ndarray]:
+        """The columns a tree reads over the rows, Kleene variables by their last event."""
         columns = {}
         for key in referenced_keys(tree):
             var, attr = (key[0], key[1]) if len(key) == 2 else (key[1], key[2])
             columns[key] = self.table.column(attr)[rows[var]]
-        return np.asarray(evaluate(tree, columns, length), dtype=bool)
+        return columns
 
     # -- Kleene+ --------------------------------------------------------------------------
 
@@ -540,9 +647,19 @@ class _Context:
             after = [firsts[o.var] for o in operands if o.position > operand.position]
             low, high = self._order_bounds(low, high, cand, cand_ts, before, after)
         blocked = np.zeros(matches.count, dtype=bool)
-        for part in row_batches(np.maximum(high - low, 0), self.budget(2)):
-            which, positions = self.expand(low[part], high[part], 1,
-                                           f"events of negated {operand.var} to test")
+        what = f"events of negated {operand.var} to test"
+        plain = {v: a for v, a in matches.single.items() if v not in matches.kleene}
+        narrowing = self._narrowing(plain, operand, self.stages.negations.get(operand.var, []),
+                                    low, high)
+        spans = np.maximum(high - low, 0) if narrowing is None else narrowing[3]
+        for part in row_batches(spans, self.budget(2)):
+            if narrowing is None:
+                which, positions = self.expand(low[part], high[part], 1, what)
+            else:  # only the candidates the negation's bounds keep (`lookup`)
+                index, rank_low, rank_high, _ = narrowing
+                which, positions = index.pairs(low[part], high[part], rank_low[part],
+                                               rank_high[part])
+                self._check_rows(len(which), 1, what)
             which += part.start
             events = cand[positions]
             keep = np.ones(len(events), dtype=bool)

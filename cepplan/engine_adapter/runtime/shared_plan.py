@@ -628,7 +628,7 @@ class _SharedContext(_Context):
             else:
                 cand = self.cands[step[0]]
                 rows = self._extend(rows, self.spec.operand(step[0]), cand, table.ts[cand],
-                                    stop, last_position, start)
+                                    stop, last_position, start, pending)
             ready = [p for p in pending if p.variables <= set(rows)]
             pending = [p for p in pending if not p.variables <= set(rows)]
             for pred in ready:
