@@ -1,0 +1,103 @@
+"""A live stream's output directory: matches appended as JSON lines as they are emitted
+(flushed per micro-batch), late events written aside, and each match's detection latency:
+its emit wall time minus the arrival wall time of the last of its events to arrive."""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from array import array
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import orjson
+
+from cepplan.engine_adapter.runtime.job import PartitionOutput
+from cepplan.engine_adapter.runtime.records import lines_data
+from cepplan.engine_adapter.runtime.table import Columns
+from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_TYPE
+
+MATCHES_FILE = "matches/part-00000.jsonl"
+LATE_FILE = "late-events.jsonl"
+
+
+class StreamOutput:
+    """The files of `out` (created, empty), written as the stream goes."""
+
+    def __init__(self, out: Path, types: dict[str, list[str]]):
+        (out / "matches").mkdir(parents=True, exist_ok=True)
+        self.out = out
+        self.types = types
+        self._matches = open(out / MATCHES_FILE, "ab")  # noqa: SIM115 (closed by close)
+        self._late = open(out / LATE_FILE, "ab")  # noqa: SIM115
+        self.latency: dict[str, array] = {}
+        self._ids = np.empty(0, dtype=np.int64)
+        self._times = np.empty(0)
+
+    def arrivals(self, ids: np.ndarray, times: np.ndarray) -> None:
+        """The events the next matches are made of: their ids and arrival wall times."""
+        order = np.argsort(ids, kind="stable")
+        self._ids, self._times = ids[order], times[order]
+
+    def write(self, pattern: str, out: PartitionOutput) -> None:
+        """Append one range's matches; record each one's detection latency."""
+        if not out.count:
+            return
+        emitted = time.time()
+        lines = out.matches
+        if isinstance(lines, str):
+            self._matches.write(lines.encode())
+        else:
+            for data in lines_data(lines):
+                self._matches.write(memoryview(data))
+        record = self.latency.setdefault(pattern, array("d"))
+        for text in out.texts():
+            record.append(emitted - self._completed(orjson.loads(text)["events"]))
+
+    def _completed(self, events: dict[str, Any]) -> float:
+        """The arrival wall time of the last of a match's events to arrive."""
+        ids = [e["id"] for bound in events.values()
+               for e in (bound if isinstance(bound, list) else [bound])]
+        where = np.searchsorted(self._ids, ids)
+        where = np.minimum(where, len(self._ids) - 1)
+        return float(self._times[where].max()) if len(self._ids) else time.time()
+
+    def write_late(self, late: Columns) -> None:
+        """Late events as JSON lines: type, ts, id and the type's attributes."""
+        names, stamps, ids = late[EVENT_TYPE], late[EVENT_TS], late[EVENT_ID]
+        lines = []
+        for i in range(len(late)):
+            event = {"type": str(names[i]), "ts": float(stamps[i]), "id": ids[i].item()}
+            for attr in self.types.get(str(names[i]), ()):
+                if attr in late.data:
+                    event[attr] = _plain(late.data[attr][i])
+            lines.append(json.dumps(event))
+        self._late.write(("\n".join(lines) + "\n").encode())
+
+    def flush(self) -> None:
+        """Hand what was written to the operating system: readers see whole lines."""
+        self._matches.flush()
+        self._late.flush()
+
+    def close(self) -> None:
+        self._matches.close()
+        self._late.close()
+
+    def latency_figures(self) -> dict[str, dict[str, float | int]]:
+        """Per pattern: detection latency p50, p99 and max in seconds, and how many matches."""
+        out = {}
+        for pattern, values in self.latency.items():
+            seconds = np.frombuffer(values, dtype=np.float64)
+            out[pattern] = {"matches": len(seconds),
+                            "p50": round(float(np.percentile(seconds, 50)), 6),
+                            "p99": round(float(np.percentile(seconds, 99)), 6),
+                            "max": round(float(seconds.max()), 6)}
+        return out
+
+
+def _plain(value: Any) -> Any:
+    """A column value as JSON: NumPy scalars as Python ones, NaN as null."""
+    value = value.item() if hasattr(value, "item") else value
+    return None if isinstance(value, float) and math.isnan(value) else value
