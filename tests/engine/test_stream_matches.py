@@ -97,7 +97,10 @@ def stream(workload, data: dict, arrived: pd.DataFrame, delay: float, cuts: list
     matcher.advance(final=True)
     output.close()
     late_ids = [json.loads(line)["id"] for line in (out / LATE_FILE).read_text().splitlines()]
-    return read_matches(out), sorted(late_ids), matcher.metrics(data)
+    metrics = matcher.metrics(data)
+    timed = {name: figures["matches"] for name, figures in output.latency_figures().items()}
+    assert timed == {k: v for k, v in metrics["matches"].items() if v}  # a latency per match
+    return read_matches(out), sorted(late_ids), metrics
 
 
 def expected(workload, events: pd.DataFrame) -> dict:

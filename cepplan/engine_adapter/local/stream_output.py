@@ -53,16 +53,35 @@ class StreamOutput:
             for data in lines_data(lines):
                 self._matches.write(memoryview(data))
         record = self.latency.setdefault(pattern, array("d"))
-        for text in out.texts():
-            record.append(emitted - self._completed(orjson.loads(text)["events"]))
+        record.extend(emitted - self._completed(out))
 
-    def _completed(self, events: dict[str, Any]) -> float:
-        """The arrival wall time of the last of a match's events to arrive."""
-        ids = [e["id"] for bound in events.values()
-               for e in (bound if isinstance(bound, list) else [bound])]
-        where = np.searchsorted(self._ids, ids)
-        where = np.minimum(where, len(self._ids) - 1)
-        return float(self._times[where].max()) if len(self._ids) else time.time()
+    def _completed(self, out: PartitionOutput) -> np.ndarray:
+        """Per match, the arrival wall time of the last of its events to arrive: from the
+        ranks the matcher bound (one look-up per variable), or from the text when the matches
+        came as text only."""
+        if out.found is None:
+            return np.array([self._arrival([e["id"] for bound in
+                                            orjson.loads(text)["events"].values()
+                                            for e in (bound if isinstance(bound, list)
+                                                      else [bound])]).max()
+                             for text in out.texts()])
+        parts = []
+        for matches in out.found.results:
+            ids = out.found.renderer.table.ids
+            latest = np.full(matches.count, -np.inf)
+            for ranks in matches.single.values():
+                latest = np.maximum(latest, self._arrival(ids[ranks]))
+            for sets in matches.kleene.values():
+                latest = np.maximum(latest, [self._arrival(ids[list(s)]).max() for s in sets])
+            parts.append(latest)
+        return np.concatenate(parts) if parts else np.empty(0)
+
+    def _arrival(self, ids) -> np.ndarray:
+        """The arrival wall time of each event id (of the events given to `arrivals`)."""
+        if not len(self._ids):
+            return np.full(len(ids), time.time())
+        where = np.minimum(np.searchsorted(self._ids, ids), len(self._ids) - 1)
+        return self._times[where]
 
     def write_late(self, late: Columns) -> None:
         """Late events as JSON lines: type, ts, id and the type's attributes."""
