@@ -165,3 +165,32 @@ def test_sigterm_drains_and_exits_cleanly(fraud_plan, tmp_path):
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["stream"]["stopped_by_signal"]
     assert _matches(out) == _matches(fraud_plan[1])
+
+
+def test_replay_rate_and_speed_together(cli, tmp_path):
+    cli("replay", EXAMPLES / "fraud" / "events.csv", "-w", EXAMPLES / "fraud" / "workload.json",
+        "--to", tmp_path / "in", "--rate", "10", "--speed", "2").one_error("--rate", "not both")
+
+
+@pytest.mark.parametrize(("shuffle", "late"), [("30s", False), ("90s", True)])
+def test_replayed_shuffle_within_the_delay_is_never_late(fraud, tmp_path, shuffle, late):
+    """Replayed shuffled within max_delay (30 s): no event late, as many matches as the batch
+    run; shuffled within three times that: late events counted, each written aside."""
+    raw = json.loads((fraud / "workload.json").read_text())
+    raw.setdefault("options", {})["max_delay"] = "30s"
+    (fraud / "workload.json").write_text(json.dumps(raw))
+    plan = tmp_path / "plan.json"
+    _cepplan("optimize", fraud / "workload.json", "-o", plan, "-q")
+    _cepplan("run", plan, fraud / "events.csv", "-o", tmp_path / "batch", "-q")
+    replayed = _cepplan("replay", fraud / "events.csv", "-w", fraud / "workload.json",
+                        "--to", "-", "--shuffle-within", shuffle, "--seed", "3", "-q").stdout
+    assert replayed != (fraud / "events.csv").read_bytes()  # the order did change
+    _cepplan("run", plan, "--follow", "-", "-o", tmp_path / "out", "-q", input=replayed)
+    metrics = json.loads((tmp_path / "out" / "metrics.json").read_text())
+    counted = sum(metrics["stream"]["late_events"].values())
+    written = (tmp_path / "out" / "late-events.jsonl").read_text().splitlines()
+    assert counted == len(written)
+    assert (counted > 0) == late
+    if not late:
+        batch = json.loads((tmp_path / "batch" / "metrics.json").read_text())
+        assert metrics["matches"] == batch["matches"]
