@@ -132,9 +132,10 @@ class _Progress:
         rows = matcher.counts.get(_ROWS_READ, 0)
         rate = rows / max(time.monotonic() - self.start, 1e-9)
         matches = sum(t[1] for t in matcher.totals.values())
-        values = [v for a in output.latency.values() for v in a[-10000:]]
+        recent = [parts[-1] for parts in output.latency.values() if parts]
+        values = np.concatenate(recent) if recent else np.empty(0)
         latency = (f"{np.percentile(values, 50):.2f}/{np.percentile(values, 99):.2f}s"
-                   if values else "-")
+                   if len(values) else "-")
         sys.stderr.write(f"\r{rate:,.0f} events/s  watermark {_finite(matcher.watermark)}  "
                          f"matches {matches:,}  late {sum(matcher.late.values()):,}  "
                          f"state {state:,} rows  latency p50/p99 {latency}\x1b[K")

@@ -7,13 +7,13 @@ from __future__ import annotations
 import json
 import math
 import time
-from array import array
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import orjson
 
+from cepplan.engine_adapter.local.writer import _BackgroundFile
 from cepplan.engine_adapter.runtime.job import PartitionOutput
 from cepplan.engine_adapter.runtime.records import lines_data
 from cepplan.engine_adapter.runtime.table import Columns
@@ -30,9 +30,9 @@ class StreamOutput:
         (out / "matches").mkdir(parents=True, exist_ok=True)
         self.out = out
         self.types = types
-        self._matches = open(out / MATCHES_FILE, "ab")  # noqa: SIM115 (closed by close)
+        self._matches = _BackgroundFile(out / MATCHES_FILE)  # the batch engine's writer
         self._late = open(out / LATE_FILE, "ab")  # noqa: SIM115
-        self.latency: dict[str, array] = {}
+        self.latency: dict[str, list[np.ndarray]] = {}  # per pattern, seconds per range
         self._ids = np.empty(0, dtype=np.int64)
         self._times = np.empty(0)
 
@@ -47,13 +47,9 @@ class StreamOutput:
             return
         emitted = time.time()
         lines = out.matches
-        if isinstance(lines, str):
-            self._matches.write(lines.encode())
-        else:
-            for data in lines_data(lines):
-                self._matches.write(memoryview(data))
-        record = self.latency.setdefault(pattern, array("d"))
-        record.extend(emitted - self._completed(out))
+        self._matches.write([lines.encode()] if isinstance(lines, str) else
+                            list(lines_data(lines)))
+        self.latency.setdefault(pattern, []).append(emitted - self._completed(out))
 
     def _completed(self, out: PartitionOutput) -> np.ndarray:
         """Per match, the arrival wall time of the last of its events to arrive: from the
@@ -108,7 +104,7 @@ class StreamOutput:
         """Per pattern: detection latency p50, p99 and max in seconds, and how many matches."""
         out = {}
         for pattern, values in self.latency.items():
-            seconds = np.frombuffer(values, dtype=np.float64)
+            seconds = np.concatenate(values)
             out[pattern] = {"matches": len(seconds),
                             "p50": round(float(np.percentile(seconds, 50)), 6),
                             "p99": round(float(np.percentile(seconds, 99)), 6),
