@@ -15,7 +15,7 @@ import orjson
 
 from cepplan.engine_adapter.local.writer import _BackgroundFile
 from cepplan.engine_adapter.runtime.job import PartitionOutput
-from cepplan.engine_adapter.runtime.records import lines_data
+from cepplan.engine_adapter.runtime.records import ROW_COLUMN, lines_data
 from cepplan.engine_adapter.runtime.table import Columns
 from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_TYPE
 
@@ -35,9 +35,12 @@ class StreamOutput:
         self.latency: dict[str, list[np.ndarray]] = {}  # per pattern, seconds per range
         self._ids = np.empty(0, dtype=np.int64)
         self._times = np.empty(0)
+        self._by_row = np.empty(0)
 
     def arrivals(self, ids: np.ndarray, times: np.ndarray) -> None:
-        """The events the next matches are made of: their ids and arrival wall times."""
+        """The events the next matches are made of (the pool, row by row): their ids and
+        arrival wall times."""
+        self._by_row = times
         order = np.argsort(ids, kind="stable")
         self._ids, self._times = ids[order], times[order]
 
@@ -61,14 +64,20 @@ class StreamOutput:
                                             for e in (bound if isinstance(bound, list)
                                                       else [bound])]).max()
                              for text in out.texts()])
+        table = out.found.renderer.table
+        rows = table.columns.get(ROW_COLUMN)  # the pool rows, when the matcher kept them
+
+        def arrival(ranks) -> np.ndarray:
+            return (self._by_row[rows[ranks]] if rows is not None
+                    else self._arrival(table.ids[ranks]))
+
         parts = []
         for matches in out.found.results:
-            ids = out.found.renderer.table.ids
             latest = np.full(matches.count, -np.inf)
             for ranks in matches.single.values():
-                latest = np.maximum(latest, self._arrival(ids[ranks]))
+                latest = np.maximum(latest, arrival(ranks))
             for sets in matches.kleene.values():
-                latest = np.maximum(latest, [self._arrival(ids[list(s)]).max() for s in sets])
+                latest = np.maximum(latest, [arrival(list(s)).max() for s in sets])
             parts.append(latest)
         return np.concatenate(parts) if parts else np.empty(0)
 
