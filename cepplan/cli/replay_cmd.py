@@ -16,9 +16,10 @@ def replay_command(
     events: list[str] = options.events_argument(),
     workload: Path = typer.Option(..., "-w", "--workload", metavar="FILE",
                                   help="The workload.json whose source reads the events."),
-    to: str = typer.Option(..., "--to", metavar="DIR|-", help="A directory to drop files "
-                           "into (each renamed into place, _END last), or '-' (standard "
-                           "output)."),
+    to: str = typer.Option(..., "--to", metavar="DIR|-|tcp://HOST:PORT",
+                           help="A directory to drop files into (each renamed into place, "
+                           "_END last), '-' (standard output) or tcp://HOST:PORT (served to "
+                           "the first client)."),
     rate: float | None = typer.Option(None, "--rate", min=0.001, metavar="ROWS",
                                       help="Rows per second (default: as fast as written)."),
     speed: float | None = typer.Option(None, "--speed", min=1e-6, metavar="X",

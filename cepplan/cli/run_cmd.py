@@ -33,7 +33,8 @@ def run_command(
                                                 "per pattern."),
     follow: str | None = typer.Option(None, "--follow", metavar="SOURCE", help="Run on a live "
                                       "stream instead of EVENTS: a directory whose new files "
-                                      "are read in name order, or '-' (standard input)."),
+                                      "are read in name order, '-' (standard input) or "
+                                      "tcp://HOST:PORT (lines from a server)."),
     trigger: float = typer.Option(1.0, "--trigger", metavar="SECONDS", min=0.01, max=3600,
                                   help="With --follow: the micro-batch interval."),
     quiet: bool = options.quiet(),

@@ -194,3 +194,28 @@ def test_replayed_shuffle_within_the_delay_is_never_late(fraud, tmp_path, shuffl
     if not late:
         batch = json.loads((tmp_path / "batch" / "metrics.json").read_text())
         assert metrics["matches"] == batch["matches"]
+
+
+def test_a_tcp_stream_on_loopback(fraud_plan, tmp_path):
+    """`replay --to tcp://` serves the events to `run --follow tcp://` (a real socket on
+    loopback): the batch run's matches; the stream ends when the server closes."""
+    import socket
+
+    with socket.create_server(("127.0.0.1", 0)) as probe:  # a free port
+        port = probe.getsockname()[1]
+    url = f"tcp://127.0.0.1:{port}"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    feed = subprocess.Popen([sys.executable, "-m", "cepplan", "replay",
+                             EXAMPLES / "fraud" / "events.csv", "-w",
+                             EXAMPLES / "fraud" / "workload.json", "--to", url, "-q"], env=env)
+    try:
+        _cepplan("run", fraud_plan[0], "--follow", url, "-o", tmp_path / "out", "-q")
+        assert feed.wait(timeout=BOUND) == 0
+    finally:
+        feed.kill()
+    assert _matches(tmp_path / "out") == _matches(fraud_plan[1])
+
+
+def test_bad_tcp_address(cli, fraud_plan, tmp_path):
+    cli("run", fraud_plan[0], "--follow", "tcp://nohost", "-o", tmp_path / "out",
+        "-q").one_error("tcp://nohost", "tcp://HOST:PORT")

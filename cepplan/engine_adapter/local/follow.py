@@ -17,7 +17,11 @@ from cepplan.engine_adapter.local.engine import _ROWS_READ, _streamable
 from cepplan.engine_adapter.local.source import read_batches
 from cepplan.engine_adapter.local.stream import StreamMatcher
 from cepplan.engine_adapter.local.stream_output import StreamOutput
-from cepplan.engine_adapter.local.stream_source import DirectorySource, LinesSource
+from cepplan.engine_adapter.local.stream_source import (
+    DirectorySource,
+    LinesSource,
+    connected,
+)
 from cepplan.engine_adapter.runtime.job import job_from_json
 from cepplan.errors import InputError
 from cepplan.fileio import write_bytes_atomic
@@ -75,12 +79,14 @@ def follow_stream(data: dict[str, Any], source: str, out: Path, plan_file: str, 
 
 def _source(source: str, reader: dict[str, Any], spool: Path) -> DirectorySource | LinesSource:
     fmt = reader["source"]["format"]
-    if source != "-":
+    if source != "-" and not source.startswith("tcp://"):
         return DirectorySource(source)
     if fmt not in ("csv", "jsonl"):
-        raise InputError.single("-", "", f"standard input is read as CSV or JSON lines; the "
-                                f"workload's source is {fmt}")
-    return LinesSource(spool, "." + fmt, fmt == "csv" and reader["source"].get("header", True))
+        raise InputError.single(source, "", f"a stream of lines is read as CSV or JSON lines; "
+                                f"the workload's source is {fmt}")
+    header = fmt == "csv" and reader["source"].get("header", True)
+    stream = connected(source) if source != "-" else None
+    return LinesSource(spool, "." + fmt, header, stream)
 
 
 def _read(path: str, reader: dict[str, Any], matcher: StreamMatcher, warn: Callable):

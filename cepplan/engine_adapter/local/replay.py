@@ -6,6 +6,7 @@ streams"). The rows are passed on as written; only their order and pace change."
 from __future__ import annotations
 
 import os
+import socket
 import sys
 import time
 from collections.abc import Mapping, Sequence
@@ -14,7 +15,7 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
-from cepplan.engine_adapter.local.stream_source import END_MARKER
+from cepplan.engine_adapter.local.stream_source import END_MARKER, tcp_address
 from cepplan.errors import InputError
 from cepplan.stats.local_source import (
     SECONDS_PER_UNIT,
@@ -74,8 +75,9 @@ def replay(header: bytes, lines: list[bytes], ts: np.ndarray, order: np.ndarray,
     """Hand the rows on in `order`: `rate` rows per second, or event time sped up `speed`
     times, or as fast as they are written. Returns the rows handed on."""
     due = _due_seconds(ts[order], rate, speed, time_unit)
-    sink = _DirectorySink(Path(to), header, suffix) if to != "-" else _StreamSink(
-        sys.stdout.buffer, header)
+    sink = (_StreamSink(sys.stdout.buffer, header) if to == "-" else
+            _StreamSink.served(to, header) if to.startswith("tcp://") else
+            _DirectorySink(Path(to), header, suffix))
     start, sent = time.monotonic(), 0
     try:
         while sent < len(order):
@@ -126,9 +128,20 @@ class _DirectorySink:
 class _StreamSink:
     """Rows written to a binary stream, flushed per batch (the header first)."""
 
-    def __init__(self, stream: BinaryIO, header: bytes):
+    def __init__(self, stream: BinaryIO, header: bytes, link: socket.socket | None = None):
         self.stream = stream
+        self.link = link
         stream.write(header)
+
+    @classmethod
+    def served(cls, url: str, header: bytes) -> _StreamSink:
+        """Listen on `tcp://HOST:PORT` and write to the first client that connects."""
+        try:
+            with socket.create_server(tcp_address(url)) as server:
+                link, _ = server.accept()
+        except OSError as err:
+            raise InputError.single(url, "", f"cannot listen: {err.strerror or err}") from None
+        return cls(link.makefile("wb"), header, link)
 
     def write(self, rows: bytes) -> None:
         self.stream.write(rows)
@@ -136,3 +149,6 @@ class _StreamSink:
 
     def close(self) -> None:
         self.stream.flush()
+        if self.link is not None:  # the end of the stream for the client
+            self.stream.close()
+            self.link.close()

@@ -4,6 +4,8 @@ files to read one by one (docs/engine.md, "Live streams"):
 - a directory: each new file, in name order, once it is complete — a file is complete when
   it appears under its name (write it under a name starting with `.` or `_`, which are
   ignored, then rename it); a file named `_END` ends the stream after the files before it;
+- `tcp://HOST:PORT`: newline-delimited lines from a server (connected to, retried for
+  `CONNECT_SECONDS`), read as standard input is; the stream ends when the server closes;
 - `-`: standard input, CSV (its header line first, when the source has one) or JSON lines,
   cut into micro-batches of whole lines, each spooled to a file read like any other.
 """
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import os
 import queue
+import socket
 import sys
 import threading
 import time
@@ -20,6 +23,7 @@ from pathlib import Path
 from cepplan.errors import InputError
 
 END_MARKER = "_END"
+CONNECT_SECONDS = 30.0  # how long a tcp:// source is retried before it is an error
 SPOOL_BYTES = 8 << 20  # a micro-batch of standard input is cut at about this size
 
 
@@ -110,3 +114,27 @@ class LinesSource:
         path = self.spool / f"part-{self.count:08d}{self.suffix}"
         path.write_bytes((self.header or b"") + lines)
         return [(str(path), first or time.time())]
+
+
+def tcp_address(url: str) -> tuple[str, int]:
+    """(host, port) of `tcp://HOST:PORT`; an `InputError` naming it otherwise."""
+    host, _, port = url.removeprefix("tcp://").rstrip("/").rpartition(":")
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise InputError.single(url, "", "write a TCP address as tcp://HOST:PORT")
+    return host.strip("[]"), int(port)
+
+
+def connected(url: str) -> socket.socket:
+    """A connection to `tcp://HOST:PORT`, retried while refused for `CONNECT_SECONDS`."""
+    host, port = tcp_address(url)
+    deadline = time.monotonic() + CONNECT_SECONDS
+    while True:
+        try:
+            link = socket.create_connection((host, port), timeout=5)
+            link.settimeout(None)  # blocking reads from the reader thread
+            return link
+        except OSError as err:
+            if time.monotonic() >= deadline or not isinstance(err, ConnectionRefusedError):
+                raise InputError.single(url, "", f"cannot connect: {err.strerror or err}"
+                                        ) from None
+            time.sleep(0.1)
