@@ -56,6 +56,8 @@ def follow_stream(data: dict[str, Any], source: str, out: Path, plan_file: str, 
                 late = matcher.add(_read(path, reader, matcher, warn), arrived)
                 if late is not None:
                     output.write_late(late)
+                if isinstance(feed, LinesSource):  # a spooled micro-batch: read, not kept
+                    Path(path).unlink()
             state = matcher.advance()
             output.flush()
             batches += 1
