@@ -22,6 +22,7 @@ from cepplan.cli import (
     import_cmd,
     mobility_cmd,
     optimize_cmd,
+    replay_cmd,
     run_cmd,
     serve_cmd,
     show_cmd,
@@ -90,6 +91,7 @@ _command("synth", synth_cmd.synth)
 _command("stats", stats_cmd.stats)
 _command("generate", generate_cmd.generate_command, _OUTPUT)
 _command("run", run_cmd.run_command, {**_OUTPUT, "--events": ""})
+_command("replay", replay_cmd.replay_command)
 _command("compare", compare_cmd.compare_command, {"--events": ""})
 _command("serve", serve_cmd.serve_command)
 _command("cover", cover_cmd.cover_command, {**_OUTPUT, "--events": ""})

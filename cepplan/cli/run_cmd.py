@@ -16,7 +16,7 @@ from cepplan.terminal import echo, warn
 
 def run_command(
     plan: Path = typer.Argument(..., metavar="PLAN", help="The plan.json to evaluate."),
-    events: list[str] = options.events_argument(),
+    events: list[str] = options.events_argument(required=False),
     output: Path = options.output("Output directory, replaced on success."),
     engine: Engine = options.choice(Engine.auto, "--engine", "local (in-process), spark, or "
                                     "auto: local unless --master is given or the input is "
@@ -32,10 +32,26 @@ def run_command(
                                                 "or Parquet with typed columns, a directory "
                                                 "per pattern."),
     workers: int = options.workers(),
+    follow: str | None = typer.Option(None, "--follow", metavar="SOURCE", help="Run on a live "
+                                      "stream instead of EVENTS: a directory whose new files "
+                                      "are read in name order, '-' (standard input) or "
+                                      "tcp://HOST:PORT (lines from a server)."),
+    trigger: float = typer.Option(1.0, "--trigger", metavar="SECONDS", min=0.01, max=3600,
+                                  help="With --follow: the micro-batch interval."),
     quiet: bool = options.quiet(),
     verbose: bool = options.verbose(),
 ) -> None:
-    """Evaluate the plan on the events; write matches and metrics.json."""
+    """Evaluate the plan on the events; write matches and metrics.json. With --follow, on a
+    live stream: matches appended as they are emitted (docs/engine.md, "Live streams")."""
+    if follow is not None:
+        from cepplan.cli.follow_run import run_follow
+
+        run_follow(plan, events, output, follow, trigger, engine, workload, plan_kind,
+                   output_format, quiet)
+        return
+    if not events:
+        raise typer.BadParameter("give the event files (or --follow SOURCE)",
+                                 param_hint="EVENTS")
     from cepplan.engine_adapter.engine_choice import choose_engine
     from cepplan.engine_adapter.inputs import event_paths, plan_and_workload
     from cepplan.engine_adapter.metrics_table import metrics_lines, run_warnings

@@ -25,7 +25,7 @@ from cepplan.errors import InputError, Problem
 from cepplan.file_kinds import check_kind
 from cepplan.fileio import parse_json, read_input
 from cepplan.workload.context_model import context_issues
-from cepplan.workload.durations import DurationError, parse_duration
+from cepplan.workload.durations import SECONDS_PER_UNIT, DurationError, parse_duration
 from cepplan.workload.expr.ast import Attr, KleeneRef, walk
 from cepplan.workload.expr.errors import ExprError
 from cepplan.workload.expr.parser import parse
@@ -147,6 +147,21 @@ class _Builder:
             self.error(path, str(err))
             return None
 
+    def max_delay(self, value: Any) -> float:
+        """`options.max_delay`: zero or a duration; a bare number over a day in the time unit
+        is refused (a unit slip, e.g. ms read as s) unless written with its unit."""
+        if value == 0 and not isinstance(value, bool):
+            return 0.0
+        amount = self.duration(value, ("options", "max_delay"))
+        if amount is None:
+            return 0.0
+        if not isinstance(value, str) and amount * SECONDS_PER_UNIT[self.time_unit] > 86400:
+            self.error(("options", "max_delay"),
+                       f"{value!r:.40} {self.time_unit} is more than a day: write it with its "
+                       "unit (e.g. '36h') if a stream's arrivals can lag that far")
+            return 0.0
+        return amount
+
     # -- whole document -------------------------------------------------------------------
 
     def build(self, digest: str, file_digest: str = "") -> Workload:
@@ -160,7 +175,8 @@ class _Builder:
             time_unit=self.time_unit,
             event_types=MappingProxyType(event_types),
             patterns=tuple(patterns),
-            options=Options(options.get("seq_ties", "strict"), options.get("kleene_cap", 16)),
+            options=Options(options.get("seq_ties", "strict"), options.get("kleene_cap", 16),
+                            self.max_delay(options.get("max_delay", 0))),
             source=self.source(event_types),
             contexts=self.contexts(pattern_names),
             consumers=self.consumers(event_types),

@@ -230,10 +230,12 @@ class Statistics:
 
 @dataclass(frozen=True)
 class Options:
-    """Workload-wide options: SEQ tie handling and the runtime's Kleene subset cap."""
+    """Workload-wide options: SEQ tie handling, the runtime's Kleene subset cap, and how far
+    a live stream's arrivals may lag behind event time (docs/engine.md, "Live streams")."""
 
     seq_ties: str = "strict"
     kleene_cap: int = 16
+    max_delay: float = 0.0
 
 
 @dataclass(frozen=True)

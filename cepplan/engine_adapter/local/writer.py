@@ -146,6 +146,11 @@ class _BackgroundFile:
         for data in buffers:
             self._queue.put(data)
 
+    def flush(self) -> None:
+        """Have the thread hand what was queued so far to the operating system once written
+        (a live stream's micro-batch: readers then see whole lines)."""
+        self.write([_FLUSH])
+
     def close(self, *, complete: bool = True) -> None:
         if self._thread.is_alive():
             self._drop = not complete
@@ -163,7 +168,9 @@ class _BackgroundFile:
         written = recycled = 0
         try:
             while (data := self._queue.get()) is not None:
-                if self._error is None and not self._drop:
+                if data is _FLUSH:
+                    self._file.flush()
+                elif self._error is None and not self._drop:
                     written += (_append(self._file, data) if isinstance(data, Path) else
                                 self._file.write(data))
                     if written - recycled >= self.RECYCLE_BYTES:
@@ -195,6 +202,9 @@ def _append(file: Any, path: Path) -> int:
             done += sent
     path.unlink()
     return size
+
+
+_FLUSH = object()  # queued by `_BackgroundFile.flush`
 
 
 def _recycle(fd: int, size: int) -> None:

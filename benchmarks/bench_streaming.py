@@ -1,0 +1,151 @@
+"""Streaming benchmarks: `cepplan run --follow -` fed by `cepplan replay` through a pipe,
+against `cepplan run` on the same file (process start to files written; one run):
+
+a. throughput: the GOOG and MSFT patterns of the engine benchmark over synthetic minute
+   bars, streamed as fast as the replay writes (micro-batches of --trigger 1 s or 8 MiB of
+   input) vs the batch engine (target >= 70 %); the matches are the batch run's;
+b. detection latency p99 at half the rate the stream sustained in (a), 1 s micro-batches
+   (target <= 2 micro-batch intervals);
+c. state: the most tagged rows the stream held, over replays of 1x, 2x and 4x the rows
+   (flat: bounded by the windows, not by the stream).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from benchmarks.stock_bars import write_bars, write_workload
+
+ROOT = Path(__file__).resolve().parent.parent
+CLI = [sys.executable, "-m", "cepplan"]
+PATTERNS = ["goog", "msft"]
+
+
+def _env() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+
+
+def children_cpu() -> float:
+    """CPU seconds (user + system) of every finished child process so far: the load-robust
+    figure on a shared machine."""
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+CPU: list[float] = []  # CPU seconds of each timed command, in order
+
+
+def timed(run):
+    """Wall seconds of `run()`; its child processes' CPU seconds appended to `CPU`."""
+    def wrapper(*args, **kwargs) -> float:
+        cpu = children_cpu()
+        wall = run(*args, **kwargs)
+        CPU.append(children_cpu() - cpu)
+        return wall
+    return wrapper
+
+
+@timed
+def batch(plan: Path, bars: Path, out: Path) -> float:
+    """Wall seconds of `cepplan run` on the file."""
+    start = time.perf_counter()
+    subprocess.run([*CLI, "run", str(plan), str(bars), "-o", str(out), "-q"], check=True,
+                   env=_env(), cwd=ROOT)
+    return time.perf_counter() - start
+
+
+@timed
+def streamed(plan: Path, workload: Path, bars: Path, out: Path, *replay: str) -> float:
+    """Wall seconds of `cepplan replay ... --to - | cepplan run --follow - ...`."""
+    start = time.perf_counter()
+    feed = subprocess.Popen([*CLI, "replay", str(bars), "-w", str(workload), "--to", "-", "-q",
+                             *replay], stdout=subprocess.PIPE, env=_env(), cwd=ROOT)
+    follow = subprocess.run([*CLI, "run", str(plan), "--follow", "-", "-o", str(out), "-q",
+                             "--trigger", "1"], stdin=feed.stdout, env=_env(), cwd=ROOT)
+    feed.stdout.close()
+    if feed.wait() or follow.returncode:
+        raise RuntimeError("the streamed run failed")
+    return time.perf_counter() - start
+
+
+@timed
+def followed(plan: Path, events: Path, out: Path) -> float:
+    """Wall seconds of `cepplan run --follow - < FILE`: the stream without a replay process
+    beside it (standard input already in ts order)."""
+    start = time.perf_counter()
+    with events.open("rb") as stdin:
+        subprocess.run([*CLI, "run", str(plan), "--follow", "-", "-o", str(out), "-q",
+                        "--trigger", "1"], stdin=stdin, check=True, env=_env(), cwd=ROOT)
+    return time.perf_counter() - start
+
+
+def _sorted_matches(out: Path) -> list[str]:
+    return sorted((out / "matches" / "part-00000.jsonl").read_text().splitlines())
+
+
+def _metrics(out: Path) -> dict:
+    return json.loads((out / "metrics.json").read_text())
+
+
+def main(quick: bool = False) -> None:
+    rows = 100_000 if quick else 1_000_000
+    print(f"load average at start: {os.getloadavg()[0]:.1f} (a shared machine: wall figures "
+          "move with it)")
+    with tempfile.TemporaryDirectory() as folder:
+        scratch = Path(folder)
+        workload, plan = scratch / "workload.json", scratch / "plan.json"
+        write_workload(workload, PATTERNS)
+        subprocess.run([*CLI, "optimize", str(workload), "-o", str(plan), "-q"], check=True,
+                       env=_env(), cwd=ROOT)
+        bars = scratch / "bars.txt"
+        write_bars(bars, rows)
+
+        print(f"\na. throughput, GOOG + MSFT patterns, {rows:,} minute bars")
+        batch_s = batch(plan, bars, scratch / "batch")
+        stream_s = streamed(plan, workload, bars, scratch / "stream")
+        alone_s = followed(plan, bars, scratch / "alone")
+        same = (_sorted_matches(scratch / "batch") == _sorted_matches(scratch / "stream")
+                == _sorted_matches(scratch / "alone"))
+        stream = _metrics(scratch / "stream")["stream"]
+        cpu = dict(zip(("batch", "stream", "alone"), CPU[-3:], strict=True))
+        print(f"{'run':<30} {'seconds':>8} {'rows/s':>10} {'of batch':>9} {'cpu s':>7} "
+              f"{'of batch (cpu)':>15}")
+        for label, seconds, key in (("cepplan run (batch)", batch_s, "batch"),
+                                    ("replay | run --follow -", stream_s, "stream"),
+                                    ("run --follow - < file", alone_s, "alone")):
+            print(f"{label:<30} {seconds:>8.2f} {rows / seconds:>10,.0f} "
+                  f"{batch_s / seconds:>9.0%} {cpu[key]:>7.2f} {cpu['batch'] / cpu[key]:>15.0%}")
+        print("(the replay row's CPU includes the replay process: reading, sorting, writing)")
+        print(f"target: streaming >= 70 % of batch; micro-batches: {stream['micro_batches']}; "
+              f"same matches: {same}")
+
+        rate = max(rows / stream_s / 2, 100.0)
+        lat_rows = min(rows, int(rate * (20 if quick else 60)))
+        lat_bars = scratch / "lat.txt"
+        write_bars(lat_bars, lat_rows)
+        print(f"\nb. detection latency at half the sustained rate: {rate:,.0f} rows/s, "
+              f"{lat_rows:,} rows, 1 s micro-batches")
+        streamed(plan, workload, lat_bars, scratch / "lat", "--rate", f"{rate:.0f}")
+        figures = _metrics(scratch / "lat")["stream"]["detection_latency_seconds"]
+        for name, f in figures.items():
+            print(f"  {name:<6} matches {f['matches']:>8,}  p50 {f['p50']:.3f} s  "
+                  f"p99 {f['p99']:.3f} s  max {f['max']:.3f} s  "
+                  f"p99 = {f['p99']:.2f} micro-batches (target <= 2)")
+
+        print("\nc. state over longer streams (as fast as written)")
+        print(f"{'rows':>10} {'state rows (max)':>17}")
+        base = max(rows // 4, 10_000)
+        for factor in (1, 2, 4):
+            long_bars = scratch / f"long-{factor}.txt"
+            write_bars(long_bars, base * factor)
+            streamed(plan, workload, long_bars, scratch / f"long-{factor}")
+            state = _metrics(scratch / f"long-{factor}")["stream"]["state_rows_max"]
+            print(f"{base * factor:>10,} {state:>17,}")

@@ -1,0 +1,67 @@
+"""`cepplan run PLAN --follow SOURCE -o DIR`: the plan on a live stream, in-process; the
+options a stream cannot take are refused, the output directory must be new or empty."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from cepplan.cli.options import Engine, MatchFormat, PlanKind
+from cepplan.errors import InputError
+from cepplan.terminal import echo, warn
+
+
+def run_follow(plan: Path, events: list[str], output: Path, follow: str, trigger: float,
+               engine: Engine, workload: Path | None, plan_kind: PlanKind,
+               output_format: MatchFormat, quiet: bool) -> None:
+    """Follow the stream until it ends or is stopped; print the figures at the end."""
+    from cepplan.engine_adapter.inputs import plan_and_workload
+    from cepplan.engine_adapter.job_spec import job_data
+    from cepplan.engine_adapter.local.follow import follow_stream
+    from cepplan.engine_adapter.metrics_table import metrics_lines, run_warnings
+
+    if events:
+        raise InputError.single(events[0], "", "give event files or --follow SOURCE, not both")
+    if engine is Engine.spark:
+        raise InputError.single("--engine", "", "--follow runs in-process (--engine local)")
+    if output_format is not MatchFormat.jsonl:
+        raise InputError.single("--format", "", "--follow appends matches as JSON lines")
+    _check_new_directory(output, follow)
+    chosen, loaded = plan_and_workload(plan, workload, trivial=plan_kind is PlanKind.trivial,
+                                       warn=warn)
+    data = job_data(loaded, chosen, plan_kind=plan_kind.value)
+    bounds = {p.name: {"max_steps": p.latency.max_steps, "max_time": p.latency.max_time,
+                       "plan_steps": len(chosen.patterns[p.name].detection.steps)}
+              for p in loaded.patterns if p.latency is not None}
+    output.mkdir(parents=True, exist_ok=True)
+    metrics = follow_stream(data, follow, output, str(plan), trigger=trigger,
+                            progress=not quiet, bounds=bounds, warn=warn)
+    for line in run_warnings(metrics, loaded.options.kleene_cap):
+        echo(line, err=True, lines=False)
+    stream = metrics["stream"]
+    late = sum(stream["late_events"].values())
+    if late:
+        warn(f"{late} late event(s) (more than max_delay behind the latest) written to "
+             f"{output / 'late-events.jsonl'}, not matched")
+    if not quiet:
+        echo("engine: local (stream)")
+        for line in metrics_lines(metrics, loaded.time_unit):
+            echo(line, lines=False)
+        for name, figures in stream["detection_latency_seconds"].items():
+            echo(f"detection latency {name}: p50 {figures['p50']:.3f}s, p99 "
+                 f"{figures['p99']:.3f}s, max {figures['max']:.3f}s", lines=False)
+        echo(f"matches and metrics.json written to {output}")
+    sys.stdout.flush()
+
+
+def _check_new_directory(output: Path, follow: str) -> None:
+    """A stream appends to its output as it goes: `output` must be new or an empty
+    directory, and not the followed directory."""
+    if output.exists() and not output.is_dir():
+        raise InputError.single(str(output), "", "is a file; --output needs a directory")
+    if output.is_dir() and any(output.iterdir()):
+        raise InputError.single(str(output), "", "is not empty: a stream appends its matches "
+                                "to a new or empty directory")
+    if follow != "-" and os.path.realpath(follow) == os.path.realpath(output):
+        raise InputError.single(str(output), "", "is the followed directory")

@@ -1,0 +1,158 @@
+"""`cepplan run PLAN --follow SOURCE -o DIR`: the in-process engine on a live stream, one
+micro-batch per trigger interval, until the input ends or SIGINT / SIGTERM asks it to stop
+(then what was received is drained and flushed as at the end of the input; exit 0)."""
+
+from __future__ import annotations
+
+import json
+import signal
+import sys
+import time
+from collections.abc import Callable
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from cepplan.engine_adapter.local.engine import _ROWS_READ, _streamable
+from cepplan.engine_adapter.local.source import read_batches
+from cepplan.engine_adapter.local.stream import StreamMatcher
+from cepplan.engine_adapter.local.stream_output import StreamOutput
+from cepplan.engine_adapter.local.stream_source import (
+    DirectorySource,
+    LinesSource,
+    connected,
+)
+from cepplan.engine_adapter.runtime.job import job_from_json
+from cepplan.errors import InputError
+from cepplan.fileio import write_bytes_atomic
+from cepplan.interrupt import scratch_directory
+
+REJECT_UNREADABLE = "unreadable file"  # a followed file the source cannot read
+
+
+def follow_stream(data: dict[str, Any], source: str, out: Path, plan_file: str, *,
+                  trigger: float = 1.0, progress: bool = False,
+                  bounds: dict[str, Any] | None = None,
+                  warn: Callable[[str], None] = print) -> dict[str, Any]:
+    """Run the job on the stream `source` (a directory or '-'); matches, late events and,
+    at the end, metrics.json in `out` (with `bounds`, the patterns' latency bounds, beside
+    the detection latency measured). Returns the metrics."""
+    job = job_from_json(data)
+    if not _streamable(job) or not data.get("reader"):
+        raise InputError.single(plan_file, "", "--follow runs plans whose patterns all have "
+                                "a window and read events only (not another pattern's "
+                                "matches, contexts or consumer queries)")
+    reader = data["reader"]
+    delay = float(data.get("options", {}).get("max_delay", 0.0))
+    output = StreamOutput(out, {k: list(v) for k, v in data["types"].items()})
+    positional = not reader["source"].get("id_column")
+    matcher = StreamMatcher(job, delay, output, positional_ids=positional)
+    meter = _Progress(progress)
+    batches = 0
+    with scratch_directory() as spool, _stop_on_signal() as stop:
+        feed = _source(source, reader, spool)
+        while True:
+            for path, arrived in feed.take(trigger):
+                late = matcher.add(_read(path, reader, matcher, warn), arrived)
+                if late is not None:
+                    output.write_late(late)
+                if isinstance(feed, LinesSource):  # a spooled micro-batch: read, not kept
+                    Path(path).unlink()
+            state = matcher.advance()
+            output.flush()
+            batches += 1
+            meter.show(matcher, output, state)
+            if feed.ended or stop():
+                break
+        matcher.advance(final=True)
+        output.flush()
+        output.close()
+        meter.done()
+    metrics = matcher.metrics(data)
+    metrics["stream"] = {"max_delay": delay, "trigger_seconds": trigger,
+                         "micro_batches": batches, "watermark": _finite(matcher.watermark),
+                         "late_events": dict(matcher.late),
+                         "state_rows_max": meter.state_max, "stopped_by_signal": stop(),
+                         "detection_latency_seconds": output.latency_figures(),
+                         "latency_bound": bounds or {}}
+    write_bytes_atomic(out / "metrics.json", json.dumps(metrics, indent=2).encode())
+    return metrics
+
+
+def _source(source: str, reader: dict[str, Any], spool: Path) -> DirectorySource | LinesSource:
+    fmt = reader["source"]["format"]
+    if source != "-" and not source.startswith("tcp://"):
+        return DirectorySource(source)
+    if fmt not in ("csv", "jsonl"):
+        raise InputError.single(source, "", f"a stream of lines is read as CSV or JSON lines; "
+                                f"the workload's source is {fmt}")
+    header = fmt == "csv" and reader["source"].get("header", True)
+    stream = connected(source) if source != "-" else None
+    return LinesSource(spool, "." + fmt, header, stream)
+
+
+def _read(path: str, reader: dict[str, Any], matcher: StreamMatcher, warn: Callable):
+    """The file's batches; a file the source cannot read is counted and warned of, and the
+    stream goes on."""
+    try:
+        yield from read_batches([path], **reader)
+    except InputError as err:
+        matcher.counts[REJECT_UNREADABLE] += 1
+        warn(f"{path}: not read: {err.problems[0].message if err.problems else err}")
+
+
+@contextmanager
+def _stop_on_signal():
+    """Within the block the first SIGINT / SIGTERM asks the stream to stop (drained, exit 0);
+    a second one interrupts as anywhere else."""
+    asked: list[int] = []
+    previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+
+    def ask(signum: int, _frame: object) -> None:
+        asked.append(signum)
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+
+    for number in previous:
+        signal.signal(number, ask)
+    try:
+        yield lambda: bool(asked)
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+
+
+class _Progress:
+    """A progress line on a terminal, rewritten per micro-batch: events/s, watermark,
+    matches, late events, state rows, detection latency p50/p99."""
+
+    def __init__(self, shown: bool):
+        self.shown = shown and sys.stderr.isatty()
+        self.start = time.monotonic()
+        self.state_max = 0
+
+    def show(self, matcher: StreamMatcher, output: StreamOutput, state: int) -> None:
+        self.state_max = max(self.state_max, state)
+        if not self.shown:
+            return
+        import numpy as np
+
+        rows = matcher.counts.get(_ROWS_READ, 0)
+        rate = rows / max(time.monotonic() - self.start, 1e-9)
+        matches = sum(t.matches for t in matcher.totals.values())
+        recent = [parts[-1] for parts in output.latency.values() if parts]
+        values = np.concatenate(recent) if recent else np.empty(0)
+        latency = (f"{np.percentile(values, 50):.2f}/{np.percentile(values, 99):.2f}s"
+                   if len(values) else "-")
+        sys.stderr.write(f"\r{rate:,.0f} events/s  watermark {_finite(matcher.watermark)}  "
+                         f"matches {matches:,}  late {sum(matcher.late.values()):,}  "
+                         f"state {state:,} rows  latency p50/p99 {latency}\x1b[K")
+        sys.stderr.flush()
+
+    def done(self) -> None:
+        if self.shown:
+            sys.stderr.write("\n")
+
+
+def _finite(value: float) -> float | None:
+    return value if value not in (float("inf"), float("-inf")) else None

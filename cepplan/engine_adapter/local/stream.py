@@ -1,0 +1,184 @@
+"""A live stream through the in-process engine: the batch engine's time-range matching run per
+micro-batch, as the watermark advances (docs/engine.md, "Live streams").
+
+Event time is `ts`; the watermark is the largest `ts` read minus `max_delay`; an event below it
+is late (counted, handed back to be written aside, never matched). When the watermark moves
+from w0 to w1, every pattern's matches whose latest event lies in [w0, w1) are emitted, over
+the events below w1 and a margin before w0 (`engine._match_range`, which owns exactly those
+matches): the matches equal the batch run's by construction. A pattern whose negation can
+look past its latest event (a trailing `NOT`, an AND's) owns them a window later, once the
+watermark has passed every event that could block them. State: the tagged events of that
+margin and those above the watermark, bounded by the window and the delay, never the stream.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from cepplan.engine_adapter.local.engine import (
+    _EMPTY,
+    _ROWS_READ,
+    _count,
+    _margin,
+    _match_range,
+    _span_figures,
+    _tagged,
+    _wanted_columns,
+)
+from cepplan.engine_adapter.local.partial_counts import partial_metrics
+from cepplan.engine_adapter.local.source import Batch
+from cepplan.engine_adapter.local.totals import PatternTotals
+from cepplan.engine_adapter.runtime.job import Covered, Job
+from cepplan.engine_adapter.runtime.memory import peak_resident
+from cepplan.engine_adapter.runtime.shared_plan import used_sharing
+from cepplan.engine_adapter.runtime.spec import PatternSpec
+from cepplan.engine_adapter.runtime.table import Columns
+from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_TYPE
+
+
+class StreamMatcher:
+    """The job over events as they arrive: `add` each batch read (with its arrival wall
+    time), `advance` after each micro-batch, `finish` at the end of the input. Matches go to
+    `writer` (`write(pattern, PartitionOutput)`, `arrivals(ids, times)` before each range)."""
+
+    def __init__(self, job: Job, max_delay: float, writer: Any, *, positional_ids: bool):
+        self.job = job
+        self.delay = max_delay
+        self.writer = writer
+        self.positional = positional_ids  # ids are row positions: continued over the reads
+        self.wanted = _wanted_columns(job)
+        self.margin = _margin(job)
+        self.sharing = used_sharing(job)
+        self.groups = _lag_groups(job, self.sharing is not None)
+        self.held: list[Columns] = []  # tagged events not yet released
+        self.arrived: list[np.ndarray] = []  # their arrival wall times, part by part
+        self.state_rows = 0
+        self.latest = -math.inf  # the largest ts read (every event type)
+        self.evaluated = -math.inf  # the watermark up to which matches are emitted
+        self.covered = Covered()  # the non-late events' time
+        self.rows_before = 0  # rows read by earlier reads (position ids continue over them)
+        self.counts: Counter = Counter()
+        self.late: Counter = Counter()
+        self.totals = {p.name: PatternTotals() for p in job.patterns}
+        self.built: dict[str, list[int]] = {}
+        self.partials: dict[int, int] = {}
+        self.seconds: dict[str, float] = {"read": 0.0, "tag": 0.0}
+
+    @property
+    def watermark(self) -> float:
+        return self.latest - self.delay
+
+    def add(self, batches: Iterable[Batch], arrived: float) -> Columns | None:
+        """One read's batches (a file, or the lines of a micro-batch), arrived at wall time
+        `arrived`: the late events returned (None: none), the others tagged and kept."""
+        late_parts, read = [], 0
+        for batch in batches:
+            clock = time.perf_counter()
+            read += batch.read
+            self.counts[_ROWS_READ] += batch.read
+            self.counts.update(batch.rejected)
+            rows = batch.columns()
+            if self.positional and len(rows):
+                rows.data[EVENT_ID] = rows.data[EVENT_ID] + self.rows_before
+            stamps = rows[EVENT_TS] if len(rows) else np.empty(0)
+            before = np.maximum.accumulate(np.concatenate([[self.latest], stamps]))[:-1]
+            late = stamps < before - self.delay
+            if len(stamps):
+                self.latest = max(self.latest, float(stamps.max()))
+            if late.any():
+                late_parts.append(rows.take(late))
+                self.late.update(rows.take(late)[EVENT_TYPE].tolist())
+                rows = Columns({n: v[~late] for n, v in rows.data.items()}, rows.codes[~late],
+                               rows.types)
+            if len(rows):
+                self.covered.add(float(rows[EVENT_TS].min()), float(rows[EVENT_TS].max()))
+            now = time.perf_counter()
+            self.seconds["read"] += now - clock
+            part = _tagged(rows, self.job, self.wanted)
+            self.seconds["tag"] += time.perf_counter() - now
+            if len(part):
+                self.held.append(part)
+                self.arrived.append(np.full(len(part), arrived))
+                self.state_rows += len(part)
+        self.rows_before += read
+        return Columns.concat(late_parts, _EMPTY) if late_parts else None
+
+    def advance(self, *, final: bool = False) -> int:
+        """Emit every match the watermark decides (`final`: the end of the input, every
+        match the events decide, as the batch run). Returns the tagged rows kept after."""
+        high = math.inf if final else self.watermark
+        if high <= self.evaluated or not self.held:
+            self.evaluated = max(self.evaluated, high)
+            return self.state_rows
+        pool, arrived = self._pool()
+        below = pool[EVENT_TS] < high
+        now = pool.take(below) if not below.all() else pool
+        self.writer.arrivals(now[EVENT_ID], arrived[below])
+        span = self.covered.span if final else (self.covered.first, high)
+        for lag, job in self.groups:
+            owned = (self.evaluated - lag, high - lag)
+            _match_range(now, replace(job, span=span), owned, self.writer, self.totals,
+                         self.built, self.seconds, self.sharing, self.partials)
+        self.evaluated = high
+        keep = pool[EVENT_TS] >= high - max(lag for lag, _ in self.groups) - self.margin
+        self.held = [pool.take(keep)] if keep.any() else []
+        self.arrived = [arrived[keep]] if keep.any() else []
+        self.state_rows = int(np.count_nonzero(keep))
+        return self.state_rows
+
+    def _pool(self) -> tuple[Columns, np.ndarray]:
+        """The kept events in (ts, id) order, with their arrival times."""
+        pool = Columns.concat(self.held, _EMPTY)
+        arrived = np.concatenate(self.arrived)
+        order = np.lexsort((pool[EVENT_ID], pool[EVENT_TS]))
+        return pool.take(order), arrived[order]
+
+    def metrics(self, data: dict[str, Any]) -> dict[str, Any]:
+        """metrics.json's figures, as the batch run's (`engine._run_by_time_range`)."""
+        counts = Counter(self.counts)
+        out: dict[str, Any] = {"engine": "local", "rows_read": counts.pop(_ROWS_READ, 0),
+                               "rows_rejected": dict(counts), "rows_to_matchers": 0,
+                               "rows_to_matchers_by_pattern": {}, "rows_shuffled": 0,
+                               "matches": {}, "kleene_cap_hits": {}, "negation_held_back": {},
+                               "input_span": _span_figures(self.covered)}
+        for spec in self.job.patterns:
+            total = self.totals[spec.name]
+            _count(out, spec.name, total.sent, total.matches, total.cap_hits, total.held_back,
+                   total.splits, lambda _text: None)
+        if self.built:
+            span = max(self.covered.last - self.covered.first, 0.0)
+            out["partial_matches"] = partial_metrics(self.job, self.built, span)
+        out["plan"] = data.get("plan", {})
+        out["seconds"] = {k: round(v, 3) for k, v in self.seconds.items()}
+        out["peak_memory_bytes"] = peak_resident()
+        return out
+
+
+def looks_ahead(spec: PatternSpec) -> bool:
+    """Whether a negation of the pattern can block a match after its latest event: a
+    trailing `NOT` of a SEQ, or any `NOT` of an AND (its gap is the whole window)."""
+    if not spec.negated:
+        return False
+    if spec.operator != "SEQ":
+        return True
+    last = max(o.position for o in spec.positive)
+    return any(n.position > last for n in spec.negated)
+
+
+def _lag_groups(job: Job, shared: bool) -> list[tuple[float, Job]]:
+    """The patterns by how far behind the watermark their matches are owned: 0, or a window
+    for those that look ahead. A shared plan is matched together, at its largest lag."""
+    lags = {p.name: (p.window or 0.0) if looks_ahead(p) else 0.0 for p in job.patterns}
+    if shared or len(set(lags.values())) == 1:
+        return [(max(lags.values()), job)]
+    groups: dict[float, list[PatternSpec]] = {}
+    for spec in job.patterns:
+        groups.setdefault(lags[spec.name], []).append(spec)
+    return [(lag, replace(job, patterns=tuple(specs))) for lag, specs in groups.items()]
