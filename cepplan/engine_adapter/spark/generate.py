@@ -47,6 +47,11 @@ SHIPPED = (
     "engine_adapter/local/writer.py",
     "engine_adapter/local/workers.py",
     "engine_adapter/local/totals.py",
+    "engine_adapter/local/partial_counts.py",
+    "engine_adapter/local/slices.py",
+    "engine_adapter/local/shared.py",
+    "engine_adapter/local/contexts.py",
+    "engine_adapter/local/covering_io.py",
     "limits.py",
     "interrupt.py",
     "terminal.py",
@@ -82,6 +87,12 @@ SHIPPED = (
     "workload/expr/vectorized.py",
     "workload/spark_source.py",
     "workload/input_files.py",
+    # what the in-process engine's consumer queries read the workload with
+    "workload/model.py",
+    "workload/source_spec.py",
+    "workload/expr/ast.py",
+    "workload/expr/errors.py",
+    "workload/expr/portable.py",
 )
 TEMPLATE = PACKAGE_ROOT / "engine_adapter" / "spark" / "job_template.py"
 EMPTY_PACKAGES = ("", "engine_adapter", "engine_adapter/local", "engine_adapter/spark",
