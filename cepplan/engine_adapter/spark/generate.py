@@ -3,10 +3,14 @@
 The zip mirrors the package paths of the files it ships (the runtime, the Spark job, and the
 standalone foundation modules), with every package `__init__.py` written empty so nothing else
 of cepplan is imported: the job runs with plain `spark-submit` where cepplan is not installed.
+Each module also ships compiled (a `.pyc` checked against its source's hash): Python cannot
+cache what it compiles from a zip, so without it the driver and every Python worker compiled
+the whole runtime again; a Python of another version ignores the `.pyc` and reads the `.py`.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import io
 import json
 import zipfile
@@ -47,6 +51,11 @@ SHIPPED = (
     "engine_adapter/local/writer.py",
     "engine_adapter/local/workers.py",
     "engine_adapter/local/totals.py",
+    "engine_adapter/local/partial_counts.py",
+    "engine_adapter/local/slices.py",
+    "engine_adapter/local/shared.py",
+    "engine_adapter/local/contexts.py",
+    "engine_adapter/local/covering_io.py",
     "limits.py",
     "interrupt.py",
     "terminal.py",
@@ -82,6 +91,12 @@ SHIPPED = (
     "workload/expr/vectorized.py",
     "workload/spark_source.py",
     "workload/input_files.py",
+    # what the in-process engine's consumer queries read the workload with
+    "workload/model.py",
+    "workload/source_spec.py",
+    "workload/expr/ast.py",
+    "workload/expr/errors.py",
+    "workload/expr/portable.py",
 )
 TEMPLATE = PACKAGE_ROOT / "engine_adapter" / "spark" / "job_template.py"
 EMPTY_PACKAGES = ("", "engine_adapter", "engine_adapter/local", "engine_adapter/spark",
@@ -96,9 +111,18 @@ def runtime_zip() -> bytes:
             path = f"cepplan/{package}/__init__.py" if package else "cepplan/__init__.py"
             archive.writestr(_entry(path), "")
         for relative in SHIPPED:
-            archive.writestr(_entry(f"cepplan/{relative}"),
-                             (PACKAGE_ROOT / relative).read_bytes())
+            source = (PACKAGE_ROOT / relative).read_bytes()
+            archive.writestr(_entry(f"cepplan/{relative}"), source)
+            archive.writestr(_entry(f"cepplan/{relative}c"),
+                             compiled(source, f"runtime.zip/cepplan/{relative}"))
     return buffer.getvalue()
+
+
+def compiled(source: bytes, path: str) -> bytes:
+    """`source` as this Python's bytecode file, validated by the source's hash on import."""
+    code = compile(source, path, "exec", dont_inherit=True)
+    return importlib._bootstrap_external._code_to_hash_pyc(  # what py_compile writes
+        code, importlib.util.source_hash(source), checked=True)
 
 
 def _entry(path: str) -> zipfile.ZipInfo:

@@ -37,7 +37,12 @@ from pyspark.sql import SparkSession
 from pyspark.sql import types as T
 
 from cepplan.engine_adapter.runtime.job import Covered
-from cepplan.engine_adapter.spark.read import plain_csv_splits, read_lines, task_numbers
+from cepplan.engine_adapter.spark.read import (
+    not_installed,
+    plain_csv_splits,
+    read_lines,
+    task_numbers,
+)
 from cepplan.workload.columns import EVENT_ID, EVENT_TS
 
 ENABLED = "CEPPLAN_SPARK_RANGES"  # "0": always the shuffle plan
@@ -79,7 +84,8 @@ def _eligible(data: Mapping[str, Any], events: Sequence[str]) -> bool:
         return False
     try:  # the in-process engine and what it imports (orjson) on this Python
         from cepplan.engine_adapter.local.engine import _streamable
-    except ImportError:
+    except ImportError as err:
+        not_installed(err)
         return False
     from cepplan.engine_adapter.runtime.job import job_from_json
 

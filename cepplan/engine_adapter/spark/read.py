@@ -82,7 +82,8 @@ def plain_csv_splits(data: Mapping[str, Any], events: Sequence[str], parallelism
     try:  # the in-process reader and what it imports (orjson among them) on this Python
         from cepplan.engine_adapter.local.source import read_batches  # noqa: F401
         from cepplan.stats.time_format import TimeFormatError, time_format_regex
-    except ImportError:
+    except ImportError as err:
+        not_installed(err)
         return None
     if source.get("time_format"):
         try:
@@ -109,6 +110,14 @@ def plain_csv_splits(data: Mapping[str, Any], events: Sequence[str], parallelism
         splits += [Split(path, a, b, names, header and a == 0)
                    for a, b in itertools.pairwise(bounds)]
     return splits
+
+
+def not_installed(err: ImportError) -> None:
+    """Re-raise `err` unless a library is missing on this Python (orjson: the job then takes
+    Spark's reader or the shuffle plan): a cepplan module missing from runtime.zip is the
+    job's own fault and must not turn, unseen, into a slower plan."""
+    if (err.name or "").split(".")[0] == "cepplan":
+        raise err
 
 
 def _header(path: str) -> list[str]:
