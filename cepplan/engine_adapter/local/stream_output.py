@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -17,21 +18,27 @@ from cepplan.engine_adapter.local.writer import _BackgroundFile
 from cepplan.engine_adapter.runtime.job import PartitionOutput
 from cepplan.engine_adapter.runtime.records import ROW_COLUMN, lines_data
 from cepplan.engine_adapter.runtime.table import Columns
+from cepplan.errors import InputError
 from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_TYPE
 
 MATCHES_FILE = "matches/part-00000.jsonl"
 LATE_FILE = "late-events.jsonl"
+OUTPUT_FILES = {"matches": MATCHES_FILE, "late": LATE_FILE}  # as a checkpoint names them
 
 
 class StreamOutput:
-    """The files of `out` (created, empty), written as the stream goes."""
+    """The files of `out`, written as the stream goes: created empty, or with `resume`
+    (a checkpoint's lengths per file) cut back to those lengths and appended to."""
 
-    def __init__(self, out: Path, types: dict[str, list[str]]):
+    def __init__(self, out: Path, types: dict[str, list[str]],
+                 resume: dict[str, int] | None = None):
         (out / "matches").mkdir(parents=True, exist_ok=True)
         self.out = out
         self.types = types
-        self._matches = _BackgroundFile(out / MATCHES_FILE)  # the batch engine's writer
-        self._late = open(out / LATE_FILE, "ab")  # noqa: SIM115
+        for name, size in (resume or {}).items():
+            _cut(out / OUTPUT_FILES[name], size)
+        self._matches = _BackgroundFile(out / MATCHES_FILE, append=resume is not None)
+        self._late = open(out / LATE_FILE, "ab" if resume is not None else "wb")  # noqa: SIM115
         self.latency: dict[str, list[np.ndarray]] = {}  # per pattern, seconds per range
         self._ids = np.empty(0, dtype=np.int64)
         self._times = np.empty(0)
@@ -105,6 +112,12 @@ class StreamOutput:
         self._matches.flush()
         self._late.flush()
 
+    def sync(self) -> dict[str, int]:
+        """Put what was written on disk (flushed and fsynced); each file's length then."""
+        self._late.flush()
+        os.fsync(self._late.fileno())
+        return {"matches": self._matches.sync(), "late": self._late.tell()}
+
     def close(self) -> None:
         self._matches.close()
         self._late.close()
@@ -119,6 +132,18 @@ class StreamOutput:
                             "p99": round(float(np.percentile(seconds, 99)), 6),
                             "max": round(float(seconds.max()), 6)}
         return out
+
+
+def _cut(path: Path, size: int) -> None:
+    """`path` cut back to `size` bytes (what a checkpoint recorded: a micro-batch written
+    after it is dropped, to be written again); an `InputError` if it is shorter."""
+    have = path.stat().st_size if path.exists() else 0
+    if have < size:
+        raise InputError.single(str(path), "", f"holds {have} bytes, fewer than the "
+                                f"{size} the checkpoint records: the output was changed "
+                                "since; start again with a new output and --checkpoint")
+    if path.exists():
+        os.truncate(path, size)
 
 
 def _plain(value: Any) -> Any:
