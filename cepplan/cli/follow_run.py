@@ -33,6 +33,8 @@ def run_follow(plan: Path, events: list[str], output: Path, follow: str, trigger
         raise InputError.single("--checkpoint", "", "a restart can continue a directory "
                                 "stream only: lines from standard input or TCP are gone "
                                 "once read")
+    if checkpoint is not None:
+        _check_checkpoint_place(checkpoint, follow, output)
     if checkpoint is None or not (checkpoint / CHECKPOINT_FILE).exists():
         _check_new_directory(output, follow)  # else the checkpoint says which output it is
     chosen, loaded = plan_and_workload(plan, workload, trivial=plan_kind is PlanKind.trivial,
@@ -73,3 +75,12 @@ def _check_new_directory(output: Path, follow: str) -> None:
                                 "to a new or empty directory")
     if follow != "-" and os.path.realpath(follow) == os.path.realpath(output):
         raise InputError.single(str(output), "", "is the followed directory")
+
+
+def _check_checkpoint_place(checkpoint: Path, follow: str, output: Path) -> None:
+    """The checkpoint directory is neither the followed directory (its file would be read as
+    events) nor the output (which holds only what the stream writes)."""
+    for place, what in ((follow, "the followed directory"), (output, "the output directory")):
+        if os.path.realpath(checkpoint) == os.path.realpath(place):
+            raise InputError.single("--checkpoint", "", f"{checkpoint} is {what}; give a "
+                                    "directory of its own")

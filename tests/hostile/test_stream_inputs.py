@@ -339,3 +339,45 @@ def test_matches_written_after_the_checkpoint_are_written_once(fraud_plan, tmp_p
     _cepplan(*follow)
     batch = (fraud_plan[1] / "matches" / "part-00000.jsonl").read_text().splitlines()
     assert Counter(_matches(out)) == Counter(batch)
+
+
+@pytest.mark.parametrize("place", ["in", "out"])
+def test_checkpoint_in_the_followed_or_output_directory(cli, fraud_plan, tmp_path, place):
+    (tmp_path / "in").mkdir()
+    cli("run", fraud_plan[0], "--follow", tmp_path / "in", "-o", tmp_path / "out",
+        "--checkpoint", tmp_path / place, "-q").one_error("--checkpoint", "directory of its own")
+
+
+def test_stopped_by_sigterm_then_restarted(fraud_plan, tmp_path):
+    """SIGTERM drains what was received: the first file ends with an event completing a
+    match, which the drain writes (the watermark has not passed it); a restart with the
+    checkpoint cuts it off and goes on from the last micro-batch: with the rest of the
+    files, the batch run's matches, once each."""
+    from collections import Counter
+
+    header, rows = _lines()[0], _lines()[1:]
+    batch = (fraud_plan[1] / "matches" / "part-00000.jsonl").read_text().splitlines()
+    completing = sorted(max(e["id"] for e in json.loads(line)["events"].values())
+                        for line in batch)  # ids: row positions (the file is in ts order)
+    half = completing[len(completing) // 2] + 1
+    source, out, checkpoint = tmp_path / "in", tmp_path / "out", tmp_path / "ckpt"
+    source.mkdir()
+    _drop(source, "part-0.csv", header + "".join(rows[:half]))
+    args = ["run", fraud_plan[0], "--follow", source, "-o", out, "--checkpoint", checkpoint,
+            "-q", "--trigger", "0.02"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    follow = subprocess.Popen([sys.executable, "-m", "cepplan", *map(str, args)], env=env,
+                              stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + BOUND
+        while _files_checkpointed(checkpoint) < 1:
+            assert time.monotonic() < deadline and follow.poll() is None
+            time.sleep(0.01)
+        follow.send_signal(signal.SIGTERM)
+        assert follow.wait(timeout=BOUND) == 0, follow.stderr.read().decode()
+    finally:
+        follow.kill()
+    _drop(source, "part-1.csv", header + "".join(rows[half:]))
+    (source / "_END").touch()
+    _cepplan(*args)
+    assert Counter(_matches(out)) == Counter(batch)
