@@ -244,7 +244,8 @@ def test_kill_9_at_random_points_and_restart_from_the_checkpoint(fraud_plan, tmp
     (SIGKILL) at 5 seeded random points — after a random number of files, once the checkpoint
     records all of them or all but the last, so a kill may land in the middle of a micro-batch
     — and restarted with the same arguments each time. The final matches are the batch run's
-    as a multiset (none missing, none twice) and every row is read once."""
+    as a multiset (none missing, none twice), every row is read once and every match has
+    its detection latency counted once."""
     import random
     from collections import Counter
 
@@ -282,7 +283,11 @@ def test_kill_9_at_random_points_and_restart_from_the_checkpoint(fraud_plan, tmp
     batch = (fraud_plan[1] / "matches" / "part-00000.jsonl").read_text().splitlines()
     streamed = (out / "matches" / "part-00000.jsonl").read_text().splitlines()
     assert Counter(streamed) == Counter(batch)
-    assert json.loads((out / "metrics.json").read_text())["rows_read"] == len(rows)
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["rows_read"] == len(rows)
+    per_pattern = Counter(json.loads(line)["pattern"] for line in batch)
+    latency = metrics["stream"]["detection_latency_seconds"]
+    assert {name: f["matches"] for name, f in latency.items()} == per_pattern
 
 
 def test_checkpoint_of_another_plan(cli, fraud_plan, tmp_path):

@@ -25,6 +25,7 @@ from cepplan.fileio import write_bytes_atomic
 
 FORMAT = "cepplan.checkpoint/1"
 FILE = "checkpoint.arrow"
+LATENCY_FILE = "latency.f8"
 _META = b"cepplan.checkpoint"
 _ARRIVED = "__arrived"  # the retained events' arrival wall times
 _JSON_PREFIX = "json:"  # a column of Python values (strings, None, numbers), as JSON text
@@ -43,6 +44,7 @@ class Checkpoint:
     def __init__(self, folder: Path, digest: str, source: str, out: Path):
         self.folder = folder
         self.path = folder / FILE
+        self.latency_log = folder / LATENCY_FILE  # each match's detection latency
         self.identity = {"format": FORMAT, "job": digest,
                          "source": os.path.realpath(source), "output": os.path.realpath(out)}
         if folder.exists() and not folder.is_dir():

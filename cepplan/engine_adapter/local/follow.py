@@ -62,9 +62,11 @@ def follow_stream(data: dict[str, Any], source: str, out: Path, plan_file: str, 
                                         resumed["figures"]["state_rows_max"])
             (out / "metrics.json").unlink(missing_ok=True)  # a finished run's: written anew
         elif saver:  # before the outputs exist: a kill from here on can be resumed
-            saver.save(matcher, {"matches": 0, "late": 0}, [], _figures(0, meter))
+            saver.save(matcher, {}, [], _figures(0, meter))
         output = StreamOutput(out, {k: list(v) for k, v in data["types"].items()},
-                              resume=resumed["output_bytes"] if resumed else None)
+                              resume=resumed["output_bytes"] if resumed else None,
+                              log=saver.latency_log if saver else None,
+                              patterns=[p.name for p in job.patterns])
         matcher.writer = output
         while True:
             for path, arrived in feed.take(trigger):
