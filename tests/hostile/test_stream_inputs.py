@@ -386,3 +386,26 @@ def test_stopped_by_sigterm_then_restarted(fraud_plan, tmp_path):
     (source / "_END").touch()
     _cepplan(*args)
     assert Counter(_matches(out)) == Counter(batch)
+
+
+def test_checkpoint_that_is_not_one(cli, fraud_plan, tmp_path):
+    (tmp_path / "in").mkdir()
+    (tmp_path / "ck").mkdir()
+    (tmp_path / "ck" / "checkpoint.arrow").write_bytes(b"PK\x03\x04 not arrow")
+    cli("run", fraud_plan[0], "--follow", tmp_path / "in", "-o", tmp_path / "out",
+        "--checkpoint", tmp_path / "ck", "-q").one_error("checkpoint.arrow",
+                                                         "not a cepplan checkpoint")
+
+
+def test_killed_while_writing_the_first_checkpoint(cli, fraud_plan, tmp_path):
+    """A kill while the first checkpoint was being written leaves only its hidden temporary
+    file: the restart starts the stream afresh instead of refusing the directory."""
+    source = tmp_path / "in"
+    source.mkdir()
+    (source / "events.csv").write_text("".join(_lines()))
+    (source / "_END").touch()
+    (tmp_path / "ck").mkdir()
+    (tmp_path / "ck" / ".checkpoint.arrow.x1y2.tmp").write_bytes(b"ARROW1")
+    assert cli("run", fraud_plan[0], "--follow", source, "-o", tmp_path / "out",
+               "--checkpoint", tmp_path / "ck", "-q").code == 0
+    assert _matches(tmp_path / "out") == _matches(fraud_plan[1])

@@ -49,7 +49,8 @@ class Checkpoint:
                          "source": os.path.realpath(source), "output": os.path.realpath(out)}
         if folder.exists() and not folder.is_dir():
             raise InputError.single(str(folder), "", "is a file; --checkpoint needs a directory")
-        if folder.is_dir() and not self.path.exists() and any(folder.iterdir()):
+        if folder.is_dir() and not self.path.exists() and any(
+                not f.name.startswith(".") for f in folder.iterdir()):  # a kill's temporary
             raise InputError.single(str(folder), "", "is not empty and holds no checkpoint: "
                                     "give a new or empty directory, or the one of the run "
                                     "to continue")
