@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import orjson
 
 from cepplan.engine_adapter.local.stream import StreamMatcher
 from cepplan.engine_adapter.local.totals import PatternTotals
@@ -86,7 +85,7 @@ class Checkpoint:
         state = {**self.identity, "files_read": files, "output_bytes": lengths,
                  "figures": figures, "matcher": _matcher_state(matcher)}
         pool, arrived = matcher.retained()
-        table = pa.table({**{_column_name(pool[n]) + n: _to_arrow(pool[n]) for n in pool.columns},
+        table = pa.table({**dict(_to_arrow(n, pool[n]) for n in pool.columns),
                           _ARRIVED: pa.array(arrived, pa.float64())})
         table = table.replace_schema_metadata({_META: json.dumps(state)})
         sink = pa.BufferOutputStream()
@@ -127,23 +126,24 @@ def _matcher_state(matcher: StreamMatcher) -> dict[str, Any]:
             "seconds": matcher.seconds}
 
 
-def _column_name(values: np.ndarray) -> str:
-    """The prefix marking a column of Python values (kept as JSON text, exactly)."""
-    return _JSON_PREFIX if values.dtype == object else ""
-
-
-def _to_arrow(values: np.ndarray):
+def _to_arrow(name: str, values: np.ndarray):
+    """(column name, Arrow array): strings and None as an Arrow string column; other Python
+    values (numbers of a JSON source) as JSON text, marked by the name's prefix; exact."""
     import pyarrow as pa
 
-    if values.dtype == object:  # strings, None, numbers of a JSON source: exact as JSON
-        return pa.array([orjson.dumps(v, option=orjson.OPT_SERIALIZE_NUMPY).decode()
-                         for v in values], pa.string())
-    return pa.array(values)
+    if values.dtype != object:
+        return name, pa.array(values)
+    try:
+        return name, pa.array(values, pa.string(), from_pandas=False)
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        return _JSON_PREFIX + name, pa.array(  # json, not orjson: NaN stays NaN
+            [json.dumps(v.item() if isinstance(v, np.generic) else v) for v in values],
+            pa.string())
 
 
 def _from_arrow(name: str, column) -> np.ndarray:
     if name.startswith(_JSON_PREFIX):
         out = np.empty(len(column), dtype=object)
-        out[:] = [orjson.loads(v) for v in column.to_pylist()]
+        out[:] = [json.loads(v) for v in column.to_pylist()]
         return out
     return column.to_numpy()
