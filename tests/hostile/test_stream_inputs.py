@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from cepplan.engine_adapter.local.checkpoint import recorded_files
 from tests.hostile.conftest import EXAMPLES, ROOT
 
 BOUND = 90  # seconds a subprocess may take before the case fails (a hang, not slowness)
@@ -228,17 +229,6 @@ def _drop(source: Path, name: str, text: str) -> None:
     (source / f".{name}").rename(source / name)
 
 
-def _files_checkpointed(checkpoint: Path) -> int:
-    """How many followed files the checkpoint records as read (0 before the first)."""
-    import pyarrow as pa
-
-    try:
-        with pa.ipc.open_file(checkpoint / "checkpoint.arrow") as reader:
-            return len(json.loads(reader.schema.metadata[b"cepplan.checkpoint"])["files_read"])
-    except FileNotFoundError:
-        return 0
-
-
 def test_kill_9_at_random_points_and_restart_from_the_checkpoint(fraud_plan, tmp_path):
     """The fraud events in 30 files dropped into a followed directory; the run is killed
     (SIGKILL) at 5 seeded random points — after a random number of files, once the checkpoint
@@ -268,7 +258,7 @@ def test_kill_9_at_random_points_and_restart_from_the_checkpoint(fraud_plan, tmp
                 dropped += 1
             wanted = kill_after - rng.randint(0, 1)
             deadline = time.monotonic() + BOUND
-            while _files_checkpointed(checkpoint) < wanted and follow.poll() is None:
+            while len(recorded_files(checkpoint)) < wanted and follow.poll() is None:
                 assert time.monotonic() < deadline, "the stream did not read its files"
                 time.sleep(0.01)
             assert follow.poll() is None, follow.stderr.read().decode()
@@ -375,7 +365,7 @@ def test_stopped_by_sigterm_then_restarted(fraud_plan, tmp_path):
                               stderr=subprocess.PIPE)
     try:
         deadline = time.monotonic() + BOUND
-        while _files_checkpointed(checkpoint) < 1:
+        while len(recorded_files(checkpoint)) < 1:
             assert time.monotonic() < deadline and follow.poll() is None
             time.sleep(0.01)
         follow.send_signal(signal.SIGTERM)

@@ -94,6 +94,18 @@ class Checkpoint:
         write_bytes_atomic(self.path, sink.getvalue().to_pybytes())
 
 
+def recorded_files(folder: Path) -> list[str]:
+    """The followed files the checkpoint in `folder` records as read ([] before the first):
+    where a restart would go on from."""
+    import pyarrow as pa
+
+    try:
+        with pa.ipc.open_file(folder / FILE) as reader:
+            return json.loads(reader.schema.metadata[_META])["files_read"]
+    except FileNotFoundError:
+        return []
+
+
 def restore(matcher: StreamMatcher, state: dict[str, Any]) -> None:
     """Put the matcher back as `save` recorded it."""
     saved = state["matcher"]
