@@ -7,13 +7,17 @@ a. throughput: the GOOG and MSFT patterns of the engine benchmark over synthetic
 b. detection latency p99 at half the rate the stream sustained in (a), 1 s micro-batches
    (target <= 2 micro-batch intervals);
 c. state: the most tagged rows the stream held, over replays of 1x, 2x and 4x the rows
-   (flat: bounded by the windows, not by the stream).
+   (flat: bounded by the windows, not by the stream);
+d. kill -9 at 5 seeded random points of a stream into a directory with --checkpoint, each
+   time restarted with the same arguments: the matches are the batch run's, none missing,
+   none twice (and the wall time beside the same stream without a checkpoint).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import random
 import subprocess
 import sys
 import tempfile
@@ -87,6 +91,50 @@ def followed(plan: Path, events: Path, out: Path) -> float:
     return time.perf_counter() - start
 
 
+def _drop_parts(bars: Path, source: Path, parts: int) -> list[Path]:
+    """The bars cut into `parts` files (in order), written hidden beside `source`'s files:
+    renamed into it one by one, each appears complete."""
+    lines = bars.read_bytes().splitlines(keepends=True)
+    hidden = []
+    for i in range(parts):
+        part = source / f".part-{i:04d}.txt"
+        part.write_bytes(b"".join(lines[len(lines) * i // parts:len(lines) * (i + 1) // parts]))
+        hidden.append(part)
+    return hidden
+
+
+def killed_and_restarted(plan: Path, bars: Path, out: Path, checkpoint: Path | None,
+                         kills: int = 5, parts: int = 40) -> float:
+    """Wall seconds of `run --follow DIR` over the bars in `parts` files, renamed into DIR one
+    by one; with a checkpoint, killed (SIGKILL) after `kills` seeded random numbers of files
+    once the checkpoint records them (or all but the last), and restarted each time."""
+    from cepplan.engine_adapter.local.checkpoint import recorded_files
+
+    source = out.parent / f"{out.name}-in"
+    source.mkdir()
+    hidden = _drop_parts(bars, source, parts)
+    command = [*CLI, "run", str(plan), "--follow", str(source), "-o", str(out), "-q",
+               "--trigger", "0.1", *(["--checkpoint", str(checkpoint)] if checkpoint else [])]
+    rng = random.Random(24)
+    points = sorted(rng.sample(range(1, parts), kills)) if checkpoint else []
+    start, dropped = time.perf_counter(), 0
+    for point in points:
+        follow = subprocess.Popen(command, env=_env(), cwd=ROOT)
+        while dropped < point:
+            hidden[dropped].rename(source / hidden[dropped].name[1:])
+            dropped += 1
+        wanted = point - rng.randint(0, 1)
+        while len(recorded_files(checkpoint)) < wanted and follow.poll() is None:
+            time.sleep(0.01)
+        follow.kill()
+        follow.wait()
+    for part in hidden[dropped:]:
+        part.rename(source / part.name[1:])
+    (source / "_END").touch()
+    subprocess.run(command, check=True, env=_env(), cwd=ROOT)
+    return time.perf_counter() - start
+
+
 def _sorted_matches(out: Path) -> list[str]:
     return sorted((out / "matches" / "part-00000.jsonl").read_text().splitlines())
 
@@ -149,3 +197,19 @@ def main(quick: bool = False) -> None:
             streamed(plan, workload, long_bars, scratch / f"long-{factor}")
             state = _metrics(scratch / f"long-{factor}")["stream"]["state_rows_max"]
             print(f"{base * factor:>10,} {state:>17,}")
+
+        kill_rows = min(rows, 200_000)
+        kill_bars = scratch / "kill.txt"
+        write_bars(kill_bars, kill_rows)
+        batch(plan, kill_bars, scratch / "kill-batch")
+        print(f"\nd. kill -9 at 5 seeded points of a stream into a directory, {kill_rows:,} "
+              "rows in 40 files, restarted from --checkpoint each time")
+        plain_s = killed_and_restarted(plan, kill_bars, scratch / "plain", None)
+        killed_s = killed_and_restarted(plan, kill_bars, scratch / "killed", scratch / "ckpt")
+        expected = _sorted_matches(scratch / "kill-batch")
+        got = _sorted_matches(scratch / "killed")
+        print(f"matches {len(got):,} (batch {len(expected):,}); equal as a multiset: "
+              f"{got == expected}; same without kills: "
+              f"{_sorted_matches(scratch / 'plain') == expected}")
+        print(f"wall: {plain_s:.2f} s without a checkpoint, {killed_s:.2f} s with one and "
+              "5 kills and restarts")

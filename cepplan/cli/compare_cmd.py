@@ -20,6 +20,10 @@ def compare_command(
                                       "`cepplan stats`; overrides inline statistics."),
     output: Path = options.output("The report page; report.md and report.json are written "
                                   "beside it.", Path("report.html")),
+    stream_metrics: Path | None = typer.Option(None, "--stream-metrics", metavar="METRICS",
+                                               help="The metrics.json of a `cepplan run "
+                                               "--follow` run: its detection latency per "
+                                               "pattern is shown beside the latency bounds."),
     time_limit: float = typer.Option(60.0, "--time-limit", min=0.001,
                                      help="Seconds each planner may search."),
     seed: int = options.seed("Seed of the randomised planners."),
@@ -31,7 +35,8 @@ def compare_command(
     subtrees patterns share and by whom, and a workload's contexts and consumer-query covering
     with and without. Given EVENTS, every plan (and the plans with and without contexts,
     sharing and covering) is also run on them in-process and measured beside the predictions;
-    if two plans find different matches, the command exits 1.
+    if two plans find different matches, the command exits 1. Given --stream-metrics, the
+    detection latency a live stream measured is shown beside the patterns' latency bounds.
     """
     from cepplan.cli.optimize_cmd import MAX_TIME_LIMIT
     from cepplan.limits import bounded
@@ -40,6 +45,7 @@ def compare_command(
     from cepplan.planner.deadline import TimeLimitTooShort
     from cepplan.report.compare import compare
     from cepplan.report.measure import matches_equal
+    from cepplan.report.stream_latency import read_stream_metrics
     from cepplan.report.write import report_paths, write_report
     from cepplan.stats.stats_file import read_stats
     from cepplan.workload import load_workload
@@ -47,10 +53,13 @@ def compare_command(
     bounded("--time-limit", time_limit, low=0, high=MAX_TIME_LIMIT)
     events = events or []
     inputs = [("workload", workload), *([("statistics", stats)] if stats else []),
+              *([("stream metrics", stream_metrics)] if stream_metrics else []),
               *event_inputs(events)]
     check_file_outputs(list(report_paths(output).values()), inputs)  # before planning
     loaded = load_workload(workload)
     statistics = read_stats(stats, loaded) if stats else loaded.statistics
+    names = [p.name for p in loaded.patterns]
+    stream = read_stream_metrics(stream_metrics, names) if stream_metrics else None
     say = (lambda _: None) if quiet or not sys.stderr.isatty() else (
         lambda text: echo(text, err=True))
     if events:
@@ -63,6 +72,8 @@ def compare_command(
     except TimeLimitTooShort as exc:
         raise options.option_error("--time-limit", exc.advice(time_limit)) from None
     report = comparison.report
+    if stream:
+        report["stream"] = stream
     if events:
         from cepplan.report.measure import measure_plans
         from cepplan.report.summary import summarize

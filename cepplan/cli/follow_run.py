@@ -14,10 +14,12 @@ from cepplan.terminal import echo, warn
 
 def run_follow(plan: Path, events: list[str], output: Path, follow: str, trigger: float,
                engine: Engine, workload: Path | None, plan_kind: PlanKind,
-               output_format: MatchFormat, quiet: bool) -> None:
-    """Follow the stream until it ends or is stopped; print the figures at the end."""
+               output_format: MatchFormat, quiet: bool, checkpoint: Path | None) -> None:
+    """Follow the stream until it ends or is stopped; print the figures at the end. With a
+    checkpoint that holds a killed run's state, continue that run."""
     from cepplan.engine_adapter.inputs import plan_and_workload
     from cepplan.engine_adapter.job_spec import job_data
+    from cepplan.engine_adapter.local.checkpoint import FILE as CHECKPOINT_FILE
     from cepplan.engine_adapter.local.follow import follow_stream
     from cepplan.engine_adapter.metrics_table import metrics_lines, run_warnings
 
@@ -27,7 +29,14 @@ def run_follow(plan: Path, events: list[str], output: Path, follow: str, trigger
         raise InputError.single("--engine", "", "--follow runs in-process (--engine local)")
     if output_format is not MatchFormat.jsonl:
         raise InputError.single("--format", "", "--follow appends matches as JSON lines")
-    _check_new_directory(output, follow)
+    if checkpoint is not None and (follow == "-" or follow.startswith("tcp://")):
+        raise InputError.single("--checkpoint", "", "a restart can continue a directory "
+                                "stream only: lines from standard input or TCP are gone "
+                                "once read")
+    if checkpoint is not None:
+        _check_checkpoint_place(checkpoint, follow, output)
+    if checkpoint is None or not (checkpoint / CHECKPOINT_FILE).exists():
+        _check_new_directory(output, follow)  # else the checkpoint says which output it is
     chosen, loaded = plan_and_workload(plan, workload, trivial=plan_kind is PlanKind.trivial,
                                        warn=warn)
     data = job_data(loaded, chosen, plan_kind=plan_kind.value)
@@ -36,7 +45,8 @@ def run_follow(plan: Path, events: list[str], output: Path, follow: str, trigger
               for p in loaded.patterns if p.latency is not None}
     output.mkdir(parents=True, exist_ok=True)
     metrics = follow_stream(data, follow, output, str(plan), trigger=trigger,
-                            progress=not quiet, bounds=bounds, warn=warn)
+                            progress=not quiet, bounds=bounds, warn=warn,
+                            checkpoint=checkpoint)
     for line in run_warnings(metrics, loaded.options.kleene_cap):
         echo(line, err=True, lines=False)
     stream = metrics["stream"]
@@ -65,3 +75,12 @@ def _check_new_directory(output: Path, follow: str) -> None:
                                 "to a new or empty directory")
     if follow != "-" and os.path.realpath(follow) == os.path.realpath(output):
         raise InputError.single(str(output), "", "is the followed directory")
+
+
+def _check_checkpoint_place(checkpoint: Path, follow: str, output: Path) -> None:
+    """The checkpoint directory is neither the followed directory (its file would be read as
+    events) nor the output (which holds only what the stream writes)."""
+    for place, what in ((follow, "the followed directory"), (output, "the output directory")):
+        if os.path.realpath(checkpoint) == os.path.realpath(place):
+            raise InputError.single("--checkpoint", "", f"{checkpoint} is {what}; give a "
+                                    "directory of its own")

@@ -38,6 +38,10 @@ def run_command(
                                       "tcp://HOST:PORT (lines from a server)."),
     trigger: float = typer.Option(1.0, "--trigger", metavar="SECONDS", min=0.01, max=3600,
                                   help="With --follow: the micro-batch interval."),
+    checkpoint: Path | None = typer.Option(None, "--checkpoint", metavar="DIR",
+                                           help="With --follow DIR: record the stream's "
+                                           "state here per micro-batch; a restart with the "
+                                           "same arguments continues after any kill."),
     quiet: bool = options.quiet(),
     verbose: bool = options.verbose(),
 ) -> None:
@@ -47,8 +51,11 @@ def run_command(
         from cepplan.cli.follow_run import run_follow
 
         run_follow(plan, events, output, follow, trigger, engine, workload, plan_kind,
-                   output_format, quiet)
+                   output_format, quiet, checkpoint)
         return
+    if checkpoint is not None:
+        raise typer.BadParameter("a checkpoint continues a stream: use it with --follow DIR",
+                                 param_hint="--checkpoint")
     if not events:
         raise typer.BadParameter("give the event files (or --follow SOURCE)",
                                  param_hint="EVENTS")

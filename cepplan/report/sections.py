@@ -25,6 +25,7 @@ from cepplan.report.blocks import (
     collapsible,
     variant_blocks,
 )
+from cepplan.report.stream_latency import stream_section
 from cepplan.report.summary import chosen_planner, summarize
 from cepplan.report.text import notation, saving
 
@@ -37,6 +38,8 @@ def report_blocks(report: Mapping[str, Any]) -> list[Block]:
               pareto_section(report)]
     if report.get("evaluation"):
         blocks.append(evaluation_section(report["evaluation"]))
+    if report.get("stream"):
+        blocks.append(stream_section(report["stream"], report["workload"]["time_unit"]))
     return blocks + variant_blocks(report)
 
 

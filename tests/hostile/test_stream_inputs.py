@@ -13,10 +13,12 @@ import signal
 import subprocess
 import sys
 import time
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
 
+from cepplan.engine_adapter.local.checkpoint import recorded_files
 from tests.hostile.conftest import EXAMPLES, ROOT
 
 BOUND = 90  # seconds a subprocess may take before the case fails (a hang, not slowness)
@@ -219,3 +221,181 @@ def test_a_tcp_stream_on_loopback(fraud_plan, tmp_path):
 def test_bad_tcp_address(cli, fraud_plan, tmp_path):
     cli("run", fraud_plan[0], "--follow", "tcp://nohost", "-o", tmp_path / "out",
         "-q").one_error("tcp://nohost", "tcp://HOST:PORT")
+
+
+def _drop(source: Path, name: str, text: str) -> None:
+    """A complete file appears in the followed directory (written hidden, then renamed)."""
+    (source / f".{name}").write_text(text)
+    (source / f".{name}").rename(source / name)
+
+
+def test_kill_9_at_random_points_and_restart_from_the_checkpoint(fraud_plan, tmp_path):
+    """The fraud events in 30 files dropped into a followed directory; the run is killed
+    (SIGKILL) at 5 seeded random points — after a random number of files, once the checkpoint
+    records all of them or all but the last, so a kill may land in the middle of a micro-batch
+    — and restarted with the same arguments each time. The final matches are the batch run's
+    as a multiset (none missing, none twice), every row is read once and every match has
+    its detection latency counted once."""
+    import random
+    from collections import Counter
+
+    header, rows = _lines()[0], _lines()[1:]
+    cuts = [round(len(rows) * i / 30) for i in range(31)]
+    files = [(f"part-{i:03d}.csv", header + "".join(rows[a:b]))
+             for i, (a, b) in enumerate(pairwise(cuts))]
+    source, out, checkpoint = tmp_path / "in", tmp_path / "out", tmp_path / "ckpt"
+    source.mkdir()
+    args = [sys.executable, "-m", "cepplan", "run", fraud_plan[0], "--follow", source,
+            "-o", out, "--checkpoint", checkpoint, "-q", "--trigger", "0.02"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    rng = random.Random(24)
+    dropped = 0
+    for kill_after in sorted(rng.sample(range(1, len(files)), 5)):
+        follow = subprocess.Popen(args, env=env, stderr=subprocess.PIPE)
+        try:
+            while dropped < kill_after:
+                _drop(source, *files[dropped])
+                dropped += 1
+            wanted = kill_after - rng.randint(0, 1)
+            deadline = time.monotonic() + BOUND
+            while len(recorded_files(checkpoint)) < wanted and follow.poll() is None:
+                assert time.monotonic() < deadline, "the stream did not read its files"
+                time.sleep(0.01)
+            assert follow.poll() is None, follow.stderr.read().decode()
+        finally:
+            follow.kill()
+            follow.wait()
+    for name, text in files[dropped:]:
+        _drop(source, name, text)
+    (source / "_END").touch()
+    done = subprocess.run(args, env=env, capture_output=True, timeout=BOUND)
+    assert done.returncode == 0, done.stderr.decode()
+    batch = (fraud_plan[1] / "matches" / "part-00000.jsonl").read_text().splitlines()
+    streamed = (out / "matches" / "part-00000.jsonl").read_text().splitlines()
+    assert Counter(streamed) == Counter(batch)
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["rows_read"] == len(rows)
+    per_pattern = Counter(json.loads(line)["pattern"] for line in batch)
+    latency = metrics["stream"]["detection_latency_seconds"]
+    assert {name: f["matches"] for name, f in latency.items()} == per_pattern
+
+
+def test_checkpoint_of_another_plan(cli, fraud_plan, tmp_path):
+    """A checkpoint written for one plan, given to a run of another: one error line."""
+    source = tmp_path / "in"
+    source.mkdir()
+    (source / "_END").touch()
+    follow = ("--follow", source, "-o", tmp_path / "out", "--checkpoint", tmp_path / "ck", "-q")
+    assert cli("run", fraud_plan[0], *follow).code == 0
+    cli("run", fraud_plan[0], *follow, "--plan-kind", "trivial").one_error(
+        "checkpoint.arrow", "another plan or workload")
+
+
+def test_checkpoint_of_a_stream_of_lines(cli, fraud_plan, tmp_path):
+    """Standard input cannot be read again after a kill: --checkpoint is refused there."""
+    cli("run", fraud_plan[0], "--follow", "-", "-o", tmp_path / "out", "--checkpoint",
+        tmp_path / "ck", "-q").one_error("--checkpoint", "directory stream only")
+
+
+def test_checkpoint_without_follow(cli, fraud_plan, tmp_path):
+    cli("run", fraud_plan[0], EXAMPLES / "fraud" / "events.csv", "-o", tmp_path / "out",
+        "--checkpoint", tmp_path / "ck", "-q").one_error("--checkpoint", "--follow")
+
+
+def test_output_shorter_than_its_checkpoint(cli, fraud_plan, tmp_path):
+    """Matches removed from the output after a checkpoint: the restart says so, it does not
+    write a stream with a hole."""
+    source = tmp_path / "in"
+    source.mkdir()
+    (source / "events.csv").write_text("".join(_lines()))
+    (source / "_END").touch()
+    follow = ("--follow", source, "-o", tmp_path / "out", "--checkpoint", tmp_path / "ck", "-q")
+    assert cli("run", fraud_plan[0], *follow).code == 0
+    (tmp_path / "out" / "matches" / "part-00000.jsonl").write_text("")
+    cli("run", fraud_plan[0], *follow).one_error("part-00000.jsonl", "fewer than")
+
+
+def test_matches_written_after_the_checkpoint_are_written_once(fraud_plan, tmp_path):
+    """A finished stream's output holds matches written after its last checkpoint (the final
+    drain), and a half-written line as a kill in the middle of a write leaves: a restart with
+    the same arguments cuts both off and writes them again — the batch run's matches, once."""
+    from collections import Counter
+
+    source = tmp_path / "in"
+    source.mkdir()
+    (source / "events.csv").write_text("".join(_lines()))
+    (source / "_END").touch()
+    out = tmp_path / "out"
+    follow = ("run", fraud_plan[0], "--follow", source, "-o", out, "--checkpoint",
+              tmp_path / "ck", "-q")
+    _cepplan(*follow)
+    with open(out / "matches" / "part-00000.jsonl", "a") as matches:
+        matches.write('{"pattern": "card_test')
+    _cepplan(*follow)
+    batch = (fraud_plan[1] / "matches" / "part-00000.jsonl").read_text().splitlines()
+    assert Counter(_matches(out)) == Counter(batch)
+
+
+@pytest.mark.parametrize("place", ["in", "out"])
+def test_checkpoint_in_the_followed_or_output_directory(cli, fraud_plan, tmp_path, place):
+    (tmp_path / "in").mkdir()
+    cli("run", fraud_plan[0], "--follow", tmp_path / "in", "-o", tmp_path / "out",
+        "--checkpoint", tmp_path / place, "-q").one_error("--checkpoint", "directory of its own")
+
+
+def test_stopped_by_sigterm_then_restarted(fraud_plan, tmp_path):
+    """SIGTERM drains what was received: the first file ends with an event completing a
+    match, which the drain writes (the watermark has not passed it); a restart with the
+    checkpoint cuts it off and goes on from the last micro-batch: with the rest of the
+    files, the batch run's matches, once each."""
+    from collections import Counter
+
+    header, rows = _lines()[0], _lines()[1:]
+    batch = (fraud_plan[1] / "matches" / "part-00000.jsonl").read_text().splitlines()
+    completing = sorted(max(e["id"] for e in json.loads(line)["events"].values())
+                        for line in batch)  # ids: row positions (the file is in ts order)
+    half = completing[len(completing) // 2] + 1
+    source, out, checkpoint = tmp_path / "in", tmp_path / "out", tmp_path / "ckpt"
+    source.mkdir()
+    _drop(source, "part-0.csv", header + "".join(rows[:half]))
+    args = ["run", fraud_plan[0], "--follow", source, "-o", out, "--checkpoint", checkpoint,
+            "-q", "--trigger", "0.02"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    follow = subprocess.Popen([sys.executable, "-m", "cepplan", *map(str, args)], env=env,
+                              stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + BOUND
+        while len(recorded_files(checkpoint)) < 1:
+            assert time.monotonic() < deadline and follow.poll() is None
+            time.sleep(0.01)
+        follow.send_signal(signal.SIGTERM)
+        assert follow.wait(timeout=BOUND) == 0, follow.stderr.read().decode()
+    finally:
+        follow.kill()
+    _drop(source, "part-1.csv", header + "".join(rows[half:]))
+    (source / "_END").touch()
+    _cepplan(*args)
+    assert Counter(_matches(out)) == Counter(batch)
+
+
+def test_checkpoint_that_is_not_one(cli, fraud_plan, tmp_path):
+    (tmp_path / "in").mkdir()
+    (tmp_path / "ck").mkdir()
+    (tmp_path / "ck" / "checkpoint.arrow").write_bytes(b"PK\x03\x04 not arrow")
+    cli("run", fraud_plan[0], "--follow", tmp_path / "in", "-o", tmp_path / "out",
+        "--checkpoint", tmp_path / "ck", "-q").one_error("checkpoint.arrow",
+                                                         "not a cepplan checkpoint")
+
+
+def test_killed_while_writing_the_first_checkpoint(cli, fraud_plan, tmp_path):
+    """A kill while the first checkpoint was being written leaves only its hidden temporary
+    file: the restart starts the stream afresh instead of refusing the directory."""
+    source = tmp_path / "in"
+    source.mkdir()
+    (source / "events.csv").write_text("".join(_lines()))
+    (source / "_END").touch()
+    (tmp_path / "ck").mkdir()
+    (tmp_path / "ck" / ".checkpoint.arrow.x1y2.tmp").write_bytes(b"ARROW1")
+    assert cli("run", fraud_plan[0], "--follow", source, "-o", tmp_path / "out",
+               "--checkpoint", tmp_path / "ck", "-q").code == 0
+    assert _matches(tmp_path / "out") == _matches(fraud_plan[1])

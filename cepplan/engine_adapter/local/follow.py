@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from cepplan.engine_adapter.local.checkpoint import Checkpoint, job_digest, restore
 from cepplan.engine_adapter.local.engine import _ROWS_READ, _streamable
 from cepplan.engine_adapter.local.source import read_batches
 from cepplan.engine_adapter.local.stream import StreamMatcher
@@ -33,10 +34,12 @@ REJECT_UNREADABLE = "unreadable file"  # a followed file the source cannot read
 def follow_stream(data: dict[str, Any], source: str, out: Path, plan_file: str, *,
                   trigger: float = 1.0, progress: bool = False,
                   bounds: dict[str, Any] | None = None,
-                  warn: Callable[[str], None] = print) -> dict[str, Any]:
+                  warn: Callable[[str], None] = print,
+                  checkpoint: Path | None = None) -> dict[str, Any]:
     """Run the job on the stream `source` (a directory or '-'); matches, late events and,
     at the end, metrics.json in `out` (with `bounds`, the patterns' latency bounds, beside
-    the detection latency measured). Returns the metrics."""
+    the detection latency measured). With `checkpoint` (a directory source), the state is
+    recorded there per micro-batch and a killed run continues from it. Returns the metrics."""
     job = job_from_json(data)
     if not _streamable(job) or not data.get("reader"):
         raise InputError.single(plan_file, "", "--follow runs plans whose patterns all have "
@@ -44,13 +47,27 @@ def follow_stream(data: dict[str, Any], source: str, out: Path, plan_file: str, 
                                 "matches, contexts or consumer queries)")
     reader = data["reader"]
     delay = float(data.get("options", {}).get("max_delay", 0.0))
-    output = StreamOutput(out, {k: list(v) for k, v in data["types"].items()})
     positional = not reader["source"].get("id_column")
-    matcher = StreamMatcher(job, delay, output, positional_ids=positional)
+    matcher = StreamMatcher(job, delay, None, positional_ids=positional)
     meter = _Progress(progress)
     batches = 0
     with scratch_directory() as spool, _stop_on_signal() as stop:
         feed = _source(source, reader, spool)
+        saver = Checkpoint(checkpoint, job_digest(data), source, out) if checkpoint else None
+        resumed = saver.load() if saver else None
+        if resumed is not None:
+            restore(matcher, resumed)
+            feed.seen.update(resumed["files_read"])
+            batches, meter.state_max = (resumed["figures"]["micro_batches"],
+                                        resumed["figures"]["state_rows_max"])
+            (out / "metrics.json").unlink(missing_ok=True)  # a finished run's: written anew
+        elif saver:  # before the outputs exist: a kill from here on can be resumed
+            saver.save(matcher, {}, [], _figures(0, meter))
+        output = StreamOutput(out, {k: list(v) for k, v in data["types"].items()},
+                              resume=resumed["output_bytes"] if resumed else None,
+                              log=saver.latency_log if saver else None,
+                              patterns=[p.name for p in job.patterns])
+        matcher.writer = output
         while True:
             for path, arrived in feed.take(trigger):
                 late = matcher.add(_read(path, reader, matcher, warn), arrived)
@@ -62,6 +79,8 @@ def follow_stream(data: dict[str, Any], source: str, out: Path, plan_file: str, 
             output.flush()
             batches += 1
             meter.show(matcher, output, state)
+            if saver:
+                saver.save(matcher, output.sync(), sorted(feed.seen), _figures(batches, meter))
             if feed.ended or stop():
                 break
         matcher.advance(final=True)
@@ -77,6 +96,11 @@ def follow_stream(data: dict[str, Any], source: str, out: Path, plan_file: str, 
                          "latency_bound": bounds or {}}
     write_bytes_atomic(out / "metrics.json", json.dumps(metrics, indent=2).encode())
     return metrics
+
+
+def _figures(batches: int, meter: _Progress) -> dict[str, int]:
+    """The stream's own figures a checkpoint carries over a restart."""
+    return {"micro_batches": batches, "state_rows_max": meter.state_max}
 
 
 def _source(source: str, reader: dict[str, Any], spool: Path) -> DirectorySource | LinesSource:

@@ -133,10 +133,15 @@ class StreamMatcher:
         self.state_rows = int(np.count_nonzero(keep))
         return self.state_rows
 
+    def retained(self) -> tuple[Columns, np.ndarray]:
+        """The events kept (tagged, not yet released) and their arrival wall times."""
+        if not self.held:
+            return Columns.concat([], _EMPTY), np.empty(0)
+        return Columns.concat(self.held, _EMPTY), np.concatenate(self.arrived)
+
     def _pool(self) -> tuple[Columns, np.ndarray]:
         """The kept events in (ts, id) order, with their arrival times."""
-        pool = Columns.concat(self.held, _EMPTY)
-        arrived = np.concatenate(self.arrived)
+        pool, arrived = self.retained()
         order = np.lexsort((pool[EVENT_ID], pool[EVENT_TS]))
         return pool.take(order), arrived[order]
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ from cepplan.engine_adapter.local.writer import _BackgroundFile
 from cepplan.engine_adapter.runtime.job import PartitionOutput
 from cepplan.engine_adapter.runtime.records import ROW_COLUMN, lines_data
 from cepplan.engine_adapter.runtime.table import Columns
+from cepplan.errors import InputError
 from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_TYPE
 
 MATCHES_FILE = "matches/part-00000.jsonl"
@@ -24,15 +26,40 @@ LATE_FILE = "late-events.jsonl"
 
 
 class StreamOutput:
-    """The files of `out` (created, empty), written as the stream goes."""
+    """The files of `out`, written as the stream goes: created empty, or with `resume`
+    (a checkpoint's lengths per file) cut back to those lengths and appended to. With
+    `log`, each match's detection latency is also kept there (pattern number in `patterns`
+    and seconds, as float64 pairs), so that a restart's figures count every match."""
 
-    def __init__(self, out: Path, types: dict[str, list[str]]):
+    def __init__(self, out: Path, types: dict[str, list[str]],
+                 resume: dict[str, int] | None = None, log: Path | None = None,
+                 patterns: list[str] | None = None):
         (out / "matches").mkdir(parents=True, exist_ok=True)
         self.out = out
         self.types = types
-        self._matches = _BackgroundFile(out / MATCHES_FILE)  # the batch engine's writer
-        self._late = open(out / LATE_FILE, "ab")  # noqa: SIM115
+        self.files = {"matches": out / MATCHES_FILE, "late": out / LATE_FILE,
+                      **({"latency": log} if log else {})}
+        for name, path in self.files.items():
+            if resume is not None:
+                _cut(path, resume.get(name, 0))
+        mode = "ab" if resume is not None else "wb"
+        self._matches = _BackgroundFile(self.files["matches"], append=resume is not None)
+        self._late = open(self.files["late"], mode)  # noqa: SIM115
+        self.patterns = patterns or []
         self.latency: dict[str, list[np.ndarray]] = {}  # per pattern, seconds per range
+        self._log = None
+        if log:
+            if resume is not None and log.exists():
+                self._read_latency(log)
+            self._log = open(log, mode)  # noqa: SIM115
+
+    def _read_latency(self, log: Path) -> None:
+        """The detection latency of the matches written before a restart, from `log`."""
+        pairs = np.fromfile(log, "<f8").reshape(-1, 2)
+        for number, name in enumerate(self.patterns):
+            seconds = pairs[pairs[:, 0] == number, 1]
+            if len(seconds):
+                self.latency[name] = [seconds]
         self._ids = np.empty(0, dtype=np.int64)
         self._times = np.empty(0)
         self._by_row = np.empty(0)
@@ -52,7 +79,11 @@ class StreamOutput:
         lines = out.matches
         self._matches.write([lines.encode()] if isinstance(lines, str) else
                             list(lines_data(lines)))
-        self.latency.setdefault(pattern, []).append(emitted - self._completed(out))
+        seconds = emitted - self._completed(out)
+        self.latency.setdefault(pattern, []).append(seconds)
+        if self._log:
+            number = np.full(len(seconds), self.patterns.index(pattern), dtype="<f8")
+            self._log.write(np.column_stack([number, seconds]).astype("<f8").tobytes())
 
     def _completed(self, out: PartitionOutput) -> np.ndarray:
         """Per match, the arrival wall time of the last of its events to arrive: from the
@@ -105,9 +136,19 @@ class StreamOutput:
         self._matches.flush()
         self._late.flush()
 
+    def sync(self) -> dict[str, int]:
+        """Put what was written on disk (flushed and fsynced); each file's length then."""
+        files = {"late": self._late, **({"latency": self._log} if self._log else {})}
+        for file in files.values():
+            file.flush()
+            os.fsync(file.fileno())
+        return {"matches": self._matches.sync(), **{n: f.tell() for n, f in files.items()}}
+
     def close(self) -> None:
         self._matches.close()
         self._late.close()
+        if self._log:
+            self._log.close()
 
     def latency_figures(self) -> dict[str, dict[str, float | int]]:
         """Per pattern: detection latency p50, p99 and max in seconds, and how many matches."""
@@ -119,6 +160,18 @@ class StreamOutput:
                             "p99": round(float(np.percentile(seconds, 99)), 6),
                             "max": round(float(seconds.max()), 6)}
         return out
+
+
+def _cut(path: Path, size: int) -> None:
+    """`path` cut back to `size` bytes (what a checkpoint recorded: a micro-batch written
+    after it is dropped, to be written again); an `InputError` if it is shorter."""
+    have = path.stat().st_size if path.exists() else 0
+    if have < size:
+        raise InputError.single(str(path), "", f"holds {have} bytes, fewer than the "
+                                f"{size} the checkpoint records: the output was changed "
+                                "since; start again with a new output and --checkpoint")
+    if path.exists():
+        os.truncate(path, size)
 
 
 def _plain(value: Any) -> Any:

@@ -133,8 +133,9 @@ class _BackgroundFile:
     PENDING = 64  # chunks: rendering outruns the disk in bursts (docs/engine.md)
     RECYCLE_BYTES = 32 << 20
 
-    def __init__(self, path: Path):
-        self._file = open(path, "wb")  # noqa: SIM115 (closed by the thread)
+    def __init__(self, path: Path, *, append: bool = False):
+        self._file = open(path, "ab" if append else "wb")  # noqa: SIM115 (closed by the thread)
+        self._size = self._file.tell()  # the bytes on disk at the last `sync`
         self._queue: queue.Queue = queue.Queue(self.PENDING)
         self._error: BaseException | None = None
         self._drop = False
@@ -151,6 +152,16 @@ class _BackgroundFile:
         (a live stream's micro-batch: readers then see whole lines)."""
         self.write([_FLUSH])
 
+    def sync(self) -> int:
+        """Wait until everything queued so far is on disk (flushed and fsynced); the file's
+        size then (a live stream's checkpoint records it)."""
+        done = threading.Event()
+        self.write([done])
+        while not done.wait(0.1) and self._thread.is_alive():
+            pass
+        self._raise()
+        return self._size
+
     def close(self, *, complete: bool = True) -> None:
         if self._thread.is_alive():
             self._drop = not complete
@@ -165,11 +176,16 @@ class _BackgroundFile:
             raise error
 
     def _run(self) -> None:
-        written = recycled = 0
+        written = recycled = self._size
         try:
             while (data := self._queue.get()) is not None:
                 if data is _FLUSH:
                     self._file.flush()
+                elif isinstance(data, threading.Event):  # `sync`
+                    self._file.flush()
+                    os.fsync(self._file.fileno())
+                    self._size = self._file.tell()
+                    data.set()
                 elif self._error is None and not self._drop:
                     written += (_append(self._file, data) if isinstance(data, Path) else
                                 self._file.write(data))
@@ -179,8 +195,9 @@ class _BackgroundFile:
                         recycled = written
         except BaseException as err:  # e.g. a full disk: raised in the main thread
             self._error = err
-            while self._queue.get() is not None:  # unblock the writer until close
-                pass
+            while (data := self._queue.get()) is not None:  # unblock the writer until close
+                if isinstance(data, threading.Event):
+                    data.set()  # a `sync` waiting: it raises the error
         finally:
             try:
                 self._file.close()  # flushes the last buffer: a full disk may show only here
