@@ -70,6 +70,7 @@ SHIPPED = (
     "engine_adapter/runtime/memory.py",
     "engine_adapter/runtime/pieces.py",
     "engine_adapter/runtime/records.py",
+    "engine_adapter/runtime/shared_nodes.py",
     "engine_adapter/runtime/shared_plan.py",
     "engine_adapter/runtime/user_order.py",
     "costmodels/trees.py",
