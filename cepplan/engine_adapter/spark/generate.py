@@ -56,6 +56,8 @@ SHIPPED = (
     "engine_adapter/local/source.py",
     "errors.py",
     "stats/local_source.py",
+    "stats/raw_batches.py",
+    "stats/try_cast.py",
     "stats/text_input.py",
     "stats/time_format.py",
     "stats/time_text.py",
