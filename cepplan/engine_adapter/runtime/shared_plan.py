@@ -30,13 +30,8 @@ from cepplan.engine_adapter.runtime.job import (
     partitions,
     rendered,
 )
-from cepplan.engine_adapter.runtime.matcher import (
-    CHUNK_EVENTS,
-    Matches,
-    _Context,
-    _filter_rows,
-    passing,
-)
+from cepplan.engine_adapter.runtime.matcher import CHUNK_EVENTS, _Context, _filter_rows, passing
+from cepplan.engine_adapter.runtime.matches import Matches
 from cepplan.engine_adapter.runtime.records import EventTexts, Renderer, with_rows
 from cepplan.engine_adapter.runtime.shared_nodes import (
     NodeUse,
