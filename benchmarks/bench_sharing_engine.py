@@ -40,7 +40,8 @@ from cepplan.engine_adapter.local.engine import run_local_job
 from cepplan.engine_adapter.runtime.job import job_from_json, partitions
 from cepplan.engine_adapter.runtime.local import run_local
 from cepplan.engine_adapter.runtime.matcher import CHUNK_EVENTS, _Context, match_partition
-from cepplan.engine_adapter.runtime.shared_plan import evaluate_group, sharing_plan
+from cepplan.engine_adapter.runtime.shared_nodes import sharing_plan
+from cepplan.engine_adapter.runtime.shared_plan import evaluate_group
 from cepplan.engine_adapter.runtime.table import make_table
 from cepplan.planner.evaluation import EvaluationSettings, evaluation
 from cepplan.planner.plan import trivial_plan

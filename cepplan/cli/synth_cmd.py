@@ -71,7 +71,7 @@ def synth(
     from cepplan.stats.synth_write import write_events
     from cepplan.workload import load_workload
     from cepplan.workload.durations import MAX_DURATION
-    from cepplan.workload.loader import MAX_RATE
+    from cepplan.workload.statistics_section import MAX_RATE
 
     inputs = [("workload", workload)]
     check_file_outputs([output], inputs)

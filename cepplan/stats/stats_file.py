@@ -21,9 +21,9 @@ from cepplan.file_kinds import check_kind
 from cepplan.fileio import read_json, write_json_atomic
 from cepplan.stats.keyed_file import keyed_in_time_unit, read_keyed
 from cepplan.workload.durations import SECONDS_PER_UNIT
-from cepplan.workload.loader import read_statistics
 from cepplan.workload.model import Statistics, Workload
 from cepplan.workload.paths import json_path
+from cepplan.workload.statistics_section import read_statistics
 
 FORMAT = "cepplan.stats/1"
 

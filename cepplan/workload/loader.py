@@ -3,7 +3,8 @@
 Two passes, each reporting every problem it finds: the JSON Schema shipped with the package
 checks shape (jsonschema: a maintained validator with precise paths, better than hand-written
 shape checks), then `_Builder` checks meaning (types, variables, attributes, predicates,
-windows, cycles, contexts, consumers, statistics) while it builds the model.
+windows, cycles) while it builds the model; the other sections are checked by `sections` and
+`statistics_section`, whose problems it gathers with its own.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ from collections.abc import Collection, Mapping
 from dataclasses import replace
 from functools import lru_cache
 from importlib import resources
-from itertools import pairwise
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -36,24 +36,19 @@ from cepplan.workload.model import (
     KLEENE,
     KLEENE_INTERNAL,
     NEGATED,
-    ConsumerOperator,
-    ConsumerQuery,
-    Consumers,
-    Contexts,
-    ContextTransition,
     EventType,
     Latency,
-    OccurrenceModel,
     Operand,
     Options,
     Pattern,
     Predicate,
-    Source,
     Statistics,
     Workload,
 )
 from cepplan.workload.names import RULE, is_name
 from cepplan.workload.paths import json_path
+from cepplan.workload.sections import read_consumers, read_contexts, read_source
+from cepplan.workload.statistics_section import read_statistics
 from cepplan.workload.strategies import apply_strategy, strategy_problem
 from cepplan.workload.structure import RawOperand, read_structure
 
@@ -177,9 +172,10 @@ class _Builder:
             patterns=tuple(patterns),
             options=Options(options.get("seq_ties", "strict"), options.get("kleene_cap", 16),
                             self.max_delay(options.get("max_delay", 0))),
-            source=self.source(event_types),
-            contexts=self.contexts(pattern_names),
-            consumers=self.consumers(event_types),
+            source=read_source(self.raw.get("source"), event_types, self.error),
+            contexts=read_contexts(self.raw, pattern_names, self.error),
+            consumers=read_consumers(self.raw.get("consumers"), event_types, self.error,
+                                     self.duration),
             statistics=self.statistics(event_types, patterns, pattern_names),
             path=self.file,
             digest=digest,
@@ -426,235 +422,11 @@ class _Builder:
             max_time = self.duration(spec["max_time"], (*path, "max_time"))
         return Latency(steps, max_time)
 
-    # -- other sections -------------------------------------------------------------------
-
-    def source(self, event_types: Mapping[str, EventType]) -> Source | None:
-        spec = self.raw.get("source")
-        if spec is None:
-            return None
-        path = ("source",)
-        if ("type_column" in spec) == ("type" in spec):
-            self.error(path, "give exactly one of \"type_column\" (a column naming each row's "
-                       "type) or \"type\" (one type for every row)")
-        if "type" in spec and spec["type"] not in event_types:
-            self.error((*path, "type"), f"unknown event type {spec['type']!r}")
-        columns = spec.get("columns")
-        if spec["format"] == "csv" and not spec.get("header", True) and not columns:
-            self.error(path, "a CSV file without a header needs \"columns\"")
-        if columns is not None:
-            for key in ("type_column", "time_column", "id_column"):
-                if key in spec and spec[key] not in columns:
-                    self.error((*path, key), f"column {spec[key]!r} is not in \"columns\"")
-            for index, key in enumerate(spec.get("key_columns", ())):
-                if key not in columns:
-                    self.error((*path, "key_columns", index), f"column {key!r} is not in "
-                               "\"columns\"")
-        return Source(
-            format=spec["format"], header=spec.get("header", True),
-            columns=tuple(columns) if columns else None,
-            type_column=spec.get("type_column"), fixed_type=spec.get("type"),
-            time_column=spec.get("time_column", "ts"), time_format=spec.get("time_format"),
-            id_column=spec.get("id_column"), key_columns=tuple(spec.get("key_columns", ())),
-        )
-
-    def contexts(self, pattern_names: Mapping[str, int]) -> Contexts | None:
-        spec = self.raw.get("contexts")
-        for index, pattern in enumerate(self.raw["patterns"]):
-            for j, name in enumerate(pattern.get("contexts", ())):
-                if spec is None or name not in spec["types"]:
-                    known = ", ".join(sorted(spec["types"])) if spec else "none declared"
-                    self.error(("patterns", index, "contexts", j),
-                               f"unknown context type {name!r} (context types: {known})")
-        if spec is None:
-            return None
-        path = ("contexts",)
-        types = spec["types"]
-        if spec["initial"] not in types:
-            self.error((*path, "initial"), f"initial context {spec['initial']!r} is not among "
-                       f"the context types ({', '.join(sorted(types))})")
-        for name, body in types.items():
-            for j, pattern in enumerate(body["patterns"]):
-                if pattern not in pattern_names:
-                    self.error((*path, "types", name, "patterns", j),
-                               f"unknown pattern {pattern!r}")
-        transitions = []
-        for index, item in enumerate(spec.get("transitions", ())):
-            where = (*path, "transitions", index)
-            if item["on"] not in pattern_names:
-                self.error((*where, "on"), f"unknown pattern {item['on']!r}: a transition is "
-                           "triggered by a context deriving pattern")
-            needed = ("from", "to") if item["action"] == "switch" else ("context",)
-            for key in needed:
-                if key not in item:
-                    self.error(where, f"a {item['action']} transition needs \"{key}\"")
-                elif item[key] not in types:
-                    self.error((*where, key), f"unknown context type {item[key]!r}")
-            transitions.append(ContextTransition(item["on"], item["action"], item.get("context"),
-                                                 item.get("from"), item.get("to")))
-        return Contexts(
-            initial=spec["initial"],
-            types=MappingProxyType({k: tuple(v["patterns"]) for k, v in types.items()}),
-            transitions=tuple(transitions), partition_by=tuple(spec.get("partition_by", ())),
-        )
-
-    def consumers(self, event_types: Mapping[str, EventType]) -> Consumers | None:
-        spec = self.raw.get("consumers")
-        if spec is None:
-            return None
-        path = ("consumers",)
-        operators = {}
-        for name, op in spec["operators"].items():
-            where = (*path, "operators", name)
-            event_type = event_types.get(op["event_type"])
-            if event_type is None:
-                self.error((*where, "event_type"), f"unknown event type {op['event_type']!r}")
-                continue
-            for key in ("attribute", "x", "y"):
-                attr = op.get(key)
-                if attr is None:
-                    if op["aggregate"] != "count" and key == "attribute":
-                        self.error(where, f"aggregate {op['aggregate']!r} needs \"attribute\"")
-                    continue
-                attr_type = event_type.attributes.get(attr)
-                if attr_type not in ("double", "long"):
-                    problem = "is not an attribute" if attr_type is None else "is not numeric"
-                    self.error((*where, key), f"{attr!r} {problem} of {event_type.name}")
-            if op.get("cost", 1) <= 0:
-                self.error((*where, "cost"), f"cost must be positive, got {op['cost']}")
-            operators[name] = ConsumerOperator(name, op["event_type"], op["aggregate"],
-                                               op.get("attribute"), op["x"], op["y"],
-                                               op.get("cost", 1.0))
-        queries, ids = [], set()
-        for index, q in enumerate(spec["queries"]):
-            where = (*path, "queries", index)
-            if q["id"] in ids:
-                self.error((*where, "id"), f"query id {q['id']!r} is used twice")
-            ids.add(q["id"])
-            if q["operator"] not in spec["operators"]:
-                self.error((*where, "operator"), f"unknown operator {q['operator']!r} "
-                           f"(operators: {', '.join(sorted(spec['operators'])) or 'none'})")
-            x1, y1, x2, y2 = q["region"]
-            if x1 > x2 or y1 > y2:
-                self.error((*where, "region"), "a region is [x1, y1, x2, y2] with x1 <= x2 "
-                           "and y1 <= y2")
-            count = q["window"].get("count")
-            if count is not None and count < 1:
-                self.error((*where, "window", "count"), f"a count window needs at least 1 "
-                           f"event, got {count}")
-            window_time = None
-            if "time" in q["window"]:
-                window_time = self.duration(q["window"]["time"], (*where, "window", "time"))
-            for key, value in q["qor"].items():
-                if not 0 <= value <= 1:
-                    self.error((*where, "qor", key), f"{key} must be in [0, 1], got {value}")
-            track = tuple(tuple(point) for point in q.get("track", ()))
-            if any(b[0] < a[0] for a, b in pairwise(track)):
-                self.error((*where, "track"), "track times must not decrease")
-            queries.append(ConsumerQuery(q["id"], q["operator"], (x1, y1, x2, y2), count,
-                                         window_time, q["qor"]["precision"], q["qor"]["recall"],
-                                         q["qor"].get("disparity"), track))
-        neighbors = spec.get("neighbors", {})
-        if neighbors.get("k", 1) < 1:
-            self.error((*path, "neighbors", "k"), "k must be at least 1")
-        if neighbors.get("distance", 1) <= 0:
-            self.error((*path, "neighbors", "distance"), "distance must be positive")
-        batch_time = None
-        if "time" in spec.get("batch", {}):
-            batch_time = self.duration(spec["batch"]["time"], (*path, "batch", "time"))
-        return Consumers(MappingProxyType(operators), tuple(queries), neighbors.get("k"),
-                         neighbors.get("distance"), batch_time)
-
     def statistics(self, event_types: Mapping[str, EventType], patterns: list[Pattern],
                    declared: Collection[str]) -> Statistics:
         spec = self.raw.get("statistics", {})
         return read_statistics(spec, event_types, {p.name: p for p in patterns},
                                self.time_unit, self.error, ("statistics",), declared)
-
-
-MAX_RATE = 1e12  # events per time unit; with MAX_DURATION windows the cost models stay finite
-
-
-def read_statistics(spec: Mapping[str, Any], event_types: Mapping[str, EventType],
-                    patterns: Mapping[str, Pattern], time_unit: str, error,
-                    path: tuple = (), declared: Collection[str] = ()) -> Statistics:
-    """Check and build statistics (inline, or from `stats.json`, which has the same shape).
-
-    `error(path, message)` receives each problem; values out of range are problems. Entries of
-    `declared` patterns that failed to build are skipped: their own error already says why.
-    """
-    rates = {}
-    for name, rate in spec.get("rates", {}).items():
-        if name not in event_types:
-            error((*path, "rates", name), f"unknown event type {name!r}")
-        elif not (isinstance(rate, (int, float)) and 0 <= rate <= MAX_RATE):
-            error((*path, "rates", name), f"a rate must be a finite number >= 0 and at most "
-                  f"{MAX_RATE:g} events per {time_unit}, got {rate!r:.40}")
-        else:
-            rates[name] = float(rate)
-    selectivities = {}
-    for name, entries in spec.get("selectivities", {}).items():
-        pattern = patterns.get(name)
-        if pattern is None:
-            if name not in declared:
-                error((*path, "selectivities", name), f"unknown pattern {name!r}")
-            continue
-        texts = {p.text for p in pattern.predicates}
-        checked = {}
-        for text, value in entries.items():
-            where = (*path, "selectivities", name, text)
-            if text not in texts:
-                error(where, f"{name} has no predicate written {text!r}")
-            elif not 0 <= value <= 1:
-                error(where, f"a selectivity must be in [0, 1], got {value}")
-            else:
-                checked[text] = float(value)
-        selectivities[name] = MappingProxyType(checked)
-    models = {}
-    for name, model in spec.get("models", {}).items():
-        where = (*path, "models", name)
-        if name not in event_types:
-            error(where, f"unknown event type {name!r}")
-            continue
-        built = _occurrence_model(model, time_unit, error, where)
-        if built is not None:
-            models[name] = built
-    return Statistics(MappingProxyType(rates), MappingProxyType(selectivities),
-                      MappingProxyType(models))
-
-
-def _occurrence_model(model: Mapping[str, Any], time_unit: str, error,
-                      where: tuple) -> OccurrenceModel | None:
-    kind = model["kind"]
-    if kind == "poisson":
-        return OccurrenceModel("poisson")
-    if kind == "bernoulli":
-        p = model.get("p")
-        if p is None or not 0 <= p <= 1:
-            error((*where, "p"), f"a Bernoulli model needs p in [0, 1], got {p}")
-            return None
-        return OccurrenceModel("bernoulli", p=float(p))
-    order = model.get("order")
-    if order is None or not 1 <= order <= 8:
-        error((*where, "order"), f"a Markov model needs an order from 1 to 8, got {order}")
-        return None
-    try:
-        step = parse_duration(model.get("time_step", 1), time_unit)
-    except DurationError as err:
-        error((*where, "time_step"), str(err))
-        return None
-    matrix = model.get("transition")
-    if matrix is None or len(matrix) != 2**order:
-        error((*where, "transition"), f"an order-{order} chain needs {2**order} rows "
-              "(one per state of the last m steps)")
-        return None
-    for row_index, row in enumerate(matrix):
-        ok = len(row) == 2 and all(0 <= v <= 1 for v in row) and abs(sum(row) - 1) < 1e-6
-        if not ok:
-            error((*where, "transition", row_index), "each row is [P(no event), P(event)]: two "
-                  f"probabilities summing to 1, got {row}")
-            return None
-    return OccurrenceModel("markov", order=order, time_step=step,
-                           transition=tuple((float(a), float(b)) for a, b in matrix))
 
 
 def _frozen(strategy: str | dict[str, str]) -> str | Mapping[str, str]:

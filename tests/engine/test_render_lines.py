@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cepplan.engine_adapter.runtime import records
-from cepplan.engine_adapter.runtime.matcher import Matches
+from cepplan.engine_adapter.runtime.matches import Matches
 from cepplan.engine_adapter.runtime.records import (
     ROW_COLUMN,
     EventTexts,

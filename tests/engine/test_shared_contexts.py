@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from cepplan.engine_adapter.job_spec import job_data
 from cepplan.engine_adapter.local.engine import run_local_job
 from cepplan.engine_adapter.runtime.job import job_from_json
-from cepplan.engine_adapter.runtime.shared_plan import sharing_plan
+from cepplan.engine_adapter.runtime.shared_nodes import sharing_plan
 from cepplan.planner.plan import trivial_plan
 from tests.contexts.context_workloads import CONTEXTS, PATTERNS, context_workload, frame, write_csv
 from tests.contexts.reference_contexts import reference_context_matches

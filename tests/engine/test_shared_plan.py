@@ -14,7 +14,8 @@ import pytest
 from cepplan.engine_adapter.job_spec import job_data
 from cepplan.engine_adapter.runtime.job import job_from_json
 from cepplan.engine_adapter.runtime.local import run_local
-from cepplan.engine_adapter.runtime.shared_plan import evaluate_group, sharing_plan
+from cepplan.engine_adapter.runtime.shared_nodes import sharing_plan
+from cepplan.engine_adapter.runtime.shared_plan import evaluate_group
 from cepplan.planner.evaluation import EvaluationSettings, evaluation
 from cepplan.planner.plan import trivial_plan
 from cepplan.search.synthetic import synthetic_workload

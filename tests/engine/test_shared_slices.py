@@ -17,7 +17,7 @@ from cepplan.engine_adapter.local import shared as local_shared
 from cepplan.engine_adapter.local import slices as local_slices
 from cepplan.engine_adapter.runtime import records
 from cepplan.engine_adapter.runtime.job import job_from_json
-from cepplan.engine_adapter.runtime.shared_plan import sharing_plan
+from cepplan.engine_adapter.runtime.shared_nodes import sharing_plan
 from cepplan.workload.loader import load_workload
 from tests.engine.reference_matcher import canonical, reference_matches
 from tests.engine.test_local_engine import read_matches

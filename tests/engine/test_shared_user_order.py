@@ -18,7 +18,8 @@ from benchmarks.profile.profile_shared_joins import JoinRows
 from cepplan.engine_adapter.job_spec import job_data
 from cepplan.engine_adapter.runtime.job import job_from_json
 from cepplan.engine_adapter.runtime.local import run_local
-from cepplan.engine_adapter.runtime.shared_plan import evaluate_group, sharing_plan
+from cepplan.engine_adapter.runtime.shared_nodes import sharing_plan
+from cepplan.engine_adapter.runtime.shared_plan import evaluate_group
 from cepplan.engine_adapter.runtime.user_order import UserJoin, join_models, user_join
 from cepplan.planner.evaluation import EvaluationSettings, evaluation
 from cepplan.planner.plan import read_plan, trivial_plan, write_plan

@@ -13,7 +13,7 @@ import pandas as pd
 from cepplan.engine_adapter.job_spec import job_data
 from cepplan.engine_adapter.local.engine import run_local_job
 from cepplan.engine_adapter.runtime.job import job_from_json
-from cepplan.engine_adapter.runtime.shared_plan import sharing_plan
+from cepplan.engine_adapter.runtime.shared_nodes import sharing_plan
 from cepplan.engine_adapter.spark.job import run_job
 from cepplan.engine_adapter.spark.shared import shared_metrics
 from cepplan.planner.evaluation import EvaluationSettings, evaluation

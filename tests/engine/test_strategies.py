@@ -91,7 +91,7 @@ def test_shared_plan_across_strategies_equals_reference(seed):
     matches with and without sharing, equal to the reference of each one's strategy."""
     import random
 
-    from cepplan.engine_adapter.runtime.shared_plan import sharing_plan
+    from cepplan.engine_adapter.runtime.shared_nodes import sharing_plan
     from cepplan.planner.evaluation import EvaluationSettings, evaluation
     from tests.engine.reference_matcher import canonical
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from cepplan.engine_adapter.runtime import kleene, matcher, memory
+from cepplan.engine_adapter.runtime import kleene, kleene_stage, memory
 from tests.engine.test_matcher_vs_reference import (
     test_denser_streams as denser_streams_match_the_reference,
 )
@@ -150,5 +150,5 @@ def test_kleene_in_blocks_finds_the_reference_matches(monkeypatch, template, see
     """Subsets enumerated a few numbers at a time (`kleene.BLOCK`), without kept getters
     past 2 candidates: the denser streams' matches equal the brute-force reference's."""
     monkeypatch.setattr(kleene, "BLOCK", 4)
-    monkeypatch.setattr(matcher, "CACHED_GETTERS", 2)
+    monkeypatch.setattr(kleene_stage, "CACHED_GETTERS", 2)
     denser_streams_match_the_reference(template, seed)

@@ -11,7 +11,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from cepplan.stats import local_source, time_format
+from cepplan.stats import time_format, try_cast
 
 PATTERNS = [("yyyyMMddHHmm", "min"), ("yyyy-MM-dd HH:mm:ss", "s"), ("yy/MM/dd'T'HH", "h"),
             ("dd.MM.yyyy", "d"), ("yyyy-MM-dd HH:mm:ss.SSS", "ms")]
@@ -66,9 +66,9 @@ def test_plain_casts_equal_the_checking_casts(monkeypatch, kind):
                 for _ in range(20)]
     for texts in batches:
         array = pa.array(texts, pa.string())
-        fast = local_source.cast_values(array, kind)
+        fast = try_cast.cast_values(array, kind)
         with monkeypatch.context() as patch:
-            patch.setattr(local_source, "_plain_cast", lambda _array, _kind: None)
-            slow = local_source.cast_values(array, kind)
+            patch.setattr(try_cast, "_plain_cast", lambda _array, _kind: None)
+            slow = try_cast.cast_values(array, kind)
         assert np.array_equal(fast[1], slow[1]), texts
         assert np.array_equal(fast[0][fast[1]], slow[0][slow[1]], equal_nan=True), texts

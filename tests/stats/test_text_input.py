@@ -70,7 +70,7 @@ def test_the_csv_parser_reads_from_memory_only(tmp_path, monkeypatch):
     import pyarrow as pa
     from pyarrow import csv as pa_csv
 
-    from cepplan.stats import local_source
+    from cepplan.stats import raw_batches
 
     given_streams = []
     open_csv = pa_csv.open_csv
@@ -79,11 +79,10 @@ def test_the_csv_parser_reads_from_memory_only(tmp_path, monkeypatch):
         given_streams.append(type(stream))
         return open_csv(stream, *args, **kwargs)
 
-    monkeypatch.setattr(local_source.pa_csv, "open_csv", recording)
+    monkeypatch.setattr(raw_batches.pa_csv, "open_csv", recording)
     path = tmp_path / "events.csv"
     path.write_text("event,ts\n" + "".join(f"A,{i}\n" for i in range(2000)))
-    batches = local_source._csv_batches([str(path)], {"header": True}, ["event", "ts"], 1000,
-                                        {})
+    batches = raw_batches._csv_batches([str(path)], {"header": True}, ["event", "ts"], 1000, {})
     rows = sum(table.num_rows for table, _, _ in batches)
     assert rows == 2000 and len(given_streams) > 1
     assert set(given_streams) == {pa.BufferReader}

@@ -37,7 +37,8 @@ from cepplan.engine_adapter.runtime.job import (
     needed_attributes,
     partitions,
 )
-from cepplan.engine_adapter.runtime.matcher import CHUNK_EVENTS, Matches, match_partition
+from cepplan.engine_adapter.runtime.matcher import CHUNK_EVENTS, match_partition
+from cepplan.engine_adapter.runtime.matches import Matches
 from cepplan.engine_adapter.runtime.records import MATCH_COLUMN, Renderer
 from cepplan.engine_adapter.runtime.spec import NEGATED, PatternSpec
 from cepplan.engine_adapter.runtime.table import make_table

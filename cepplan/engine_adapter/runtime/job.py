@@ -15,12 +15,8 @@ import numpy as np
 import pyarrow as pa
 
 from cepplan.engine_adapter.runtime.match_rows import PatternColumns, table_rows, text_rows
-from cepplan.engine_adapter.runtime.matcher import (
-    CHUNK_EVENTS,
-    Matches,
-    match_partition,
-    match_pieces,
-)
+from cepplan.engine_adapter.runtime.matcher import CHUNK_EVENTS, match_partition, match_pieces
+from cepplan.engine_adapter.runtime.matches import Matches
 from cepplan.engine_adapter.runtime.memory import match_bytes
 from cepplan.engine_adapter.runtime.records import (
     MATCH_COLUMN,

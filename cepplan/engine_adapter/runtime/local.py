@@ -14,7 +14,8 @@ import pandas as pd
 from cepplan.engine_adapter.runtime.contexts import has_contexts, run_with_contexts
 from cepplan.engine_adapter.runtime.job import Job, evaluate_partition, partitions
 from cepplan.engine_adapter.runtime.matcher import CHUNK_EVENTS
-from cepplan.engine_adapter.runtime.shared_plan import run_group, sharing_plan
+from cepplan.engine_adapter.runtime.shared_nodes import sharing_plan
+from cepplan.engine_adapter.runtime.shared_plan import run_group
 from cepplan.workload.columns import EVENT_TS, EVENT_TYPE
 
 

@@ -20,7 +20,7 @@ from typing import Any, Protocol
 import numpy as np
 import pyarrow as pa
 
-from cepplan.engine_adapter.runtime.matcher import Matches
+from cepplan.engine_adapter.runtime.matches import Matches
 from cepplan.engine_adapter.runtime.records import MATCH_COLUMN, RENDER_ROWS, emitted, flat_sets
 from cepplan.engine_adapter.runtime.spec import KLEENE, PatternSpec, SpecError
 from cepplan.engine_adapter.runtime.table import Table, whole_numbers

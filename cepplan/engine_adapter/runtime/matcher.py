@@ -10,13 +10,15 @@ window plus the chunk. Per chunk:
    vectorised time-range search (`searchsorted` + range expansion) bounded by the window, the
    SEQ order and the chunk; a Kleene variable joins through its last event; join predicates
    filter as soon as their variables are bound;
-2. Kleene+ (step 3): each Kleene variable's other events by bitmask enumeration (`kleene`);
-3. negation (seed 002 §2.2): a match is dropped when an event of a negated variable satisfying
-   its predicates lies in the gap its position defines — between the neighbouring positive
-   operands in a SEQ (start: from the window's start; end: up to the window's end), anywhere in
-   the window for AND. A match no event blocks but whose gap reaches outside the time the
-   input covers (`span`: its first to its last event) is held back, not reported: the input
-   never showed that the negation holds there (docs/engine.md, "End of the input").
+2. Kleene+ (step 3): each Kleene variable's other events by bitmask enumeration
+   (`kleene_stage`, over `kleene`);
+3. negation (seed 002 §2.2, `negation`): a match is dropped when an event of a negated
+   variable satisfying its predicates lies in the gap its position defines — between the
+   neighbouring positive operands in a SEQ (start: from the window's start; end: up to the
+   window's end), anywhere in the window for AND. A match no event blocks but whose gap reaches
+   outside the time the input covers (`span`: its first to its last event) is held back, not
+   reported: the input never showed that the negation holds there (docs/engine.md, "End of
+   the input").
 
 Each join step, Kleene+ expansion and negation test builds at most a row budget of rows at
 once (`memory.row_budget`): past it, its rows are split into consecutive pieces, each followed
@@ -30,75 +32,21 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from itertools import product
 
 import numpy as np
 
 from cepplan.engine_adapter.runtime import lookup, memory
-from cepplan.engine_adapter.runtime.binding import holds_for
-from cepplan.engine_adapter.runtime.kleene import CACHED_GETTERS, subset_getters, subsets
+from cepplan.engine_adapter.runtime.kleene_stage import KleeneStage
 from cepplan.engine_adapter.runtime.lookup import SlicedIndex, narrowed_pieces, slice_size
+from cepplan.engine_adapter.runtime.matches import Matches
+from cepplan.engine_adapter.runtime.negation import NegationStage
 from cepplan.engine_adapter.runtime.pieces import range_pieces, row_batches
-from cepplan.engine_adapter.runtime.spec import (
-    KLEENE,
-    OperandSpec,
-    PatternSpec,
-    PredicateSpec,
-    Stages,
-)
+from cepplan.engine_adapter.runtime.spec import OperandSpec, PatternSpec, PredicateSpec, Stages
 from cepplan.engine_adapter.runtime.table import Table, expand
 from cepplan.workload.expr.bounds import Bound, bounds_of
 from cepplan.workload.expr.vectorized import evaluate, referenced_keys
 
 CHUNK_EVENTS = 4096
-
-
-@dataclass
-class Matches:
-    """Matches of one pattern in one partition: per positive variable, the ranks it binds
-    (one per match for a plain variable; a tuple in time order for a Kleene variable)."""
-
-    single: dict[str, np.ndarray] = field(default_factory=dict)
-    kleene: dict[str, list[tuple[int, ...]]] = field(default_factory=dict)
-    count: int = 0
-    cap_hits: int = 0
-    held_back: int = 0  # matches whose negation the input's time span does not decide
-    splits: int = 0  # pieces the steps were split into beyond the first (`pieces`)
-
-    def extend(self, other: Matches) -> None:
-        """Append another batch of matches over the same table."""
-        for var, ranks in other.single.items():
-            self.single[var] = np.concatenate([self.single.get(var, np.empty(0, np.int64)),
-                                               ranks])
-        for var, tuples in other.kleene.items():
-            self.kleene.setdefault(var, []).extend(tuples)
-        self.count += other.count
-        self.cap_hits += other.cap_hits
-        self.held_back += other.held_back
-        self.splits += other.splits
-
-    @staticmethod
-    def joined(parts: list[Matches]) -> Matches:
-        """Batches of matches over the same table, one after the other (one concatenation
-        per variable, however many batches)."""
-        out = Matches()
-        for var in dict.fromkeys(v for part in parts for v in part.single):
-            out.single[var] = np.concatenate([p.single[var] for p in parts if var in p.single])
-        for part in parts:
-            for var, tuples in part.kleene.items():
-                out.kleene.setdefault(var, []).extend(tuples)
-            out.count += part.count
-            out.cap_hits += part.cap_hits
-            out.held_back += part.held_back
-            out.splits += part.splits
-        return out
-
-    def ranks_of(self, var: str, row: int) -> tuple[int, ...]:
-        """The ranks bound to `var` in match `row`."""
-        if var in self.kleene:
-            return self.kleene[var][row]
-        return (int(self.single[var][row]),)
 
 
 def match_partition(table: Table, spec: PatternSpec, stages: Stages, *,
@@ -154,8 +102,9 @@ def passing(table: Table, ranks: np.ndarray, filters: list) -> np.ndarray:
     return ranks
 
 
-class _Context:
-    """One pattern over one table: candidate events per variable and the stage functions."""
+class _Context(KleeneStage, NegationStage):
+    """One pattern over one table: candidate events per variable and the stage functions
+    (the join here, Kleene+ and negation in their own modules)."""
 
     partials: list[int] | None = None  # distinct partial matches per join prefix length
     own: tuple[float, float] = (-math.inf, math.inf)  # the owned range of the current chunk
@@ -466,272 +415,6 @@ class _Context:
             columns[key] = self.table.column(attr)[rows[var]]
         return columns
 
-    # -- Kleene+ --------------------------------------------------------------------------
-
-    def kleene(self, operands: tuple[OperandSpec, ...],
-               rows: dict[str, np.ndarray]) -> Iterator[Matches]:
-        """Expand joined rows into matches: every valid subset of each Kleene variable, in
-        batches of consecutive rows whose candidate events, then whose subsets, number at
-        most `budget` (one row's subsets at once: `_check_subsets` says when they cannot fit)."""
-        kleene_ops = [self.spec.operand(v) for v in self.spec.order
-                      if v in rows and self.spec.operand(v).kind == KLEENE]
-        if not kleene_ops:
-            plain = {v: a for v, a in rows.items() if self.spec.operand(v).kind != KLEENE}
-            yield Matches(single=plain, count=len(next(iter(rows.values()))))
-            return
-        budget = self.budget(len(rows))
-        cap = max(1, self.spec.kleene_cap)
-        ranges = [self._rest_ranges(o, operands, rows) for o in kleene_ops]
-        candidates = sum(np.maximum(high - low, 0) for low, high in ranges)
-        for count, part in enumerate(row_batches(candidates, budget)):
-            self.splits += count > 0
-            piece = {v: a[part] for v, a in rows.items()}
-            per_var = {o.var: self._rest_candidates(o, piece, low[part], high[part])
-                       for o, (low, high) in zip(kleene_ops, ranges, strict=True)}
-            subsets, events = np.ones(len(piece[kleene_ops[0].var])), len(rows)
-            for cands in per_var.values():
-                sizes = np.minimum([len(c) for c in cands], cap - 1)
-                subsets, events = subsets * np.exp2(sizes), events + sizes / 2
-            for index, batch in enumerate(row_batches(subsets * events / len(rows), budget)):
-                self.splits += index > 0
-                yield self._subsets(kleene_ops, {v: a[batch] for v, a in piece.items()},
-                                    {v: c[batch] for v, c in per_var.items()})
-
-    def _subsets(self, kleene_ops: list[OperandSpec], rows: dict[str, np.ndarray],
-                 per_var: dict[str, list[np.ndarray]]) -> Matches:
-        """The matches of joined rows: every valid subset of each Kleene variable's
-        candidate events `per_var` (per row) with its last event."""
-        plain = {v: a for v, a in rows.items() if self.spec.operand(v).kind != KLEENE}
-        self._check_subsets(per_var, len(rows))
-        if len(kleene_ops) == 1 and not self.stages.masks.get(kleene_ops[0].var):
-            return self._every_subset(kleene_ops[0].var, rows, plain, per_var)
-        out_rows: list[int] = []
-        out_sets: dict[str, list[tuple[int, ...]]] = {o.var: [] for o in kleene_ops}
-        cap_hits = 0
-        cap = max(1, self.spec.kleene_cap)
-        for row in range(len(next(iter(rows.values())))):
-            choices = []
-            for operand in kleene_ops:
-                cands = per_var[operand.var][row]
-                if len(cands) + 1 > cap:
-                    cap_hits += 1
-                    cands = cands[len(cands) - (cap - 1):] if cap > 1 else cands[:0]
-                fixed = _row_getter(self.table, rows, row)
-                choices.append(subsets(self.table, operand.var, cands,
-                                       int(rows[operand.var][row]),
-                                       self.stages.masks.get(operand.var, []), fixed))
-            for combo in product(*choices):
-                if len(combo) > 1 and not self._combo_ok(rows, row, kleene_ops, combo):
-                    continue
-                out_rows.append(row)
-                for operand, chosen in zip(kleene_ops, combo, strict=True):
-                    out_sets[operand.var].append(chosen)
-        index = np.asarray(out_rows, dtype=np.int64)
-        return Matches(single={v: a[index] for v, a in plain.items()}, kleene=out_sets,
-                       count=len(index), cap_hits=cap_hits)
-
-    def _every_subset(self, var: str, rows: dict[str, np.ndarray], plain: dict[str, np.ndarray],
-                      per_var: dict[str, list[np.ndarray]]) -> Matches:
-        """`kleene` for one Kleene variable without order-dependent predicates: every
-        subset of its other candidates (capped), each with its last event; the same
-        matches in the same order, without NumPy calls per row (speed only)."""
-        cap = max(1, self.spec.kleene_cap)
-        counts = np.empty(len(rows[var]), dtype=np.int64)
-        sets: list[tuple[int, ...]] = []
-        cap_hits = 0
-        for row, (cands, last) in enumerate(zip(per_var[var], rows[var].tolist(),
-                                                strict=True)):
-            if len(cands) + 1 > cap:
-                cap_hits += 1
-                cands = cands[len(cands) - (cap - 1):] if cap > 1 else cands[:0]
-            if len(cands) > CACHED_GETTERS:  # enumerated in blocks, not held as getters
-                found = subsets(self.table, var, cands, last, [], _no_fixed)
-                sets.extend(found)
-                counts[row] = len(found)
-                continue
-            events = (*cands.tolist(), last)
-            getters = subset_getters(len(cands))
-            sets.extend([get(events) for get in getters])
-            counts[row] = len(getters)
-        index = np.repeat(np.arange(len(counts)), counts)
-        return Matches(single={v: a[index] for v, a in plain.items()}, kleene={var: sets},
-                       count=len(index), cap_hits=cap_hits)
-
-    def _check_subsets(self, per_var: dict[str, list[np.ndarray]], width: int) -> None:
-        """The Kleene subsets about to be enumerated fit the memory budget as matches: per
-        row, 2^m of them for m = its Kleene variables' candidates (each capped at cap - 1),
-        each carrying about m/2 events besides the match's own."""
-        cap = max(1, self.spec.kleene_cap)
-        sizes = np.zeros(len(next(iter(per_var.values()))), dtype=np.int64)
-        for cands in per_var.values():
-            sizes += np.minimum([len(c) for c in cands], cap - 1)
-        count = sum(1 << m for m in sizes.tolist())
-        events = sum((1 << m) * m for m in sizes.tolist()) // 2
-        building = count * self.match_bytes(width) + events * memory.MATCH_BYTES
-        memory.check(self.spec.name, self.spec.window, self.held + building, count,
-                     f"Kleene matches (every subset of its events, up to options.kleene_cap={cap})")
-
-    def _rest_ranges(self, operand: OperandSpec, operands: tuple[OperandSpec, ...],
-                     rows: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-        """Per row, the range of the Kleene variable's candidates that may be its events
-        besides its last: earlier than the last, inside the window, after the preceding SEQ
-        operands."""
-        table = self.table
-        cand = self.cands[operand.var]
-        cand_ts = table.ts[cand]
-        latest = np.max(np.vstack([table.ts[a] for a in rows.values()]), axis=0)
-        low = np.searchsorted(cand_ts, latest - self.window, "left")
-        high = np.searchsorted(cand, rows[operand.var], "left")
-        if self.seq:
-            before = [rows[o.var] for o in operands if o.position < operand.position]
-            low, high = self._order_bounds(low, high, cand, cand_ts, before, [])
-        return low, high
-
-    def _rest_candidates(self, operand: OperandSpec, rows: dict[str, np.ndarray],
-                         low: np.ndarray, high: np.ndarray) -> list[np.ndarray]:
-        """Per row, the Kleene variable's events besides its last in its range [low, high)
-        (`_rest_ranges`) passing the per-event joins, other variables' events excluded."""
-        table = self.table
-        cand = self.cands[operand.var]
-        last = rows[operand.var]
-        which, positions = self.expand(low, high, 1, f"candidate events of Kleene {operand.var}")
-        events = cand[positions]
-        keep = np.ones(len(events), dtype=bool)
-        for var, ranks in rows.items():
-            if var != operand.var and self.spec.operand(var).type == operand.type:
-                keep &= events != ranks[which]
-        for pred in self.stages.rest.get(operand.var, []):
-            columns = {}
-            for key in referenced_keys(pred.tree):
-                var, attr = (key[0], key[1]) if len(key) == 2 else (key[1], key[2])
-                source = events if (var == operand.var and len(key) == 2) else rows[var][which]
-                columns[key] = table.column(attr)[source]
-            keep &= np.asarray(evaluate(pred.tree, columns, len(events)), dtype=bool)
-        which, events = which[keep], events[keep]
-        ends = np.cumsum(np.bincount(which, minlength=len(last))).tolist()
-        if not ends:  # as np.split gives it
-            return [events]
-        return [events[a:b] for a, b in zip([0, *ends[:-1]], ends, strict=True)]  # np.split's
-        # pieces, without its two axis swaps per piece (a fifth of Kleene expansion)
-
-    def _combo_ok(self, rows: dict[str, np.ndarray], row: int, kleene_ops: list[OperandSpec],
-                  combo: tuple[tuple[int, ...], ...]) -> bool:
-        """Several Kleene variables: disjoint events and the predicates reading them together."""
-        seen: set[int] = set()
-        for chosen in combo:
-            if seen & set(chosen):
-                return False
-            seen |= set(chosen)
-        binding = {v: (int(a[row]),) for v, a in rows.items()}
-        binding.update({o.var: c for o, c in zip(kleene_ops, combo, strict=True)})
-        return all(holds_for(self.table, p.tree, binding, self.spec.kleene_vars)
-                   for p in self.stages.combos if p.variables <= set(binding))
-
-    # -- negation -------------------------------------------------------------------------
-
-    def negation(self, operand: OperandSpec, operands: tuple[OperandSpec, ...],
-                 matches: Matches) -> Matches:
-        """Drop the matches that an event of negated `operand` blocks (seed 002 §2.2)."""
-        if not matches.count:
-            return matches
-        table = self.table
-        firsts, lasts = _ends(operands, matches)
-        cand = self.cands[operand.var]
-        cand_ts = table.ts[cand]
-        latest = np.max(np.vstack([table.ts[a] for a in lasts.values()]), axis=0)
-        earliest = np.min(np.vstack([table.ts[a] for a in firsts.values()]), axis=0)
-        low = np.searchsorted(cand_ts, latest - self.window, "left")
-        high = np.searchsorted(cand_ts, earliest + self.window, "right")
-        if self.seq:
-            before = [lasts[o.var] for o in operands if o.position < operand.position]
-            after = [firsts[o.var] for o in operands if o.position > operand.position]
-            low, high = self._order_bounds(low, high, cand, cand_ts, before, after)
-        blocked = np.zeros(matches.count, dtype=bool)
-        what = f"events of negated {operand.var} to test"
-        plain = {v: a for v, a in matches.single.items() if v not in matches.kleene}
-        narrowing = self._narrowing(plain, operand, self.stages.negations.get(operand.var, []),
-                                    low, high)
-        spans = np.maximum(high - low, 0) if narrowing is None else narrowing[3]
-        for part in row_batches(spans, self.budget(2)):
-            if narrowing is None:
-                which, positions = self.expand(low[part], high[part], 1, what)
-            else:  # only the candidates the negation's bounds keep (`lookup`)
-                index, rank_low, rank_high, _ = narrowing
-                which, positions = index.pairs(low[part], high[part], rank_low[part],
-                                               rank_high[part])
-                self._check_rows(len(which), 1, what)
-            which += part.start
-            events = cand[positions]
-            keep = np.ones(len(events), dtype=bool)
-            for o in operands:
-                if o.type != operand.type:
-                    continue
-                if o.var in matches.kleene:
-                    sets = matches.kleene[o.var]
-                    keep &= np.fromiter((e not in sets[w] for e, w in
-                                         zip(events, which, strict=True)), bool, len(events))
-                else:
-                    keep &= events != matches.single[o.var][which]
-            for pred in self.stages.negations.get(operand.var, []):
-                keep &= self._negation_holds(pred, operand, matches, firsts, lasts, which,
-                                             events, keep)
-            blocked[which[keep]] = True
-        return _select(matches, ~blocked)
-
-    def decided(self, operands: tuple[OperandSpec, ...], matches: Matches) -> Matches:
-        """The matches whose every negation the input decides: held back (counted) are those
-        whose gap before the first positive operand reaches before the input's first event
-        (max(ts) - W < start) or after the last one past its last event (min(ts) + W > end);
-        an AND's gap is the whole window, so both."""
-        if not matches.count or not self.spec.negated or self.span == (-math.inf, math.inf):
-            return matches
-        positions = [o.position for o in operands]
-        edges = [(not self.seq or n.position < min(positions),
-                  not self.seq or n.position > max(positions)) for n in self.spec.negated]
-        leading, trailing = any(e[0] for e in edges), any(e[1] for e in edges)
-        if not (leading or trailing):
-            return matches
-        firsts, lasts = _ends(operands, matches)
-        held = np.zeros(matches.count, dtype=bool)
-        if leading:
-            latest = np.max(np.vstack([self.table.ts[a] for a in lasts.values()]), axis=0)
-            held |= latest - self.window < self.span[0]
-        if trailing:
-            earliest = np.min(np.vstack([self.table.ts[a] for a in firsts.values()]), axis=0)
-            held |= earliest + self.window > self.span[1]
-        if not held.any():
-            return matches
-        out = _select(matches, ~held)
-        out.held_back += int(np.count_nonzero(held))
-        return out
-
-    def _negation_holds(self, pred: PredicateSpec, operand: OperandSpec, matches: Matches,
-                        firsts: dict, lasts: dict, which: np.ndarray, events: np.ndarray,
-                        alive: np.ndarray) -> np.ndarray:
-        """A negated variable's predicate for each (match, candidate) pair."""
-        per_event_kleene = any(pred.uses[v] & {"plain", "NEXT", "PREV"}
-                               for v in pred.variables if v in matches.kleene)
-        if per_event_kleene:
-            out = np.zeros(len(events), dtype=bool)
-            for i in np.flatnonzero(alive):
-                binding = {v: matches.ranks_of(v, int(which[i]))
-                           for v in pred.variables if v != operand.var}
-                binding[operand.var] = (int(events[i]),)
-                out[i] = holds_for(self.table, pred.tree, binding, self.spec.kleene_vars)
-            return out
-        columns = {}
-        for key in referenced_keys(pred.tree):
-            var, attr = (key[0], key[1]) if len(key) == 2 else (key[1], key[2])
-            if var == operand.var:
-                source = events
-            elif len(key) == 3 and key[0] == "FIRST":
-                source = firsts[var][which]
-            else:
-                source = lasts[var][which]
-            columns[key] = self.table.column(attr)[source]
-        return np.asarray(evaluate(pred.tree, columns, len(events)), dtype=bool)
-
-
 def partials_per_window(counts: list[int], window: float, span: float) -> float:
     """Partial matches alive in one window, from the counts per prefix length over a stream
     of `span` time units: a partial match of k events is built when its latest arrives, at
@@ -741,37 +424,3 @@ def partials_per_window(counts: list[int], window: float, span: float) -> float:
 
 def _filter_rows(rows: dict[str, np.ndarray], keep: np.ndarray) -> dict[str, np.ndarray]:
     return {v: a[keep] for v, a in rows.items()}
-
-
-def _select(matches: Matches, keep: np.ndarray) -> Matches:
-    index = np.flatnonzero(keep)
-    return Matches(single={v: a[index] for v, a in matches.single.items()},
-                   kleene={v: [s[i] for i in index] for v, s in matches.kleene.items()},
-                   count=len(index), cap_hits=matches.cap_hits, held_back=matches.held_back,
-                   splits=matches.splits)
-
-
-def _ends(operands: tuple[OperandSpec, ...], matches: Matches
-          ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
-    """Per positive variable, the rank of its first and of its last event in each match."""
-    firsts, lasts = {}, {}
-    for o in operands:
-        if o.var in matches.kleene:
-            sets = matches.kleene[o.var]
-            firsts[o.var] = np.fromiter((s[0] for s in sets), np.int64, len(sets))
-            lasts[o.var] = np.fromiter((s[-1] for s in sets), np.int64, len(sets))
-        else:
-            firsts[o.var] = lasts[o.var] = matches.single[o.var]
-    return firsts, lasts
-
-
-def _no_fixed(key: tuple) -> object:
-    raise KeyError(key)  # no predicates: no other variable is read
-
-
-def _row_getter(table: Table, rows: dict[str, np.ndarray], row: int):
-    """Values of the other variables (Kleene ones by their last event) in one joined row."""
-    def fixed(key: tuple) -> object:
-        var, attr = (key[0], key[1]) if len(key) == 2 else (key[1], key[2])
-        return table.column(attr)[rows[var][row]]
-    return fixed

@@ -27,7 +27,7 @@ try:  # faster float text; optional, as Spark executors need only numpy, pandas 
 except ImportError:  # the isolated spark-submit test runs without it
     orjson = None
 
-from cepplan.engine_adapter.runtime.matcher import Matches
+from cepplan.engine_adapter.runtime.matches import Matches
 from cepplan.engine_adapter.runtime.spec import PatternSpec
 from cepplan.engine_adapter.runtime.table import Columns, Table
 from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_TYPE, EVENT_ZONE
