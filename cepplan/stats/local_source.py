@@ -31,8 +31,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from cepplan.stats.raw_batches import BATCH_ROWS, SourceError, row_columns
-from cepplan.stats.raw_batches import raw_batches as _raw_batches  # as local/replay.py imports it
+from cepplan.stats.raw_batches import BATCH_ROWS, SourceError, raw_batches, row_columns
 from cepplan.stats.text_input import LineTooLong
 from cepplan.stats.time_format import TimeFormatError, has_zone, zoned_time_parser
 from cepplan.stats.try_cast import as_strings, cast_values, pandas_values
@@ -107,7 +106,7 @@ def read_canonical(paths: str | Sequence[str], source: Mapping[str, Any],
     needed = list(dict.fromkeys(row_columns(source) + list(attr_types)))
     time_parser = _time_parser(source.get("time_format"), time_unit)
     where = {"file": ", ".join(files)}  # the file being read, for errors
-    batches = _raw_batches(files, source, needed, attr_types, batch_bytes, where, text)
+    batches = raw_batches(files, source, needed, attr_types, batch_bytes, where, text)
     while True:
         try:
             raw, malformed, positions = next(batches)
@@ -182,7 +181,7 @@ def first_unparsed_time(paths: Sequence[str], source: Mapping[str, Any],
     column_name = source.get("time_column", "ts")
     try:
         files = expand_paths(paths)
-        raw, _, _ = next(_raw_batches(files[:1], source, [column_name], {}, 1 << 20,
+        raw, _, _ = next(raw_batches(files[:1], source, [column_name], {}, 1 << 20,
                                       {"file": files[0]}))
         column = raw.column(column_name).combine_chunks()
         times, _ = _time_values(column, _time_parser(source.get("time_format"), time_unit),

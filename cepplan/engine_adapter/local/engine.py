@@ -37,7 +37,7 @@ from cepplan.engine_adapter.runtime.job import (
 )
 from cepplan.engine_adapter.runtime.memory import peak_resident
 from cepplan.engine_adapter.runtime.records import MATCH_COLUMN, ROW_COLUMN, EventTexts
-from cepplan.engine_adapter.runtime.shared_plan import used_sharing
+from cepplan.engine_adapter.runtime.shared_nodes import used_sharing
 from cepplan.engine_adapter.runtime.table import Columns, concat_frames
 from cepplan.engine_adapter.runtime.tagging import tag_masks
 from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_TYPE, EVENT_ZONE
@@ -45,7 +45,7 @@ from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_TYPE, EVENT_ZONE
 if TYPE_CHECKING:  # the time-range path runs on NumPy `Columns`; pandas only for the others
     import pandas as pd
 
-    from cepplan.engine_adapter.runtime.shared_plan import SharingPlan
+    from cepplan.engine_adapter.runtime.shared_nodes import SharingPlan
 
 
 REGION_ROWS = 1 << 13  # tagged rows matched and released together, time-ordered input
@@ -71,7 +71,7 @@ def run_local_job(data: dict[str, Any], events: Sequence[str], out: Path, *,
 
     from cepplan.engine_adapter.local.contexts import LocalContexts
     from cepplan.engine_adapter.local.shared import node_metrics, shared_group
-    from cepplan.engine_adapter.runtime.shared_plan import sharing_plan
+    from cepplan.engine_adapter.runtime.shared_nodes import sharing_plan
 
     seconds: dict[str, float] = {"read": 0.0, "tag": 0.0}
     stage = LocalContexts.of(job)

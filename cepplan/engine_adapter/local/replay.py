@@ -20,11 +20,11 @@ from cepplan.errors import InputError
 from cepplan.stats.local_source import (
     SECONDS_PER_UNIT,
     SourceError,
-    _raw_batches,
     _time_parser,
     _time_values,
     expand_paths,
 )
+from cepplan.stats.raw_batches import raw_batches
 from cepplan.stats.text_input import open_text
 
 TICK_SECONDS = 0.05  # rows due are handed on together, at most this often
@@ -43,7 +43,7 @@ def replay_rows(paths: Sequence[str], reader: Mapping[str, Any]) -> tuple[bytes,
     try:
         parser = _time_parser(source.get("time_format"), unit)
         stamps = [_time_values(raw.column(column).combine_chunks(), parser, unit)[0]
-                  for raw, _, _ in _raw_batches(files, source, [column], {}, 1 << 20,
+                  for raw, _, _ in raw_batches(files, source, [column], {}, 1 << 20,
                                                 {"file": files[0]})]
     except SourceError as err:
         raise InputError.single(err.path or files[0], err.place, err.message) from None

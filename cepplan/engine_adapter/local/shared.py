@@ -18,13 +18,13 @@ from cepplan.engine_adapter.local import slices
 from cepplan.engine_adapter.local.totals import PatternTotals
 from cepplan.engine_adapter.runtime.acquire import acquire, acquire_in_range
 from cepplan.engine_adapter.runtime.job import Job, PartitionOutput, partitions, rendered
-from cepplan.engine_adapter.runtime.matcher import Matches
+from cepplan.engine_adapter.runtime.matches import Matches
 from cepplan.engine_adapter.runtime.records import ROW_COLUMN, EventTexts, Renderer
+from cepplan.engine_adapter.runtime.shared_nodes import SharingPlan
 from cepplan.engine_adapter.runtime.shared_plan import (
     TYPE_CODES,
     Candidates,
     GroupMatches,
-    SharingPlan,
     group_attributes,
     group_table,
     match_group,

@@ -37,7 +37,7 @@ from cepplan.engine_adapter.local.source import Batch
 from cepplan.engine_adapter.local.totals import PatternTotals
 from cepplan.engine_adapter.runtime.job import Covered, Job
 from cepplan.engine_adapter.runtime.memory import peak_resident
-from cepplan.engine_adapter.runtime.shared_plan import used_sharing
+from cepplan.engine_adapter.runtime.shared_nodes import used_sharing
 from cepplan.engine_adapter.runtime.spec import PatternSpec
 from cepplan.engine_adapter.runtime.table import Columns
 from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_TYPE

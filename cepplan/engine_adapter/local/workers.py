@@ -33,7 +33,7 @@ from cepplan.engine_adapter.local.totals import PatternTotals
 from cepplan.engine_adapter.runtime.job import Job, PartitionOutput, job_from_json
 from cepplan.engine_adapter.runtime.match_rows import match_layouts
 from cepplan.engine_adapter.runtime.memory import MEMORY_VARIABLE, budget, peak_resident
-from cepplan.engine_adapter.runtime.shared_plan import SharingPlan, used_sharing
+from cepplan.engine_adapter.runtime.shared_nodes import SharingPlan, used_sharing
 from cepplan.engine_adapter.runtime.table import Columns
 from cepplan.errors import CepplanError
 from cepplan.interrupt import die_with_parent

@@ -39,10 +39,6 @@ from cepplan.engine_adapter.runtime.shared_nodes import (
     renamed_tree,
     sub_spec,
 )
-
-# re-exported: the engines (`local/`, `spark/`) still import these from here
-from cepplan.engine_adapter.runtime.shared_nodes import sharing_plan as sharing_plan
-from cepplan.engine_adapter.runtime.shared_nodes import used_sharing as used_sharing
 from cepplan.engine_adapter.runtime.spec import (
     NEGATED,
     PatternSpec,

@@ -184,7 +184,8 @@ def _metrics(data: Mapping[str, Any], figures: list[dict[str, Any]]) -> dict[str
     from cepplan.engine_adapter.local.partial_counts import added, partial_metrics
     from cepplan.engine_adapter.local.totals import PatternTotals
     from cepplan.engine_adapter.runtime.job import job_from_json
-    from cepplan.engine_adapter.runtime.shared_plan import node_summaries, used_sharing
+    from cepplan.engine_adapter.runtime.shared_nodes import used_sharing
+    from cepplan.engine_adapter.runtime.shared_plan import node_summaries
 
     rejected: Counter = Counter()
     totals = {p["name"]: PatternTotals() for p in data["patterns"]}
@@ -239,7 +240,7 @@ class RangeTask:
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         from cepplan.engine_adapter.runtime.job import job_from_json
-        from cepplan.engine_adapter.runtime.shared_plan import used_sharing
+        from cepplan.engine_adapter.runtime.shared_nodes import used_sharing
 
         job = job_from_json(self.data)
         sharing = used_sharing(job)  # the shared plan, worked out once per task

@@ -23,12 +23,8 @@ import pandas as pd
 from cepplan.engine_adapter.runtime.context_windows import ContextSpec
 from cepplan.engine_adapter.runtime.contexts import built_from, has_contexts
 from cepplan.engine_adapter.runtime.job import Job, job_from_json, partitions
-from cepplan.engine_adapter.runtime.shared_plan import (
-    SharingPlan,
-    evaluate_group,
-    node_summaries,
-    sharing_plan,
-)
+from cepplan.engine_adapter.runtime.shared_nodes import SharingPlan, sharing_plan
+from cepplan.engine_adapter.runtime.shared_plan import evaluate_group, node_summaries
 from cepplan.workload.columns import EVENT_TS
 
 _PARTIALS, _SPAN = "partials", "span"
