@@ -139,11 +139,12 @@ EXHAUSTIVE = 120  # orders priced one by one up to this many; beyond, built gree
 
 def by_steps(steps: Sequence[Sequence[str]], window: float, rates: Mapping[str, float],
              conditions: Sequence[JoinCondition], seq: bool,
-             factors: Mapping[frozenset[str], float] | None = None) -> JoinWork:
+             factors: Mapping[frozenset[str], float] | None = None,
+             exhaustive: int = EXHAUSTIVE) -> JoinWork:
     """The cheapest order that joins the steps one after the other (any order within a
-    step): every such order priced when there are at most `EXHAUSTIVE`, else built greedily,
+    step): every such order priced when there are at most `exhaustive`, else built greedily,
     each next variable of its step the one whose look-up reads the fewest rows."""
-    if math.prod(math.factorial(len(s)) for s in steps) <= EXHAUSTIVE:
+    if math.prod(math.factorial(len(s)) for s in steps) <= exhaustive:
         orders = (tuple(v for part in parts for v in part)
                   for parts in product(*(permutations(s) for s in steps)))
         return cheapest(orders, window, rates, conditions, seq, factors)

@@ -10,6 +10,7 @@ the statistics' duration, they all do.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import replace
 
@@ -22,11 +23,12 @@ from cepplan.workload.model import Workload
 
 
 def engine_steps(workload: Workload, outcome: SharedOutcome, engine: str,
-                 duration: float | None, searched: Mapping[str, SearchPattern] | None = None
-                 ) -> tuple[SharedOutcome, dict]:
+                 duration: float | None, searched: Mapping[str, SearchPattern] | None = None,
+                 deadline: float = math.inf) -> tuple[SharedOutcome, dict]:
     """The outcome with unprofitable multi-step plans replaced by one-step plans, and what
     was decided (for plan.json's provenance). `searched`: the patterns whose join orders are
-    priced (`SearchPattern.step_work`), their modelled figures recorded."""
+    priced (`SearchPattern.step_work`, greedily past `deadline`), their modelled figures
+    recorded."""
     costs = ENGINE_COSTS[engine]
     chosen = dict(outcome.chosen)
     savings: dict[str, float] = {}
@@ -36,7 +38,7 @@ def engine_steps(workload: Workload, outcome: SharedOutcome, engine: str,
         result = outcome.results[name]
         pattern = (searched or {}).get(name)
         if pattern is not None:
-            joins[name] = _join_figures(pattern, positive_steps(result, plan))
+            joins[name] = _join_figures(pattern, positive_steps(result, plan), deadline)
         if len(plan.steps) < 2 or result.children or name in read:  # in a hierarchy
             continue
         single = one_step(result)
@@ -46,7 +48,8 @@ def engine_steps(workload: Workload, outcome: SharedOutcome, engine: str,
         if savings[name] <= 0:
             chosen[name] = single
             if pattern is not None:
-                joins[name] = _join_figures(pattern, positive_steps(result, single))
+                joins[name] = _join_figures(pattern, positive_steps(result, single),
+                                              deadline)
     staged = {n: s for n, s in savings.items() if s > 0}
     if staged and not pays_for_run(costs, sum(staged.values()), duration):
         for name in staged:
@@ -62,10 +65,10 @@ def engine_steps(workload: Workload, outcome: SharedOutcome, engine: str,
     return replace(outcome, chosen=chosen, total=total), record
 
 
-def _join_figures(pattern: SearchPattern, steps: list[tuple[str, ...]]) -> dict:
+def _join_figures(pattern: SearchPattern, steps: list[tuple[str, ...]], deadline: float) -> dict:
     """The modelled figures of a plan's cheapest join order: per step the partial matches
     built and the rows read per window, and the rows read per time unit."""
-    work = pattern.step_work(steps)
+    work = pattern.step_work(steps, deadline)
     return {"order": list(work.order),
             "partial_matches_per_window": [_rounded(x) for x in work.built],
             "rows_read_per_window": [_rounded(x) for x in work.read],

@@ -131,14 +131,15 @@ def acquisition(request: PlanRequest) -> tuple[Plan, SharedOutcome]:
     outcome = plan_workload(workload, request.statistics, settings, request.share,
                             request.deadline, request.end)
     searched = {p.name: p for p in problem_from_workload(workload, request.statistics).patterns}
-    outcome, steps = engine_steps(workload, outcome, request.engine, request.duration, searched)
+    outcome, steps = engine_steps(workload, outcome, request.engine, request.duration,
+                                  searched, request.deadline)
     patterns = {}
     for pattern in workload.patterns:
         result = outcome.results[pattern.name]
         chosen = outcome.chosen[pattern.name]
         patterns[pattern.name] = PatternPlan(
             pattern.name, _detection(chosen, own_cost(result, chosen)),
-            evaluation_order(result, chosen, searched.get(pattern.name)),
+            evaluation_order(result, chosen, searched.get(pattern.name), request.deadline),
             tuple(_detection(c, own_cost(result, c)) for c in result.front),
             result.naive_cost, result.solver)
     provenance = {"solver": settings.solver, "seed": settings.seed,
@@ -154,7 +155,8 @@ def acquisition(request: PlanRequest) -> tuple[Plan, SharedOutcome]:
 
 
 def evaluation_order(result: NodeResult, chosen: Candidate,
-                     searched: SearchPattern | None = None) -> tuple[str, ...]:
+                     searched: SearchPattern | None = None,
+                     deadline: float = math.inf) -> tuple[str, ...]:
     """The order the matcher joins variables in: step by step, negated variables last (they
     only veto matches); within a step the order whose look-ups read the fewest rows
     (`positive_steps`), by position where the pattern is not priced (OR, complex events)."""
@@ -163,7 +165,7 @@ def evaluation_order(result: NodeResult, chosen: Candidate,
     if searched is None:
         order = tuple(v for step in steps for v in step)
     else:
-        order = searched.step_work(steps).order
+        order = searched.step_work(steps, deadline).order
     return (*order, *(var for _, var in negated))
 
 

@@ -17,7 +17,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
-from cepplan.costmodels.join_orders import JoinCondition, JoinWork, by_steps, cheapest
+from cepplan.costmodels.join_orders import (
+    EXHAUSTIVE,
+    JoinCondition,
+    JoinWork,
+    by_steps,
+    cheapest,
+)
 from cepplan.costmodels.keyed import tree_factors
 from cepplan.costmodels.markov import event_probability
 from cepplan.costmodels.trees import kleene_rate, no_event_probability, node_cost
@@ -64,6 +70,9 @@ class SearchPattern:
     # a partitioned pattern's κ(S): partial matches within keys over the unkeyed C(S)
     cooccurrence: Mapping[frozenset[str], float] = field(
         default_factory=lambda: MappingProxyType({}))
+    # step_work's answers: the plan's order and its recorded figures price the same steps
+    _step_works: dict[tuple[tuple[str, ...], ...], JoinWork] = field(
+        default_factory=dict, compare=False, repr=False)
 
     @property
     def seq(self) -> bool:
@@ -83,10 +92,18 @@ class SearchPattern:
         return cheapest(orders, self.window, self.rates, self._join_conditions(), self.seq,
                         self.cooccurrence)
 
-    def step_work(self, steps: Sequence[Sequence[str]]) -> JoinWork:
-        """The cheapest order joining `steps` one after the other (`join_orders.by_steps`)."""
-        return by_steps(steps, self.window, self.rates, self._join_conditions(), self.seq,
-                        self.cooccurrence)
+    def step_work(self, steps: Sequence[Sequence[str]],
+                  deadline: float = math.inf) -> JoinWork:
+        """The cheapest order joining `steps` one after the other (`join_orders.by_steps`),
+        priced once per steps; built greedily once `deadline` (`time.perf_counter()`) passed,
+        so planning keeps its time limit."""
+        key = tuple(tuple(step) for step in steps)
+        if key not in self._step_works:
+            exhaustive = EXHAUSTIVE if time.perf_counter() < deadline else 1
+            self._step_works[key] = by_steps(key, self.window, self.rates,
+                                             self._join_conditions(), self.seq,
+                                             self.cooccurrence, exhaustive)
+        return self._step_works[key]
 
     def _join_conditions(self) -> list[JoinCondition]:
         return [JoinCondition(c.variables, c.selectivity, c.narrows) for c in self.conditions]
