@@ -27,7 +27,7 @@ def tmpfs(tmp_path):
     point.mkdir()
     mounted: list[Path] = []
 
-    def mount(size: str = "1m") -> Path:
+    def mount(size: str = "4m") -> Path:  # room for a generated job (its runtime.zip ~2 MB)
         done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs",
                                str(point)], capture_output=True, text=True)
         if done.returncode:
