@@ -65,6 +65,14 @@ def _cmdline(pid: int) -> str:
         return ""
 
 
+def _reading(pid: int, path: Path) -> bool:
+    """Whether the process has `path` open."""
+    try:
+        return any(os.readlink(fd) == str(path) for fd in Path(f"/proc/{pid}/fd").iterdir())
+    except OSError:  # a descriptor closed while listed, or the process gone
+        return False
+
+
 def _ignores_ctrl_c(pid: int) -> bool:
     """Whether the process ignores SIGINT (its /proc status's SigIgn mask)."""
     try:
@@ -395,7 +403,10 @@ def test_local_stats_interrupted(tmp_path, big_fraud, signum):
     out.write_bytes(b'{"earlier": true}\n')
     process = _start(["stats", str(big_fraud), "-w", str(FRAUD / "workload.json"), "-o",
                       str(out), "--quiet", "--engine", "local"], tmp_path)
-    time.sleep(2.5)
+    deadline = time.monotonic() + 120  # interrupted while it reads the events
+    while not _reading(process.pid, big_fraud) and time.monotonic() < deadline:
+        assert process.poll() is None, process.communicate()
+        time.sleep(0.02)
     assert process.poll() is None, "statistics ended before they could be interrupted"
     process.send_signal(signum)
     _, err = process.communicate(timeout=60)
