@@ -23,7 +23,7 @@ from cepplan.stats.text_input import (
     open_text,
     text_blocks,
 )
-from cepplan.workload.input_files import duplicate_problem, header_names
+from cepplan.workload.input_files import column_problem, header_names
 
 BATCH_ROWS = 256_000  # rows made canonical at once (Parquet: read at once)
 _HEADER_SAMPLE = 1000  # JSON lines: columns are taken from this many first lines, as Spark does
@@ -64,13 +64,9 @@ def raw_batches(files: list[str], source: Mapping[str, Any], needed: list[str],
 
 def _missing(needed: list[str], present: Sequence[str], files: list[str]) -> None:
     """`SourceError` unless the input's columns `present` name each needed column once."""
-    missing = [c for c in needed if c not in present]
-    if missing:
-        raise SourceError(f"column(s) {', '.join(map(repr, missing))} not in the input "
-                          f"(its columns: {', '.join(present)})", ", ".join(files))
-    twice = duplicate_problem(present, needed)
-    if twice:
-        raise SourceError(twice, ", ".join(files))
+    problem = column_problem(present, needed)
+    if problem:
+        raise SourceError(problem, ", ".join(files))
 
 
 def _csv_header(files: list[str], source: Mapping[str, Any]) -> list[str]:

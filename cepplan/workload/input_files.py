@@ -106,6 +106,18 @@ def header_names(line: str) -> list[str]:
                            doublequote=False), [])
 
 
+def column_problem(names: Sequence[str], needed: Sequence[str]) -> str | None:
+    """Why the input's column `names` cannot serve: a needed column missing, or named more
+    than once (`duplicate_problem`); None when each needed column is there once. Both
+    engines' readers raise it as their own `SourceError`."""
+    present = set(names)
+    missing = [c for c in dict.fromkeys(needed) if c not in present]
+    if missing:
+        return (f"column(s) {', '.join(map(repr, missing))} not in the input "
+                f"(its columns: {', '.join(names)})")
+    return duplicate_problem(names, needed)
+
+
 def duplicate_problem(names: Sequence[str], needed: Sequence[str]) -> str | None:
     """The first needed column the input names more than once (letter case aside, as Spark
     compares names), as a problem sentence; None when each needed column is named once."""

@@ -31,8 +31,8 @@ from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_TYPE, merged_attr
 from cepplan.workload.durations import SECONDS_PER_UNIT
 from cepplan.workload.input_files import (
     InputFileError,
+    column_problem,
     content_problem,
-    duplicate_problem,
     files_in,
     header_names,
     unique_names,
@@ -233,15 +233,11 @@ def _check_columns(raw: DataFrame, source: Mapping[str, Any],
 def check_column_names(names: Sequence[str], source: Mapping[str, Any],
                        attributes: Mapping[str, Mapping[str, str]], paths: list[str]) -> None:
     """`SourceError` unless the input's column `names` hold every column the source needs,
-    each once (`input_files.duplicate_problem`)."""
+    each once (`input_files.column_problem`)."""
     needed = _row_columns(source) + list(merged_attribute_types(attributes.values()))
-    missing = [c for c in dict.fromkeys(needed) if c not in set(names)]
-    if missing:
-        raise SourceError(f"column(s) {', '.join(map(repr, missing))} not in the input "
-                          f"(its columns: {', '.join(names)})", ", ".join(paths))
-    twice = duplicate_problem(names, needed)
-    if twice:
-        raise SourceError(twice, ", ".join(paths))
+    problem = column_problem(names, needed)
+    if problem:
+        raise SourceError(problem, ", ".join(paths))
 
 
 def _clashes(stored: T.DataType, target: T.DataType) -> bool:
