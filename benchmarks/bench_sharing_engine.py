@@ -39,7 +39,7 @@ from cepplan.engine_adapter.local import writer as local_writer
 from cepplan.engine_adapter.local.engine import run_local_job
 from cepplan.engine_adapter.runtime.job import job_from_json, partitions
 from cepplan.engine_adapter.runtime.local import run_local
-from cepplan.engine_adapter.runtime.matcher import CHUNK_EVENTS, _Context, match_partition
+from cepplan.engine_adapter.runtime.matcher import CHUNK_EVENTS, MatchContext, match_partition
 from cepplan.engine_adapter.runtime.shared_nodes import sharing_plan
 from cepplan.engine_adapter.runtime.shared_plan import evaluate_group
 from cepplan.engine_adapter.runtime.table import make_table
@@ -487,7 +487,7 @@ def _partials_per_pattern(title: str, wl, events: Path, limit: float) -> None:
             continue
         table = make_table(frame[frame["__type"].isin({o.type for o in spec.operands})],
                            ["price", "diff"])
-        context = _Context(table, spec, job.stages[spec.name])
+        context = MatchContext(table, spec, job.stages[spec.name])
         order = [v for v in spec.order if v in pattern.rates]
         measured = predicted = 0.0
         for k in range(2, len(order) + 1):

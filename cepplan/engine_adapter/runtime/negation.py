@@ -16,7 +16,7 @@ from cepplan.workload.expr.vectorized import evaluate, referenced_keys
 
 
 class NegationStage:
-    """The negation stage of `matcher._Context`, a part of it: reads the context's table,
+    """The negation stage of `matcher.MatchContext`, a part of it: reads the context's table,
     pattern, candidates and input span, and its `budget`, `expand`, `_check_rows`,
     `_narrowing` and `_order_bounds`."""
 
