@@ -17,8 +17,8 @@ window plus the chunk. Per chunk:
    neighbouring positive operands in a SEQ (start: from the window's start; end: up to the
    window's end), anywhere in the window for AND. A match no event blocks but whose gap reaches
    outside the time the input covers (`span`: its first to its last event) is held back, not
-   reported: the input never showed that the negation holds there (docs/engine.md, "End of
-   the input").
+   reported: the input never showed that the negation holds there (docs/matching.md,
+   "Semantics").
 
 Each join step, Kleene+ expansion and negation test builds at most a row budget of rows at
 once (`memory.row_budget`): past it, its rows are split into consecutive pieces, each followed

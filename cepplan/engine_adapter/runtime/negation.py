@@ -1,6 +1,6 @@
 """Negation (seed 002 §2.2) for the matcher: a match is dropped when an event of a negated
 variable passing its predicates lies in the gap its position defines, and held back when that
-gap reaches outside the time the input covers (docs/engine.md, "End of the input")."""
+gap reaches outside the time the input covers (docs/matching.md, "Semantics")."""
 
 from __future__ import annotations
 
