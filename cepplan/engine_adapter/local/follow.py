@@ -23,7 +23,7 @@ from cepplan.engine_adapter.local.stream_source import (
     LinesSource,
     connected,
 )
-from cepplan.engine_adapter.runtime.job import job_from_json
+from cepplan.engine_adapter.runtime.job import Job, job_from_json
 from cepplan.errors import InputError
 from cepplan.fileio import write_bytes_atomic
 from cepplan.interrupt import scratch_directory
@@ -40,11 +40,7 @@ def follow_stream(data: dict[str, Any], source: str, out: Path, plan_file: str, 
     at the end, metrics.json in `out` (with `bounds`, the patterns' latency bounds, beside
     the detection latency measured). With `checkpoint` (a directory source), the state is
     recorded there per micro-batch and a killed run continues from it. Returns the metrics."""
-    job = job_from_json(data)
-    if not _streamable(job) or not data.get("reader"):
-        raise InputError.single(plan_file, "", "--follow runs plans whose patterns all have "
-                                "a window and read events only (not another pattern's "
-                                "matches, contexts or consumer queries)")
+    job = check_streamable(data, plan_file)
     reader = data["reader"]
     delay = float(data.get("options", {}).get("max_delay", 0.0))
     positional = not reader["source"].get("id_column")
@@ -96,6 +92,16 @@ def follow_stream(data: dict[str, Any], source: str, out: Path, plan_file: str, 
                          "latency_bound": bounds or {}}
     write_bytes_atomic(out / "metrics.json", json.dumps(metrics, indent=2).encode())
     return metrics
+
+
+def check_streamable(data: dict[str, Any], plan_file: str) -> Job:
+    """The job of `data`, if a stream can run it (both engines); else an `InputError`."""
+    job = job_from_json(data)
+    if not _streamable(job) or not data.get("reader"):
+        raise InputError.single(plan_file, "", "--follow runs plans whose patterns all have "
+                                "a window and read events only (not another pattern's "
+                                "matches, contexts or consumer queries)")
+    return job
 
 
 def _figures(batches: int, meter: _Progress) -> dict[str, int]:

@@ -11,7 +11,11 @@ from pathlib import Path
 import numpy as np
 
 from cepplan.engine_adapter.local.writer import _BackgroundFile
-from cepplan.engine_adapter.runtime.arrivals import MatchArrivals, late_lines
+from cepplan.engine_adapter.runtime.arrivals import (
+    MatchArrivals,
+    late_lines,
+    latency_figures,
+)
 from cepplan.engine_adapter.runtime.job import PartitionOutput
 from cepplan.engine_adapter.runtime.records import lines_data
 from cepplan.engine_adapter.runtime.table import Columns
@@ -97,14 +101,7 @@ class StreamOutput(MatchArrivals):
 
     def latency_figures(self) -> dict[str, dict[str, float | int]]:
         """Per pattern: detection latency p50, p99 and max in seconds, and how many matches."""
-        out = {}
-        for pattern, values in self.latency.items():
-            seconds = np.concatenate(values)
-            out[pattern] = {"matches": len(seconds),
-                            "p50": round(float(np.percentile(seconds, 50)), 6),
-                            "p99": round(float(np.percentile(seconds, 99)), 6),
-                            "max": round(float(seconds.max()), 6)}
-        return out
+        return latency_figures({p: np.concatenate(v) for p, v in self.latency.items()})
 
 
 def _cut(path: Path, size: int) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 import time
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -67,6 +68,15 @@ class MatchArrivals:
             return np.full(len(ids), time.time())
         where = np.minimum(np.searchsorted(self._ids, ids), len(self._ids) - 1)
         return self._times[where]
+
+
+def latency_figures(seconds: Mapping[str, np.ndarray]) -> dict[str, dict[str, float | int]]:
+    """Per pattern: detection latency p50, p99 and max in seconds, and how many matches."""
+    return {pattern: {"matches": len(values),
+                      "p50": round(float(np.percentile(values, 50)), 6),
+                      "p99": round(float(np.percentile(values, 99)), 6),
+                      "max": round(float(np.max(values)), 6)}
+            for pattern, values in seconds.items() if len(values)}
 
 
 def late_lines(late: Columns, types: dict[str, list[str]]) -> list[str]:
