@@ -47,7 +47,7 @@ def follow_stream(data: dict[str, Any], source: str, out: Path, plan_file: str, 
     matcher = StreamMatcher(job, delay, None, positional_ids=positional)
     meter = _Progress(progress)
     batches = 0
-    with scratch_directory() as spool, _stop_on_signal() as stop:
+    with scratch_directory() as spool, stop_on_signal() as stop:
         feed = _source(source, reader, spool)
         saver = Checkpoint(checkpoint, job_digest(data), source, out) if checkpoint else None
         resumed = saver.load() if saver else None
@@ -66,7 +66,7 @@ def follow_stream(data: dict[str, Any], source: str, out: Path, plan_file: str, 
         matcher.writer = output
         while True:
             for path, arrived in feed.take(trigger):
-                late = matcher.add(_read(path, reader, matcher, warn), arrived)
+                late = matcher.add(read_counted(path, reader, matcher, warn), arrived)
                 if late is not None:
                     output.write_late(late)
                 if isinstance(feed, LinesSource):  # a spooled micro-batch: read, not kept
@@ -121,7 +121,8 @@ def _source(source: str, reader: dict[str, Any], spool: Path) -> DirectorySource
     return LinesSource(spool, "." + fmt, header, stream)
 
 
-def _read(path: str, reader: dict[str, Any], matcher: StreamMatcher, warn: Callable):
+def read_counted(path: str, reader: dict[str, Any], matcher: StreamMatcher,
+                 warn: Callable):
     """The file's batches; a file the source cannot read is counted and warned of, and the
     stream goes on."""
     try:
@@ -132,14 +133,15 @@ def _read(path: str, reader: dict[str, Any], matcher: StreamMatcher, warn: Calla
 
 
 @contextmanager
-def _stop_on_signal():
-    """Within the block the first SIGINT / SIGTERM asks the stream to stop (drained, exit 0);
-    a second one interrupts as anywhere else."""
+def stop_on_signal(on_stop: Callable[[], None] = lambda: None):
+    """Within the block the first SIGINT / SIGTERM asks the stream to stop (drained, exit 0;
+    `on_stop` is called in the handler); a second one interrupts as anywhere else."""
     asked: list[int] = []
     previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
 
     def ask(signum: int, _frame: object) -> None:
         asked.append(signum)
+        on_stop()
         for number, handler in previous.items():
             signal.signal(number, handler)
 

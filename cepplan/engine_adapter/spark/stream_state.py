@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -26,12 +27,10 @@ import pandas as pd
 from pyspark.sql import types as T
 
 from cepplan.engine_adapter.local.checkpoint import decode, encode, restore
-from cepplan.engine_adapter.local.follow import REJECT_UNREADABLE
-from cepplan.engine_adapter.local.source import read_batches
+from cepplan.engine_adapter.local.follow import read_counted
 from cepplan.engine_adapter.local.stream import StreamMatcher
 from cepplan.engine_adapter.runtime.arrivals import MatchArrivals, late_lines
 from cepplan.engine_adapter.runtime.job import PartitionOutput, job_from_json
-from cepplan.errors import InputError
 
 MATCHES, LATE, LATENCY, FIGURES = "matches", "late-events", "latency", "figures"
 # What reaches the step: per file (or socket line) its name ("" for a line), its arrival
@@ -88,14 +87,11 @@ class StreamStep:
         unreadable one is counted, and the stream goes on."""
         suffix = "." + self.data["reader"]["source"]["format"]
         with tempfile.TemporaryDirectory(prefix="cepplan-stream-") as spool:
-            path = os.path.join(spool, "events" + suffix)
+            path = os.path.join(spool, os.path.basename(name) + suffix)
             with open(path, "wb") as handle:
                 handle.write(text)
-            try:
-                late = matcher.add(list(read_batches([path], **self.data["reader"])), arrived)
-            except InputError:
-                matcher.counts[REJECT_UNREADABLE] += 1
-                return
+            warn = lambda message: _warn(message.replace(path, name))  # noqa: E731
+            late = matcher.add(read_counted(path, self.data["reader"], matcher, warn), arrived)
         if late is not None:
             types = {k: list(v) for k, v in self.data["types"].items()}
             collector.add(LATE, late_lines(late, types))
@@ -143,6 +139,11 @@ class _Collector(MatchArrivals):
         self.add(MATCHES, out.texts())
         seconds = emitted - self.completed(out)
         self.add(LATENCY, [json.dumps([pattern, float(s)]) for s in np.asarray(seconds)])
+
+
+def _warn(text: str) -> None:
+    """A file the stream could not read (counted too): on the job's output."""
+    print(f"warning: {text}", file=sys.stderr, flush=True)
 
 
 def _finite(value: float) -> float | None:
