@@ -23,19 +23,23 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 from pyspark.sql.streaming.state import GroupStateTimeout
 
 from cepplan.engine_adapter.local.stream_source import END_MARKER, tcp_address
 from cepplan.engine_adapter.runtime.arrivals import latency_figures
 from cepplan.engine_adapter.spark.stream_state import (
+    ENDED,
     FIGURES,
     INPUT,
     LATENCY,
     OUTPUT,
     STATE,
     StreamStep,
+    numbered,
 )
 from cepplan.errors import InputError
 from cepplan.fileio import write_bytes_atomic
@@ -75,7 +79,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             .option("path", args.out) \
             .option("checkpointLocation", str(Path(args.checkpoint) / "spark")) \
             .trigger(processingTime=f"{args.trigger} seconds").start()
-        stopped = _until_the_end(query, args.follow, ends, args.trigger)
+        stopped = _until_the_end(spark, query, args.follow, ends, args.out, args.trigger)
         metrics = committed_metrics(spark, args.out)
     finally:
         spark.stop()
@@ -105,8 +109,11 @@ def stream_query(spark: SparkSession, data: dict[str, Any], follow: str, ends: P
     if follow.startswith("tcp://"):
         host, port = tcp_address(follow)
         lines = spark.readStream.format("socket").option("host", host) \
-            .option("port", port).option("includeTimestamp", True).load()
-        events = lines.select(F.lit(0).alias("key"), F.lit("").alias("source"),
+            .option("port", port).option("includeTimestamp", True) \
+            .option("numPartitions", 1).load()  # one partition: the lines in order
+        lines = lines.mapInArrow(numbered, T.StructType([*lines.schema.fields,
+                                                         T.StructField("line", T.LongType())]))
+        events = lines.select(F.lit(0).alias("key"), F.lit("").alias("source"), "line",
                               F.col("timestamp").cast("double").alias("arrived"),
                               F.col("value"), F.lit(False).alias("end"))
     else:
@@ -122,26 +129,37 @@ def _whole_files(spark: SparkSession, folder: str, *, end: bool) -> DataFrame:
     starting with `.` or `_` are not read: write hidden, then rename)."""
     files = spark.readStream.format("text").option("wholetext", True).load(folder)
     return files.select(F.lit(0).alias("key"), F.col("_metadata.file_path").alias("source"),
-                        F.col("_metadata.file_modification_time").cast("double")
-                        .alias("arrived"), F.col("value"), F.lit(end).alias("end"))
+                        F.lit(0).alias("line"),
+                        F.col("_metadata.file_modification_time").cast("double").alias("arrived"),
+                        F.col("value"), F.lit(end).alias("end"))
 
 
-def _until_the_end(query, follow: str, ends: Path, trigger: float) -> bool:
-    """Wait until the stream ends (`_END` in the followed directory, or an end marker),
-    let the query process all that arrived and stop it; whether a signal asked."""
+def _until_the_end(spark: SparkSession, query, follow: str, ends: Path, out: str,
+                   trigger: float) -> bool:
+    """Wait until the stream ends (`_END` in the followed directory, or an end marker) and
+    the micro-batch that processed the marker is committed, then stop the query; whether a
+    signal asked. (`processAllAvailable` can return before that micro-batch runs.)"""
     while query.isActive:
         markers = sorted(p.name for p in ends.iterdir() if p.name[:1] not in "._")
         if not markers and "://" not in follow and (Path(follow) / END_MARKER).exists():
             write_end_marker(ends, stop=False)
             continue
-        if markers:
-            query.processAllAvailable()
+        if markers and _ended(spark, out):
             query.stop()
             return markers[0].startswith(STOP_PREFIX)
         query.awaitTermination(min(trigger, 0.5))
     if query.exception() is not None:
         raise query.exception()
     return False
+
+
+def _ended(spark: SparkSession, out: str) -> bool:
+    """Whether the sink committed the figures of the micro-batch that ended the stream."""
+    try:  # nothing committed yet: no directory, or no `output` partition in it
+        figures = spark.read.text(out).where(F.col("output") == FIGURES)
+        return figures.where(F.col("value").contains(f'"{ENDED}": true')).limit(1).count() > 0
+    except AnalysisException:
+        return False
 
 
 def write_end_marker(ends: Path, *, stop: bool) -> None:
@@ -157,10 +175,11 @@ def committed_metrics(spark: SparkSession, out: str) -> dict[str, Any]:
     rows = spark.read.text(out).where(F.col("output").isin(FIGURES, LATENCY)).toPandas()
     figures = [json.loads(v) for v in rows.loc[rows["output"] == FIGURES, "value"]]
     metrics = max(figures, key=lambda f: f["stream"]["micro_batches"])
+    del metrics["stream"][ENDED]
     seconds: dict[str, list[float]] = {}
     for value in rows.loc[rows["output"] == LATENCY, "value"]:
         pattern, spent = json.loads(value)
-        seconds.setdefault(pattern, []).append(spent)
+        seconds.setdefault(pattern, []).extend(spent)
     metrics["stream"]["detection_latency_seconds"] = latency_figures(
         {pattern: np.array(values) for pattern, values in seconds.items()})
     return metrics

@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 from pyspark.sql import types as T
 
 from cepplan.engine_adapter.local.checkpoint import decode, encode, restore
@@ -33,10 +34,13 @@ from cepplan.engine_adapter.runtime.arrivals import MatchArrivals, late_lines
 from cepplan.engine_adapter.runtime.job import PartitionOutput, job_from_json
 
 MATCHES, LATE, LATENCY, FIGURES = "matches", "late-events", "latency", "figures"
-# What reaches the step: per file (or socket line) its name ("" for a line), its arrival
-# wall time, its text, and whether it is the end-of-stream marker
+ENDED = "ended"  # in a micro-batch's figures: the end-of-stream marker was processed
+# What reaches the step: per file (or socket line) its name ("" for a line), a line's number
+# in its micro-batch (grouping does not keep the order), its arrival wall time, its text, and
+# whether it is the end-of-stream marker
 INPUT = T.StructType([T.StructField("key", T.IntegerType()),
                       T.StructField("source", T.StringType()),
+                      T.StructField("line", T.LongType()),
                       T.StructField("arrived", T.DoubleType()),
                       T.StructField("value", T.StringType()),
                       T.StructField("end", T.BooleanType())])
@@ -70,15 +74,16 @@ class StreamStep:
         for name, text, arrived in zip(files["source"], files["value"], files["arrived"],
                                        strict=True):
             self._add(matcher, collector, name, text.encode(), float(arrived))
-        lines = rows[~rows["end"] & (rows["source"] == "")]
+        lines = rows[~rows["end"] & (rows["source"] == "")].sort_values("line")
         if len(lines):
             text, figures["header"] = self._lines(list(lines["value"]), figures["header"])
             self._add(matcher, collector, "socket", text, float(lines["arrived"].max()))
-        state_rows = matcher.advance(final=bool(rows["end"].any()))
+        final = bool(rows["end"].any())
+        state_rows = matcher.advance(final=final)
         figures["micro_batches"] += 1
         figures["state_rows_max"] = max(figures["state_rows_max"], state_rows)
         state.update((encode(matcher, {"figures": figures}),))
-        collector.add(FIGURES, [json.dumps(self._metrics(matcher, figures))])
+        collector.add(FIGURES, [json.dumps(self._metrics(matcher, figures, final))])
         yield pd.DataFrame({"output": collector.outputs, "value": collector.values})
 
     def _add(self, matcher: StreamMatcher, collector: _Collector, name: str, text: bytes,
@@ -106,22 +111,34 @@ class StreamStep:
             header, lines = lines[0], lines[1:]
         return "".join(f"{line}\n" for line in [header, *lines]).encode(), header
 
-    def _metrics(self, matcher: StreamMatcher, figures: dict[str, Any]) -> dict[str, Any]:
+    def _metrics(self, matcher: StreamMatcher, figures: dict[str, Any], final: bool
+                 ) -> dict[str, Any]:
         """metrics.json's figures so far (detection latency apart: the driver computes it
-        from the latency rows committed)."""
+        from the latency rows committed), and whether the stream ended here (`ENDED`)."""
         out = matcher.metrics(self.data)
         out["engine"] = "spark"
         out["stream"] = {"max_delay": matcher.delay, "trigger_seconds": self.trigger,
                          "micro_batches": figures["micro_batches"],
                          "watermark": _finite(matcher.watermark),
                          "late_events": dict(matcher.late),
-                         "state_rows_max": figures["state_rows_max"]}
+                         "state_rows_max": figures["state_rows_max"], ENDED: final}
         return out
 
 
+def numbered(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """A micro-batch's socket lines (one partition, in the order received) with their
+    numbers in the `line` column."""
+    count = 0
+    for batch in batches:
+        lines = pa.array(np.arange(count, count + batch.num_rows, dtype=np.int64))
+        count += batch.num_rows
+        yield pa.RecordBatch.from_arrays([*batch.columns, lines],
+                                         names=[*batch.schema.names, "line"])
+
+
 class _Collector(MatchArrivals):
-    """The stream matcher's writer: each match as a line of the sink, and its detection
-    latency (pattern, seconds) as another."""
+    """The stream matcher's writer: each match as a line of the sink, and per range the
+    detection latency of its matches as another ([pattern, [seconds, ...]])."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -137,8 +154,8 @@ class _Collector(MatchArrivals):
             return
         emitted = time.time()
         self.add(MATCHES, out.texts())
-        seconds = emitted - self.completed(out)
-        self.add(LATENCY, [json.dumps([pattern, float(s)]) for s in np.asarray(seconds)])
+        seconds = np.round(emitted - self.completed(out), 6)
+        self.add(LATENCY, [json.dumps([pattern, seconds.tolist()])])
 
 
 def _warn(text: str) -> None:
