@@ -1,7 +1,8 @@
 """`cepplan run --follow tcp://HOST:PORT --engine spark`: a real server on loopback sends the
 fraud events (CSV, header first) in a few bursts; once the sink has committed every row,
 SIGTERM ends the stream (exit 0). The matches are the batch run's on the same file: the
-lines keep their order, so the event ids (positions) are the batch run's too."""
+lines keep their order, so the event ids (positions) are the batch run's too. An address
+nobody serves: one error line, the output left empty."""
 
 from __future__ import annotations
 
@@ -64,3 +65,21 @@ def test_a_socket_stream_on_spark_matches_the_batch_run(tmp_path):
     assert Counter(_committed(out, "matches")) == Counter(batch) and len(batch) > 100
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["rows_read"] == rows and metrics["stream"]["stopped_by_signal"]
+
+
+def test_a_socket_nobody_serves(tmp_path):
+    """Connection refused: one error line naming the address, exit 2, the output left empty
+    (the sink had committed nothing)."""
+    plan = tmp_path / "plan.json"
+    _cepplan("optimize", FRAUD / "workload.json", "-o", plan, "-q")
+    with socket.create_server(("127.0.0.1", 0)) as closed:
+        port = closed.getsockname()[1]
+    out = tmp_path / "out"
+    done = subprocess.run(
+        [sys.executable, "-m", "cepplan", "run", plan, "--follow", f"tcp://127.0.0.1:{port}",
+         "-o", out, "--engine", "spark", "--master", "local[2]", "-q"],
+        env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, timeout=BOUND)
+    errors = [line for line in done.stderr.decode().splitlines() if line.startswith("error:")]
+    assert done.returncode == 2 and "Traceback" not in done.stderr.decode()
+    assert errors == [f"error: tcp://127.0.0.1:{port}: cannot connect: Connection refused"]
+    assert list(out.iterdir()) == []

@@ -14,7 +14,7 @@ from cepplan.engine_adapter.local.checkpoint import job_digest
 from cepplan.engine_adapter.local.follow import check_streamable, stop_on_signal
 from cepplan.engine_adapter.spark.generate import generate
 from cepplan.engine_adapter.spark.stream_job import END_FOLDER, check_source, write_end_marker
-from cepplan.engine_adapter.spark.submit import submit_stream
+from cepplan.engine_adapter.spark.submit import JobFailed, submit_stream
 from cepplan.errors import InputError
 from cepplan.fileio import write_bytes_atomic
 from cepplan.interrupt import scratch_directory
@@ -41,9 +41,13 @@ def follow_on_spark(loaded, chosen, data: dict[str, Any], plan_file: str, follow
                        streaming=True)
         ends = place / END_FOLDER
         ends.mkdir(parents=True, exist_ok=True)
-        with stop_on_signal(lambda: write_end_marker(ends, stop=True)):
-            submit_stream(job, follow, out, place, trigger=trigger, master=master,
-                          quiet=quiet, verbose=verbose)
+        try:
+            with stop_on_signal(lambda: write_end_marker(ends, stop=True)):
+                submit_stream(job, follow, out, place, trigger=trigger, master=master,
+                              quiet=quiet, verbose=verbose)
+        except JobFailed:
+            _drop_empty_sink(out)
+            raise
     return json.loads((out / "metrics.json").read_text())
 
 
@@ -68,6 +72,14 @@ def _claim(place: Path, identity: dict[str, str]) -> None:
                                 "of the run to continue")
     place.mkdir(parents=True, exist_ok=True)
     write_bytes_atomic(marker, json.dumps(identity).encode())
+
+
+def _drop_empty_sink(out: Path) -> None:
+    """After a job that failed before its sink committed anything (a socket that refused
+    the connection): `out` left empty, as it was, not holding the sink's empty log."""
+    log = out / "_spark_metadata"
+    if log.is_dir() and not any(log.iterdir()) and [p.name for p in out.iterdir()] == [log.name]:
+        log.rmdir()
 
 
 def _real(path: str) -> str:

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from pyspark.errors import AnalysisException
+from pyspark.errors import AnalysisException, StreamingQueryException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -81,6 +81,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             .trigger(processingTime=f"{args.trigger} seconds").start()
         stopped = _until_the_end(spark, query, args.follow, ends, args.out, args.trigger)
         metrics = committed_metrics(spark, args.out)
+    except StreamingQueryException as err:
+        if not args.follow.startswith("tcp://") or "Connection refused" not in str(err):
+            raise
+        echo(f"error: {args.follow}: cannot connect: Connection refused", err=True)
+        return 2
     finally:
         spark.stop()
     metrics["stream"]["stopped_by_signal"] = stopped
