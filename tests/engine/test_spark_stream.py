@@ -1,12 +1,13 @@
 """`cepplan run --follow DIR --engine spark` on a real local Structured Streaming query: the
 fraud events (with an id column) arrive shuffled within `max_delay` in files dropped into the
-followed directory one by one, with a malformed line and a few events far behind the others;
-the spark-submit process group is killed (SIGKILL) while a micro-batch is under way, the
-same command continues from the checkpoint, and SIGTERM ends the stream (what arrived is
-matched to the end, exit 0). The matches the sink
-committed (read from its log, as Spark's readers do) are the batch run's on the events that
-were not late, as a multiset: none missing, none twice; the late events are counted and
-written; the malformed line is counted. One streaming query per start (two JVMs in all)."""
+followed directory one by one, with a malformed line and a few events far behind the others
+(and a half-written file under a hidden name, never read); the spark-submit process group is
+killed (SIGKILL) while a micro-batch is under way, the same command continues from the
+checkpoint, and SIGTERM ends the stream (what arrived is matched to the end, exit 0). The
+matches the sink committed (read from its log, as Spark's readers do) are the batch run's on
+the events that were not late, as a multiset: none missing, none twice; the late events are
+counted and written; the malformed line is counted. One streaming query per start (two JVMs
+in all)."""
 
 from __future__ import annotations
 
@@ -115,6 +116,7 @@ def test_killed_and_restarted_stream_on_spark_matches_the_batch_run(tmp_path):
 
     source, out, checkpoint = tmp_path / "in", tmp_path / "out", tmp_path / "ckpt"
     source.mkdir()
+    (source / ".half-written.csv").write_text(lines[0] + "\nLogin,1.0,k0")  # never read
 
     def drop(number: int) -> None:
         hidden = source / f".part-{number:02d}.csv"
