@@ -49,8 +49,8 @@ def test_a_socket_stream_on_spark_matches_the_batch_run(tmp_path):
     def all_read() -> bool:
         if not (out / "_spark_metadata").is_dir():
             return False
-        figures = [json.loads(line) for line in _committed(out, "figures")]
-        return max((f["rows_read"] for f in figures), default=0) == rows
+        progress = [json.loads(line) for line in _committed(out, "progress")]
+        return max((p["rows_read"] for p in progress), default=0) == rows
 
     try:
         _wait_for(all_read, "the rows sent were not all read", follow)

@@ -32,7 +32,6 @@ from pyspark.sql.streaming.state import GroupStateTimeout
 from cepplan.engine_adapter.local.stream_source import END_MARKER, tcp_address
 from cepplan.engine_adapter.runtime.arrivals import latency_figures
 from cepplan.engine_adapter.spark.stream_state import (
-    ENDED,
     FIGURES,
     INPUT,
     LATENCY,
@@ -161,8 +160,7 @@ def _until_the_end(spark: SparkSession, query, follow: str, ends: Path, out: str
 def _ended(spark: SparkSession, out: str) -> bool:
     """Whether the sink committed the figures of the micro-batch that ended the stream."""
     try:  # nothing committed yet: no directory, or no `output` partition in it
-        figures = spark.read.text(out).where(F.col("output") == FIGURES)
-        return figures.where(F.col("value").contains(f'"{ENDED}": true')).limit(1).count() > 0
+        return spark.read.text(out).where(F.col("output") == FIGURES).limit(1).count() > 0
     except AnalysisException:
         return False
 
@@ -180,7 +178,6 @@ def committed_metrics(spark: SparkSession, out: str) -> dict[str, Any]:
     rows = spark.read.text(out).where(F.col("output").isin(FIGURES, LATENCY)).toPandas()
     figures = [json.loads(v) for v in rows.loc[rows["output"] == FIGURES, "value"]]
     metrics = max(figures, key=lambda f: f["stream"]["micro_batches"])
-    del metrics["stream"][ENDED]
     seconds: dict[str, list[float]] = {}
     for value in rows.loc[rows["output"] == LATENCY, "value"]:
         pattern, spent = json.loads(value)

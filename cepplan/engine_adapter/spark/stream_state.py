@@ -28,13 +28,15 @@ import pyarrow as pa
 from pyspark.sql import types as T
 
 from cepplan.engine_adapter.local.checkpoint import decode, encode, restore
+from cepplan.engine_adapter.local.engine import _ROWS_READ
 from cepplan.engine_adapter.local.follow import read_counted
 from cepplan.engine_adapter.local.stream import StreamMatcher
 from cepplan.engine_adapter.runtime.arrivals import MatchArrivals, late_lines
 from cepplan.engine_adapter.runtime.job import PartitionOutput, job_from_json
 
-MATCHES, LATE, LATENCY, FIGURES = "matches", "late-events", "latency", "figures"
-ENDED = "ended"  # in a micro-batch's figures: the end-of-stream marker was processed
+MATCHES, LATE, LATENCY = "matches", "late-events", "latency"
+PROGRESS = "progress"  # per micro-batch, a few figures (small: a stream may run for days)
+FIGURES = "figures"  # metrics.json's figures, once the stream has ended
 # What reaches the step: per file (or socket line) its name ("" for a line), a line's number
 # in its micro-batch (grouping does not keep the order), its arrival wall time, its text, and
 # whether it is the end-of-stream marker
@@ -83,7 +85,9 @@ class StreamStep:
         figures["micro_batches"] += 1
         figures["state_rows_max"] = max(figures["state_rows_max"], state_rows)
         state.update((encode(matcher, {"figures": figures}),))
-        collector.add(FIGURES, [json.dumps(self._metrics(matcher, figures, final))])
+        collector.add(PROGRESS, [json.dumps(_progress(matcher, figures, state_rows))])
+        if final:
+            collector.add(FIGURES, [json.dumps(self._metrics(matcher, figures))])
         yield pd.DataFrame({"output": collector.outputs, "value": collector.values})
 
     def _add(self, matcher: StreamMatcher, collector: _Collector, name: str, text: bytes,
@@ -111,17 +115,16 @@ class StreamStep:
             header, lines = lines[0], lines[1:]
         return "".join(f"{line}\n" for line in [header, *lines]).encode(), header
 
-    def _metrics(self, matcher: StreamMatcher, figures: dict[str, Any], final: bool
-                 ) -> dict[str, Any]:
-        """metrics.json's figures so far (detection latency apart: the driver computes it
-        from the latency rows committed), and whether the stream ended here (`ENDED`)."""
+    def _metrics(self, matcher: StreamMatcher, figures: dict[str, Any]) -> dict[str, Any]:
+        """metrics.json's figures (detection latency apart: the driver computes it from the
+        latency rows committed)."""
         out = matcher.metrics(self.data)
         out["engine"] = "spark"
         out["stream"] = {"max_delay": matcher.delay, "trigger_seconds": self.trigger,
                          "micro_batches": figures["micro_batches"],
                          "watermark": _finite(matcher.watermark),
                          "late_events": dict(matcher.late),
-                         "state_rows_max": figures["state_rows_max"], ENDED: final}
+                         "state_rows_max": figures["state_rows_max"]}
         return out
 
 
@@ -156,6 +159,17 @@ class _Collector(MatchArrivals):
         self.add(MATCHES, out.texts())
         seconds = np.round(emitted - self.completed(out), 6)
         self.add(LATENCY, [json.dumps([pattern, seconds.tolist()])])
+
+
+def _progress(matcher: StreamMatcher, figures: dict[str, Any], state_rows: int
+              ) -> dict[str, Any]:
+    """The stream so far, after a micro-batch: rows read, watermark, matches, late events,
+    the events kept."""
+    return {"micro_batch": figures["micro_batches"],
+            "rows_read": matcher.counts.get(_ROWS_READ, 0),
+            "watermark": _finite(matcher.watermark),
+            "matches": sum(t.matches for t in matcher.totals.values()),
+            "late_events": sum(matcher.late.values()), "state_rows": state_rows}
 
 
 def _warn(text: str) -> None:
