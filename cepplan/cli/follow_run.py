@@ -30,7 +30,8 @@ def run_follow(plan: Path, events: list[str], output: Path, follow: str, trigger
 
     on_spark = engine is Engine.spark or (engine is Engine.auto and master is not None)
     if on_spark:  # pyspark only imported for it
-        from cepplan.engine_adapter.spark.follow import IDENTITY, follow_on_spark
+        from cepplan.engine_adapter.spark.follow import follow_on_spark
+        from cepplan.engine_adapter.spark.stream_job import IDENTITY
     if events:
         raise InputError.single(events[0], "", "give event files or --follow SOURCE, not both")
     if output_format is not MatchFormat.jsonl:

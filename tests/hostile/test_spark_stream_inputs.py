@@ -91,3 +91,33 @@ def test_generate_streaming_for_a_plan_a_stream_cannot_run(cli, tmp_path):
 def test_generate_streaming_writes_the_stream_job(cli, fraud_plan, tmp_path):
     assert cli("generate", fraud_plan, "--streaming", "-o", tmp_path / "job", "-q").code == 0
     assert "stream_job import main" in (tmp_path / "job" / "job.py").read_text()
+
+
+@pytest.mark.case_seconds(180)
+def test_generated_job_refuses_a_checkpoint_of_another_plan(cli, fraud_plan, tmp_path):
+    """The streaming job submitted by hand checks the checkpoint's claim itself, before its
+    Spark session starts: one error line, exit 2, the checkpoint left as it was."""
+    import os
+    import subprocess
+    import sys
+
+    from cepplan.engine_adapter.spark.submit import spark_submit
+
+    assert cli("generate", fraud_plan, "--streaming", "-o", tmp_path / "job", "-q").code == 0
+    (tmp_path / "in").mkdir()
+    (tmp_path / "ck").mkdir()
+    claim = json.dumps({"job": "0" * 64, "source": str(tmp_path / "in"),
+                        "output": str(tmp_path / "out")})
+    (tmp_path / "ck" / "cepplan-stream.json").write_text(claim)
+    done = subprocess.run(
+        [spark_submit(), "--master", "local[1]", "--py-files", tmp_path / "job" / "runtime.zip",
+         tmp_path / "job" / "job.py", "--follow", tmp_path / "in", "--out", tmp_path / "out",
+         "--checkpoint", tmp_path / "ck"],
+        env={**os.environ, "PYSPARK_PYTHON": sys.executable,
+             "PYSPARK_DRIVER_PYTHON": sys.executable}, capture_output=True, text=True,
+        timeout=170)
+    output = done.stdout + done.stderr  # spark-submit passes the driver's stderr on its stdout
+    errors = [line for line in output.splitlines() if line.startswith("error:")]
+    assert done.returncode == 2 and "Traceback" not in output, output
+    assert len(errors) == 1 and "another plan or workload" in errors[0], output
+    assert (tmp_path / "ck" / "cepplan-stream.json").read_text() == claim

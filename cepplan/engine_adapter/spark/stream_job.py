@@ -29,6 +29,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from pyspark.sql.streaming.state import GroupStateTimeout
 
+from cepplan.engine_adapter.local.checkpoint import job_digest
 from cepplan.engine_adapter.local.stream_source import END_MARKER, tcp_address
 from cepplan.engine_adapter.runtime.arrivals import latency_figures
 from cepplan.engine_adapter.spark.stream_state import (
@@ -45,6 +46,7 @@ from cepplan.fileio import write_bytes_atomic
 from cepplan.terminal import echo
 
 END_FOLDER = "end"  # in the checkpoint: a file here ends the stream
+IDENTITY = "cepplan-stream.json"  # in the checkpoint: the job, source and output it is for
 STOP_PREFIX = "stop-"  # an end marker written on SIGINT / SIGTERM (else "end-")
 
 
@@ -60,8 +62,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     with open(args.job, encoding="utf-8") as handle:
         data = json.load(handle)
-    try:
+    try:  # before Spark starts
         check_source(data, args.follow)
+        claim_checkpoint(Path(args.checkpoint), data, args.follow, args.out)
     except InputError as err:
         echo(f"error: {err}", err=True)
         return 2
@@ -104,6 +107,35 @@ def check_source(data: dict[str, Any], follow: str) -> None:
     elif "://" not in follow and not os.path.isdir(follow):
         raise InputError.single(follow, "", "no such directory to follow"
                                 if not os.path.exists(follow) else "is not a directory")
+
+
+def claim_checkpoint(place: Path, data: dict[str, Any], follow: str, out: str | Path) -> None:
+    """`place` holds the checkpoint of this stream — the job `data` following `follow` into
+    `out` — (a restart) or is new or empty (then it is claimed for it); an `InputError` for
+    anything else."""
+    identity = {"job": job_digest(data), "source": _real(follow), "output": _real(str(out))}
+    if place.exists() and not place.is_dir():
+        raise InputError.single(str(place), "", "is a file; --checkpoint needs a directory")
+    marker = place / IDENTITY
+    if marker.exists():
+        recorded = json.loads(marker.read_text())
+        for key, what in (("job", "plan or workload"), ("source", "followed source"),
+                          ("output", "output directory")):
+            if recorded.get(key) != identity[key]:
+                raise InputError.single(str(place), "", f"was written for another {what}; "
+                                        "give the same arguments as the run it continues, "
+                                        "or a new --checkpoint")
+        return
+    if place.is_dir() and any(place.iterdir()):
+        raise InputError.single(str(place), "", "is not empty and holds no checkpoint of a "
+                                "stream on Spark: give a new or empty directory, or the one "
+                                "of the run to continue")
+    place.mkdir(parents=True, exist_ok=True)
+    write_bytes_atomic(marker, json.dumps(identity).encode())
+
+
+def _real(path: str) -> str:
+    return path if "://" in path else os.path.realpath(path)
 
 
 def stream_query(spark: SparkSession, data: dict[str, Any], follow: str, ends: Path,
