@@ -1,32 +1,39 @@
-"""`cepplan run PLAN --follow SOURCE -o DIR`: the plan on a live stream, in-process; the
-options a stream cannot take are refused, the output directory must be new or empty."""
+"""`cepplan run PLAN --follow SOURCE -o DIR`: the plan on a live stream, in-process or on
+Spark; the options a stream cannot take are refused, the output directory must be new or
+empty (unless a checkpoint continues it)."""
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
 
 from cepplan.cli.options import Engine, MatchFormat, PlanKind
 from cepplan.errors import InputError
+from cepplan.fileio import write_bytes_atomic
 from cepplan.terminal import echo, warn
 
 
 def run_follow(plan: Path, events: list[str], output: Path, follow: str, trigger: float,
                engine: Engine, workload: Path | None, plan_kind: PlanKind,
-               output_format: MatchFormat, quiet: bool, checkpoint: Path | None) -> None:
-    """Follow the stream until it ends or is stopped; print the figures at the end. With a
-    checkpoint that holds a killed run's state, continue that run."""
+               output_format: MatchFormat, quiet: bool, checkpoint: Path | None,
+               master: str | None = None, verbose: bool = False) -> None:
+    """Follow the stream until it ends or is stopped, in-process or on Spark (`engine`, or
+    `master` given); print the figures at the end. With a checkpoint that holds a killed
+    run's state, continue that run."""
     from cepplan.engine_adapter.inputs import plan_and_workload
     from cepplan.engine_adapter.job_spec import job_data
     from cepplan.engine_adapter.local.checkpoint import FILE as CHECKPOINT_FILE
     from cepplan.engine_adapter.local.follow import follow_stream
     from cepplan.engine_adapter.metrics_table import metrics_lines, run_warnings
 
+    on_spark = engine is Engine.spark or (engine is Engine.auto and master is not None)
+    if on_spark:  # pyspark only imported for it
+        from cepplan.engine_adapter.spark.follow import follow_on_spark
+        from cepplan.engine_adapter.spark.stream_job import IDENTITY
     if events:
         raise InputError.single(events[0], "", "give event files or --follow SOURCE, not both")
-    if engine is Engine.spark:
-        raise InputError.single("--engine", "", "--follow runs in-process (--engine local)")
     if output_format is not MatchFormat.jsonl:
         raise InputError.single("--format", "", "--follow appends matches as JSON lines")
     if checkpoint is not None and (follow == "-" or follow.startswith("tcp://")):
@@ -35,7 +42,8 @@ def run_follow(plan: Path, events: list[str], output: Path, follow: str, trigger
                                 "once read")
     if checkpoint is not None:
         _check_checkpoint_place(checkpoint, follow, output)
-    if checkpoint is None or not (checkpoint / CHECKPOINT_FILE).exists():
+    recorded = checkpoint / (IDENTITY if on_spark else CHECKPOINT_FILE) if checkpoint else None
+    if recorded is None or not recorded.exists():
         _check_new_directory(output, follow)  # else the checkpoint says which output it is
     chosen, loaded = plan_and_workload(plan, workload, trivial=plan_kind is PlanKind.trivial,
                                        warn=warn)
@@ -44,18 +52,26 @@ def run_follow(plan: Path, events: list[str], output: Path, follow: str, trigger
                        "plan_steps": len(chosen.patterns[p.name].detection.steps)}
               for p in loaded.patterns if p.latency is not None}
     output.mkdir(parents=True, exist_ok=True)
-    metrics = follow_stream(data, follow, output, str(plan), trigger=trigger,
-                            progress=not quiet, bounds=bounds, warn=warn,
-                            checkpoint=checkpoint)
+    if on_spark:
+        metrics = follow_on_spark(loaded, chosen, data, str(plan), follow, output, checkpoint,
+                                  trigger=trigger, master=master or "local[*]", quiet=quiet,
+                                  verbose=verbose)
+        metrics["stream"]["latency_bound"] = bounds
+        write_bytes_atomic(output / "metrics.json", json.dumps(metrics, indent=2).encode())
+    else:
+        metrics = follow_stream(data, follow, output, str(plan), trigger=trigger,
+                                progress=not quiet, bounds=bounds, warn=warn,
+                                checkpoint=checkpoint)
     for line in run_warnings(metrics, loaded.options.kleene_cap):
         echo(line, err=True, lines=False)
     stream = metrics["stream"]
     late = sum(stream["late_events"].values())
     if late:
+        aside = output / ("output=late-events" if on_spark else "late-events.jsonl")
         warn(f"{late} late event(s) (more than max_delay behind the latest) written to "
-             f"{output / 'late-events.jsonl'}, not matched")
+             f"{aside}, not matched")
     if not quiet:
-        echo("engine: local (stream)")
+        echo(f"engine: {metrics['engine']} (stream)")
         for line in metrics_lines(metrics, loaded.time_unit):
             echo(line, lines=False)
         for name, figures in stream["detection_latency_seconds"].items():

@@ -17,6 +17,8 @@ def generate_command(
     workload: Path | None = options.workload_option(),
     plan_kind: PlanKind = options.choice(PlanKind.plan, "--plan-kind", "plan: as given; "
                                          "trivial: the unoptimised baseline of its workload."),
+    streaming: bool = typer.Option(False, "--streaming", help="A Structured Streaming job "
+                                   "that follows a directory or a socket (docs/engine.md)."),
     quiet: bool = options.quiet(),
 ) -> None:
     """Write the plan's PySpark job, to run with spark-submit anywhere, without cepplan.
@@ -31,8 +33,19 @@ def generate_command(
     chosen, loaded = plan_and_workload(plan, workload, trivial=trivial, warn=warn)
     target = check_directory_output(output, "generate", [("plan", plan),
                                                          ("workload", loaded.path)])
+    if streaming:
+        from cepplan.engine_adapter.job_spec import job_data
+        from cepplan.engine_adapter.local.follow import check_streamable
+
+        check_streamable(job_data(loaded, chosen, plan_kind=plan_kind.value), str(plan))
     with written_directory(target) as staged:
-        generate(loaded, chosen, staged, plan_kind=plan_kind.value)
-    if not quiet:
+        generate(loaded, chosen, staged, plan_kind=plan_kind.value, streaming=streaming)
+    if quiet:
+        return
+    if streaming:
         echo(f"job written to {output}; run it with:\n  spark-submit --py-files "
-                   f"{output / 'runtime.zip'} {output / 'job.py'} --events EVENTS --out RESULTS")
+             f"{output / 'runtime.zip'} {output / 'job.py'} --follow DIR --out RESULTS "
+             "--checkpoint CHECKPOINT")
+    else:
+        echo(f"job written to {output}; run it with:\n  spark-submit --py-files "
+             f"{output / 'runtime.zip'} {output / 'job.py'} --events EVENTS --out RESULTS")

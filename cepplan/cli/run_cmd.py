@@ -51,7 +51,7 @@ def run_command(
         from cepplan.cli.follow_run import run_follow
 
         run_follow(plan, events, output, follow, trigger, engine, workload, plan_kind,
-                   output_format, quiet, checkpoint)
+                   output_format, quiet, checkpoint, master, verbose)
         return
     if checkpoint is not None:
         raise typer.BadParameter("a checkpoint continues a stream: use it with --follow DIR",

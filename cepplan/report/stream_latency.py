@@ -40,7 +40,8 @@ def read_stream_metrics(path: Path, patterns: list[str]) -> dict[str, Any]:
                 isinstance(figures.get(k), int | float) for k in (*FIGURES, "matches")):
             raise InputError.single(str(path), f"stream.detection_latency_seconds.{name}",
                                     f"expected numbers {', '.join(FIGURES)} and matches")
-    return {"trigger_seconds": stream.get("trigger_seconds"),
+    return {"engine": metrics.get("engine", "local"),
+            "trigger_seconds": stream.get("trigger_seconds"),
             "micro_batches": stream.get("micro_batches"),
             "detection_latency_seconds": latency, "latency_bound": bounds}
 
@@ -59,7 +60,9 @@ def stream_section(stream: Mapping[str, Any], time_unit: str) -> Section:
                    "bound max_time", "bound max_steps", "plan steps"), tuple(rows))
     trigger = stream.get("trigger_seconds")
     return Section("Detection latency on a live stream", "stream-latency", (
-        Note("Measured by `cepplan run --follow`: per match, the wall time it was written "
+        Note("Measured by `cepplan run --follow`"
+             + (" on Spark" if stream.get("engine") == "spark" else "")
+             + ": per match, the wall time it was written "
              "minus the arrival time of the last of its events to arrive"
              + (f", at {trigger:g}-second micro-batches" if trigger else "")
              + ". Beside it the pattern's latency bound from the workload (in event time) "

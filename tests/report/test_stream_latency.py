@@ -17,8 +17,8 @@ BOUNDS = {"account_takeover": {"max_steps": 3, "max_time": None, "plan_steps": 2
           "card_testing": {"max_steps": 3, "max_time": 90.0, "plan_steps": 3}}
 
 
-def _metrics(path, stream):
-    path.write_text(json.dumps({"engine": "local", "rows_read": 10, **(
+def _metrics(path, stream, engine="local"):
+    path.write_text(json.dumps({"engine": engine, "rows_read": 10, **(
         {"stream": stream} if stream is not None else {})}))
     return path
 
@@ -39,6 +39,19 @@ def test_latency_beside_its_bound(tmp_path):
     assert "| 0 | – | – | – | 90 " in rows["card_testing"]
     assert "1.5 s | 2.5 s | 3.5 s" in rows["withdrawal_abroad_after_login"]
     assert "Detection latency on a live stream" in (tmp_path / "report.html").read_text()
+
+
+def test_latency_measured_on_spark_says_so(tmp_path):
+    """A stream on Spark (`--engine spark`): the report names the engine that measured."""
+    metrics = _metrics(tmp_path / "metrics.json", {
+        "trigger_seconds": 1.0, "micro_batches": 7, "detection_latency_seconds": LATENCY,
+        "latency_bound": BOUNDS}, engine="spark")
+    done = cepplan("compare", FRAUD, "--stream-metrics", metrics, "-o",
+                   tmp_path / "report.html", "--time-limit", "2", "-q")
+    assert done.returncode == 0, done.stderr
+    assert "Measured by `cepplan run --follow` on Spark:" in (
+        tmp_path / "report.md").read_text()
+    assert json.loads((tmp_path / "report.json").read_text())["stream"]["engine"] == "spark"
 
 
 def test_metrics_of_a_batch_run(tmp_path):

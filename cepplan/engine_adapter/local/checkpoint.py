@@ -62,9 +62,7 @@ class Checkpoint:
         import pyarrow as pa
 
         try:
-            with pa.ipc.open_file(self.path) as reader:
-                table = reader.read_all()
-            state = json.loads(table.schema.metadata[_META])
+            state = decode(self.path.read_bytes())
         except (OSError, ValueError, KeyError, TypeError, pa.ArrowException) as err:
             raise InputError.single(str(self.path), "", f"is not a cepplan checkpoint "
                                     f"({str(err)[:80]})") from None
@@ -74,24 +72,39 @@ class Checkpoint:
                 raise InputError.single(str(self.path), "", f"was written for another {what} "
                                         f"({state.get(key)!s:.60}); give the same arguments "
                                         "as the run it continues, or a new --checkpoint")
-        state["retained"] = table
         return state
 
     def save(self, matcher: StreamMatcher, lengths: dict[str, int], files: list[str],
              figures: dict[str, int]) -> None:
         """Record the state after a micro-batch whose outputs are on disk at `lengths`."""
-        import pyarrow as pa
-
         state = {**self.identity, "files_read": files, "output_bytes": lengths,
-                 "figures": figures, "matcher": _matcher_state(matcher)}
-        pool, arrived = matcher.retained()
-        table = pa.table({**dict(_to_arrow(n, pool[n]) for n in pool.columns),
-                          _ARRIVED: pa.array(arrived, pa.float64())})
-        table = table.replace_schema_metadata({_META: json.dumps(state)})
-        sink = pa.BufferOutputStream()
-        with pa.ipc.new_file(sink, table.schema) as writer:
-            writer.write_table(table)
-        write_bytes_atomic(self.path, sink.getvalue().to_pybytes())
+                 "figures": figures}
+        write_bytes_atomic(self.path, encode(matcher, state))
+
+
+def encode(matcher: StreamMatcher, state: dict[str, Any]) -> bytes:
+    """The matcher's state (watermark, counts, retained events with their arrival times) and
+    `state` (JSON values) as the bytes of one Arrow IPC file."""
+    import pyarrow as pa
+
+    pool, arrived = matcher.retained()
+    table = pa.table({**dict(_to_arrow(n, pool[n]) for n in pool.columns),
+                      _ARRIVED: pa.array(arrived, pa.float64())})
+    state = {**state, "matcher": _matcher_state(matcher)}
+    table = table.replace_schema_metadata({_META: json.dumps(state)})
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_file(sink, table.schema) as writer:
+        writer.write_table(table)
+    return sink.getvalue().to_pybytes()
+
+
+def decode(blob: bytes) -> dict[str, Any]:
+    """What `encode` wrote, for `restore` (the retained events under "retained")."""
+    import pyarrow as pa
+
+    with pa.ipc.open_file(pa.BufferReader(blob)) as reader:
+        table = reader.read_all()
+    return {**json.loads(table.schema.metadata[_META]), "retained": table}
 
 
 def recorded_files(folder: Path) -> list[str]:

@@ -23,7 +23,7 @@ from cepplan.engine_adapter.local.stream_source import (
     LinesSource,
     connected,
 )
-from cepplan.engine_adapter.runtime.job import job_from_json
+from cepplan.engine_adapter.runtime.job import Job, job_from_json
 from cepplan.errors import InputError
 from cepplan.fileio import write_bytes_atomic
 from cepplan.interrupt import scratch_directory
@@ -40,18 +40,14 @@ def follow_stream(data: dict[str, Any], source: str, out: Path, plan_file: str, 
     at the end, metrics.json in `out` (with `bounds`, the patterns' latency bounds, beside
     the detection latency measured). With `checkpoint` (a directory source), the state is
     recorded there per micro-batch and a killed run continues from it. Returns the metrics."""
-    job = job_from_json(data)
-    if not _streamable(job) or not data.get("reader"):
-        raise InputError.single(plan_file, "", "--follow runs plans whose patterns all have "
-                                "a window and read events only (not another pattern's "
-                                "matches, contexts or consumer queries)")
+    job = check_streamable(data, plan_file)
     reader = data["reader"]
     delay = float(data.get("options", {}).get("max_delay", 0.0))
     positional = not reader["source"].get("id_column")
     matcher = StreamMatcher(job, delay, None, positional_ids=positional)
     meter = _Progress(progress)
     batches = 0
-    with scratch_directory() as spool, _stop_on_signal() as stop:
+    with scratch_directory() as spool, stop_on_signal() as stop:
         feed = _source(source, reader, spool)
         saver = Checkpoint(checkpoint, job_digest(data), source, out) if checkpoint else None
         resumed = saver.load() if saver else None
@@ -70,7 +66,7 @@ def follow_stream(data: dict[str, Any], source: str, out: Path, plan_file: str, 
         matcher.writer = output
         while True:
             for path, arrived in feed.take(trigger):
-                late = matcher.add(_read(path, reader, matcher, warn), arrived)
+                late = matcher.add(read_counted(path, reader, matcher, warn), arrived)
                 if late is not None:
                     output.write_late(late)
                 if isinstance(feed, LinesSource):  # a spooled micro-batch: read, not kept
@@ -98,6 +94,16 @@ def follow_stream(data: dict[str, Any], source: str, out: Path, plan_file: str, 
     return metrics
 
 
+def check_streamable(data: dict[str, Any], plan_file: str) -> Job:
+    """The job of `data`, if a stream can run it (both engines); else an `InputError`."""
+    job = job_from_json(data)
+    if not _streamable(job) or not data.get("reader"):
+        raise InputError.single(plan_file, "", "--follow runs plans whose patterns all have "
+                                "a window and read events only (not another pattern's "
+                                "matches, contexts or consumer queries)")
+    return job
+
+
 def _figures(batches: int, meter: _Progress) -> dict[str, int]:
     """The stream's own figures a checkpoint carries over a restart."""
     return {"micro_batches": batches, "state_rows_max": meter.state_max}
@@ -115,7 +121,8 @@ def _source(source: str, reader: dict[str, Any], spool: Path) -> DirectorySource
     return LinesSource(spool, "." + fmt, header, stream)
 
 
-def _read(path: str, reader: dict[str, Any], matcher: StreamMatcher, warn: Callable):
+def read_counted(path: str, reader: dict[str, Any], matcher: StreamMatcher,
+                 warn: Callable):
     """The file's batches; a file the source cannot read is counted and warned of, and the
     stream goes on."""
     try:
@@ -126,14 +133,15 @@ def _read(path: str, reader: dict[str, Any], matcher: StreamMatcher, warn: Calla
 
 
 @contextmanager
-def _stop_on_signal():
-    """Within the block the first SIGINT / SIGTERM asks the stream to stop (drained, exit 0);
-    a second one interrupts as anywhere else."""
+def stop_on_signal(on_stop: Callable[[], None] = lambda: None):
+    """Within the block the first SIGINT / SIGTERM asks the stream to stop (drained, exit 0;
+    `on_stop` is called in the handler); a second one interrupts as anywhere else."""
     asked: list[int] = []
     previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
 
     def ask(signum: int, _frame: object) -> None:
         asked.append(signum)
+        on_stop()
         for number, handler in previous.items():
             signal.signal(number, handler)
 

@@ -4,28 +4,28 @@ its emit wall time minus the arrival wall time of the last of its events to arri
 
 from __future__ import annotations
 
-import json
-import math
 import os
 import time
 from pathlib import Path
-from typing import Any
 
 import numpy as np
-import orjson
 
 from cepplan.engine_adapter.local.writer import _BackgroundFile
+from cepplan.engine_adapter.runtime.arrivals import (
+    MatchArrivals,
+    late_lines,
+    latency_figures,
+)
 from cepplan.engine_adapter.runtime.job import PartitionOutput
-from cepplan.engine_adapter.runtime.records import ROW_COLUMN, lines_data
+from cepplan.engine_adapter.runtime.records import lines_data
 from cepplan.engine_adapter.runtime.table import Columns
 from cepplan.errors import InputError
-from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_TYPE
 
 MATCHES_FILE = "matches/part-00000.jsonl"
 LATE_FILE = "late-events.jsonl"
 
 
-class StreamOutput:
+class StreamOutput(MatchArrivals):
     """The files of `out`, written as the stream goes: created empty, or with `resume`
     (a checkpoint's lengths per file) cut back to those lengths and appended to. With
     `log`, each match's detection latency is also kept there (pattern number in `patterns`
@@ -34,6 +34,7 @@ class StreamOutput:
     def __init__(self, out: Path, types: dict[str, list[str]],
                  resume: dict[str, int] | None = None, log: Path | None = None,
                  patterns: list[str] | None = None):
+        super().__init__()
         (out / "matches").mkdir(parents=True, exist_ok=True)
         self.out = out
         self.types = types
@@ -60,16 +61,6 @@ class StreamOutput:
             seconds = pairs[pairs[:, 0] == number, 1]
             if len(seconds):
                 self.latency[name] = [seconds]
-        self._ids = np.empty(0, dtype=np.int64)
-        self._times = np.empty(0)
-        self._by_row = np.empty(0)
-
-    def arrivals(self, ids: np.ndarray, times: np.ndarray) -> None:
-        """The events the next matches are made of (the pool, row by row): their ids and
-        arrival wall times."""
-        self._by_row = times
-        order = np.argsort(ids, kind="stable")
-        self._ids, self._times = ids[order], times[order]
 
     def write(self, pattern: str, out: PartitionOutput) -> None:
         """Append one range's matches; record each one's detection latency."""
@@ -79,57 +70,15 @@ class StreamOutput:
         lines = out.matches
         self._matches.write([lines.encode()] if isinstance(lines, str) else
                             list(lines_data(lines)))
-        seconds = emitted - self._completed(out)
+        seconds = emitted - self.completed(out)
         self.latency.setdefault(pattern, []).append(seconds)
         if self._log:
             number = np.full(len(seconds), self.patterns.index(pattern), dtype="<f8")
             self._log.write(np.column_stack([number, seconds]).astype("<f8").tobytes())
 
-    def _completed(self, out: PartitionOutput) -> np.ndarray:
-        """Per match, the arrival wall time of the last of its events to arrive: from the
-        ranks the matcher bound (one look-up per variable), or from the text when the matches
-        came as text only."""
-        if out.found is None:
-            return np.array([self._arrival([e["id"] for bound in
-                                            orjson.loads(text)["events"].values()
-                                            for e in (bound if isinstance(bound, list)
-                                                      else [bound])]).max()
-                             for text in out.texts()])
-        table = out.found.renderer.table
-        rows = table.columns.get(ROW_COLUMN)  # the pool rows, when the matcher kept them
-
-        def arrival(ranks) -> np.ndarray:
-            return (self._by_row[rows[ranks]] if rows is not None
-                    else self._arrival(table.ids[ranks]))
-
-        parts = []
-        for matches in out.found.results:
-            latest = np.full(matches.count, -np.inf)
-            for ranks in matches.single.values():
-                latest = np.maximum(latest, arrival(ranks))
-            for sets in matches.kleene.values():
-                latest = np.maximum(latest, [arrival(list(s)).max() for s in sets])
-            parts.append(latest)
-        return np.concatenate(parts) if parts else np.empty(0)
-
-    def _arrival(self, ids) -> np.ndarray:
-        """The arrival wall time of each event id (of the events given to `arrivals`)."""
-        if not len(self._ids):
-            return np.full(len(ids), time.time())
-        where = np.minimum(np.searchsorted(self._ids, ids), len(self._ids) - 1)
-        return self._times[where]
-
     def write_late(self, late: Columns) -> None:
         """Late events as JSON lines: type, ts, id and the type's attributes."""
-        names, stamps, ids = late[EVENT_TYPE], late[EVENT_TS], late[EVENT_ID]
-        lines = []
-        for i in range(len(late)):
-            event = {"type": str(names[i]), "ts": float(stamps[i]), "id": ids[i].item()}
-            for attr in self.types.get(str(names[i]), ()):
-                if attr in late.data:
-                    event[attr] = _plain(late.data[attr][i])
-            lines.append(json.dumps(event))
-        self._late.write(("\n".join(lines) + "\n").encode())
+        self._late.write(("\n".join(late_lines(late, self.types)) + "\n").encode())
 
     def flush(self) -> None:
         """Hand what was written to the operating system: readers see whole lines."""
@@ -152,14 +101,7 @@ class StreamOutput:
 
     def latency_figures(self) -> dict[str, dict[str, float | int]]:
         """Per pattern: detection latency p50, p99 and max in seconds, and how many matches."""
-        out = {}
-        for pattern, values in self.latency.items():
-            seconds = np.concatenate(values)
-            out[pattern] = {"matches": len(seconds),
-                            "p50": round(float(np.percentile(seconds, 50)), 6),
-                            "p99": round(float(np.percentile(seconds, 99)), 6),
-                            "max": round(float(seconds.max()), 6)}
-        return out
+        return latency_figures({p: np.concatenate(v) for p, v in self.latency.items()})
 
 
 def _cut(path: Path, size: int) -> None:
@@ -172,9 +114,3 @@ def _cut(path: Path, size: int) -> None:
                                 "since; start again with a new output and --checkpoint")
     if path.exists():
         os.truncate(path, size)
-
-
-def _plain(value: Any) -> Any:
-    """A column value as JSON: NumPy scalars as Python ones, NaN as null."""
-    value = value.item() if hasattr(value, "item") else value
-    return None if isinstance(value, float) and math.isnan(value) else value

@@ -56,6 +56,15 @@ SHIPPED = (
     "engine_adapter/local/shared.py",
     "engine_adapter/local/contexts.py",
     "engine_adapter/local/covering_io.py",
+    # the live stream's job: the in-process stream matcher per micro-batch
+    "engine_adapter/spark/stream_job.py",
+    "engine_adapter/spark/stream_state.py",
+    "engine_adapter/local/stream.py",
+    "engine_adapter/local/checkpoint.py",
+    "engine_adapter/local/follow.py",
+    "engine_adapter/local/stream_source.py",
+    "engine_adapter/local/stream_output.py",
+    "engine_adapter/runtime/arrivals.py",
     "limits.py",
     "interrupt.py",
     "terminal.py",
@@ -105,6 +114,7 @@ SHIPPED = (
     "workload/expr/portable.py",
 )
 TEMPLATE = PACKAGE_ROOT / "engine_adapter" / "spark" / "job_template.py"
+STREAM_TEMPLATE = PACKAGE_ROOT / "engine_adapter" / "spark" / "stream_template.py"
 EMPTY_PACKAGES = ("", "engine_adapter", "engine_adapter/local", "engine_adapter/spark",
                   "workload", "workload/expr", "planner", "costmodels", "sources")
 
@@ -138,9 +148,10 @@ def _entry(path: str) -> zipfile.ZipInfo:
 
 
 def generate(workload: Workload, plan: Plan, out_dir: str | Path, *,
-             plan_kind: str = "plan") -> Path:
+             plan_kind: str = "plan", streaming: bool = False) -> Path:
     """Write the job into the new directory `out_dir` (`cepplan generate` stages it and
-    renames it over its output only once everything is written: `outputs.written_directory`)."""
+    renames it over its output only once everything is written: `outputs.written_directory`);
+    `streaming`: the Structured Streaming job (`stream_job`) instead of the batch one."""
     out_dir = Path(out_dir)
     data = job_data(workload, plan, plan_kind=plan_kind)
     out_dir.mkdir(parents=True)
@@ -148,5 +159,5 @@ def generate(workload: Workload, plan: Plan, out_dir: str | Path, *,
     write_bytes_atomic(out_dir / "plan.json", json.dumps(plan.to_json(), indent=2).encode())
     write_bytes_atomic(out_dir / "runtime.zip", runtime_zip())
     write_bytes_atomic(out_dir / "job.py",
-                       TEMPLATE.read_bytes())
+                       (STREAM_TEMPLATE if streaming else TEMPLATE).read_bytes())
     return out_dir

@@ -67,6 +67,24 @@ def submit(job_dir: Path, events: list[str], out: Path, *, master: str = "local[
            conf: Mapping[str, str] | None = None) -> None:
     """Run `job_dir/job.py` on `events`, writing into `out`; raise `JobFailed` on failure.
     `quiet` shows nothing while it runs; `verbose` shows Spark's own log lines too."""
+    _run_job(job_dir, ["--events", *events, "--out", str(out), "--format", output_format],
+             master=master, quiet=quiet, verbose=verbose, conf=conf)
+
+
+def submit_stream(job_dir: Path, follow: str, out: Path, checkpoint: Path, *,
+                  trigger: float = 1.0, master: str = "local[*]", quiet: bool = False,
+                  verbose: bool = False, conf: Mapping[str, str] | None = None) -> None:
+    """Run the streaming job `job_dir/job.py` (`generate(..., streaming=True)`) on `follow`
+    until the stream ends; raise `JobFailed` on failure."""
+    _run_job(job_dir, ["--follow", follow, "--out", str(out), "--checkpoint", str(checkpoint),
+                       "--trigger", str(trigger)], master=master, quiet=quiet,
+             verbose=verbose, conf={"spark.ui.showConsoleProgress": "false", **(conf or {})})
+
+
+def _run_job(job_dir: Path, arguments: list[str], *, master: str, quiet: bool, verbose: bool,
+             conf: Mapping[str, str] | None) -> None:
+    """spark-submit `job_dir/job.py` with `arguments`, its output shown as `quiet` and
+    `verbose` say; `JobFailed` with the cause found in its output on failure."""
     archive = class_archive()  # a fast JVM start (jvm_start)
     if archive.writing is not None and not quiet:
         print("cepplan: this first Spark run also saves Spark's classes for a faster start "
@@ -74,7 +92,7 @@ def submit(job_dir: Path, events: list[str], out: Path, *, master: str = "local[
     command = submit_command(master, archive, {
         "spark.ui.showConsoleProgress": "false" if quiet else "true", **(conf or {})})
     command += ["--py-files", str(job_dir / "runtime.zip"), str(job_dir / "job.py"),
-                "--events", *events, "--out", str(out), "--format", output_format]
+                *arguments]
     if verbose:
         command.append("--verbose")
     env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable)

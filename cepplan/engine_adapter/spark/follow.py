@@ -1,0 +1,58 @@
+"""`cepplan run PLAN --follow SOURCE --engine spark -o DIR`: the Structured Streaming job
+generated and submitted; its checkpoint directory (given, or a scratch one) checked to belong
+to this plan, source and output; the first SIGINT / SIGTERM ends the stream as `_END` does
+(the job processes what arrived, matches it to the end and exits), a second one stops it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from cepplan.engine_adapter.local.follow import check_streamable, stop_on_signal
+from cepplan.engine_adapter.spark.generate import generate
+from cepplan.engine_adapter.spark.stream_job import (
+    END_FOLDER,
+    check_source,
+    claim_checkpoint,
+    write_end_marker,
+)
+from cepplan.engine_adapter.spark.submit import JobFailed, submit_stream
+from cepplan.errors import InputError
+from cepplan.interrupt import scratch_directory
+
+
+def follow_on_spark(loaded, chosen, data: dict[str, Any], plan_file: str, follow: str,
+                    out: Path, checkpoint: Path | None, *, trigger: float, master: str,
+                    quiet: bool, verbose: bool) -> dict[str, Any]:
+    """Run the stream of the job `data` (of `chosen` on `loaded`) on Spark until it ends;
+    returns metrics.json's figures (`out` holds the sink: `output=matches/`,
+    `output=late-events/`, ... and `metrics.json`)."""
+    check_streamable(data, plan_file)
+    if follow == "-":
+        raise InputError.single("--follow", "", "Spark follows a directory or "
+                                "tcp://HOST:PORT, not standard input")
+    check_source(data, follow)
+    with scratch_directory() as scratch:
+        place = checkpoint or scratch / "checkpoint"
+        job = generate(loaded, chosen, scratch / "job", plan_kind=data["plan"]["kind"],
+                       streaming=True)  # its job.json, as the job reads it, is what is claimed
+        claim_checkpoint(place, json.loads((job / "job.json").read_text()), follow, out)
+        ends = place / END_FOLDER
+        ends.mkdir(parents=True, exist_ok=True)
+        try:
+            with stop_on_signal(lambda: write_end_marker(ends, stop=True)):
+                submit_stream(job, follow, out, place, trigger=trigger, master=master,
+                              quiet=quiet, verbose=verbose)
+        except JobFailed:
+            _drop_empty_sink(out)
+            raise
+    return json.loads((out / "metrics.json").read_text())
+
+
+def _drop_empty_sink(out: Path) -> None:
+    """After a job that failed before its sink committed anything (a socket that refused
+    the connection): `out` left empty, as it was, not holding the sink's empty log."""
+    log = out / "_spark_metadata"
+    if log.is_dir() and not any(log.iterdir()) and [p.name for p in out.iterdir()] == [log.name]:
+        log.rmdir()

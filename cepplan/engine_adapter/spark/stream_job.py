@@ -1,0 +1,219 @@
+"""The generated Structured Streaming job (`cepplan generate PLAN --streaming`):
+
+    spark-submit --py-files runtime.zip job.py --follow DIR|tcp://HOST:PORT --out DIR
+        --checkpoint DIR [--trigger SECONDS] [--verbose]
+
+`readStream` of the followed directory (each new file whole) or of a socket (lines), one
+stateful step per micro-batch (`stream_state.StreamStep`: the in-process stream matcher), a
+JSON-lines file sink partitioned by output (`OUT/output=matches/`, `output=late-events/`, ...)
+with its checkpoint in `CHECKPOINT/spark`. The stream ends (matched to the end, as a finished
+file) once a file `_END` appears in the followed directory or a file appears in
+`CHECKPOINT/end/` (what `cepplan run` writes on SIGINT / SIGTERM); `OUT/metrics.json` is then
+written from the outputs the sink committed (docs/engine.md, "Live streams on Spark").
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from pyspark.errors import AnalysisException, StreamingQueryException
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+from pyspark.sql.streaming.state import GroupStateTimeout
+
+from cepplan.engine_adapter.local.checkpoint import job_digest
+from cepplan.engine_adapter.local.stream_source import END_MARKER, tcp_address
+from cepplan.engine_adapter.runtime.arrivals import latency_figures
+from cepplan.engine_adapter.spark.stream_state import (
+    FIGURES,
+    INPUT,
+    LATENCY,
+    OUTPUT,
+    STATE,
+    StreamStep,
+    numbered,
+)
+from cepplan.errors import InputError
+from cepplan.fileio import write_bytes_atomic
+from cepplan.terminal import echo
+
+END_FOLDER = "end"  # in the checkpoint: a file here ends the stream
+IDENTITY = "cepplan-stream.json"  # in the checkpoint: the job, source and output it is for
+STOP_PREFIX = "stop-"  # an end marker written on SIGINT / SIGTERM (else "end-")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the streaming query until the stream ends; exit 2 with one line on bad input."""
+    parser = argparse.ArgumentParser(prog="job.py")
+    parser.add_argument("--job", required=True, help="the job data (job.json)")
+    parser.add_argument("--follow", required=True, help="a directory or tcp://HOST:PORT")
+    parser.add_argument("--out", required=True, help="the sink's directory")
+    parser.add_argument("--checkpoint", required=True, help="the query's checkpoint")
+    parser.add_argument("--trigger", type=float, default=1.0, help="seconds per micro-batch")
+    parser.add_argument("--verbose", action="store_true", help="keep Spark's own log")
+    args = parser.parse_args(argv)
+    with open(args.job, encoding="utf-8") as handle:
+        data = json.load(handle)
+    try:  # before Spark starts
+        check_source(data, args.follow)
+        claim_checkpoint(Path(args.checkpoint), data, args.follow, args.out)
+    except InputError as err:
+        echo(f"error: {err}", err=True)
+        return 2
+    ends = Path(args.checkpoint) / END_FOLDER
+    ends.mkdir(parents=True, exist_ok=True)
+    spark = SparkSession.builder.appName(f"cepplan {data['workload'].get('name', '')} stream") \
+        .config("spark.sql.session.timeZone", "UTC").getOrCreate()
+    if not args.verbose:
+        spark.sparkContext.setLogLevel("ERROR")
+    spark.conf.set("spark.sql.shuffle.partitions", "1")  # the one group of the stream
+    try:
+        query = stream_query(spark, data, args.follow, ends, args.trigger) \
+            .writeStream.format("text").partitionBy("output").outputMode("append") \
+            .option("path", args.out) \
+            .option("checkpointLocation", str(Path(args.checkpoint) / "spark")) \
+            .trigger(processingTime=f"{args.trigger} seconds").start()
+        stopped = _until_the_end(spark, query, args.follow, ends, args.out, args.trigger)
+        metrics = committed_metrics(spark, args.out)
+    except StreamingQueryException as err:
+        if not args.follow.startswith("tcp://") or "Connection refused" not in str(err):
+            raise
+        echo(f"error: {args.follow}: cannot connect: Connection refused", err=True)
+        return 2
+    finally:
+        spark.stop()
+    metrics["stream"]["stopped_by_signal"] = stopped
+    write_bytes_atomic(Path(args.out) / "metrics.json", json.dumps(metrics, indent=2).encode())
+    return 0
+
+
+def check_source(data: dict[str, Any], follow: str) -> None:
+    """An `InputError` for a source the job cannot follow: a local directory that does not
+    exist, a bad TCP address, a workload source not read as lines (Parquet)."""
+    fmt = data["reader"]["source"]["format"]
+    if fmt not in ("csv", "jsonl"):
+        raise InputError.single(follow, "", f"a stream is read as CSV or JSON lines; the "
+                                f"workload's source is {fmt}")
+    if follow.startswith("tcp://"):
+        tcp_address(follow)
+    elif "://" not in follow and not os.path.isdir(follow):
+        raise InputError.single(follow, "", "no such directory to follow"
+                                if not os.path.exists(follow) else "is not a directory")
+
+
+def claim_checkpoint(place: Path, data: dict[str, Any], follow: str, out: str | Path) -> None:
+    """`place` holds the checkpoint of this stream — the job `data` following `follow` into
+    `out` — (a restart) or is new or empty (then it is claimed for it); an `InputError` for
+    anything else."""
+    identity = {"job": job_digest(data), "source": _real(follow), "output": _real(str(out))}
+    if place.exists() and not place.is_dir():
+        raise InputError.single(str(place), "", "is a file; --checkpoint needs a directory")
+    marker = place / IDENTITY
+    if marker.exists():
+        recorded = json.loads(marker.read_text())
+        for key, what in (("job", "plan or workload"), ("source", "followed source"),
+                          ("output", "output directory")):
+            if recorded.get(key) != identity[key]:
+                raise InputError.single(str(place), "", f"was written for another {what}; "
+                                        "give the same arguments as the run it continues, "
+                                        "or a new --checkpoint")
+        return
+    if place.is_dir() and any(place.iterdir()):
+        raise InputError.single(str(place), "", "is not empty and holds no checkpoint of a "
+                                "stream on Spark: give a new or empty directory, or the one "
+                                "of the run to continue")
+    place.mkdir(parents=True, exist_ok=True)
+    write_bytes_atomic(marker, json.dumps(identity).encode())
+
+
+def _real(path: str) -> str:
+    return path if "://" in path else os.path.realpath(path)
+
+
+def stream_query(spark: SparkSession, data: dict[str, Any], follow: str, ends: Path,
+                 trigger: float) -> DataFrame:
+    """The stream's rows (files or socket lines, and the end markers) through the stateful
+    step: rows of (output, JSON line)."""
+    if follow.startswith("tcp://"):
+        host, port = tcp_address(follow)
+        lines = spark.readStream.format("socket").option("host", host) \
+            .option("port", port).option("includeTimestamp", True) \
+            .option("numPartitions", 1).load()  # one partition: the lines in order
+        lines = lines.mapInArrow(numbered, T.StructType([*lines.schema.fields,
+                                                         T.StructField("line", T.LongType())]))
+        events = lines.select(F.lit(0).alias("key"), F.lit("").alias("source"), "line",
+                              F.col("timestamp").cast("double").alias("arrived"),
+                              F.col("value"), F.lit(False).alias("end"))
+    else:
+        events = _whole_files(spark, follow, end=False)
+    both = events.unionByName(_whole_files(spark, str(ends), end=True))
+    return both.select([F.col(f.name).cast(f.dataType) for f in INPUT]).groupBy("key") \
+        .applyInPandasWithState(StreamStep(data, trigger), OUTPUT, STATE, "append",
+                                GroupStateTimeout.NoTimeout)
+
+
+def _whole_files(spark: SparkSession, folder: str, *, end: bool) -> DataFrame:
+    """Each new file of `folder` as one row: its path, modification time and text (names
+    starting with `.` or `_` are not read: write hidden, then rename)."""
+    files = spark.readStream.format("text").option("wholetext", True).load(folder)
+    return files.select(F.lit(0).alias("key"), F.col("_metadata.file_path").alias("source"),
+                        F.lit(0).alias("line"),
+                        F.col("_metadata.file_modification_time").cast("double").alias("arrived"),
+                        F.col("value"), F.lit(end).alias("end"))
+
+
+def _until_the_end(spark: SparkSession, query, follow: str, ends: Path, out: str,
+                   trigger: float) -> bool:
+    """Wait until the stream ends (`_END` in the followed directory, or an end marker) and
+    the micro-batch that processed the marker is committed, then stop the query; whether a
+    signal asked. (`processAllAvailable` can return before that micro-batch runs.)"""
+    while query.isActive:
+        markers = sorted(p.name for p in ends.iterdir() if p.name[:1] not in "._")
+        if not markers and "://" not in follow and (Path(follow) / END_MARKER).exists():
+            write_end_marker(ends, stop=False)
+            continue
+        if markers and _ended(spark, out):
+            query.stop()
+            return markers[0].startswith(STOP_PREFIX)
+        query.awaitTermination(min(trigger, 0.5))
+    if query.exception() is not None:
+        raise query.exception()
+    return False
+
+
+def _ended(spark: SparkSession, out: str) -> bool:
+    """Whether the sink committed the figures of the micro-batch that ended the stream."""
+    try:  # nothing committed yet: no directory, or no `output` partition in it
+        return spark.read.text(out).where(F.col("output") == FIGURES).limit(1).count() > 0
+    except AnalysisException:
+        return False
+
+
+def write_end_marker(ends: Path, *, stop: bool) -> None:
+    """A file in `ends` (hidden, then renamed): the stream's next micro-batch is its last."""
+    name = f"{STOP_PREFIX if stop else 'end-'}{time.time_ns()}.txt"
+    (ends / f".{name}").write_text("end\n")
+    (ends / f".{name}").rename(ends / name)
+
+
+def committed_metrics(spark: SparkSession, out: str) -> dict[str, Any]:
+    """metrics.json from what the sink committed (its log, not every file in `out`): the
+    last micro-batch's figures and each match's detection latency."""
+    rows = spark.read.text(out).where(F.col("output").isin(FIGURES, LATENCY)).toPandas()
+    figures = [json.loads(v) for v in rows.loc[rows["output"] == FIGURES, "value"]]
+    metrics = max(figures, key=lambda f: f["stream"]["micro_batches"])
+    seconds: dict[str, list[float]] = {}
+    for value in rows.loc[rows["output"] == LATENCY, "value"]:
+        pattern, spent = json.loads(value)
+        seconds.setdefault(pattern, []).extend(spent)
+    metrics["stream"]["detection_latency_seconds"] = latency_figures(
+        {pattern: np.array(values) for pattern, values in seconds.items()})
+    return metrics

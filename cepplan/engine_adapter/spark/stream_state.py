@@ -1,0 +1,181 @@
+"""The Structured Streaming job's stateful step: per micro-batch, the in-process stream
+matcher (`local/stream.py`, the same code as `cepplan run --follow`) on what arrived, its
+state in Spark's state store, its output as rows of a JSON-lines file sink.
+
+Shipped in the job's runtime zip. The step runs once per micro-batch on one group that holds
+the whole stream: the files that arrived (each whole, read in name order by the in-process
+reader, so rejects are counted as in a batch run and row ids are positions in arrival order)
+or the lines a socket delivered, and any end-of-stream marker. The matcher's state (the
+watermark, the events of the widest window plus `max_delay`, the counts) is encoded as the
+in-process checkpoint encodes it and kept in the group's state: Spark's checkpoint makes a
+restart continue from the last committed micro-batch, with the sink's log keeping each
+output once (docs/engine.md, "Live streams on Spark").
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+from pyspark.sql import types as T
+
+from cepplan.engine_adapter.local.checkpoint import decode, encode, restore
+from cepplan.engine_adapter.local.engine import _ROWS_READ
+from cepplan.engine_adapter.local.follow import read_counted
+from cepplan.engine_adapter.local.stream import StreamMatcher
+from cepplan.engine_adapter.runtime.arrivals import MatchArrivals, late_lines
+from cepplan.engine_adapter.runtime.job import PartitionOutput, job_from_json
+
+MATCHES, LATE, LATENCY = "matches", "late-events", "latency"
+PROGRESS = "progress"  # per micro-batch, a few figures (small: a stream may run for days)
+FIGURES = "figures"  # metrics.json's figures, once the stream has ended
+# What reaches the step: per file (or socket line) its name ("" for a line), a line's number
+# in its micro-batch (grouping does not keep the order), its arrival wall time, its text, and
+# whether it is the end-of-stream marker
+INPUT = T.StructType([T.StructField("key", T.IntegerType()),
+                      T.StructField("source", T.StringType()),
+                      T.StructField("line", T.LongType()),
+                      T.StructField("arrived", T.DoubleType()),
+                      T.StructField("value", T.StringType()),
+                      T.StructField("end", T.BooleanType())])
+OUTPUT = T.StructType([T.StructField("output", T.StringType()),
+                       T.StructField("value", T.StringType())])
+STATE = T.StructType([T.StructField("matcher", T.BinaryType())])
+
+
+class StreamStep:
+    """The function given to `applyInPandasWithState` (picklable: the job data only)."""
+
+    def __init__(self, data: dict[str, Any], trigger: float):
+        self.data = data
+        self.trigger = trigger
+
+    def __call__(self, _key: tuple, frames: Iterator[pd.DataFrame], state) -> Iterator[
+            pd.DataFrame]:
+        rows = pd.concat(list(frames), ignore_index=True)
+        data, reader = self.data, self.data["reader"]
+        collector = _Collector()
+        job = job_from_json(data)
+        delay = float(data.get("options", {}).get("max_delay", 0.0))
+        matcher = StreamMatcher(job, delay, collector,
+                                positional_ids=not reader["source"].get("id_column"))
+        figures = {"micro_batches": 0, "state_rows_max": 0, "header": None}
+        if state.exists:
+            saved = decode(bytes(state.get[0]))
+            restore(matcher, saved)
+            figures = saved["figures"]
+        files = rows[~rows["end"] & (rows["source"] != "")].sort_values("source", kind="stable")
+        for name, text, arrived in zip(files["source"], files["value"], files["arrived"],
+                                       strict=True):
+            self._add(matcher, collector, name, text.encode(), float(arrived))
+        lines = rows[~rows["end"] & (rows["source"] == "")].sort_values("line")
+        if len(lines):
+            text, figures["header"] = self._lines(list(lines["value"]), figures["header"])
+            self._add(matcher, collector, "socket", text, float(lines["arrived"].max()))
+        final = bool(rows["end"].any())
+        state_rows = matcher.advance(final=final)
+        figures["micro_batches"] += 1
+        figures["state_rows_max"] = max(figures["state_rows_max"], state_rows)
+        state.update((encode(matcher, {"figures": figures}),))
+        collector.add(PROGRESS, [json.dumps(_progress(matcher, figures, state_rows))])
+        if final:
+            collector.add(FIGURES, [json.dumps(self._metrics(matcher, figures))])
+        yield pd.DataFrame({"output": collector.outputs, "value": collector.values})
+
+    def _add(self, matcher: StreamMatcher, collector: _Collector, name: str, text: bytes,
+             arrived: float) -> None:
+        """One arrival read by the in-process reader (spooled to a file of its own); an
+        unreadable one is counted, and the stream goes on."""
+        suffix = "." + self.data["reader"]["source"]["format"]
+        with tempfile.TemporaryDirectory(prefix="cepplan-stream-") as spool:
+            path = os.path.join(spool, os.path.basename(name) + suffix)
+            with open(path, "wb") as handle:
+                handle.write(text)
+            warn = lambda message: _warn(message.replace(path, name))  # noqa: E731
+            late = matcher.add(read_counted(path, self.data["reader"], matcher, warn), arrived)
+        if late is not None:
+            types = {k: list(v) for k, v in self.data["types"].items()}
+            collector.add(LATE, late_lines(late, types))
+
+    def _lines(self, lines: list[str], header: str | None) -> tuple[bytes, str | None]:
+        """A socket's lines as one file's text: the CSV header (the stream's first line,
+        kept in the state) before them."""
+        source = self.data["reader"]["source"]
+        if source["format"] != "csv" or not source.get("header", True):
+            return "".join(f"{line}\n" for line in lines).encode(), header
+        if header is None:
+            header, lines = lines[0], lines[1:]
+        return "".join(f"{line}\n" for line in [header, *lines]).encode(), header
+
+    def _metrics(self, matcher: StreamMatcher, figures: dict[str, Any]) -> dict[str, Any]:
+        """metrics.json's figures (detection latency apart: the driver computes it from the
+        latency rows committed)."""
+        out = matcher.metrics(self.data)
+        out["engine"] = "spark"
+        out["stream"] = {"max_delay": matcher.delay, "trigger_seconds": self.trigger,
+                         "micro_batches": figures["micro_batches"],
+                         "watermark": _finite(matcher.watermark),
+                         "late_events": dict(matcher.late),
+                         "state_rows_max": figures["state_rows_max"]}
+        return out
+
+
+def numbered(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """A micro-batch's socket lines (one partition, in the order received) with their
+    numbers in the `line` column."""
+    count = 0
+    for batch in batches:
+        lines = pa.array(np.arange(count, count + batch.num_rows, dtype=np.int64))
+        count += batch.num_rows
+        yield pa.RecordBatch.from_arrays([*batch.columns, lines],
+                                         names=[*batch.schema.names, "line"])
+
+
+class _Collector(MatchArrivals):
+    """The stream matcher's writer: each match as a line of the sink, and per range the
+    detection latency of its matches as another ([pattern, [seconds, ...]])."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.outputs: list[str] = []
+        self.values: list[str] = []
+
+    def add(self, output: str, values: list[str]) -> None:
+        self.outputs += [output] * len(values)
+        self.values += values
+
+    def write(self, pattern: str, out: PartitionOutput) -> None:
+        if not out.count:
+            return
+        emitted = time.time()
+        self.add(MATCHES, out.texts())
+        seconds = np.round(emitted - self.completed(out), 6)
+        self.add(LATENCY, [json.dumps([pattern, seconds.tolist()])])
+
+
+def _progress(matcher: StreamMatcher, figures: dict[str, Any], state_rows: int
+              ) -> dict[str, Any]:
+    """The stream so far, after a micro-batch: rows read, watermark, matches, late events,
+    the events kept."""
+    return {"micro_batch": figures["micro_batches"],
+            "rows_read": matcher.counts.get(_ROWS_READ, 0),
+            "watermark": _finite(matcher.watermark),
+            "matches": sum(t.matches for t in matcher.totals.values()),
+            "late_events": sum(matcher.late.values()), "state_rows": state_rows}
+
+
+def _warn(text: str) -> None:
+    """A file the stream could not read (counted too): on the job's output."""
+    print(f"warning: {text}", file=sys.stderr, flush=True)
+
+
+def _finite(value: float) -> float | None:
+    return value if np.isfinite(value) else None
