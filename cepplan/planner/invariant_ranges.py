@@ -80,14 +80,16 @@ class Derivation:
 
 @dataclass(frozen=True)
 class PricedPattern:
-    """A multi-step plan of a pattern planned alone by the exact DP, with the other plans of
-    its recorded Pareto front: priced under drifted statistics, one of them cheaper within
-    the latency bound, or the one-step plan cheaper in time on the engine, proves the plan
-    changes without re-running the DP."""
+    """A multi-step plan of a pattern planned alone by the exact DP, with other plans of it:
+    priced under drifted statistics, one of them cheaper within the latency bound, or the
+    one-step plan cheaper in time on the engine, proves the plan changes without re-running
+    the DP. The other plans are those of its recorded Pareto front and each plan a re-plan
+    chose instead of it (the runner-up within its latency is not on the front)."""
 
     pattern: Pattern
     chosen: tuple[frozenset[str], ...]
-    others: tuple[tuple[frozenset[str], ...], ...]
+    # the front's other plans, then each plan a re-plan chose instead (learnt while probing)
+    others: dict[tuple[frozenset[str], ...], None]
 
     def surely_changes(self, derivation: Derivation, statistics: Statistics) -> bool:
         """Whether the planner surely would not keep the chosen plan under `statistics`."""
@@ -117,8 +119,8 @@ def priced_patterns(workload: Workload, plan: Plan) -> dict[str, PricedPattern]:
                 or len(planned.detection.steps) < 2 or pattern.operator == OR
                 or _shares_types(pattern)):
             continue
-        others = tuple(dict.fromkeys(p.steps for p in planned.pareto
-                                     if p.steps != planned.detection.steps))
+        others = dict.fromkeys(p.steps for p in planned.pareto
+                               if p.steps != planned.detection.steps)
         found[pattern.name] = PricedPattern(pattern, planned.detection.steps, others)
     return found
 
@@ -290,7 +292,11 @@ def keeps_steps(derivation: Derivation, names: frozenset[str] | set[str],
     except TimeLimitTooShort:
         raise OutOfTime() from None
     outcome, _ = engine_steps(workload, outcome, derivation.engine, derivation.duration)
-    return all(outcome.chosen[name].steps == derivation.steps[name] for name in names)
+    changed = [name for name in names if outcome.chosen[name].steps != derivation.steps[name]]
+    for name in changed:
+        if name in derivation.priced:
+            derivation.priced[name].others[outcome.chosen[name].steps] = None
+    return not changed
 
 
 def search_margin(sharing: Mapping[str, Any] | None) -> float | None:

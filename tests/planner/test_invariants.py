@@ -78,3 +78,10 @@ def test_every_plan_records_a_range_holding_its_basis_for_every_statistic():
         assert set(section["selectivities"][pattern.name]) == {p.text for p in
                                                               pattern.predicates}
     assert violations(section, workload.statistics) == []
+
+
+def test_a_plan_only_compared_can_be_made_without_them():
+    workload = load_workload(EXAMPLES / "fraud" / "workload.json")
+    plan = optimize(workload, workload.statistics, Settings(time_limit=30),
+                    invariants=False).plan
+    assert plan.invariants is None and "invariants" not in plan.to_json()
