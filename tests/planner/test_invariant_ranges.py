@@ -25,8 +25,9 @@ def _rounded(value: float) -> float:
 
 @st.composite
 def workloads(draw) -> dict:
-    """One or two SEQ/AND patterns over 2-4 distinct types, with a filter, a join condition
-    and a latency bound each maybe, and inline rates and selectivities."""
+    """One or two SEQ/AND patterns over 2-4 distinct types (the second maybe binding the
+    first: a hierarchy), with a filter, a join condition and a latency bound each maybe, and
+    inline rates and selectivities."""
     rates = {t: _rounded(10 ** draw(st.floats(-2, 1))) for t in TYPES}
     patterns, selectivities = [], {}
     for index in range(draw(st.integers(1, 2))):
@@ -34,10 +35,12 @@ def workloads(draw) -> dict:
         types = draw(st.permutations(TYPES))[:size]
         variables = [f"v{i}" for i in range(size)]
         name = f"p{index}"
-        body = {"name": name, "structure": [draw(st.sampled_from(["SEQ", "AND"])),
-                                            *(f"{v}:{t}" for v, t in zip(variables, types,
-                                                                             strict=True))],
-                "within": f"{draw(st.integers(1, 30))}s", "where": []}
+        operands = [f"{v}:{t}" for v, t in zip(variables, types, strict=True)]
+        if index and draw(st.booleans()):  # a hierarchy: the second pattern binds the first
+            operands[-1] = f"{variables[-1]}:p0"
+        body = {"name": name, "structure": [draw(st.sampled_from(["SEQ", "AND"])), *operands],
+                "within": f"{draw(st.integers(1, 30))}s", "where": [],
+                "emit": {"x": f"{variables[0]}.x"}}
         own = {}
         if draw(st.booleans()):
             text = f"{variables[draw(st.integers(0, size - 1))]}.x > 0"
