@@ -14,12 +14,12 @@ from cepplan.planner.candidates import Candidate
 from cepplan.planner.compose import Settings
 from cepplan.planner.deadline import TimeLimitTooShort
 from cepplan.planner.evaluation import NONE, EvaluationSettings
-from cepplan.planner.invariants import basis_statistics
 from cepplan.planner.optimize import optimize
 from cepplan.planner.plan import Plan, plan_from_json
 from cepplan.planner.shared import evaluate_total
 from cepplan.workload.model import Statistics, Workload
-from cepplan.workload.statistics_section import merge_statistics
+from cepplan.workload.paths import json_path
+from cepplan.workload.statistics_section import merge_statistics, read_statistics
 
 KEPT = "the old plan is kept"
 
@@ -63,7 +63,7 @@ def replan(workload: Workload, old_plan: dict, statistics: Statistics, *,
         raise ReplanRefused(f"the plan was made for another workload: {KEPT}", plan_file,
                             "workload.sha256")
     new_statistics = merge_statistics(merge_statistics(workload.statistics,
-                                                       basis_statistics(invariants)),
+                                                       _basis(workload, invariants, plan_file)),
                                       statistics)
     settings = _settings(old, time_limit, seed)
     try:
@@ -86,6 +86,21 @@ def replan(workload: Workload, old_plan: dict, statistics: Statistics, *,
     new_cost = made.outcome.total
     gain = old_cost / new_cost if new_cost > 0 else 1.0
     return Replanned(made.plan, plan_changes(old, made.plan), old_cost, new_cost, gain)
+
+
+def _basis(workload: Workload, invariants: Mapping[str, Any], plan_file: str) -> Statistics:
+    """The statistics the old plan was made from, checked as the workload's own are (known
+    types and patterns, rates within the planner's limit)."""
+    problems: list[Problem] = []
+
+    def error(where: tuple, message: str) -> None:
+        problems.append(Problem(plan_file, json_path(("invariants", "basis", *where)), message))
+
+    basis = read_statistics(invariants["basis"], workload.event_types,
+                            workload.patterns_by_name, workload.time_unit, error)
+    if problems:
+        raise InputError(problems)
+    return basis
 
 
 def plan_changes(old: Plan, new: Plan) -> list[str]:

@@ -101,3 +101,20 @@ def test_statistics_no_plan_meets_the_latency_bound_under_are_refused():
         replan(workload, old, _rates(A=5.0, B=0.001))
     message = str(refused.value)
     assert "latency bound" in message and "the old plan is kept" in message
+
+
+def test_a_basis_beyond_the_planners_limits_is_named():
+    """A plan whose basis was rewritten (its digest too) with a rate the planner never
+    accepts: one error naming the entry, not a planner overflow."""
+    from cepplan.errors import InputError
+    from cepplan.planner.plan import CONTENT_DIGEST, content_digest
+
+    workload = load_workload(FRAUD)
+    old = _plan(workload)
+    old["invariants"]["basis"]["rates"]["PasswordReset"] = 1e300
+    old[CONTENT_DIGEST] = content_digest(old)
+    with pytest.raises(InputError) as refused:
+        replan(workload, old, Statistics())
+    (problem,) = refused.value.problems
+    assert problem.path == "invariants.basis.rates.PasswordReset"
+    assert "at most" in problem.message
