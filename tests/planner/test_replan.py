@@ -103,18 +103,28 @@ def test_statistics_no_plan_meets_the_latency_bound_under_are_refused():
     assert "latency bound" in message and "the old plan is kept" in message
 
 
-def test_a_basis_beyond_the_planners_limits_is_named():
+def test_a_basis_beyond_the_planners_limits_is_named_and_the_old_plan_kept():
     """A plan whose basis was rewritten (its digest too) with a rate the planner never
-    accepts: one error naming the entry, not a planner overflow."""
-    from cepplan.errors import InputError
+    accepts: refused, naming the entry, not a planner overflow."""
     from cepplan.planner.plan import CONTENT_DIGEST, content_digest
 
     workload = load_workload(FRAUD)
     old = _plan(workload)
     old["invariants"]["basis"]["rates"]["PasswordReset"] = 1e300
     old[CONTENT_DIGEST] = content_digest(old)
-    with pytest.raises(InputError) as refused:
+    with pytest.raises(ReplanRefused) as refused:
         replan(workload, old, Statistics())
     (problem,) = refused.value.problems
     assert problem.path == "invariants.basis.rates.PasswordReset"
     assert "at most" in problem.message
+    assert refused.value.message.endswith("the old plan is kept")
+
+
+def test_a_plan_that_does_not_fit_the_workload_is_refused_naming_each_problem(fraud):
+    workload, old = fraud
+    other = {**old, "patterns": {**old["patterns"], "ghost": old["patterns"]["card_testing"]}}
+    with pytest.raises(ReplanRefused) as refused:
+        replan(workload, other, Statistics())
+    assert refused.value.message.startswith("the plan cannot be read (the workload has no "
+                                            "pattern 'ghost')")
+    assert [p.path for p in refused.value.problems] == ["patterns.ghost"]
