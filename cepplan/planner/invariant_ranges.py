@@ -3,13 +3,13 @@ chosen detection plans stay the planner's choice (docs/planner.md, "When a plan 
 holding"; the invariant-based adaptation that seed 004 §6.2.3 cites).
 
 One statistic at a time, the others at their measured value: its value is scaled up and down
-by multiplicative bisection in log space until the choice changes. A probe of a pattern that
-binds no other pattern and that none binds prices its fixed candidates (the plans of its
-recorded Pareto front and the one-step plan) under the scaled statistics; each bound found so
-is then checked by re-planning those patterns with the acquisition's own steps (the DP or the
-heuristics), and searched again that way if the check fails. Patterns in a hierarchy are
-always re-planned, their whole detection-graph component. Beyond `MAX_FACTOR` either way a
-side is unbounded (null). A probe the time limit cuts short leaves the range proved so far.
+by multiplicative bisection in log space until the choice changes. A probe re-plans the
+patterns planned together that the statistic can change (a unit: one pattern, or a whole
+detection-graph component) with the acquisition's own steps; the units are taken in turn,
+each bisected only below the bound the ones before proved. For a pattern planned alone by the
+exact DP, pricing other plans of it first (its recorded front, the plans re-plans chose
+instead) can prove a change without the DP. Beyond `MAX_FACTOR` either way a side is
+unbounded (null). Once the time limit is reached, what is not proved holds at its basis only.
 """
 
 from __future__ import annotations
