@@ -146,8 +146,10 @@ def invariants_pass(request: Any, plan: Plan) -> Plan:
     section, unfinished = invariants_section(derivation, plan.sharing)
     plan = replace(plan, invariants=MappingProxyType(section))
     if unfinished:
-        plan = with_time_note(plan, f"invariants: {unfinished} statistic(s) not analysed in "
-                                    "time hold only at their measured value")
+        every = len(section["rates"]) + sum(map(len, section["selectivities"].values()))
+        plan = with_time_note(plan, f"invariants: {unfinished} of {every} statistics not "
+                                    "analysed in time: re-planning treats any change of "
+                                    "them as a change of the plan's choice")
     return plan
 
 
