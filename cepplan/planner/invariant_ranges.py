@@ -243,24 +243,56 @@ def _side(derivation: Derivation, statistic: Statistic, limit: float) -> float |
     """The bound towards `limit` (a factor of the basis), None when every plan holds there.
     The patterns planned together (a unit) are taken in turn, each tested at the bound the
     units before proved, and bisected below it only when it fails there."""
-    basis = statistic.basis
     reach, bounded = limit, False
     for unit in dict.fromkeys(derivation.linked[name] for name in sorted(statistic.patterns)):
-        priced = [derivation.priced[n] for n in unit if n in derivation.priced]
-
-        def holds(factor: float, unit: frozenset[str] = unit,
-                  priced: list[PricedPattern] = priced) -> bool:
-            statistics = statistic.at(derivation.statistics, basis * factor)
-            if time.perf_counter() > derivation.deadline:
-                raise OutOfTime()
-            if any(p.surely_changes(derivation, statistics) for p in priced):
-                return False
-            return keeps_steps(derivation, unit, statistics)
-
-        if holds(reach):
+        probe = _Probe(derivation, statistic, unit)
+        if probe.holds(reach):
             continue
-        reach, bounded = _bound(holds, reach), True
-    return basis * reach if bounded else None
+        reach, bounded = probe.bound(reach), True
+    return statistic.basis * reach if bounded else None
+
+
+@dataclass(frozen=True)
+class _Probe:
+    """Whether one unit keeps its plans with the statistic scaled by a factor."""
+
+    derivation: Derivation
+    statistic: Statistic
+    unit: frozenset[str]
+
+    def at(self, factor: float) -> Statistics:
+        if time.perf_counter() > self.derivation.deadline:
+            raise OutOfTime()
+        return self.statistic.at(self.derivation.statistics, self.statistic.basis * factor)
+
+    @property
+    def priced(self) -> PricedPattern | None:
+        (name, *more) = self.unit
+        return None if more else self.derivation.priced.get(name)
+
+    def replanned(self, factor: float) -> bool:
+        return keeps_steps(self.derivation, self.unit, self.at(factor))
+
+    def priced_holds(self, factor: float) -> bool:
+        priced = self.priced
+        return priced is None or not priced.surely_changes(self.derivation, self.at(factor))
+
+    def holds(self, factor: float) -> bool:
+        return self.priced_holds(factor) and self.replanned(factor)
+
+    def bound(self, outside: float) -> float:
+        """The farthest factor proved to hold towards `outside`, where the unit does not.
+        A priced pattern is bisected by pricing alone, the DP then checking the bound found
+        (a plan it chooses instead is priced from then on); a unit that pricing cannot
+        settle is bisected by re-planning."""
+        while self.priced is not None:
+            inside = _bound(self.priced_holds, outside)
+            if inside == 1.0 or self.replanned(inside):
+                return inside
+            if self.priced_holds(inside):  # pricing does not see what the DP chose
+                return _bound(self.replanned, inside)
+            outside = inside
+        return _bound(self.holds, outside)
 
 
 def _bound(holds: Callable[[float], bool], outside: float) -> float:
@@ -293,11 +325,13 @@ def keeps_steps(derivation: Derivation, names: frozenset[str] | set[str],
         return False
     except TimeLimitTooShort:
         raise OutOfTime() from None
+    acquired = outcome.chosen
     outcome, _ = engine_steps(workload, outcome, derivation.engine, derivation.duration)
     changed = [name for name in names if outcome.chosen[name].steps != derivation.steps[name]]
-    for name in changed:
+    for name in changed:  # what was chosen instead, before and after the engine's check
         if name in derivation.priced:
-            derivation.priced[name].others[outcome.chosen[name].steps] = None
+            others = derivation.priced[name].others
+            others.update(dict.fromkeys((acquired[name].steps, outcome.chosen[name].steps)))
     return not changed
 
 
