@@ -128,3 +128,32 @@ def test_a_plan_that_does_not_fit_the_workload_is_refused_naming_each_problem(fr
     assert refused.value.message.startswith("the plan cannot be read (the workload has no "
                                             "pattern 'ghost')")
     assert [p.path for p in refused.value.problems] == ["patterns.ghost"]
+
+
+def _planned(plan) -> dict:
+    """A plan document without what depends on the clock (seconds spent, the search's
+    trace of times)."""
+    document = plan.to_json()
+    document.pop("provenance")
+    if "sharing" in document:
+        document["sharing"] = {k: v for k, v in document["sharing"].items()
+                               if k not in ("search", "trace")}
+    return document
+
+
+def test_the_same_seed_gives_the_same_plan(fraud):
+    workload, old = fraud
+    drifted = _rates(PasswordReset=3.0, Login=0.05)
+    first, second = (replan(workload, old, drifted, seed=7) for _ in range(2))
+    assert _planned(first.plan) == _planned(second.plan)
+    assert (first.changes, first.gain) == (second.changes, second.gain)
+
+
+def test_a_time_limit_already_spent_still_gives_a_plan_for_every_pattern(fraud):
+    """Anytime: each pattern gets at least its one-step plan, and the modelled costs and
+    gain are those of the plan made."""
+    workload, old = fraud
+    done = replan(workload, old, _rates(PasswordReset=3.0, Login=0.05), time_limit=1e-9)
+    assert set(done.plan.patterns) == set(old["patterns"])
+    assert all("time limit" in p.solver for p in done.plan.patterns.values())
+    assert done.gain == pytest.approx(done.old_cost / done.new_cost)
