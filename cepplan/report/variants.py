@@ -39,7 +39,7 @@ def contexts_comparison(workload: Workload, statistics: Statistics, settings: Se
     deadline = time.perf_counter() + settings.time_limit
     parts = 1 + len(section["groups"])
     independent = optimize(independent_workload(workload), statistics, settings, stats_file,
-                           deadline=share_of(deadline, parts))
+                           deadline=share_of(deadline, parts), invariants=False)
     plan = independent.plan
     names = [p.name for p in workload.patterns]
     groups, per_pattern = [], {n: [] for n in names}
