@@ -16,6 +16,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.csv as pa_csv
 
+from cepplan.sources.csv_lines import GOOD, MALFORMED, last_line, line_problem, runs, text_lines
 from cepplan.sources.text_input import (
     LineTooLong,
     first_line,
@@ -124,12 +125,43 @@ def _csv_file(file: str, text: bytes | None, names: list[str], needed: list[str]
 def _csv_block(lines: bytes, names: list[str], needed: list[str], header: int, start: int
                ) -> Iterator[tuple[tuple[pa.Table, np.ndarray, np.ndarray], int]]:
     """One block of whole CSV lines parsed (pyarrow over bytes in memory): each batch with
-    its malformed rows interleaved, and the position after it; `start`: the rows before."""
-    bad: list[int] = []  # positions in the file of malformed rows not yet emitted
+    its malformed rows interleaved, and the position after it; `start`: the rows before.
+    A row is one line, as Spark reads: when a parsed row ran over a line break (a quote left
+    open, an escaped line break), the block is parsed again around each such line, which
+    becomes a rejected row of its own (`csv_lines`)."""
+    batches, bad, spans = _parse_csv(lines, names, needed, header, start)
+    if not spans:
+        yield from _interleaved(batches, bad, start, needed)
+        return
+    position = start
+    for part, problem in runs(lines, header):
+        if problem == GOOD:
+            batches, bad, _ = _parse_csv(part, names, needed, header, position)
+            for item in _interleaved(batches, bad, position, needed):
+                yield item
+                position = item[1]
+        else:
+            yield _with_malformed(_no_rows(needed), [(position, problem)], position,
+                                  position + 1, needed), position + 1
+            position += 1
+        header = 0
+
+
+def _parse_csv(lines: bytes, names: list[str], needed: list[str], header: int, start: int
+               ) -> tuple[list[pa.RecordBatch], list[tuple[int, int]], bool]:
+    """The block's batches, its malformed rows (position in the file, `MALFORMED`), and
+    whether some row ran over a line break (fewer rows than lines of text, a malformed row
+    holding a line break, or the block's last line leaving a quote open)."""
+    bad: list[tuple[int, int]] = []  # malformed rows: (position in the file, problem)
+    rows = header  # rows the parser saw, the blank ones too
+    broken = False  # a malformed row holding a line break
 
     def invalid(row: Any) -> str:
+        nonlocal rows, broken
+        rows += 1
+        broken = broken or "\n" in row.text or "\r" in row.text
         if row.text.strip():  # row.number counts non-blank lines from 1, header included
-            bad.append(start + row.number - 1 - header)
+            bad.append((start + row.number - 1 - header, MALFORMED))
         return "skip"
 
     reader = pa_csv.open_csv(
@@ -141,30 +173,47 @@ def _csv_block(lines: bytes, names: list[str], needed: list[str], header: int, s
         convert_options=pa_csv.ConvertOptions(
             include_columns=needed, column_types={n: pa.string() for n in needed},
             strings_can_be_null=True, null_values=[""], quoted_strings_can_be_null=True))
+    batches = list(reader)
+    rows += sum(batch.num_rows for batch in batches)
+    spans = broken or rows != text_lines(lines) or line_problem(last_line(lines)) != GOOD
+    return batches, bad, spans
+
+
+def _interleaved(batches: list[pa.RecordBatch], bad: list[tuple[int, int]], start: int,
+                 needed: list[str]
+                 ) -> Iterator[tuple[tuple[pa.Table, np.ndarray, np.ndarray], int]]:
+    """Each batch with the malformed rows among its positions, and the position after it."""
     position = start
-    for batch in reader:
+    for batch in batches:
         end, taken = position + batch.num_rows, 0
-        while taken < len(bad) and bad[taken] < end:  # interleave the malformed rows
+        while taken < len(bad) and bad[taken][0] < end:  # interleave the malformed rows
             end, taken = end + 1, taken + 1
         yield _with_malformed(pa.Table.from_batches([batch]), bad[:taken], position, end,
                               needed), end
         del bad[:taken]
         position = end
     if bad:
-        yield (_with_malformed(pa.table({n: pa.array([], pa.string()) for n in needed}), bad,
-                               position, bad[-1] + 1, needed), bad[-1] + 1)
+        yield (_with_malformed(_no_rows(needed), bad, position, bad[-1][0] + 1, needed),
+               bad[-1][0] + 1)
 
 
-def _with_malformed(good: pa.Table, malformed: list[int], start: int, end: int,
+def _no_rows(needed: list[str]) -> pa.Table:
+    return pa.table({n: pa.array([], pa.string()) for n in needed})
+
+
+def _with_malformed(good: pa.Table, malformed: list[tuple[int, int]], start: int, end: int,
                     needed: list[str]) -> tuple[pa.Table, np.ndarray, np.ndarray]:
     """Good rows and NULL rows standing for the malformed ones, with their positions: the
-    malformed rows' own, the good rows' the others of [start, end) in order."""
+    malformed rows' own, the good rows' the others of [start, end) in order; and each row's
+    line problem (`csv_lines`: `GOOD` for the good rows)."""
     span = np.arange(start, end, dtype=np.int64)
-    is_bad = np.isin(span, np.asarray(malformed, dtype=np.int64))
+    where = np.asarray([p for p, _ in malformed], dtype=np.int64)
+    is_bad = np.isin(span, where)
     nulls = pa.table({n: pa.nulls(len(malformed), pa.string()) for n in needed})
     table = pa.concat_tables([good.select(needed), nulls])
-    flags = np.concatenate([np.zeros(good.num_rows, bool), np.ones(len(malformed), bool)])
-    return table, flags, np.concatenate([span[~is_bad], span[is_bad]])
+    problems = np.concatenate([np.zeros(good.num_rows, np.int8),
+                               np.asarray([c for _, c in malformed], dtype=np.int8)])
+    return table, problems, np.concatenate([span[~is_bad], where])
 
 
 def _json_text(value: Any) -> str | None:
@@ -194,17 +243,17 @@ def _json_batches(files: list[str], source: Mapping[str, Any], needed: list[str]
         where["file"] = file
         for lines in line_blocks(open_text(file), batch_bytes):
             values: dict[str, list] = {n: [] for n in needed}
-            malformed: list[bool] = []
+            malformed: list[int] = []
             for line in lines:
                 if not line.strip():
                     continue
                 record = _json_record(line)
-                malformed.append(record is None)
+                malformed.append(MALFORMED if record is None else GOOD)
                 for name in needed:
                     values[name].append(None if record is None
                                         else _json_text(record.get(name)))
             yield (pa.table({n: pa.array(v, pa.string()) for n, v in values.items()}),
-                   np.array(malformed, dtype=bool),
+                   np.array(malformed, dtype=np.int8),
                    np.arange(offset, offset + len(malformed), dtype=np.int64))
             offset += len(malformed)
 
@@ -261,7 +310,7 @@ def _parquet_batches(files: list[str], needed: list[str], attr_types: Mapping[st
             for batch in reader.iter_batches(batch_size=BATCH_ROWS, columns=needed,
                                              row_groups=[group]):
                 table = pa.Table.from_batches([batch])
-                yield (table, np.zeros(len(table), dtype=bool),
+                yield (table, np.zeros(len(table), dtype=np.int8),
                        np.arange(offset, offset + len(table), dtype=np.int64))
                 offset += len(table)
 

@@ -30,6 +30,7 @@ from pyspark.sql import types as T
 from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_TYPE, merged_attribute_types
 from cepplan.workload.durations import SECONDS_PER_UNIT
 from cepplan.workload.input_files import (
+    UNCLOSED_QUOTE_LINE,
     InputFileError,
     column_problem,
     content_problem,
@@ -40,6 +41,7 @@ from cepplan.workload.input_files import (
 
 REJECT = "__reject"
 REJECT_MALFORMED = "malformed row"
+REJECT_QUOTE = "unclosed quote"  # a CSV line whose quote is still open at its end
 REJECT_TYPE_MISSING = "missing type"
 REJECT_TYPE_UNKNOWN = "unknown type"
 REJECT_TIME = "missing or unparsable time"
@@ -115,6 +117,8 @@ def reject_reasons(source: Mapping[str, Any],
     them all in one aggregate, without grouping the rows)."""
     attr_types = merged_attribute_types(attributes.values())
     reasons = [REJECT_MALFORMED, REJECT_TYPE_MISSING, REJECT_TYPE_UNKNOWN, REJECT_TIME]
+    if source["format"] == "csv":
+        reasons.append(REJECT_QUOTE)
     if source.get("id_column"):
         reasons.append(REJECT_ID)
     reasons += [_missing_key(k) for k in source.get("key_columns", ()) if k not in attr_types]
@@ -322,7 +326,10 @@ def _reject_column(raw: DataFrame, source: Mapping[str, Any],
     A check that cannot fire (a column in `no_nulls`, read as it is stored) is left out."""
     reasons: list[Column] = []
     if _CORRUPT in raw.columns:
-        reasons.append(F.when(F.col(_CORRUPT).isNotNull(), F.lit(REJECT_MALFORMED)))
+        corrupt = F.col(_CORRUPT)
+        if source["format"] == "csv":
+            reasons.append(F.when(corrupt.rlike(UNCLOSED_QUOTE_LINE), F.lit(REJECT_QUOTE)))
+        reasons.append(F.when(corrupt.isNotNull(), F.lit(REJECT_MALFORMED)))
     type_value = out[EVENT_TYPE]
     if source.get("type_column") not in no_nulls:  # a fixed type, or a column with NULLs
         reasons.append(F.when(type_value.isNull(), F.lit(REJECT_TYPE_MISSING)))

@@ -1,0 +1,66 @@
+"""Lines of CSV text that would run on into the next: a quote left open at the line's end, or
+a backslash escaping the line break. Spark reads every line alone; pyarrow's parser, given a
+block of lines, ran such a field on to the block's end (the rows after it vanished), so the
+CSV reader checks each block and parses around those lines, each one rejected and counted.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+import numpy as np
+
+from cepplan.workload.input_files import ESCAPED_LINE_BREAK, UNCLOSED_QUOTE_LINE
+
+# Codes of a row's line problem, as the readers hand them on; their reasons in `LINE_PROBLEMS`.
+GOOD, MALFORMED, UNCLOSED_QUOTE = 0, 1, 2
+LINE_PROBLEMS = {MALFORMED: "malformed row", UNCLOSED_QUOTE: "unclosed quote"}
+
+_UNCLOSED = re.compile(UNCLOSED_QUOTE_LINE.encode())
+_ESCAPED_BREAK = re.compile(ESCAPED_LINE_BREAK.encode())
+_BREAKS = b"\r\n"
+
+
+def line_problem(line: bytes) -> int:
+    """`UNCLOSED_QUOTE`, `MALFORMED` (a backslash before the line break) or `GOOD`, for one
+    line without its line break."""
+    if _UNCLOSED.match(line):
+        return UNCLOSED_QUOTE
+    return MALFORMED if _ESCAPED_BREAK.match(line) else GOOD
+
+
+def text_lines(block: bytes) -> int:
+    """How many lines of `block` hold more than line breaks (`\\n`, `\\r`, `\\r\\n`, as
+    pyarrow's parser ends lines): the rows a parse that keeps each line apart gives."""
+    data = np.frombuffer(block, np.uint8)
+    if not len(data):
+        return 0
+    breaks = (data == 10) | (data == 13)
+    return int(np.count_nonzero(~breaks[1:] & breaks[:-1])) + int(not breaks[0])
+
+
+def last_line(block: bytes) -> bytes:
+    """The last line of `block` holding more than line breaks (b"" when none)."""
+    text = block.rstrip(_BREAKS)
+    return text[max(text.rfind(b"\n"), text.rfind(b"\r")) + 1:]
+
+
+def runs(block: bytes, header: int) -> Iterator[tuple[bytes, int]]:
+    """`block` cut around its problem lines: (lines, `GOOD`) for each run of good lines (with
+    their line breaks), (the line, its problem) for each other; the first `header` text
+    lines count as good."""
+    good: list[bytes] = []
+    for line in block.splitlines(keepends=True):
+        text = line.rstrip(_BREAKS)
+        problem = line_problem(text) if text and header <= 0 else GOOD
+        header -= bool(text)
+        if problem == GOOD:
+            good.append(line)
+            continue
+        if good:
+            yield b"".join(good), GOOD
+            good = []
+        yield text, problem
+    if good:
+        yield b"".join(good), GOOD
