@@ -16,7 +16,15 @@ import orjson
 import pyarrow as pa
 import pyarrow.csv as pa_csv
 
-from cepplan.sources.csv_lines import GOOD, MALFORMED, last_line, line_problem, runs, text_lines
+from cepplan.sources.csv_lines import (
+    GOOD,
+    MALFORMED,
+    all_lines,
+    last_line,
+    line_problem,
+    runs,
+    text_lines,
+)
 from cepplan.sources.text_input import (
     LineTooLong,
     first_line,
@@ -175,7 +183,8 @@ def _parse_csv(lines: bytes, names: list[str], needed: list[str], header: int, s
             strings_can_be_null=True, null_values=[""], quoted_strings_can_be_null=True))
     batches = list(reader)
     rows += sum(batch.num_rows for batch in batches)
-    spans = broken or rows != text_lines(lines) or line_problem(last_line(lines)) != GOOD
+    spans = (broken or line_problem(last_line(lines)) != GOOD
+             or (rows != all_lines(lines) and rows != text_lines(lines)))
     return batches, bad, spans
 
 
