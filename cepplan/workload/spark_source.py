@@ -27,7 +27,13 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_TYPE, merged_attribute_types
+from cepplan.workload.columns import (
+    EVENT_ID,
+    EVENT_TS,
+    EVENT_TYPE,
+    EVENT_ZONE,
+    merged_attribute_types,
+)
 from cepplan.workload.durations import SECONDS_PER_UNIT
 from cepplan.workload.input_files import (
     UNCLOSED_QUOTE_LINE,
@@ -68,7 +74,8 @@ class SourceError(ValueError):
 
 def read_events(spark: SparkSession, paths: str | Sequence[str], source: Mapping[str, Any],
                 attributes: Mapping[str, Mapping[str, str]], time_unit: str, *,
-                positions: str = "exact", no_nulls: Collection[str] = ()) -> DataFrame:
+                positions: str = "exact", no_nulls: Collection[str] = (),
+                zoned: bool = False) -> DataFrame:
     """Read `paths` as `source` says (format doc, "source") into the canonical columns.
 
     `attributes` maps each known event type to {attribute: double|long|string|bool}; rows of
@@ -78,6 +85,8 @@ def read_events(spark: SparkSession, paths: str | Sequence[str], source: Mapping
     `no_nulls`: input columns known to hold no NULL (e.g. by the Parquet footers' null
     counts); their NULL checks are left out of `__reject`, so a job that needs only the
     reject reason does not read an attribute column the checks would otherwise touch.
+    `zoned` (the `time_format` reads a zone offset): also `__zone`, each time's offset as
+    written (int32, seconds east of UTC), so that matches write their times back in it.
     """
     if time_unit not in SECONDS_PER_UNIT:
         raise SourceError(f"unknown time_unit {time_unit!r}")
@@ -101,6 +110,8 @@ def read_events(spark: SparkSession, paths: str | Sequence[str], source: Mapping
         out[key] = F.col(key).cast("string")
     for attr, kind in attr_types.items():
         out[attr] = _cast_column(raw, attr, SPARK_TYPES[kind])
+    if zoned and source.get("time_format"):
+        out[EVENT_ZONE] = _zone_column(source)
     out[REJECT] = _reject_column(raw, source, attributes, attr_types, keys, out,
                                  set(no_nulls))
     return raw.select([column.alias(name) for name, column in out.items()])
@@ -296,6 +307,17 @@ def _time_column(raw: DataFrame, source: Mapping[str, Any], time_unit: str) -> C
     # beyond MAX_TIME (1e300, say) later casts to whole steps overflow: such a row is unusable
     usable = value.isNotNull() & ~F.isnan(value) & (F.abs(value) <= MAX_TIME)
     return F.when(usable, value)
+
+
+def _zone_column(source: Mapping[str, Any]) -> Column:
+    """Each time's zone offset as written, in seconds east of UTC (int; 0 where the time does
+    not parse): its wall-clock reading less its instant (the session's time zone is UTC)."""
+    text = F.col(source.get("time_column", "ts")).cast("string")
+    pattern = F.lit(source["time_format"])
+    instant = F.try_to_timestamp(text, pattern)
+    wall = F.to_timestamp_ntz(text, pattern).cast(T.TimestampType())  # read where it parses
+    offset = (F.unix_micros(wall) - F.unix_micros(instant)) / F.lit(1_000_000)
+    return F.coalesce(F.when(instant.isNotNull(), offset), F.lit(0)).cast(T.IntegerType())
 
 
 def _position_column(spark: SparkSession, raw: DataFrame, positions: str) -> Column:
