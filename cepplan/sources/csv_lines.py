@@ -54,21 +54,24 @@ def last_line(block: bytes) -> bytes:
     return block[max(block.rfind(b"\n", 0, end), block.rfind(b"\r", 0, end)) + 1:end]
 
 
-def runs(block: bytes, header: int) -> Iterator[tuple[bytes, int]]:
-    """`block` cut around its problem lines: (lines, `GOOD`) for each run of good lines (with
-    their line breaks), (the line, its problem) for each other; the first `header` text
-    lines count as good."""
+def runs(block: bytes, header: int) -> Iterator[tuple[bytes, int, int]]:
+    """`block` cut around its problem lines: (lines, `GOOD`, rows) for each run of good lines
+    (with their line breaks), (the line, its problem, 1) for each other; rows are the lines
+    holding more than blanks, the first `header` of them (good) not counted."""
     good: list[bytes] = []
+    rows = 0
     for line in block.splitlines(keepends=True):
         text = line.rstrip(_BREAKS)
-        problem = line_problem(text) if text and header <= 0 else GOOD
-        header -= bool(text)
+        filled = bool(text.strip())
+        problem = line_problem(text) if filled and header <= 0 else GOOD
         if problem == GOOD:
             good.append(line)
+            rows += filled and header <= 0
+            header -= filled
             continue
         if good:
-            yield b"".join(good), GOOD
-            good = []
-        yield text, problem
+            yield b"".join(good), GOOD, rows
+            good, rows = [], 0
+        yield text, problem, 1
     if good:
-        yield b"".join(good), GOOD
+        yield b"".join(good), GOOD, rows

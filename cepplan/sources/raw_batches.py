@@ -135,41 +135,54 @@ def _csv_block(lines: bytes, names: list[str], needed: list[str], header: int, s
     """One block of whole CSV lines parsed (pyarrow over bytes in memory): each batch with
     its malformed rows interleaved, and the position after it; `start`: the rows before.
     A row is one line, as Spark reads: when a parsed row ran over a line break (a quote left
-    open, an escaped line break), the block is parsed again around each such line, which
-    becomes a rejected row of its own (`csv_lines`)."""
+    open, an escaped line break), the block is parsed again without each such line, which
+    becomes a rejected row at its own position (`csv_lines`)."""
     batches, bad, spans = _parse_csv(lines, names, needed, header, start)
-    if not spans:
-        yield from _interleaved(batches, bad, start, needed)
-        return
-    position = start
-    for part, problem in runs(lines, header):
+    if spans:
+        batches, bad = _parse_apart(lines, names, needed, header, start)
+    yield from _interleaved(batches, bad, start, needed)
+
+
+def _parse_apart(lines: bytes, names: list[str], needed: list[str], header: int, start: int
+                 ) -> tuple[list[pa.RecordBatch], list[tuple[int, int]]]:
+    """The block's good lines parsed together (none leaves anything open), and the malformed
+    rows: theirs and the problem lines, each at its position in the file."""
+    good: list[bytes] = []
+    apart: list[tuple[int, int]] = []  # (rows of the block before it, problem)
+    rows = 0
+    for part, problem, count in runs(lines, header):
         if problem == GOOD:
-            batches, bad, _ = _parse_csv(part, names, needed, header, position)
-            for item in _interleaved(batches, bad, position, needed):
-                yield item
-                position = item[1]
+            good.append(part)
         else:
-            yield _with_malformed(_no_rows(needed), [(position, problem)], position,
-                                  position + 1, needed), position + 1
-            position += 1
-        header = 0
+            apart.append((rows, problem))
+        rows += count
+    text = b"".join(good)
+    batches, bad, _ = _parse_csv(text, names, needed, header, 0) if text else ([], [], False)
+    before = np.array([p for p, _ in apart]) - np.arange(len(apart))  # good rows before each
+    moved = [(start + row + int(np.searchsorted(before, row, side="right")), problem)
+             for row, problem in bad]
+    return batches, sorted(moved + [(start + row, problem) for row, problem in apart])
 
 
 def _parse_csv(lines: bytes, names: list[str], needed: list[str], header: int, start: int
                ) -> tuple[list[pa.RecordBatch], list[tuple[int, int]], bool]:
     """The block's batches, its malformed rows (position in the file, `MALFORMED`), and
     whether some row ran over a line break (fewer rows than lines of text, a malformed row
-    holding a line break, or the block's last line leaving a quote open)."""
+    holding a line break, or the block's last line leaving a quote open). Lines of blanks
+    are no rows (as in Spark), though pyarrow numbers them."""
     bad: list[tuple[int, int]] = []  # malformed rows: (position in the file, problem)
     rows = header  # rows the parser saw, the blank ones too
+    blank = 0  # lines of blanks the parser numbered
     broken = False  # a malformed row holding a line break
 
     def invalid(row: Any) -> str:
-        nonlocal rows, broken
+        nonlocal rows, blank, broken
         rows += 1
         broken = broken or "\n" in row.text or "\r" in row.text
-        if row.text.strip():  # row.number counts non-blank lines from 1, header included
-            bad.append((start + row.number - 1 - header, MALFORMED))
+        if row.text.strip():  # row.number counts non-empty lines from 1, header included
+            bad.append((start + row.number - 1 - header - blank, MALFORMED))
+        else:
+            blank += 1
         return "skip"
 
     reader = pa_csv.open_csv(
@@ -191,7 +204,8 @@ def _parse_csv(lines: bytes, names: list[str], needed: list[str], header: int, s
 def _interleaved(batches: list[pa.RecordBatch], bad: list[tuple[int, int]], start: int,
                  needed: list[str]
                  ) -> Iterator[tuple[tuple[pa.Table, np.ndarray, np.ndarray], int]]:
-    """Each batch with the malformed rows among its positions, and the position after it."""
+    """Each batch with the malformed rows among its positions, and the position after it
+    (the good rows fill the others in order)."""
     position = start
     for batch in batches:
         end, taken = position + batch.num_rows, 0

@@ -29,6 +29,8 @@ ROWS = st.lists(st.tuples(FIELDS, FIELDS, FIELDS), min_size=1, max_size=25)
 # where a row's line goes wrong: (row, field opened with a quote never closed) or an escape
 DAMAGE = st.lists(st.tuples(st.integers(0, 24), st.sampled_from([0, 1, 2, "escape"])),
                   max_size=6)
+BLANKS = st.lists(st.tuples(st.integers(0, 25), st.sampled_from(["", "  ", "\t"])),
+                  max_size=4)
 
 
 def _line(fields: tuple[str, ...]) -> str:
@@ -65,11 +67,16 @@ def _read(text: bytes, block: int) -> tuple[list, list[int]]:
 
 
 @settings(max_examples=200, deadline=None)
-@given(ROWS, DAMAGE, st.integers(8, 200), st.booleans())
-def test_each_damaged_line_is_its_own_rejected_row(rows, damage, block, final_break):
+@given(ROWS, DAMAGE, BLANKS, st.integers(8, 200), st.booleans())
+def test_each_damaged_line_is_its_own_rejected_row(rows, damage, blanks, block, final_break):
+    """... and lines of blanks anywhere are no rows (as Spark skips them): the rows after
+    one keep their positions (a malformed row after one took the next row's)."""
     broken = {row: where for row, where in damage if row < len(rows)}
     lines = [_damaged(r, broken[i]) if i in broken else _line(r) for i, r in enumerate(rows)]
-    text = "\n".join([",".join(NAMES), *lines]) + ("\n" if final_break else "")
+    written = list(lines)
+    for at, blank in sorted(blanks, reverse=True):
+        written.insert(min(at, len(written)), blank)
+    text = "\n".join([",".join(NAMES), *written]) + ("\n" if final_break else "")
     expected_rows, expected_problems = [], []
     for i, line in enumerate(lines):
         if i in broken:
