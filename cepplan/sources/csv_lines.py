@@ -7,7 +7,7 @@ CSV reader checks each block and parses around those lines, each one rejected an
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 import numpy as np
 
@@ -28,6 +28,20 @@ def line_problem(line: bytes) -> int:
     if _UNCLOSED.match(line):
         return UNCLOSED_QUOTE
     return MALFORMED if _ESCAPED_BREAK.match(line) else GOOD
+
+
+def first_unclosed_quote(blocks: Iterable[bytes]) -> int | None:
+    """The 1-based number (blank lines counted, as an editor numbers them) of the first line
+    of `blocks` (whole lines in order, the header included) leaving a quote open; None if
+    none."""
+    before = 0
+    for block in blocks:
+        lines = block.split(b"\n")
+        for number, line in enumerate(lines):
+            if b'"' in line and line_problem(line.rstrip(b"\r")) == UNCLOSED_QUOTE:
+                return before + number + 1
+        before += len(lines) - 1
+    return None
 
 
 def text_lines(block: bytes) -> int:

@@ -167,8 +167,9 @@ def _parse_apart(lines: bytes, names: list[str], needed: list[str], header: int,
 def _parse_csv(lines: bytes, names: list[str], needed: list[str], header: int, start: int
                ) -> tuple[list[pa.RecordBatch], list[tuple[int, int]], bool]:
     """The block's batches, its malformed rows (position in the file, `MALFORMED`), and
-    whether some row ran over a line break (fewer rows than lines of text, a malformed row
-    holding a line break, or the block's last line leaving a quote open). Lines of blanks
+    whether some row may have run over a line break (fewer rows than lines of text, a
+    malformed row holding a line break, a backslash before one, or the block's last line
+    leaving a quote open). Lines of blanks
     are no rows (as in Spark), though pyarrow numbers them."""
     bad: list[tuple[int, int]] = []  # malformed rows: (position in the file, problem)
     rows = header  # rows the parser saw, the blank ones too
@@ -196,7 +197,8 @@ def _parse_csv(lines: bytes, names: list[str], needed: list[str], header: int, s
             strings_can_be_null=True, null_values=[""], quoted_strings_can_be_null=True))
     batches = list(reader)
     rows += sum(batch.num_rows for batch in batches)
-    spans = (broken or line_problem(last_line(lines)) != GOOD
+    spans = (broken or b"\\\n" in lines or b"\\\r" in lines  # an escaped line break
+             or line_problem(last_line(lines)) != GOOD
              or (rows != all_lines(lines) and rows != text_lines(lines)))
     return batches, bad, spans
 
