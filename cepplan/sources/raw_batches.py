@@ -197,9 +197,10 @@ def _parse_csv(lines: bytes, names: list[str], needed: list[str], header: int, s
             strings_can_be_null=True, null_values=[""], quoted_strings_can_be_null=True))
     batches = list(reader)
     rows += sum(batch.num_rows for batch in batches)
-    spans = (broken or b"\\\n" in lines or b"\\\r" in lines  # an escaped line break
-             or line_problem(last_line(lines)) != GOOD
-             or (rows != all_lines(lines) and rows != text_lines(lines)))
+    spans = (b'"' in lines or b"\\" in lines) and (  # else nothing runs on
+        broken or b"\\\n" in lines or b"\\\r" in lines  # an escaped line break
+        or line_problem(last_line(lines)) != GOOD
+        or (rows != all_lines(lines) and rows != text_lines(lines)))
     return batches, bad, spans
 
 
