@@ -17,8 +17,8 @@ from cepplan.engine_adapter.local.engine import run_local_job
 from cepplan.engine_adapter.spark import job as spark_job
 from cepplan.planner.compose import Settings
 from cepplan.planner.optimize import optimize
-from cepplan.stats.time_format import parse_times
-from cepplan.stats.time_text import offset_text
+from cepplan.sources.time_format import parse_times
+from cepplan.sources.time_text import offset_text
 from cepplan.workload import load_workload
 from tests.engine.parquet_reference import expected_rows, json_matches, parquet_rows
 from tests.engine.test_parquet_matches import (
