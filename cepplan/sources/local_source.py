@@ -31,6 +31,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from cepplan.sources.csv_lines import LINE_PROBLEMS, MALFORMED, UNCLOSED_QUOTE
 from cepplan.sources.raw_batches import BATCH_ROWS, SourceError, raw_batches, row_columns
 from cepplan.sources.text_input import LineTooLong
 from cepplan.sources.time_format import TimeFormatError, has_zone, zoned_time_parser
@@ -44,7 +45,8 @@ if TYPE_CHECKING:  # imported where a pandas frame is built
 
 # The reasons of spark_source.py, word for word (a test holds them equal).
 REJECT = "__reject"
-REJECT_MALFORMED = "malformed row"
+REJECT_MALFORMED = LINE_PROBLEMS[MALFORMED]
+REJECT_QUOTE = LINE_PROBLEMS[UNCLOSED_QUOTE]
 REJECT_TYPE_MISSING = "missing type"
 REJECT_TYPE_UNKNOWN = "unknown type"
 REJECT_TIME = "missing or unparsable time"
@@ -259,7 +261,8 @@ def _reasons(batch: Canonical, raw: pa.Table, malformed: np.ndarray,
                 texts.append(text)
             code[free] = texts.index(text)
 
-    mark(malformed, REJECT_MALFORMED)
+    for problem, reason in LINE_PROBLEMS.items():  # `malformed`: each row's line problem
+        mark(malformed == problem, reason)
     type_codes = batch.type_codes
     type_missing = type_codes < 0
     mark(type_missing, REJECT_TYPE_MISSING)

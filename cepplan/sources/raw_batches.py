@@ -16,6 +16,15 @@ import orjson
 import pyarrow as pa
 import pyarrow.csv as pa_csv
 
+from cepplan.sources.csv_lines import (
+    GOOD,
+    MALFORMED,
+    all_lines,
+    last_line,
+    line_problem,
+    runs,
+    text_lines,
+)
 from cepplan.sources.text_input import (
     LineTooLong,
     first_line,
@@ -124,12 +133,57 @@ def _csv_file(file: str, text: bytes | None, names: list[str], needed: list[str]
 def _csv_block(lines: bytes, names: list[str], needed: list[str], header: int, start: int
                ) -> Iterator[tuple[tuple[pa.Table, np.ndarray, np.ndarray], int]]:
     """One block of whole CSV lines parsed (pyarrow over bytes in memory): each batch with
-    its malformed rows interleaved, and the position after it; `start`: the rows before."""
-    bad: list[int] = []  # positions in the file of malformed rows not yet emitted
+    its malformed rows interleaved, and the position after it; `start`: the rows before.
+    A row is one line, as Spark reads: when a parsed row ran over a line break (a quote left
+    open, an escaped line break), the block is parsed again without each such line, which
+    becomes a rejected row at its own position (`csv_lines`)."""
+    batches, bad, spans = _parse_csv(lines, names, needed, header, start)
+    if spans:
+        batches, bad = _parse_apart(lines, names, needed, header, start)
+    yield from _interleaved(batches, bad, start, needed)
+
+
+def _parse_apart(lines: bytes, names: list[str], needed: list[str], header: int, start: int
+                 ) -> tuple[list[pa.RecordBatch], list[tuple[int, int]]]:
+    """The block's good lines parsed together (none leaves anything open), and the malformed
+    rows: theirs and the problem lines, each at its position in the file."""
+    good: list[bytes] = []
+    apart: list[tuple[int, int]] = []  # (rows of the block before it, problem)
+    rows = 0
+    for part, problem, count in runs(lines, header):
+        if problem == GOOD:
+            good.append(part)
+        else:
+            apart.append((rows, problem))
+        rows += count
+    text = b"".join(good)
+    batches, bad, _ = _parse_csv(text, names, needed, header, 0) if text else ([], [], False)
+    before = np.array([p for p, _ in apart]) - np.arange(len(apart))  # good rows before each
+    moved = [(start + row + int(np.searchsorted(before, row, side="right")), problem)
+             for row, problem in bad]
+    return batches, sorted(moved + [(start + row, problem) for row, problem in apart])
+
+
+def _parse_csv(lines: bytes, names: list[str], needed: list[str], header: int, start: int
+               ) -> tuple[list[pa.RecordBatch], list[tuple[int, int]], bool]:
+    """The block's batches, its malformed rows (position in the file, `MALFORMED`), and
+    whether some row may have run over a line break (fewer rows than lines of text, a
+    malformed row holding a line break, a backslash before one, or the block's last line
+    leaving a quote open). Lines of blanks
+    are no rows (as in Spark), though pyarrow numbers them."""
+    bad: list[tuple[int, int]] = []  # malformed rows: (position in the file, problem)
+    rows = header  # rows the parser saw, the blank ones too
+    blank = 0  # lines of blanks the parser numbered
+    broken = False  # a malformed row holding a line break
 
     def invalid(row: Any) -> str:
-        if row.text.strip():  # row.number counts non-blank lines from 1, header included
-            bad.append(start + row.number - 1 - header)
+        nonlocal rows, blank, broken
+        rows += 1
+        broken = broken or "\n" in row.text or "\r" in row.text
+        if row.text.strip():  # row.number counts non-empty lines from 1, header included
+            bad.append((start + row.number - 1 - header - blank, MALFORMED))
+        else:
+            blank += 1
         return "skip"
 
     reader = pa_csv.open_csv(
@@ -141,30 +195,51 @@ def _csv_block(lines: bytes, names: list[str], needed: list[str], header: int, s
         convert_options=pa_csv.ConvertOptions(
             include_columns=needed, column_types={n: pa.string() for n in needed},
             strings_can_be_null=True, null_values=[""], quoted_strings_can_be_null=True))
+    batches = list(reader)
+    rows += sum(batch.num_rows for batch in batches)
+    spans = (b'"' in lines or b"\\" in lines) and (  # else nothing runs on
+        broken or b"\\\n" in lines or b"\\\r" in lines  # an escaped line break
+        or line_problem(last_line(lines)) != GOOD
+        or (rows != all_lines(lines) and rows != text_lines(lines)))
+    return batches, bad, spans
+
+
+def _interleaved(batches: list[pa.RecordBatch], bad: list[tuple[int, int]], start: int,
+                 needed: list[str]
+                 ) -> Iterator[tuple[tuple[pa.Table, np.ndarray, np.ndarray], int]]:
+    """Each batch with the malformed rows among its positions, and the position after it
+    (the good rows fill the others in order)."""
     position = start
-    for batch in reader:
+    for batch in batches:
         end, taken = position + batch.num_rows, 0
-        while taken < len(bad) and bad[taken] < end:  # interleave the malformed rows
+        while taken < len(bad) and bad[taken][0] < end:  # interleave the malformed rows
             end, taken = end + 1, taken + 1
         yield _with_malformed(pa.Table.from_batches([batch]), bad[:taken], position, end,
                               needed), end
         del bad[:taken]
         position = end
     if bad:
-        yield (_with_malformed(pa.table({n: pa.array([], pa.string()) for n in needed}), bad,
-                               position, bad[-1] + 1, needed), bad[-1] + 1)
+        yield (_with_malformed(_no_rows(needed), bad, position, bad[-1][0] + 1, needed),
+               bad[-1][0] + 1)
 
 
-def _with_malformed(good: pa.Table, malformed: list[int], start: int, end: int,
+def _no_rows(needed: list[str]) -> pa.Table:
+    return pa.table({n: pa.array([], pa.string()) for n in needed})
+
+
+def _with_malformed(good: pa.Table, malformed: list[tuple[int, int]], start: int, end: int,
                     needed: list[str]) -> tuple[pa.Table, np.ndarray, np.ndarray]:
     """Good rows and NULL rows standing for the malformed ones, with their positions: the
-    malformed rows' own, the good rows' the others of [start, end) in order."""
+    malformed rows' own, the good rows' the others of [start, end) in order; and each row's
+    line problem (`csv_lines`: `GOOD` for the good rows)."""
     span = np.arange(start, end, dtype=np.int64)
-    is_bad = np.isin(span, np.asarray(malformed, dtype=np.int64))
+    where = np.asarray([p for p, _ in malformed], dtype=np.int64)
+    is_bad = np.isin(span, where)
     nulls = pa.table({n: pa.nulls(len(malformed), pa.string()) for n in needed})
     table = pa.concat_tables([good.select(needed), nulls])
-    flags = np.concatenate([np.zeros(good.num_rows, bool), np.ones(len(malformed), bool)])
-    return table, flags, np.concatenate([span[~is_bad], span[is_bad]])
+    problems = np.concatenate([np.zeros(good.num_rows, np.int8),
+                               np.asarray([c for _, c in malformed], dtype=np.int8)])
+    return table, problems, np.concatenate([span[~is_bad], where])
 
 
 def _json_text(value: Any) -> str | None:
@@ -194,17 +269,17 @@ def _json_batches(files: list[str], source: Mapping[str, Any], needed: list[str]
         where["file"] = file
         for lines in line_blocks(open_text(file), batch_bytes):
             values: dict[str, list] = {n: [] for n in needed}
-            malformed: list[bool] = []
+            malformed: list[int] = []
             for line in lines:
                 if not line.strip():
                     continue
                 record = _json_record(line)
-                malformed.append(record is None)
+                malformed.append(MALFORMED if record is None else GOOD)
                 for name in needed:
                     values[name].append(None if record is None
                                         else _json_text(record.get(name)))
             yield (pa.table({n: pa.array(v, pa.string()) for n, v in values.items()}),
-                   np.array(malformed, dtype=bool),
+                   np.array(malformed, dtype=np.int8),
                    np.arange(offset, offset + len(malformed), dtype=np.int64))
             offset += len(malformed)
 
@@ -261,7 +336,7 @@ def _parquet_batches(files: list[str], needed: list[str], attr_types: Mapping[st
             for batch in reader.iter_batches(batch_size=BATCH_ROWS, columns=needed,
                                              row_groups=[group]):
                 table = pa.Table.from_batches([batch])
-                yield (table, np.zeros(len(table), dtype=bool),
+                yield (table, np.zeros(len(table), dtype=np.int8),
                        np.arange(offset, offset + len(table), dtype=np.int64))
                 offset += len(table)
 

@@ -30,9 +30,15 @@ from cepplan.stats.keyed import keyed_patterns, keyed_section
 from cepplan.stats.model_choice import choose_model
 from cepplan.stats.rejected_rows import rejection_advice
 from cepplan.stats.row_estimate import estimate_type_counts
-from cepplan.stats.scan import COUNT, STEP, EventScan, SampleBlocks
+from cepplan.stats.scan import COUNT, STEP, EventScan, SampleBlocks, StepCounts
 from cepplan.stats.selectivity import estimate_pattern
-from cepplan.stats.step_counts import block_counts, count_histogram, transition_counts
+from cepplan.stats.step_counts import (
+    OrderedSteps,
+    StepArrays,
+    ordered_block_counts,
+    ordered_histogram,
+    ordered_transition_counts,
+)
 from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_TYPE, merged_attribute_types
 from cepplan.workload.expr.ast import Attr, KleeneRef, walk
 from cepplan.workload.model import Pattern, Workload
@@ -174,26 +180,23 @@ def _canonical_order(columns: dict[str, Any], others: list[str]) -> np.ndarray:
     return np.lexsort((columns[EVENT_ID], content, type_rank, times))
 
 
-def _row_summary(grouped: pd.DataFrame, where: str, strict: bool,
+def _row_summary(counted: pd.DataFrame | StepCounts, where: str, strict: bool,
                  advice: Callable[[dict[str, int]], str]
-                 ) -> tuple[dict[str, Any], dict[str, pd.DataFrame]]:
+                 ) -> tuple[dict[str, Any], dict[str, OrderedSteps]]:
     """Rows read, rejected by reason (unknown type names listed), and per valid type its
-    event count per occupied time step; `InputError` with `advice` (what to fix, for the
-    reasons) when no row is usable, or any is rejected with `strict`."""
-    read = int(grouped[COUNT].sum())
+    occupied time steps and their event counts; `InputError` with `advice` (what to fix, for
+    the reasons) when no row is usable, or any is rejected with `strict`."""
+    if isinstance(counted, pd.DataFrame):
+        counted = _cut_by_type(counted)
+    bad, per_type = counted.rejected, counted.per_type
+    read = int(bad[COUNT].sum()) + sum(s.events for s in per_type.values())
     if read == 0:
         raise InputError.single(where, "", "the input has no rows")
-    rejected_rows = grouped[REJECT].notna().to_numpy()
-    bad = grouped[rejected_rows]
     reasons = {str(k): int(v) for k, v in bad.groupby(REJECT, observed=True)[COUNT].sum()
                .items()}
     unknown_rows = bad[bad[REJECT] == REJECT_TYPE_UNKNOWN]
     unknown = {str(k): int(v) for k, v in unknown_rows.groupby(EVENT_TYPE, observed=True)
                [COUNT].sum().sort_values(ascending=False).items()}
-    valid = _positions(~rejected_rows)
-    per_type = _steps_per_type(grouped[EVENT_TYPE].array[valid],
-                               _integers(grouped[STEP].array[valid].to_numpy()),
-                               _integers(grouped[COUNT].to_numpy()[valid]))
     rejected = sum(reasons.values())
     summary = ", ".join(f"{k}: {v}" for k, v in sorted(reasons.items(), key=lambda kv: -kv[1]))
     if unknown:
@@ -207,10 +210,20 @@ def _row_summary(grouped: pd.DataFrame, where: str, strict: bool,
                                 "them")
     rows = {"read": read, "valid": read - rejected, "rejected": rejected,
             "reasons": reasons, "unknown_types": dict(list(unknown.items())[:20]),
-            "types": {name: int(f[COUNT].sum()) for name, f in per_type.items()},
-            "_first_step": min(int(f[STEP].iloc[0]) for f in per_type.values()),
-            "_last_step": max(int(f[STEP].iloc[-1]) for f in per_type.values())}
+            "types": {name: steps.events for name, steps in per_type.items()},
+            "_first_step": min(steps.first for steps in per_type.values()),
+            "_last_step": max(steps.last for steps in per_type.values())}
     return rows, per_type
+
+
+def _cut_by_type(grouped: pd.DataFrame) -> StepCounts:
+    """The whole per-step table (an engine's aggregation) as `StepCounts`."""
+    rejected_rows = grouped[REJECT].notna().to_numpy()
+    valid = _positions(~rejected_rows)
+    per_type = _steps_per_type(grouped[EVENT_TYPE].array[valid],
+                               _integers(grouped[STEP].array[valid].to_numpy()),
+                               _integers(grouped[COUNT].to_numpy()[valid]))
+    return StepCounts(grouped.loc[rejected_rows, [REJECT, EVENT_TYPE, COUNT]], per_type)
 
 
 def _positions(mask: np.ndarray) -> slice | np.ndarray:
@@ -228,15 +241,16 @@ def _integers(values: np.ndarray) -> np.ndarray:
 
 
 def _steps_per_type(types: ArrayLike, steps: np.ndarray,
-                    counts: np.ndarray) -> dict[str, pd.DataFrame]:
+                    counts: np.ndarray) -> dict[str, OrderedSteps]:
     """Per type name (in name order), its occupied steps in order and their counts."""
     codes, names = _name_codes(types)
     order = _order_by_type_and_step(codes, len(names), steps)
     if order is not None:
         codes, steps, counts = codes[order], steps[order], counts[order]
     bounds = np.searchsorted(codes, np.arange(len(names) + 1))
-    return {name: pd.DataFrame({STEP: steps[low:high], COUNT: counts[low:high]}, copy=False)
-            for name, low, high in zip(names, bounds[:-1], bounds[1:], strict=True)}
+    return {name: StepArrays(steps[low:high], counts[low:high])
+            for name, low, high in zip(names, bounds[:-1], bounds[1:], strict=True)
+            if high > low}
 
 
 def _name_codes(types: ArrayLike) -> tuple[np.ndarray, list[str]]:
@@ -278,7 +292,7 @@ def _order_by_type_and_step(codes: np.ndarray, types: int,
     return np.lexsort((steps, codes))
 
 
-def _types(per_type: dict[str, pd.DataFrame], t_first: float, span: float,
+def _types(per_type: dict[str, OrderedSteps], t_first: float, span: float,
            time_step: float) -> dict[str, dict[str, Any]]:
     """Rate = count / observed span (the steps from the first to the last occupied one), with a
     batch-means 95 % interval: the span is cut into
@@ -287,12 +301,11 @@ def _types(per_type: dict[str, pd.DataFrame], t_first: float, span: float,
     block_length = span / RATE_BLOCKS
     quantile = float(special.stdtrit(RATE_BLOCKS - 1, 0.975))  # t quantile
     out = {}
-    for name, frame in per_type.items():
-        blocks = block_counts(frame[STEP].to_numpy(), frame[COUNT].to_numpy(), time_step,
-                              t_first, block_length, RATE_BLOCKS)
+    for name, steps in per_type.items():
+        blocks = ordered_block_counts(steps, time_step, t_first, block_length, RATE_BLOCKS)
         per_block = blocks / block_length
         half = quantile * per_block.std(ddof=1) / math.sqrt(RATE_BLOCKS)
-        n = int(frame[COUNT].sum())
+        n = steps.events
         rate = n / span
         out[name] = {"count": n, "rate": rate,
                      "rate_ci95": [max(0.0, float(rate - half)), float(rate + half)],
@@ -300,14 +313,14 @@ def _types(per_type: dict[str, pd.DataFrame], t_first: float, span: float,
     return out
 
 
-def _occurrence(per_type: dict[str, pd.DataFrame], first: int, last: int, time_step: float,
+def _occurrence(per_type: dict[str, OrderedSteps], first: int, last: int, time_step: float,
                 order: int) -> dict[str, dict[str, Any]]:
     """Per type: count histogram and order-m transition counts, then the model choice."""
     out = {}
-    for name, frame in per_type.items():
-        transitions = transition_counts(frame[STEP].to_numpy(), first, last, order)
-        out[name] = choose_model(last - first + 1, count_histogram(frame[COUNT].to_numpy()),
-                                 transitions, time_step)
+    for name, steps in per_type.items():
+        transitions = ordered_transition_counts(steps, first, last, order)
+        out[name] = choose_model(last - first + 1, ordered_histogram(steps), transitions,
+                                 time_step)
     return out
 
 

@@ -21,8 +21,8 @@ from cepplan.errors import InputError
 from cepplan.sources.local_source import REJECT, Canonical, SourceError, batch_frame, read_canonical
 from cepplan.stats.block_sample import covers, in_blocks
 from cepplan.stats.freed_memory import return_freed_memory
-from cepplan.stats.scan import COUNT, STEP, SampleBlocks
-from cepplan.stats.step_tally import StepTally, narrow
+from cepplan.stats.scan import COUNT, SampleBlocks, StepCounts
+from cepplan.stats.step_tally import StepTally
 from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_TYPE
 from cepplan.workload.model import Workload
 from cepplan.workload.source_spec import reader_arguments
@@ -59,7 +59,7 @@ class LocalScan:
             raise InputError.single(err.path or ", ".join(self._paths), "",
                                     err.message) from None
 
-    def step_counts(self, time_step: float, presample: list[SampleBlocks]) -> pd.DataFrame:
+    def step_counts(self, time_step: float, presample: list[SampleBlocks]) -> StepCounts:
         steps, rejected = StepTally(), Counter()
         groups = _GroupTally(self._group_columns)
         kept = 0
@@ -82,9 +82,7 @@ class LocalScan:
                 else:
                     self._kept = None
         self._counted = groups.total()
-        table = _step_table(steps, rejected)
-        return_freed_memory()  # the tally's, copied into the table
-        return table
+        return _step_counts(steps, rejected)
 
     def groups_and_sample(self, blocks: list[SampleBlocks], group_columns: list[str],
                           attributes: list[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -143,44 +141,16 @@ def _reject_pairs(batch: Canonical, bad: np.ndarray) -> dict[tuple[str, str | No
             for v, c in zip(values, counts, strict=True)}
 
 
-def _step_table(steps: StepTally, rejected: Counter) -> pd.DataFrame:
-    """The table of `EventScan.step_counts` from the tallies: type and reason categoricals,
-    the rejected rows first (no step), then each type's steps in order."""
-    sizes = [steps.size(code) for code in range(len(steps.names))]
-    total = len(rejected) + sum(sizes)
-    names = sorted({*steps.names, *(t for _, t in rejected if t is not None)})
-    name_code = {name: code for code, name in enumerate(names)}
+def _step_counts(steps: StepTally, rejected: Counter) -> StepCounts:
+    """`EventScan.step_counts` from the tallies: the rejected rows per (reason, type) with
+    type and reason categoricals, and each type's steps as the tally keeps them."""
+    names = sorted({t for _, t in rejected if t is not None})
     reasons = sorted({r for r, _ in rejected})
-    type_codes = np.empty(total, dtype=_code_type(len(names)))
-    step_values = np.zeros(total, dtype=steps.step_type())
-    counts = np.empty(total, dtype=np.result_type(
-        steps.count_type(), narrow(np.array([*rejected.values()], dtype=np.int64))))
-    at = len(rejected)
-    for (_, name), count, index in zip(rejected, rejected.values(), range(at), strict=True):
-        type_codes[index] = -1 if name is None else name_code[name]
-        counts[index] = count
-    for code in sorted(range(len(steps.names)), key=steps.names.__getitem__):  # in name
-        type_codes[at:at + sizes[code]] = name_code[steps.names[code]]  # order, as the
-        # summary takes them
-        for type_steps, type_counts in steps.drain(code):
-            step_values[at:at + len(type_steps)], counts[at:at + len(type_steps)] = \
-                type_steps, type_counts
-            at += len(type_steps)
-    reject_codes = np.full(total, -1, dtype=_code_type(len(reasons)))
-    reason_code = {reason: code for code, reason in enumerate(reasons)}
-    reject_codes[:len(rejected)] = [reason_code[r] for r, _ in rejected]
-    missing = np.zeros(total, dtype=bool)
-    missing[:len(rejected)] = True
-    return pd.DataFrame({
-        REJECT: pd.Categorical.from_codes(reject_codes, reasons),
-        EVENT_TYPE: pd.Categorical.from_codes(type_codes, names),
-        STEP: pd.arrays.IntegerArray(step_values, missing),
-        COUNT: counts}, copy=False)
-
-
-def _code_type(categories: int) -> np.dtype:
-    """The smallest integer type of the codes of `categories` categories (and -1)."""
-    return np.min_scalar_type(-categories - 1)
+    table = pd.DataFrame({
+        REJECT: pd.Categorical([r for r, _ in rejected], reasons),
+        EVENT_TYPE: pd.Categorical([t for _, t in rejected], names),
+        COUNT: np.array([*rejected.values()], dtype=np.int64)})
+    return StepCounts(table, steps.ordered())
 
 
 class _GroupTally:

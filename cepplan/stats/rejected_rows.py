@@ -10,7 +10,13 @@ import re
 from collections.abc import Mapping, Sequence
 
 from cepplan.errors import InputError
-from cepplan.sources.local_source import REJECT_TIME, REJECT_TYPE_UNKNOWN, first_unparsed_time
+from cepplan.sources.csv_lines import first_unclosed_quote
+from cepplan.sources.local_source import (
+    REJECT_QUOTE,
+    REJECT_TIME,
+    REJECT_TYPE_UNKNOWN,
+    first_unparsed_time,
+)
 from cepplan.sources.time_format import TimeFormatError, parse_times
 from cepplan.workload.model import Workload
 
@@ -47,7 +53,11 @@ def rejection_advice(reasons: Mapping[str, int], paths: Sequence[str],
                      workload: Workload) -> str:
     """What to fix, as text to append to the rejection's message ("" when the reasons do not
     say): for unparsable times, the first such value and the `time_format` it needs."""
-    if not reasons.get(REJECT_TIME) or workload.source is None:
+    if workload.source is None:
+        return ""
+    if reasons.get(REJECT_QUOTE):
+        return _unclosed_quote(paths)
+    if not reasons.get(REJECT_TIME):
         return ""
     example = _first_unparsed_time(paths, workload)
     if example is None:
@@ -79,6 +89,21 @@ def suggested_time_format(text: str, time_unit: str) -> str | None:
     except TimeFormatError:
         return None
     return pattern if parsed[0] == parsed[0] else None  # NaN: it does not parse
+
+
+def _unclosed_quote(paths: Sequence[str]) -> str:
+    """Where the first line leaving a quote open is ("" when the input is not local)."""
+    if any("://" in p for p in paths):
+        return ""
+    from cepplan.sources.local_source import expand_paths
+    from cepplan.sources.text_input import open_text, text_blocks
+
+    for path in expand_paths(paths):
+        line = first_unclosed_quote(text_blocks(open_text(path), 1 << 20))
+        if line is not None:
+            return (f": line {line} of {path} opens a quote it does not close (close it, or "
+                    "write a quote inside a value as \\\")")
+    return ""
 
 
 def _first_unparsed_time(paths: Sequence[str], workload: Workload) -> str | None:

@@ -10,6 +10,8 @@ from typing import Protocol
 
 import pandas as pd
 
+from cepplan.stats.step_counts import OrderedSteps
+
 COUNT = "__n"  # counts (attribute names cannot begin with "__")
 STEP = "__step"
 
@@ -26,16 +28,27 @@ class SampleBlocks:
     seed: int
 
 
+@dataclass
+class StepCounts:
+    """The per-step table cut by type: rejected rows per (`__reject`, `__type`) in `__n` (a
+    missing type as NULL), and per valid type name, in name order, its occupied steps."""
+
+    rejected: pd.DataFrame
+    per_type: dict[str, OrderedSteps]
+
+
 class EventScan(Protocol):
     """One statistics engine over one set of event files."""
 
     engine: str  # "local" or "spark"
     versions: dict[str, str]  # of the libraries it ran on, for provenance
 
-    def step_counts(self, time_step: float, presample: list[SampleBlocks]) -> pd.DataFrame:
+    def step_counts(self, time_step: float, presample: list[SampleBlocks]
+                    ) -> pd.DataFrame | StepCounts:
         """Rows per (`__reject` reason, `__type`, time step `floor(__ts / time_step)`) in
-        column `__n`; the step is NULL for rejected rows. The engine may gather the valid rows
-        of `presample`'s blocks meanwhile, for `groups_and_sample`."""
+        column `__n`, the step NULL for rejected rows (or that table cut by type already).
+        The engine may gather the valid rows of `presample`'s blocks meanwhile, for
+        `groups_and_sample`."""
         ...
 
     def groups_and_sample(self, blocks: list[SampleBlocks], group_columns: list[str],

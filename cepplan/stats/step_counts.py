@@ -5,9 +5,66 @@ of time (for the batch-means rate interval). Pure NumPy; the Spark job supplies 
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from typing import Protocol
+
 import numpy as np
 
 TRANSITION_CHUNK = 1 << 16  # steps summarised at a time (working arrays of about 5 MB)
+
+
+class OrderedSteps(Protocol):
+    """One event type's occupied steps, distinct and in order, with their event counts:
+    `size` steps holding `events` events from step `first` to `last`, handed on in chunks
+    (the summaries below never need them all at once)."""
+
+    size: int
+    events: int
+    first: int
+    last: int
+
+    def chunks(self) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """(steps, counts) in step order, a chunk at a time; may be iterated again."""
+        ...
+
+
+class StepArrays:
+    """`OrderedSteps` held in memory as two arrays."""
+
+    def __init__(self, steps: np.ndarray, counts: np.ndarray):
+        self._steps, self._counts = steps, counts
+        self.size, self.events = len(steps), int(np.sum(counts, dtype=np.int64))
+        self.first = int(steps[0]) if len(steps) else 0
+        self.last = int(steps[-1]) if len(steps) else -1
+
+    def chunks(self) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        for low in range(0, self.size, TRANSITION_CHUNK):
+            yield (self._steps[low:low + TRANSITION_CHUNK],
+                   self._counts[low:low + TRANSITION_CHUNK])
+
+
+def ordered_histogram(steps: OrderedSteps) -> dict[int, int]:
+    """`count_histogram` of a type's counts, chunk by chunk."""
+    total: Counter[int] = Counter()
+    for _, counts in steps.chunks():
+        total.update(count_histogram(counts))
+    return dict(sorted(total.items()))
+
+
+def ordered_transition_counts(steps: OrderedSteps, first: int, last: int,
+                              order: int) -> np.ndarray:
+    """`transition_counts` of a type's steps, chunk by chunk."""
+    return carried_transition_counts((s for s, _ in steps.chunks()), first, last, order)
+
+
+def ordered_block_counts(steps: OrderedSteps, time_step: float, start: float,
+                         block_length: float, blocks: int) -> np.ndarray:
+    """`block_counts` of a type's steps, chunk by chunk."""
+    total = np.zeros(blocks)
+    for chunk_steps, counts in steps.chunks():
+        total += block_counts(chunk_steps, counts, time_step, start, block_length, blocks)
+    return total
 
 
 def count_histogram(counts: np.ndarray) -> dict[int, int]:
@@ -52,20 +109,33 @@ def _whole_transition_counts(steps: np.ndarray, first: int, last: int,
 
 def _chunked_transition_counts(steps: np.ndarray, first: int, last: int,
                                order: int) -> np.ndarray:
-    """`transition_counts` of distinct steps in order, `TRANSITION_CHUNK` steps at a time:
-    each chunk counts the windows ending from just after the previous chunk's last step to
-    its own last step (the `order` steps before it carried over), so the working arrays are
-    a chunk's, not the span's (sums of exact counts: the same figures)."""
+    """`transition_counts` of distinct steps in order, `TRANSITION_CHUNK` steps at a time."""
+    return carried_transition_counts(
+        (steps[low:low + TRANSITION_CHUNK] for low in range(0, len(steps), TRANSITION_CHUNK)),
+        first, last, order)
+
+
+def carried_transition_counts(chunks: Iterable[np.ndarray], first: int, last: int,
+                              order: int) -> np.ndarray:
+    """`transition_counts` of distinct steps handed on in order, chunk by chunk: each chunk
+    counts the windows ending from just after the previous chunk's last step to its own last
+    step (the `order` steps before it carried over), the windows after the last step are
+    counted at the end; the working arrays are a chunk's, not the span's (sums of exact
+    counts: the same figures as in one go)."""
     total = np.zeros((2 ** order, 2))
     end = first + order - 1  # the windows ending at or before `end` are counted
-    for low in range(0, len(steps), TRANSITION_CHUNK):
-        chunk = steps[max(0, low - order):low + TRANSITION_CHUNK].astype(np.int64)
+    carry = np.zeros(0, dtype=np.int64)  # the last `order` steps seen
+    for steps in chunks:
+        if not len(steps):
+            continue
+        chunk = np.concatenate([carry, np.asarray(steps, dtype=np.int64)])
         upto = min(int(chunk[-1]), last)
-        if low + TRANSITION_CHUNK >= len(steps):
-            upto = last
         if upto > end:
             total += _whole_transition_counts(chunk, end + 1 - order, upto, order)
             end = upto
+        carry = chunk[max(0, len(chunk) - order):]
+    if last > end:
+        total += _whole_transition_counts(carry, end + 1 - order, last, order)
     return total
 
 

@@ -23,6 +23,15 @@ _MAGIC = [(b"PAR1", "Parquet"), (b"\x1f\x8b", "gzip"), (b"BZh", "bz2"),
 _ENDINGS = {codec: ending for ending, codec in COMPRESSIONS.items()}
 BOM = "\ufeff"  # a UTF-8 byte order mark as text (Excel starts its CSV files with one)
 
+# A CSV line (without its line break) whose quote is still open at its end, as both readers
+# lex it: a quote opens a field only at the field's start, a backslash escapes the next
+# character. Spark reads such a line alone; a reader over many lines would run the field on.
+_ESCAPED = r"\\[\s\S]"
+_FIELD = (rf'(?:"(?:[^"\\]|{_ESCAPED})*"(?:[^,\\]|{_ESCAPED})*'
+          rf'|(?:[^",\\]|{_ESCAPED})(?:[^,\\]|{_ESCAPED})*)?')
+UNCLOSED_QUOTE_LINE = rf'^(?:{_FIELD},)*"(?:[^"\\]|{_ESCAPED})*\\?$'
+ESCAPED_LINE_BREAK = rf'^(?:{_FIELD},)*{_FIELD}\\$'  # a backslash escaping the line break
+
 
 class InputFileError(ValueError):
     """A path that names no file (`path`: the path as given)."""

@@ -27,9 +27,16 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_TYPE, merged_attribute_types
+from cepplan.workload.columns import (
+    EVENT_ID,
+    EVENT_TS,
+    EVENT_TYPE,
+    EVENT_ZONE,
+    merged_attribute_types,
+)
 from cepplan.workload.durations import SECONDS_PER_UNIT
 from cepplan.workload.input_files import (
+    UNCLOSED_QUOTE_LINE,
     InputFileError,
     column_problem,
     content_problem,
@@ -40,6 +47,7 @@ from cepplan.workload.input_files import (
 
 REJECT = "__reject"
 REJECT_MALFORMED = "malformed row"
+REJECT_QUOTE = "unclosed quote"  # a CSV line whose quote is still open at its end
 REJECT_TYPE_MISSING = "missing type"
 REJECT_TYPE_UNKNOWN = "unknown type"
 REJECT_TIME = "missing or unparsable time"
@@ -66,7 +74,8 @@ class SourceError(ValueError):
 
 def read_events(spark: SparkSession, paths: str | Sequence[str], source: Mapping[str, Any],
                 attributes: Mapping[str, Mapping[str, str]], time_unit: str, *,
-                positions: str = "exact", no_nulls: Collection[str] = ()) -> DataFrame:
+                positions: str = "exact", no_nulls: Collection[str] = (),
+                zoned: bool = False) -> DataFrame:
     """Read `paths` as `source` says (format doc, "source") into the canonical columns.
 
     `attributes` maps each known event type to {attribute: double|long|string|bool}; rows of
@@ -76,6 +85,8 @@ def read_events(spark: SparkSession, paths: str | Sequence[str], source: Mapping
     `no_nulls`: input columns known to hold no NULL (e.g. by the Parquet footers' null
     counts); their NULL checks are left out of `__reject`, so a job that needs only the
     reject reason does not read an attribute column the checks would otherwise touch.
+    `zoned` (the `time_format` reads a zone offset): also `__zone`, each time's offset as
+    written (int32, seconds east of UTC), so that matches write their times back in it.
     """
     if time_unit not in SECONDS_PER_UNIT:
         raise SourceError(f"unknown time_unit {time_unit!r}")
@@ -99,6 +110,8 @@ def read_events(spark: SparkSession, paths: str | Sequence[str], source: Mapping
         out[key] = F.col(key).cast("string")
     for attr, kind in attr_types.items():
         out[attr] = _cast_column(raw, attr, SPARK_TYPES[kind])
+    if zoned and source.get("time_format"):
+        out[EVENT_ZONE] = _zone_column(source)
     out[REJECT] = _reject_column(raw, source, attributes, attr_types, keys, out,
                                  set(no_nulls))
     return raw.select([column.alias(name) for name, column in out.items()])
@@ -115,6 +128,8 @@ def reject_reasons(source: Mapping[str, Any],
     them all in one aggregate, without grouping the rows)."""
     attr_types = merged_attribute_types(attributes.values())
     reasons = [REJECT_MALFORMED, REJECT_TYPE_MISSING, REJECT_TYPE_UNKNOWN, REJECT_TIME]
+    if source["format"] == "csv":
+        reasons.append(REJECT_QUOTE)
     if source.get("id_column"):
         reasons.append(REJECT_ID)
     reasons += [_missing_key(k) for k in source.get("key_columns", ()) if k not in attr_types]
@@ -294,6 +309,17 @@ def _time_column(raw: DataFrame, source: Mapping[str, Any], time_unit: str) -> C
     return F.when(usable, value)
 
 
+def _zone_column(source: Mapping[str, Any]) -> Column:
+    """Each time's zone offset as written, in seconds east of UTC (int; 0 where the time does
+    not parse): its wall-clock reading less its instant (the session's time zone is UTC)."""
+    text = F.col(source.get("time_column", "ts")).cast("string")
+    pattern = F.lit(source["time_format"])
+    instant = F.try_to_timestamp(text, pattern)
+    wall = F.to_timestamp_ntz(text, pattern).cast(T.TimestampType())  # read where it parses
+    offset = (F.unix_micros(wall) - F.unix_micros(instant)) / F.lit(1_000_000)
+    return F.coalesce(F.when(instant.isNotNull(), offset), F.lit(0)).cast(T.IntegerType())
+
+
 def _position_column(spark: SparkSession, raw: DataFrame, positions: str) -> Column:
     """Row ids in read order: exact 0-based positions, or Spark's monotonic ids."""
     mono = F.monotonically_increasing_id()
@@ -322,7 +348,10 @@ def _reject_column(raw: DataFrame, source: Mapping[str, Any],
     A check that cannot fire (a column in `no_nulls`, read as it is stored) is left out."""
     reasons: list[Column] = []
     if _CORRUPT in raw.columns:
-        reasons.append(F.when(F.col(_CORRUPT).isNotNull(), F.lit(REJECT_MALFORMED)))
+        corrupt = F.col(_CORRUPT)
+        if source["format"] == "csv":
+            reasons.append(F.when(corrupt.rlike(UNCLOSED_QUOTE_LINE), F.lit(REJECT_QUOTE)))
+        reasons.append(F.when(corrupt.isNotNull(), F.lit(REJECT_MALFORMED)))
     type_value = out[EVENT_TYPE]
     if source.get("type_column") not in no_nulls:  # a fixed type, or a column with NULLs
         reasons.append(F.when(type_value.isNull(), F.lit(REJECT_TYPE_MISSING)))

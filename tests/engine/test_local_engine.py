@@ -49,7 +49,7 @@ def test_reject_reasons_are_the_spark_readers():
     from cepplan.workload import spark_source
 
     for name in ("REJECT_MALFORMED", "REJECT_TYPE_MISSING", "REJECT_TYPE_UNKNOWN",
-                 "REJECT_TIME", "REJECT_ID"):
+                 "REJECT_TIME", "REJECT_ID", "REJECT_QUOTE"):
         assert getattr(local_source, name) == getattr(spark_source, name)
 
 

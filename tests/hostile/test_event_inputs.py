@@ -426,3 +426,27 @@ def test_an_invalid_type_name_is_one_error(cli, fraud, bad):
     workload = _renamed(fraud, {"Withdrawal": bad})
     cli("validate", workload).one_error(f"event_types['{bad}']", "not a valid event type name",
                                         "letters of any script")
+
+
+@pytest.mark.parametrize("command", ["stats", "run"])
+def test_an_unclosed_quote_is_one_rejected_row_named_by_its_line(cli, fraud, rows, fraud_plan,
+                                                                 tmp_path, command):
+    """The 100th row opens a quote it never closes: one row rejected as `unclosed quote`,
+    the 299 others read (the 200 after it vanished, uncounted), and the warning names its
+    line (the header is line 1)."""
+    lines = rows.to_csv(index=False).splitlines()
+    lines[100] = lines[100].replace(",", ',"', 1)
+    (fraud / "quote.csv").write_text("\n".join(lines) + "\n")
+    if command == "stats":
+        result = _stats(cli, fraud / "quote.csv", fraud / "workload.json")
+        assert _counts(fraud) | {"unknown_types": {}} == {
+            "read": 300, "valid": 299, "rejected": 1, "reasons": {"unclosed quote": 1},
+            "unknown_types": {}}
+    else:
+        result = cli("run", fraud_plan, fraud / "quote.csv", "-o", tmp_path / "out", "-q")
+        metrics = json.loads((tmp_path / "out" / "metrics.json").read_text())
+        assert metrics["rows_read"] == 300
+        assert metrics["rows_rejected"] == {"unclosed quote": 1}
+    assert result.code == 0, result.err
+    assert (f"1 of 300 rows rejected (unclosed quote: 1): line 101 of {fraud / 'quote.csv'} "
+            "opens a quote it does not close") in result.err

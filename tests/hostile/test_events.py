@@ -113,7 +113,13 @@ def _hostile_files(folder, frame: pd.DataFrame) -> dict[str, tuple[str, str]]:
     nested = table.set_column(table.schema.get_field_index("amount"), "amount",
                               pa.array([{"v": 1.0}] * len(frame)))
     pq.write_table(nested, folder / "nested.parquet")
-    return {"bom": (folder / "bom.csv", "csv"), "gzip": (folder / "events.csv.gz", "csv"),
+    quoted = [line.replace(",", ',"', 1) if i == 5 else line for i, line in enumerate(body)]
+    (folder / "quote.csv").write_text("\n".join([text.splitlines()[0], *quoted]))
+    records = frame.to_json(orient="records", lines=True).splitlines()
+    records[5] = records[5].replace('",', ",", 1)  # a string left open
+    (folder / "string.jsonl").write_text("\n".join(records))
+    return {"quote": (folder / "quote.csv", "csv"), "string": (folder / "string.jsonl", "jsonl"),
+            "bom": (folder / "bom.csv", "csv"), "gzip": (folder / "events.csv.gz", "csv"),
             "twice": (folder / "twice.csv", "csv"), "mixed": (mixed, "csv"),
             "nested": (folder / "nested.parquet", "parquet")}
 
@@ -135,11 +141,15 @@ def _outcomes(spark, path, arguments: dict) -> tuple[object, object]:
 
 
 def test_both_readers_read_or_refuse_hostile_files_alike(spark, tmp_path, frame):
-    """A byte order mark, a .gz file, a column named twice (letter case aside), a directory
-    mixing CSV and Parquet, a nested Parquet column: the same rows or the same refusal."""
+    """A byte order mark, a .gz file, a CSV line leaving a quote open (one row rejected, no
+    other lost), a JSON line leaving a string open, a column named twice (letter case aside),
+    a directory mixing CSV and Parquet, a nested Parquet column: the same rows or the same
+    refusal."""
     arguments = reader_arguments(load_workload(FRAUD / "workload.json"))
     for case, (path, fmt) in _hostile_files(tmp_path, frame).items():
         source = {**arguments["source"], "format": fmt}
         local, remote = _outcomes(spark, path, {**arguments, "source": source})
         assert local == remote, case
-        assert isinstance(local, dict) == (case in ("bom", "gzip")), (case, local)
+        assert isinstance(local, dict) == (case in ("bom", "gzip", "quote", "string")), case
+    rejected = _outcomes(spark, tmp_path / "quote.csv", arguments)[0]
+    assert rejected["unclosed quote"] == 1 and sum(rejected.values()) == len(frame)

@@ -184,7 +184,7 @@ def test_readers_agree_row_by_row(spark, tmp_path):
 
 def test_reject_reasons_and_time_formats_match_spark(spark):
     for name in ("REJECT", "REJECT_MALFORMED", "REJECT_TYPE_MISSING", "REJECT_TYPE_UNKNOWN",
-                 "REJECT_TIME", "REJECT_ID"):
+                 "REJECT_TIME", "REJECT_ID", "REJECT_QUOTE"):
         assert getattr(local_source, name) == getattr(spark_source, name)
     texts = ["202401010001", "2024010100011", "202402300001", "202402290000", "209912312359",
              " 202401010001", "2024-1-1", "2024-01-01 10:00", "12024-01-01 10:00",

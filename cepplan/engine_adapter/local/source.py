@@ -19,6 +19,7 @@ from cepplan.errors import InputError
 from cepplan.sources.local_source import (
     REJECT_ID,
     REJECT_MALFORMED,
+    REJECT_QUOTE,
     REJECT_TIME,
     REJECT_TYPE_MISSING,
     REJECT_TYPE_UNKNOWN,
@@ -31,7 +32,7 @@ from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_ZONE
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["REJECT_ID", "REJECT_MALFORMED", "REJECT_TIME", "REJECT_TYPE_MISSING",
+__all__ = ["REJECT_ID", "REJECT_MALFORMED", "REJECT_QUOTE", "REJECT_TIME", "REJECT_TYPE_MISSING",
            "REJECT_TYPE_UNKNOWN", "Batch", "read_batches"]
 BATCH_BYTES = 1 << 20  # small: the streaming CSV reader reads many blocks ahead
 

@@ -247,6 +247,16 @@ def _arrow(values: np.ndarray, kind: pa.DataType) -> pa.Array:
     return array if array.type == kind else array.cast(kind)
 
 
+def _without_zones(value: Any) -> Any:
+    """A match's events as the matches' text writes them: without the zone offsets
+    (`EVENT_ZONE`) the texts made for Spark's writer carry."""
+    if isinstance(value, dict):
+        return {k: _without_zones(v) for k, v in value.items() if k != EVENT_ZONE}
+    if isinstance(value, list):
+        return [_without_zones(v) for v in value]
+    return value
+
+
 def _objects_table(layout: PatternColumns,
                    objects: list[dict]) -> tuple[Table, list[Matches]]:
     """Match objects as the table of their events (one row per event a variable binds, in
@@ -273,9 +283,11 @@ def _objects_table(layout: PatternColumns,
         {attr: _KINDS[kind] for attr, kind in v.attributes} for v in layout.variables)
     columns = {attr: _column([e.get(attr) for e in events], kind)
                for attr, kind in kinds.items()}
+    if any(EVENT_ZONE in e for e in events):  # texts made for Spark's writer
+        columns[EVENT_ZONE] = np.asarray([e.get(EVENT_ZONE) or 0 for e in events], np.int64)
     if any(v.nested for v in layout.variables):
         columns[MATCH_COLUMN] = np.asarray(
-            [json.dumps({"pattern": e["pattern"], "events": e["events"]})
+            [json.dumps({"pattern": e["pattern"], "events": _without_zones(e["events"])})
              if "events" in e else None for e in events], dtype=object)
     table = Table(np.asarray([e["ts"] for e in events], dtype=np.float64),
                   np.asarray([e["id"] for e in events], dtype=np.int64),

@@ -39,7 +39,7 @@ from cepplan.engine_adapter.runtime.records import MATCH_COLUMN
 from cepplan.engine_adapter.runtime.spec import PatternSpec
 from cepplan.engine_adapter.spark.match import PATTERN, Counts, output_schema
 from cepplan.engine_adapter.spark.tags import TAGS, Layout, any_of, tag_column
-from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_TYPE
+from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_TYPE, EVENT_ZONE
 from cepplan.workload.spark_source import spark_type
 
 _INSIDE = "__inside_"
@@ -147,7 +147,7 @@ class SparkContexts:
         """The match frames with the deriving patterns' counted matches first."""
         rows = [(name, json.dumps(obj)) for name, objects in self.derived.matches.items()
                 for obj in objects]
-        schema = output_schema(self.emit_types)
+        schema = output_schema(self.emit_types, any(EVENT_ZONE in o.columns for o in outputs))
         frame = self.spark.createDataFrame(
             [(name, text, *[None] * (len(schema.fields) - 2)) for name, text in rows], schema)
         return [frame, *outputs]

@@ -110,15 +110,19 @@ def run_job(spark: SparkSession, data: dict[str, Any], events: Sequence[str], ou
     clock = time.perf_counter()
     span = Span(figures.first, figures.last, figures.tagged,
                 spark.sparkContext.defaultParallelism)
-    stages = Stages(spark, job, data, events)  # contexts, consumer queries (spark.stages)
     note_span(counts, pool, job)  # the shared plan's per-window scale (spark.shared)
     staging = _staging(out_dir)
     direct = _direct_directory(spark, data, staging)
+    written = data  # what the matches are written with; the match stages may need more
+    if layouts is not None and direct is None and zoned_times(data):
+        data = _zones_in_texts(data)
+        job = replace(job, types=data["types"], data=data)
     try:
+        stages = Stages(spark, job, data, events)  # contexts, consumer queries (spark.stages)
         rows, plan = stages.derive(pool, plan)  # deriving patterns first, when contexts exist
         outputs = stages.outputs(_evaluate(spark, rows, job, plan, data, span, counts, stages,
                                            direct, output_format))
-        _write(outputs, staging, out_dir, layouts, metrics, seconds, clock, data, counts,
+        _write(outputs, staging, out_dir, layouts, metrics, seconds, clock, written, counts,
                stages, direct)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
@@ -189,7 +193,7 @@ def _read_and_tag(spark: SparkSession, data: dict[str, Any], events: Sequence[st
         return read_and_tag(spark, data, splits, job, plan, primitive,
                             _columns(job, canonical), counts)
     reader = data["reader"]
-    raw = read_events(spark, list(events), **reader)
+    raw = read_events(spark, list(events), **reader, zoned=zoned_times(data))
     reasons = reject_reasons(reader["source"], reader["attributes"])
     observed = Observation("read")
     good = F.when(F.col(REJECT).isNull(), F.col(EVENT_TS))
@@ -210,6 +214,13 @@ def _read_and_tag(spark: SparkSession, data: dict[str, Any], events: Sequence[st
         float(values["first"]), float(values["last"]))
     return pool, pool, ReadFigures(int(values["rows"]), rejected, tagged, first or 0.0,
                                    last or 0.0, covered)
+
+
+def _zones_in_texts(data: dict[str, Any]) -> dict[str, Any]:
+    """The job data for match stages whose texts Spark's writer makes Parquet rows of: each
+    event's text also holds the zone offset its time was written with (`EVENT_ZONE`), which
+    `match_rows.text_rows` writes the times back in (these texts are never written)."""
+    return {**data, "types": {t: (*attrs, EVENT_ZONE) for t, attrs in data["types"].items()}}
 
 
 def _columns(job, available: list[str]) -> list[str]:
