@@ -1,0 +1,131 @@
+"""The workload's statistics measured on a live stream, over a sliding horizon of event time:
+the events of [watermark − horizon, watermark) are kept as read (their type, time, id, keys,
+regions and the attributes the predicates read) and summarised by `cepplan stats`'s own code
+(`stats/collect.py` over `stats/local_scan.py`), so the figures are those `cepplan stats` gives
+on a file of the same events: rates per type (and region), selectivities of each pattern's
+predicates, occurrence models with their Markov burstiness (docs/engine.md, "Adaptive
+re-planning")."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from cepplan.engine_adapter.runtime.table import Columns
+from cepplan.errors import InputError
+from cepplan.stats.collect import collect_statistics, scan_columns
+from cepplan.stats.local_scan import LocalScan
+from cepplan.stats.local_source import Canonical
+from cepplan.stats.stats_file import parse_stats
+from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_TYPE, merged_attribute_types
+from cepplan.workload.model import Statistics, Workload
+from cepplan.workload.source_spec import attribute_types
+
+HORIZON_WINDOWS = 100  # default horizon: this many of the workload's largest window
+SAMPLE = 20_000  # events per pattern (and tuples per predicate) for the selectivities
+
+
+def default_horizon(workload: Workload) -> float:
+    """`HORIZON_WINDOWS` times the largest pattern window (time unit of the workload): long
+    enough for each of the rate's 30 batch-means blocks to hold several windows."""
+    windows = [p.window for p in workload.patterns if p.window]
+    return HORIZON_WINDOWS * max(windows, default=1.0)
+
+
+class OnlineStatistics:
+    """The horizon's events, fed by `observe` (a `StreamMatcher` observer) and summarised on
+    demand by `measure`."""
+
+    def __init__(self, workload: Workload, horizon: float, *, time_step: float = 1.0,
+                 sample: int = SAMPLE, seed: int = 0):
+        self.workload = workload
+        self.horizon = horizon
+        self.options = {"time_step": time_step, "sample": sample, "seed": seed}
+        self.columns, self.group_columns = scan_columns(workload)
+        self.kinds = merged_attribute_types(attribute_types(workload).values())
+        self.parts: list[Columns] = []
+
+    def observe(self, rows: Columns) -> None:
+        """Keep a read's good rows (the columns the statistics read)."""
+        names = [EVENT_TYPE, EVENT_TS, EVENT_ID, *(c for c in self.columns if c in rows.data)]
+        self.parts.append(rows.take(slice(None), names))
+
+    def events(self, until: float) -> Columns:
+        """The events of [until − horizon, until), in reading order; older ones are dropped."""
+        start = until - self.horizon
+        self.parts = [p.take(p[EVENT_TS] >= start) for p in self.parts]
+        self.parts = [p for p in self.parts if len(p)]
+        inside = [p.take(p[EVENT_TS] < until) for p in self.parts]
+        return Columns.concat([p for p in inside if len(p)],
+                              [EVENT_TYPE, EVENT_TS, EVENT_ID])
+
+    def measure(self, until: float) -> dict[str, Any] | None:
+        """The stats document (`cepplan stats`'s) of the horizon ending at `until`; None
+        while it holds no event."""
+        events = self.events(until)
+        if not len(events):
+            return None
+        scan = _HeldScan(events, self.kinds, self.workload, self.columns, self.group_columns)
+        try:
+            return collect_statistics(scan, [], self.workload, **self.options)
+        except InputError:  # no usable rows
+            return None
+
+
+def statistics_of(document: dict[str, Any], workload: Workload, end: str = "value"
+                  ) -> Statistics:
+    """The planner's statistics from a stats document; with `end` "low" or "high", each rate
+    and selectivity at that end of its 95 % interval instead of its value."""
+    point = parse_stats(document, "the stream's statistics", workload)
+    if end == "value":
+        return point
+    side = 0 if end == "low" else 1
+    rates = {name: info["rate_ci95"][side] for name, info in document["types"].items()}
+    selectivities = {
+        pattern: {**point.selectivities.get(pattern, {}),
+                  **{text: entry["ci95"][side] for text, entry in entries.items()
+                     if entry.get("value") is not None}}
+        for pattern, entries in document["selectivity_details"].items()}
+    return replace(point, rates={**point.rates, **rates},
+                   selectivities={**point.selectivities, **selectivities})
+
+
+class _HeldScan(LocalScan):
+    """`LocalScan` over events held in memory instead of files."""
+
+    def __init__(self, events: Columns, kinds: dict[str, str], workload: Workload,
+                 columns: list[str], group_columns: list[str]):
+        super().__init__([], workload, columns, group_columns)
+        self._events = events
+        self._kinds = kinds
+
+    def _batches(self) -> Iterator[Canonical]:
+        yield canonical_batch(self._events, self._kinds)
+
+
+def canonical_batch(events: Columns, kinds: dict[str, str]) -> Canonical:
+    """Good events in the engine's `Columns` form as the statistics reader's batch."""
+    names, codes = np.unique(np.asarray(events[EVENT_TYPE], dtype=object).astype(str),
+                             return_inverse=True)
+    keys, attributes = {}, {}
+    for name in events.data:
+        if name in (EVENT_TS, EVENT_ID, EVENT_TYPE):
+            continue
+        values = events[name]
+        if name not in kinds:
+            keys[name] = values
+            continue
+        present = ~pd.isna(values) if values.dtype.kind in "fO" else np.ones(len(values), bool)
+        if kinds[name] in ("long", "bool"):
+            blank = 0 if kinds[name] == "long" else False
+            values = np.where(present, values, blank).astype(
+                np.int64 if kinds[name] == "long" else bool)
+        attributes[name] = (values, present)
+    return Canonical(codes.astype(np.int32), list(names), events[EVENT_TS].astype(np.float64),
+                     events[EVENT_ID].astype(np.int64), None, keys, attributes,
+                     {name: kinds[name] for name in attributes},
+                     np.full(len(events), -1, dtype=np.int8), [])
