@@ -6,6 +6,8 @@ optimizer: one pipeline of passes"), as the `Plan` written to `plan.json`.
                  on its own (seed 003)
     evaluation   per pattern, the evaluation tree; subtrees patterns share (seed 004)
     covering     covering selections for consumer queries (seed 000)
+    invariants   per statistic, the range within which the chosen plans stay the choice
+                 (docs/planner.md, "When a plan stops holding"); the time the others left
 
 Each pass is a function `(request, plan) -> plan` that fills its own section of the plan and
 reads the sections before it; acquisition starts from nothing and also returns the outcome the
@@ -30,6 +32,7 @@ from cepplan.planner.deadline import share as share_of
 from cepplan.planner.engine_steps import engine_steps, positive_steps
 from cepplan.planner.evaluation import NONE, EvaluationSettings, evaluation
 from cepplan.planner.inputs import check_rates
+from cepplan.planner.invariant_ranges import invariants_pass
 from cepplan.planner.plan import DetectionPlan, PatternPlan, Plan
 from cepplan.planner.shared import SharedOutcome, plan_workload
 from cepplan.search.problem import SearchPattern, problem_from_workload
@@ -86,12 +89,15 @@ def covering_pass(request: PlanRequest, plan: Plan) -> Plan:
 
 
 PASSES: tuple[Callable[[PlanRequest, Plan], Plan], ...] = (
-    contexts_pass, evaluation_pass, covering_pass)
+    contexts_pass, evaluation_pass, covering_pass, invariants_pass)
 
 
 def _has_work(run_pass: Callable[[PlanRequest, Plan], Plan], request: PlanRequest) -> bool:
     """Whether a pass will spend time on this request (the others return at once; a search
-    over one pattern has nothing to share and ends in milliseconds)."""
+    over one pattern has nothing to share and ends in milliseconds; the invariants take what
+    the others leave, and no share of theirs)."""
+    if run_pass is invariants_pass:
+        return False
     if run_pass is contexts_pass:
         return request.workload.contexts is not None
     if run_pass is evaluation_pass:

@@ -25,7 +25,7 @@ from cepplan.schema_check import schema_problems, shipped_schema
 from cepplan.workload.model import Pattern, Workload
 
 FORMAT = "cepplan.plan/1"
-SECTIONS = ("contexts", "sharing", "covering")  # what the passes after acquisition add
+SECTIONS = ("contexts", "sharing", "covering", "invariants")  # what later passes add
 CONTENT_DIGEST = "plan_sha256"  # of `patterns` and SECTIONS as the planner wrote them
 MODELLED_TOTALS = ("total_expected_cost", "naive_total_cost", "independent_total_expected_cost")
 
@@ -88,6 +88,7 @@ class Plan:
     contexts: Mapping[str, Any] | None = None  # the contexts pass (docs/contexts.md)
     sharing: Mapping[str, Any] | None = None  # the evaluation pass (docs/sharing.md)
     covering: Mapping[str, Any] | None = None  # the covering pass (docs/covering.md)
+    invariants: Mapping[str, Any] | None = None  # the invariants pass (docs/planner.md)
 
     def to_json(self) -> dict[str, Any]:
         body = {
@@ -116,7 +117,8 @@ def content_digest(document: Mapping[str, Any]) -> str:
 def unmodelled(plan: Plan) -> Plan:
     """The plan as written without the planner's modelled figures (costs, Pareto fronts,
     modelled latencies, shared nodes' and grouped windows' costs, expected active shares):
-    what runs for a plan whose figures cannot be trusted to belong to its steps."""
+    what runs for a plan whose figures cannot be trusted to belong to its steps. Its
+    invariants go too: they were derived for the plan as written."""
     patterns = {name: replace(p, detection=replace(p.detection, expected_cost=None,
                                                    modelled_latency=None),
                               pareto=(), naive_cost=None) for name, p in plan.patterns.items()}
@@ -128,7 +130,8 @@ def unmodelled(plan: Plan) -> Plan:
         **_without(plan.contexts, ("expected_active_share",)),
         "groups": _each_without_cost(plan.contexts.get("groups"))}
     return replace(plan, patterns=MappingProxyType(patterns),
-                   provenance=MappingProxyType(provenance), sharing=sharing, contexts=contexts)
+                   provenance=MappingProxyType(provenance), sharing=sharing, contexts=contexts,
+                   invariants=None)
 
 
 def _without(section: Mapping[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
@@ -167,8 +170,13 @@ def read_plan(path: str | Path, workload: Workload | None = None,
     """Read `plan.json`; with a workload, check that every pattern and variable fits it. A
     plan whose content does not match its `plan_sha256` (edited, or written before plans
     recorded it) is read `unmodelled`, the sentence saying so appended to `notes`."""
-    file = str(path)
-    raw = read_json(path)
+    return plan_from_json(read_json(path), str(path), workload, notes)
+
+
+def plan_from_json(raw: Any, file: str, workload: Workload | None = None,
+                   notes: list[str] | None = None) -> Plan:
+    """A plan document already parsed (from a file or a request body) as `read_plan` reads
+    it; `file` names it in errors and notes."""
     problems: list[tuple[str, str]] = []
     if not isinstance(raw, dict) or raw.get("format") != FORMAT:
         raise InputError.single(file, "format", f"not a cepplan plan (expected \"{FORMAT}\")")

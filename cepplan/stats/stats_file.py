@@ -23,7 +23,7 @@ from cepplan.stats.keyed_file import keyed_in_time_unit, read_keyed
 from cepplan.workload.durations import SECONDS_PER_UNIT
 from cepplan.workload.model import Statistics, Workload
 from cepplan.workload.paths import json_path
-from cepplan.workload.statistics_section import read_statistics
+from cepplan.workload.statistics_section import merge_statistics, read_statistics
 
 FORMAT = "cepplan.stats/1"
 
@@ -111,19 +111,6 @@ def observed_span(document: dict[str, Any], workload: Workload) -> float | None:
 def _factor(unit: str, target: str) -> float:
     """Multiply a rate per `unit` by this to get it per `target`."""
     return SECONDS_PER_UNIT[target] / SECONDS_PER_UNIT[unit]
-
-
-def merge_statistics(base: Statistics, override: Statistics) -> Statistics:
-    """`override`'s entries win over `base`'s, per type and per predicate."""
-    selectivities = {k: dict(v) for k, v in base.selectivities.items()}
-    for pattern, entries in override.selectivities.items():
-        selectivities.setdefault(pattern, {}).update(entries)
-    return Statistics(
-        rates=MappingProxyType({**base.rates, **override.rates}),
-        selectivities=MappingProxyType({k: MappingProxyType(v) for k, v in selectivities.items()}),
-        models=MappingProxyType({**base.models, **override.models}),
-        keyed=MappingProxyType({**base.keyed, **override.keyed}),
-    )
 
 
 def stats_schema() -> dict[str, Any]:

@@ -94,3 +94,16 @@ def _occurrence_model(model: Mapping[str, Any], time_unit: str, error,
             return None
     return OccurrenceModel("markov", order=order, time_step=step,
                            transition=tuple((float(a), float(b)) for a, b in matrix))
+
+
+def merge_statistics(base: Statistics, override: Statistics) -> Statistics:
+    """`override`'s entries win over `base`'s, per type and per predicate."""
+    selectivities = {k: dict(v) for k, v in base.selectivities.items()}
+    for pattern, entries in override.selectivities.items():
+        selectivities.setdefault(pattern, {}).update(entries)
+    return Statistics(
+        rates=MappingProxyType({**base.rates, **override.rates}),
+        selectivities=MappingProxyType({k: MappingProxyType(v) for k, v in selectivities.items()}),
+        models=MappingProxyType({**base.models, **override.models}),
+        keyed=MappingProxyType({**base.keyed, **override.keyed}),
+    )
