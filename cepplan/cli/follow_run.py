@@ -14,9 +14,11 @@ from cepplan.terminal import echo, warn
 
 def run_follow(plan: Path, events: list[str], output: Path, follow: str, trigger: float,
                engine: Engine, workload: Path | None, plan_kind: PlanKind,
-               output_format: MatchFormat, quiet: bool, checkpoint: Path | None) -> None:
+               output_format: MatchFormat, quiet: bool, checkpoint: Path | None,
+               adaptive: bool = False, replan_horizon: str | None = None) -> None:
     """Follow the stream until it ends or is stopped; print the figures at the end. With a
-    checkpoint that holds a killed run's state, continue that run."""
+    checkpoint that holds a killed run's state, continue that run. With `adaptive`, re-plan
+    and switch plans when the statistics drift."""
     from cepplan.engine_adapter.inputs import plan_and_workload
     from cepplan.engine_adapter.job_spec import job_data
     from cepplan.engine_adapter.local.checkpoint import FILE as CHECKPOINT_FILE
@@ -33,6 +35,11 @@ def run_follow(plan: Path, events: list[str], output: Path, follow: str, trigger
         raise InputError.single("--checkpoint", "", "a restart can continue a directory "
                                 "stream only: lines from standard input or TCP are gone "
                                 "once read")
+    if replan_horizon is not None and not adaptive:
+        raise InputError.single("--replan-horizon", "", "give it with --adaptive")
+    if adaptive and checkpoint is not None:
+        raise InputError.single("--adaptive", "", "a checkpoint restarts the plan it recorded: "
+                                "an adaptive stream runs without --checkpoint")
     if checkpoint is not None:
         _check_checkpoint_place(checkpoint, follow, output)
     if checkpoint is None or not (checkpoint / CHECKPOINT_FILE).exists():
@@ -43,10 +50,22 @@ def run_follow(plan: Path, events: list[str], output: Path, follow: str, trigger
     bounds = {p.name: {"max_steps": p.latency.max_steps, "max_time": p.latency.max_time,
                        "plan_steps": len(chosen.patterns[p.name].detection.steps)}
               for p in loaded.patterns if p.latency is not None}
+    adaptation = None
+    if adaptive:
+        from cepplan.cli.options import duration_value
+        from cepplan.engine_adapter.local.adaptive import Adaptation
+        from cepplan.engine_adapter.local.online_stats import default_horizon
+
+        horizon = (default_horizon(loaded) if replan_horizon is None else
+                   duration_value("--replan-horizon", replan_horizon, loaded.time_unit))
+        if not horizon > 0:
+            raise InputError.single("--replan-horizon", "", f"must be positive, got "
+                                    f"{replan_horizon}")
+        adaptation = Adaptation(loaded, chosen, horizon, warn=warn)
     output.mkdir(parents=True, exist_ok=True)
     metrics = follow_stream(data, follow, output, str(plan), trigger=trigger,
                             progress=not quiet, bounds=bounds, warn=warn,
-                            checkpoint=checkpoint)
+                            checkpoint=checkpoint, adaptation=adaptation)
     for line in run_warnings(metrics, loaded.options.kleene_cap):
         echo(line, err=True, lines=False)
     stream = metrics["stream"]
@@ -61,6 +80,8 @@ def run_follow(plan: Path, events: list[str], output: Path, follow: str, trigger
         for name, figures in stream["detection_latency_seconds"].items():
             echo(f"detection latency {name}: p50 {figures['p50']:.3f}s, p99 "
                  f"{figures['p99']:.3f}s, max {figures['max']:.3f}s", lines=False)
+        for line in switch_lines(stream, loaded.time_unit):
+            echo(line, lines=False)
         echo(f"matches and metrics.json written to {output}")
     sys.stdout.flush()
 
@@ -84,3 +105,26 @@ def _check_checkpoint_place(checkpoint: Path, follow: str, output: Path) -> None
         if os.path.realpath(checkpoint) == os.path.realpath(place):
             raise InputError.single("--checkpoint", "", f"{checkpoint} is {what}; give a "
                                     "directory of its own")
+
+
+def switch_lines(stream: dict, time_unit: str) -> list[str]:
+    """The end-of-run lines of an adaptive stream: each re-plan, when, why, what changed,
+    the modelled gain and the throughput measured before and after."""
+    if not stream.get("adaptive"):
+        return []
+    lines = []
+    for record in stream["replans"]:
+        what = "; ".join(record["changes"]) if record["changes"] else "the plan stayed the same"
+        lines.append(f"re-planned at micro-batch {record['micro_batch']} (watermark "
+                     f"{record['watermark']:g} {time_unit}) in {record['replan_seconds']:.2f}s: "
+                     f"{'; '.join(record['reason'])}")
+        lines.append(f"  {what}; modelled gain {record['modelled_gain']:.2f}x; throughput "
+                     f"{_rate(record['throughput_before'])} -> "
+                     f"{_rate(record['throughput_after'])} events/s")
+    if not stream["replans"]:
+        lines.append("no re-plan: the statistics stayed within the plan's ranges")
+    return lines
+
+
+def _rate(value: float | None) -> str:
+    return "-" if value is None else f"{value:,.0f}"
