@@ -19,6 +19,9 @@ ROOT = Path(__file__).resolve().parent.parent
 FRAUD = ROOT / "examples" / "fraud" / "workload.json"
 # the rare trigger (PasswordReset) becomes frequent and Withdrawal rare
 DRIFTED = {"PasswordReset": 20.0, "Withdrawal": 0.01}
+# a fraud wave: the trigger and withdrawals frequent, logins rare (a plan starting from the
+# trigger then joins two frequent types; the re-plan starts from the logins)
+WAVE = {"PasswordReset": 20.0, "Withdrawal": 20.0, "Login": 0.01}
 RANGES = {"amount": (0.0, 1500.0)}  # as the example's events (a tenth of the amounts > 1000)
 
 

@@ -62,9 +62,11 @@ def scan_columns(workload: Workload) -> tuple[list[str], list[str]]:
 def collect_statistics(scan: EventScan, paths: Sequence[str], workload: Workload, *,
                        time_step: float = 1.0, markov_order: int = 1, sample: int = 100_000,
                        seed: int = 0, max_groups: int = 1000, strict: bool = False,
-                       on_stage: Callable[[str], None] | None = None) -> dict[str, Any]:
+                       on_stage: Callable[[str], None] | None = None,
+                       keyed: bool = True) -> dict[str, Any]:
     """Measure `paths` through `scan` for `workload` and return the stats document; bad input
-    (no usable rows, any rejected row with `strict`) raises `InputError`."""
+    (no usable rows, any rejected row with `strict`) raises `InputError`. Without `keyed`,
+    the keyed section is left out (a live stream's frequent checks read no keys)."""
     started = time.perf_counter()
     stage = on_stage or (lambda _name: None)
     where = ", ".join(paths)
@@ -101,7 +103,8 @@ def collect_statistics(scan: EventScan, paths: Sequence[str], workload: Workload
     details = _selectivities(parts, workload, span, sample, seed)
     rates = {name: info["rate"] for name, info in types.items()}
     stage("keys of partitioned patterns")
-    keyed = keyed_section(workload, counted, span, parts, (t_first, t_last), rates)
+    per_key = (keyed_section(workload, counted, span, parts, (t_first, t_last), rates)
+               if keyed else None)
     provenance = {"cepplan": cepplan.__version__, "engine": scan.engine, **scan.versions}
     return {
         "format": FORMAT,
@@ -120,7 +123,7 @@ def collect_statistics(scan: EventScan, paths: Sequence[str], workload: Workload
         "selectivity_details": details,
         "keys": keys,
         "regions": regions,
-        **({"keyed": keyed} if keyed else {}),
+        **({"keyed": per_key} if per_key else {}),
         "parameters": {"time_step": time_step, "markov_order": markov_order, "sample": sample,
                        "seed": seed, "max_groups": max_groups, "rate_blocks": RATE_BLOCKS},
         "provenance": {**provenance, "seconds": round(time.perf_counter() - started, 3)},

@@ -14,11 +14,14 @@ from typing import Any
 
 from cepplan.engine_adapter.job_spec import job_data
 from cepplan.engine_adapter.local.drift import DriftRule, DriftWatch
-from cepplan.engine_adapter.local.online_stats import OnlineStatistics, statistics_of
+from cepplan.engine_adapter.local.online_stats import (
+    OnlineStatistics,
+    interval_end,
+    statistics_of,
+)
 from cepplan.engine_adapter.local.stream import StreamMatcher
 from cepplan.engine_adapter.runtime.job import job_from_json
 from cepplan.planner.plan import Plan
-from cepplan.planner.replan import ReplanRefused, replan
 from cepplan.workload.model import Workload
 
 CHECKS_PER_HORIZON = 4  # statistics measured and checked each quarter horizon of event time
@@ -73,22 +76,25 @@ class Adaptation:
                 return
         clock = time.perf_counter()
         self.next_check = watermark + self.horizon / CHECKS_PER_HORIZON
-        document = self.online.measure(watermark)
+        document = self.online.measure(watermark, keyed=False)
         found = []
         if document is not None:
-            ends = [statistics_of(document, self.workload, end)
-                    for end in ("value", "low", "high")]
-            found = self.watch.check(watermark, *ends)
+            point = statistics_of(document, self.workload)
+            found = self.watch.check(watermark, point, interval_end(document, point, 0),
+                                     interval_end(document, point, 1))
         self.seconds += time.perf_counter() - clock
         if found:
-            self._replan(matcher, number, watermark, found, ends[0])
+            self._replan(matcher, number, watermark, found)
 
     def _replan(self, matcher: StreamMatcher, number: int, watermark: float,
-                found: list, statistics: Any) -> None:
+                found: list) -> None:
         """Re-plan for the drifted statistics; switch when the plan changes and its modelled
         cost under them is lower."""
+        from cepplan.planner.replan import ReplanRefused, replan  # only when re-planning
+
         clock = time.perf_counter()
         reason = [v.describe() for v in found]
+        statistics = statistics_of(self.online.measure(watermark), self.workload)  # + keys
         try:
             made = replan(self.workload, self.plan, statistics, time_limit=self.time_limit)
         except ReplanRefused as err:

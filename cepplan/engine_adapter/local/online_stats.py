@@ -63,27 +63,27 @@ class OnlineStatistics:
         return Columns.concat([p for p in inside if len(p)],
                               [EVENT_TYPE, EVENT_TS, EVENT_ID])
 
-    def measure(self, until: float) -> dict[str, Any] | None:
-        """The stats document (`cepplan stats`'s) of the horizon ending at `until`; None
-        while it holds no event."""
+    def measure(self, until: float, *, keyed: bool = True) -> dict[str, Any] | None:
+        """The stats document (`cepplan stats`'s) of the horizon ending at `until` (without
+        its keyed section unless `keyed`); None while it holds no event."""
         events = self.events(until)
         if not len(events):
             return None
         scan = _HeldScan(events, self.kinds, self.workload, self.columns, self.group_columns)
         try:
-            return collect_statistics(scan, [], self.workload, **self.options)
+            return collect_statistics(scan, [], self.workload, keyed=keyed, **self.options)
         except InputError:  # no usable rows
             return None
 
 
-def statistics_of(document: dict[str, Any], workload: Workload, end: str = "value"
-                  ) -> Statistics:
-    """The planner's statistics from a stats document; with `end` "low" or "high", each rate
-    and selectivity at that end of its 95 % interval instead of its value."""
-    point = parse_stats(document, "the stream's statistics", workload)
-    if end == "value":
-        return point
-    side = 0 if end == "low" else 1
+def statistics_of(document: dict[str, Any], workload: Workload) -> Statistics:
+    """The planner's statistics from a stats document."""
+    return parse_stats(document, "the stream's statistics", workload)
+
+
+def interval_end(document: dict[str, Any], point: Statistics, side: int) -> Statistics:
+    """`point` with each rate and selectivity the document measured at the low (`side` 0)
+    or high (1) end of its 95 % interval."""
     rates = {name: info["rate_ci95"][side] for name, info in document["types"].items()}
     selectivities = {
         pattern: {**point.selectivities.get(pattern, {}),

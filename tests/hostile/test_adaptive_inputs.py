@@ -1,0 +1,108 @@
+"""`cepplan run --follow --adaptive` on bad input and in real runs: the options a re-planning
+stream cannot take (no --follow, a checkpoint, a bad horizon) get one error line each; a plan
+from an older version (no invariants) runs to the end after one warning, with the batch run's
+matches; a replayed fraud wave re-plans, switches and still gives the batch run's matches,
+with the switch in metrics.json and the end-of-run lines (no wall-clock assertion)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from benchmarks.drifting_fraud import WAVE, drifting_events, fraud_workload
+from cepplan.planner.plan import CONTENT_DIGEST, content_digest
+from cepplan.stats.synth_write import write_events
+from tests.hostile.conftest import EXAMPLES, ROOT
+from tests.hostile.test_stream_inputs import BOUND, _cepplan
+
+WORKLOAD = EXAMPLES / "fraud" / "workload.json"
+
+
+@pytest.fixture(scope="module")
+def fraud_plan(tmp_path_factory) -> Path:
+    plan = tmp_path_factory.mktemp("fraud") / "plan.json"
+    _cepplan("optimize", WORKLOAD, "-o", plan, "-q")
+    return plan
+
+
+def _matches(out: Path) -> list[str]:
+    """The matches as a multiset, each with its keys in one order (the order of a match's
+    variables follows its plan's join order)."""
+    lines = (out / "matches" / "part-00000.jsonl").read_text().splitlines()
+    return sorted(json.dumps(json.loads(line), sort_keys=True) for line in lines)
+
+
+def test_adaptive_without_follow(cli, fraud_plan, tmp_path):
+    cli("run", fraud_plan, EXAMPLES / "fraud" / "events.csv", "-o", tmp_path / "out",
+        "--adaptive", "-q").one_error("--adaptive", "--follow")
+
+
+def test_replan_horizon_without_adaptive(cli, fraud_plan, tmp_path):
+    (tmp_path / "in").mkdir()
+    cli("run", fraud_plan, "--follow", tmp_path / "in", "-o", tmp_path / "out",
+        "--replan-horizon", "10h", "-q").one_error("--replan-horizon", "--adaptive")
+
+
+def test_adaptive_with_a_checkpoint(cli, fraud_plan, tmp_path):
+    (tmp_path / "in").mkdir()
+    cli("run", fraud_plan, "--follow", tmp_path / "in", "-o", tmp_path / "out", "--adaptive",
+        "--checkpoint", tmp_path / "ckpt", "-q").one_error("--adaptive", "--checkpoint")
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(("value", "fragment"), [
+    ("soon", "duration"), ("-5min", "duration"), ("0", "positive"), ("0s", "positive")])
+def test_bad_replan_horizon(cli, fraud_plan, tmp_path, value, fragment):
+    (tmp_path / "in").mkdir()
+    cli("run", fraud_plan, "--follow", tmp_path / "in", "-o", tmp_path / "out", "--adaptive",
+        f"--replan-horizon={value}", "-q").one_error("--replan-horizon", fragment)
+
+
+def test_a_plan_from_an_older_version_runs_unchanged(fraud_plan, tmp_path):
+    """No invariants section (an older cepplan's plan, its digest whole): one warning, the
+    stream goes on to the end with the batch run's matches."""
+    raw = json.loads(fraud_plan.read_text())
+    body = {k: v for k, v in raw.items() if k not in ("invariants", CONTENT_DIGEST)}
+    old = tmp_path / "old-plan.json"
+    old.write_text(json.dumps({**body, CONTENT_DIGEST: content_digest(body)}))
+    events = EXAMPLES / "fraud" / "events.csv"
+    _cepplan("run", old, "-w", WORKLOAD, events, "-o", tmp_path / "batch", "-q")
+    done = _cepplan("run", old, "-w", WORKLOAD, "--follow", "-", "-o", tmp_path / "out",
+                    "--adaptive", "-q", "--trigger", "0.05", input=events.read_bytes())
+    warnings = [line for line in done.stderr.decode().splitlines() if line.strip()]
+    assert len(warnings) == 1 and "no invariants" in warnings[0], warnings
+    assert _matches(tmp_path / "out") == _matches(tmp_path / "batch")
+    stream = json.loads((tmp_path / "out" / "metrics.json").read_text())["stream"]
+    assert stream["replans"] == [] and stream["adaptive"] is False
+
+
+def test_a_replayed_fraud_wave_switches_plans_with_the_batch_matches(fraud_plan, tmp_path):
+    workload = fraud_workload()
+    events = drifting_events(workload, [(1000.0, {}), (1500.0, WAVE)], seed=5)
+    path = tmp_path / "wave.csv"
+    write_events(events, workload, path)
+    _cepplan("run", fraud_plan, "-w", WORKLOAD, path, "-o", tmp_path / "batch", "-q")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    feed = subprocess.Popen([sys.executable, "-m", "cepplan", "replay", str(path), "-w",
+                             str(WORKLOAD), "--to", "-", "--rate", "20000", "-q"],
+                            stdout=subprocess.PIPE, env=env)
+    try:
+        done = _cepplan("run", fraud_plan, "-w", WORKLOAD, "--follow", "-", "-o",
+                        tmp_path / "out", "--adaptive", "--trigger", "0.05", stdin=feed.stdout)
+    finally:
+        feed.stdout.close()
+        assert feed.wait(timeout=BOUND) == 0
+    assert _matches(tmp_path / "out") == _matches(tmp_path / "batch")
+    stream = json.loads((tmp_path / "out" / "metrics.json").read_text())["stream"]
+    assert len(stream["replans"]) == 1, stream["replans"]
+    record = stream["replans"][0]
+    assert record["switched"] and record["watermark"] > 1000
+    assert record["modelled_gain"] > 1 and record["changes"]
+    printed = done.stdout.decode()
+    assert f"re-planned at micro-batch {record['micro_batch']}" in printed
+    assert record["changes"][0] in printed
