@@ -8,6 +8,7 @@ re-planning")."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
@@ -48,11 +49,17 @@ class OnlineStatistics:
         self.columns, self.group_columns = scan_columns(workload)
         self.kinds = merged_attribute_types(attribute_types(workload).values())
         self.parts: list[Columns] = []
+        self.latest = -math.inf  # the largest time observed
 
     def observe(self, rows: Columns) -> None:
-        """Keep a read's good rows (the columns the statistics read)."""
+        """Keep a read's good rows (the columns the statistics read) that a later horizon
+        can hold: none more than the horizon and `max_delay` behind the latest."""
+        if not len(rows):
+            return
+        self.latest = max(self.latest, float(rows[EVENT_TS].max()))
         names = [EVENT_TYPE, EVENT_TS, EVENT_ID, *(c for c in self.columns if c in rows.data)]
-        self.parts.append(rows.take(slice(None), names))
+        needed = rows[EVENT_TS] >= self.latest - self.workload.options.max_delay - self.horizon
+        self.parts.append(rows.take(needed if not needed.all() else slice(None), names))
 
     def events(self, until: float) -> Columns:
         """The events of [until − horizon, until), in reading order; older ones are dropped."""
