@@ -1,6 +1,7 @@
 """A live stream whose job is replaced between micro-batches (`StreamMatcher.switch`): however
 many switches, between whichever plans of one workload (trivial, one variable per step, the
-search's, shared or not, so that a look-ahead pattern's lag changes), at whichever
+search's, shared or not, so that a look-ahead pattern's lag changes; the optimizer's, other
+points of its Pareto fronts), at whichever
 micro-batches, the matches are the brute-force reference's as a multiset: none lost, none
 twice."""
 
@@ -8,8 +9,10 @@ from __future__ import annotations
 
 import tempfile
 import time
+from dataclasses import replace
 from itertools import pairwise
 from pathlib import Path
+from types import MappingProxyType
 
 import pandas as pd
 from hypothesis import HealthCheck, given, settings
@@ -20,7 +23,9 @@ from cepplan.engine_adapter.local.source import read_batches
 from cepplan.engine_adapter.local.stream import StreamMatcher, looks_ahead
 from cepplan.engine_adapter.local.stream_output import StreamOutput
 from cepplan.engine_adapter.runtime.job import job_from_json
-from cepplan.planner.plan import trivial_plan
+from cepplan.planner.compose import Settings
+from cepplan.planner.optimize import optimize
+from cepplan.planner.plan import Plan, trivial_plan
 from cepplan.stats.synth import synthesize
 from cepplan.stats.synth_write import write_events
 from tests.engine.example_data import stepwise_plan
@@ -32,8 +37,19 @@ SHARED = random_workload(2)  # its search shares subtrees and one pattern looks 
 
 
 def _stocks_plans() -> list[dict]:
+    optimized = optimize(STOCKS, STOCKS.statistics, Settings(time_limit=5.0)).plan
     return [job_data(STOCKS, trivial_plan(STOCKS)), job_data(STOCKS, stepwise_plan(STOCKS)),
-            _chosen(STOCKS)]
+            _chosen(STOCKS), job_data(STOCKS, optimized),
+            job_data(STOCKS, _other_pareto_points(optimized))]
+
+
+def _other_pareto_points(plan: Plan) -> Plan:
+    """Each pattern on the point of its Pareto front farthest from the one chosen."""
+    patterns = {name: replace(p, detection=p.pareto[-1] if p.pareto[-1] != p.detection
+                              else p.pareto[0]) if p.pareto else p
+                for name, p in plan.patterns.items()}
+    assert any(p.detection != plan.patterns[n].detection for n, p in patterns.items())
+    return replace(plan, patterns=MappingProxyType(patterns))
 
 
 def _shared_plans() -> list[dict]:
@@ -90,7 +106,7 @@ def check(workload, plans, order, events, delay, seed, cuts, switch_at) -> None:
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 10_000), delay=st.sampled_from([0.0, 0.5, 2.0]),
        cuts=st.lists(st.integers(1, 150), min_size=1, max_size=12),
-       order=st.lists(st.integers(0, 2), min_size=2, max_size=5),
+       order=st.lists(st.integers(0, len(STOCKS_PLANS) - 1), min_size=2, max_size=5),
        switch_at=st.lists(st.integers(0, 12), min_size=1, max_size=5))
 def test_switching_plans_keeps_the_reference_matches(seed, delay, cuts, order, switch_at):
     """Stocks with a negation at each place the watermark treats differently."""

@@ -83,7 +83,7 @@ def test_a_plan_from_an_older_version_runs_unchanged(fraud_plan, tmp_path):
 
 def test_a_replayed_fraud_wave_switches_plans_with_the_batch_matches(fraud_plan, tmp_path):
     workload = fraud_workload()
-    events = drifting_events(workload, [(1000.0, {}), (1500.0, WAVE)], seed=5)
+    events = drifting_events(workload, [(1000.0, {}), (1000.0, WAVE)], seed=5)
     path = tmp_path / "wave.csv"
     write_events(events, workload, path)
     _cepplan("run", fraud_plan, "-w", WORKLOAD, path, "-o", tmp_path / "batch", "-q")
