@@ -63,10 +63,12 @@ def collect_statistics(scan: EventScan, paths: Sequence[str], workload: Workload
                        time_step: float = 1.0, markov_order: int = 1, sample: int = 100_000,
                        seed: int = 0, max_groups: int = 1000, strict: bool = False,
                        on_stage: Callable[[str], None] | None = None,
-                       keyed: bool = True) -> dict[str, Any]:
+                       per_key: bool = True) -> dict[str, Any]:
     """Measure `paths` through `scan` for `workload` and return the stats document; bad input
-    (no usable rows, any rejected row with `strict`) raises `InputError`. Without `keyed`,
-    the keyed section is left out (a live stream's frequent checks read no keys)."""
+    (no usable rows, any rejected row with `strict`) raises `InputError`. Without `per_key`,
+    the counts per key and region and the keyed section are left out (`keys` and `regions`
+    empty: a live stream's frequent checks read only rates, models and selectivities; its
+    scan then counts by no column)."""
     started = time.perf_counter()
     stage = on_stage or (lambda _name: None)
     where = ", ".join(paths)
@@ -90,13 +92,13 @@ def collect_statistics(scan: EventScan, paths: Sequence[str], workload: Workload
     stage("keys, regions and selectivity sample")
     plans = sample_plans(workload, rows["types"], sample=sample, seed=seed, time_step=time_step,
                          span=span)
-    groups = group_columns(workload)
+    groups = group_columns(workload) if per_key else []
     counted, collected = pd.DataFrame(columns=[EVENT_TYPE, COUNT]), pd.DataFrame()
     if plans or groups:
         counted, collected = scan.groups_and_sample(
             [blocks for _, blocks in plans], groups,
             _pattern_columns([p for p, _ in plans], workload))
-    keys, regions = _groups(counted, workload, span, max_groups)
+    keys, regions = _groups(counted, workload, span, max_groups) if per_key else ({}, {})
     stage("selectivities")
     parts = _sample_parts(canonical_sample(collected, workload), plans)
     del collected  # held once, in canonical order
@@ -104,7 +106,7 @@ def collect_statistics(scan: EventScan, paths: Sequence[str], workload: Workload
     rates = {name: info["rate"] for name, info in types.items()}
     stage("keys of partitioned patterns")
     per_key = (keyed_section(workload, counted, span, parts, (t_first, t_last), rates)
-               if keyed else None)
+               if per_key else None)
     provenance = {"cepplan": cepplan.__version__, "engine": scan.engine, **scan.versions}
     return {
         "format": FORMAT,

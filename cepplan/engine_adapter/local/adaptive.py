@@ -76,7 +76,7 @@ class Adaptation:
                 return
         clock = time.perf_counter()
         self.next_check = watermark + self.horizon / CHECKS_PER_HORIZON
-        document = self.online.measure(watermark, keyed=False)
+        document = self.online.measure(watermark, per_key=False)
         found = []
         if document is not None:
             point = statistics_of(document, self.workload)

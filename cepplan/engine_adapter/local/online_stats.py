@@ -70,15 +70,16 @@ class OnlineStatistics:
         return Columns.concat([p for p in inside if len(p)],
                               [EVENT_TYPE, EVENT_TS, EVENT_ID])
 
-    def measure(self, until: float, *, keyed: bool = True) -> dict[str, Any] | None:
+    def measure(self, until: float, *, per_key: bool = True) -> dict[str, Any] | None:
         """The stats document (`cepplan stats`'s) of the horizon ending at `until` (without
-        its keyed section unless `keyed`); None while it holds no event."""
+        its figures per key and region unless `per_key`); None while it holds no event."""
         events = self.events(until)
         if not len(events):
             return None
-        scan = _HeldScan(events, self.kinds, self.workload, self.columns, self.group_columns)
+        scan = _HeldScan(events, self.kinds, self.workload, self.columns,
+                         self.group_columns if per_key else [])
         try:
-            return collect_statistics(scan, [], self.workload, keyed=keyed, **self.options)
+            return collect_statistics(scan, [], self.workload, per_key=per_key, **self.options)
         except InputError:  # no usable rows
             return None
 
