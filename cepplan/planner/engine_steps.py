@@ -14,7 +14,13 @@ import math
 from collections.abc import Mapping
 from dataclasses import replace
 
-from cepplan.costmodels.engine_steps import ENGINE_COSTS, pays_for_run, step_saving
+from cepplan.costmodels.engine_steps import (
+    ENGINE_COSTS,
+    EngineCosts,
+    pays_for_run,
+    step_saving,
+)
+from cepplan.costmodels.operators import PatternModel
 from cepplan.planner.candidates import Candidate, evaluate
 from cepplan.planner.compose import NodeResult
 from cepplan.planner.shared import SharedOutcome, evaluate_total
@@ -42,9 +48,7 @@ def engine_steps(workload: Workload, outcome: SharedOutcome, engine: str,
         if len(plan.steps) < 2 or result.children or name in read:  # in a hierarchy
             continue
         single = one_step(result)
-        tested = sum(result.model.operand(v).occurrence.rate for step in plan.steps[1:]
-                     for v in step)
-        savings[name] = step_saving(costs, single.cost, plan.cost, tested)
+        savings[name] = saving(costs, result.model, plan, single)
         if savings[name] <= 0:
             chosen[name] = single
             if pattern is not None:
@@ -63,6 +67,13 @@ def engine_steps(workload: Workload, outcome: SharedOutcome, engine: str,
         return outcome, record
     total, _ = evaluate_total(workload, outcome.results, chosen)
     return replace(outcome, chosen=chosen, total=total), record
+
+
+def saving(costs: EngineCosts, model: PatternModel, plan: Candidate, single: Candidate) -> float:
+    """Seconds per time unit a multi-step `plan` saves over the one-step plan `single` on an
+    engine of `costs` (negative: its tested events cost more than the events it saves)."""
+    tested = sum(model.operand(v).occurrence.rate for step in plan.steps[1:] for v in step)
+    return step_saving(costs, single.cost, plan.cost, tested)
 
 
 def _join_figures(pattern: SearchPattern, steps: list[tuple[str, ...]], deadline: float) -> dict:

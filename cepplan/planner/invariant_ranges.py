@@ -3,10 +3,13 @@ chosen detection plans stay the planner's choice (docs/planner.md, "When a plan 
 holding"; the invariant-based adaptation that seed 004 §6.2.3 cites).
 
 One statistic at a time, the others at their measured value: its value is scaled up and down
-by multiplicative bisection in log space until the choice changes, each probe re-planning only
-the patterns the statistic can change (their detection-graph component) by the acquisition's
-own steps. Beyond `MAX_FACTOR` either way the side is unbounded (null). A probe the time
-limit cuts short leaves the range the probes so far proved.
+by multiplicative bisection in log space until the choice changes. A probe of a pattern that
+binds no other pattern and that none binds prices its fixed candidates (the plans of its
+recorded Pareto front and the one-step plan) under the scaled statistics; each bound found so
+is then checked by re-planning those patterns with the acquisition's own steps (the DP or the
+heuristics), and searched again that way if the check fails. Patterns in a hierarchy are
+always re-planned, their whole detection-graph component. Beyond `MAX_FACTOR` either way a
+side is unbounded (null). A probe the time limit cuts short leaves the range proved so far.
 """
 
 from __future__ import annotations
@@ -14,19 +17,23 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
 
+from cepplan.costmodels.engine_steps import ENGINE_COSTS
+from cepplan.costmodels.operators import OR
 from cepplan.errors import InputError
+from cepplan.planner.candidates import Option, evaluate
 from cepplan.planner.compose import Settings
 from cepplan.planner.contexts import group_workload
 from cepplan.planner.deadline import TimeLimitTooShort, with_time_note
-from cepplan.planner.engine_steps import engine_steps
-from cepplan.planner.inputs import selectivity
+from cepplan.planner.engine_steps import engine_steps, saving
+from cepplan.planner.front import DP
+from cepplan.planner.inputs import pattern_model, selectivity
 from cepplan.planner.plan import Plan
 from cepplan.planner.shared import plan_workload
-from cepplan.workload.model import FILTER, JOIN, Statistics, Workload
+from cepplan.workload.model import FILTER, JOIN, Pattern, Statistics, Workload
 
 MAX_FACTOR = 1000.0  # scaled further than this either way, a side is unbounded
 PRECISION = 1.02  # a bound is within this factor of where the plan stops holding
@@ -67,6 +74,62 @@ class Derivation:
     duration: float | None
     steps: Mapping[str, tuple[frozenset[str], ...]]
     deadline: float
+    priced: Mapping[str, PricedPattern] = field(default_factory=dict)
+    linked: Mapping[str, frozenset[str]] = field(default_factory=dict)  # `components`
+
+
+@dataclass(frozen=True)
+class PricedPattern:
+    """A multi-step plan of a pattern planned alone by the exact DP, with other plans of it:
+    priced under drifted statistics, one of them cheaper within the latency bound, or the
+    one-step plan cheaper in time on the engine, proves the plan changes without re-running
+    the DP. The other plans are those of its recorded Pareto front and each plan a re-plan
+    chose instead of it (the runner-up within its latency is not on the front)."""
+
+    pattern: Pattern
+    chosen: tuple[frozenset[str], ...]
+    # the front's other plans, then each plan a re-plan chose instead (learnt while probing)
+    others: dict[tuple[frozenset[str], ...], None]
+
+    def surely_changes(self, derivation: Derivation, statistics: Statistics) -> bool:
+        """Whether the planner surely would not keep the chosen plan under `statistics`."""
+        model = pattern_model(derivation.workload, self.pattern, statistics, {},
+                              derivation.settings.step)
+        options = {o.var: [Option(o.occurrence.rate, 1)] for o in model.operands}
+        first = {var: 0 for var in options}
+        chosen = evaluate(model, self.chosen, options, first)
+        single = evaluate(model, (frozenset(options),), options, first)
+        if saving(ENGINE_COSTS[derivation.engine], model, chosen, single) <= 0:
+            return True
+        bound = self.pattern.latency.max_steps if self.pattern.latency else None
+        cheaper = chosen.cost * (1 - 1e-9)
+        return any(c.cost < cheaper for c in (evaluate(model, steps, options, first)
+                                              for steps in self.others)
+                   if bound is None or c.latency <= bound)
+
+
+def priced_patterns(workload: Workload, plan: Plan) -> dict[str, PricedPattern]:
+    """The patterns whose drift pricing can prove: planned alone, by the DP (exact), over
+    distinct sources (the DP's costs are then the plans' own), with a multi-step plan."""
+    linked = components(workload)
+    found = {}
+    for pattern in workload.patterns:
+        planned = plan.patterns.get(pattern.name)
+        if (planned is None or linked[pattern.name] != {pattern.name} or planned.solver != DP
+                or len(planned.detection.steps) < 2 or pattern.operator == OR
+                or _shares_types(pattern)):
+            continue
+        others = dict.fromkeys(p.steps for p in planned.pareto
+                               if p.steps != planned.detection.steps)
+        found[pattern.name] = PricedPattern(pattern, planned.detection.steps, others)
+    return found
+
+
+def _shares_types(pattern: Pattern) -> bool:
+    """Whether two positive variables are bound to the same event type (they may share
+    transmissions, and the DP then optimises an upper bound of the cost)."""
+    types = [o.event_type for o in pattern.positive]
+    return len(types) != len(set(types))
 
 
 class OutOfTime(Exception):
@@ -78,7 +141,8 @@ def invariants_pass(request: Any, plan: Plan) -> Plan:
     derivation = Derivation(request.workload, request.statistics, request.settings,
                             request.share, request.engine, request.duration,
                             {n: p.detection.steps for n, p in plan.patterns.items()},
-                            request.deadline)
+                            request.deadline, priced_patterns(request.workload, plan),
+                            components(request.workload))
     section, unfinished = invariants_section(derivation, plan.sharing)
     plan = replace(plan, invariants=MappingProxyType(section))
     if unfinished:
@@ -95,11 +159,14 @@ def invariants_section(derivation: Derivation,
     selectivities: dict[str, dict[str, dict]] = {}
     unfinished = 0
     for statistic in statistics:
-        try:
-            low, high = holding_range(derivation, statistic)
-        except OutOfTime as stopped:
-            low, high = stopped.args[0] if stopped.args else (statistic.basis, statistic.basis)
+        low = high = statistic.basis  # all that is known of it once the time is up
+        if unfinished:
             unfinished += 1
+        else:
+            try:
+                low, high = holding_range(derivation, statistic)
+            except OutOfTime as stopped:
+                (low, high), unfinished = stopped.args[0], 1
         bounds = {"low": low, "high": high}
         if statistic.kind == RATE:
             rates[statistic.key[0]] = bounds
@@ -158,48 +225,65 @@ def holding_range(derivation: Derivation,
     basis = statistic.basis
     if basis <= 0:  # nothing to scale: the plan is known to hold at this value only
         return basis, basis
-
-    def holds(factor: float) -> bool:
-        return keeps_steps(derivation, statistic, basis * factor)
-
     ceiling = MAX_FACTOR if statistic.kind == RATE else min(MAX_FACTOR, 1.0 / basis)
     try:
-        low = _bound(holds, basis, 1.0 / MAX_FACTOR)
-    except OutOfTime as stopped:
-        raise OutOfTime((stopped.args[0], basis)) from None
+        low = _side(derivation, statistic, 1.0 / MAX_FACTOR)
+    except OutOfTime:
+        raise OutOfTime((basis, basis)) from None
     try:
-        high = _bound(holds, basis, ceiling) if ceiling > 1.0 else None
-    except OutOfTime as stopped:
-        raise OutOfTime((low, stopped.args[0])) from None
+        high = _side(derivation, statistic, ceiling) if ceiling > 1.0 else None
+    except OutOfTime:
+        raise OutOfTime((low, basis)) from None
     return low, high
 
 
-def _bound(holds: Callable[[float], bool], basis: float, limit: float) -> float | None:
-    """The farthest value towards `limit` (a factor of `basis`) proved to hold, to within
-    `PRECISION`; None when it holds at the limit."""
-    inside, outside = 1.0, limit
-    try:
-        if holds(limit):
-            return None
-        while abs(math.log(outside / inside)) > math.log(PRECISION):
-            middle = math.sqrt(inside * outside)
-            if holds(middle):
-                inside = middle
-            else:
-                outside = middle
-    except OutOfTime:
-        raise OutOfTime(basis * inside) from None
-    return basis * inside
+def _side(derivation: Derivation, statistic: Statistic, limit: float) -> float | None:
+    """The bound towards `limit` (a factor of the basis), None when every plan holds there.
+    The patterns planned together (a unit) are taken in turn, each tested at the bound the
+    units before proved, and bisected below it only when it fails there."""
+    basis = statistic.basis
+    reach, bounded = limit, False
+    for unit in dict.fromkeys(derivation.linked[name] for name in sorted(statistic.patterns)):
+        priced = [derivation.priced[n] for n in unit if n in derivation.priced]
+
+        def holds(factor: float, unit: frozenset[str] = unit,
+                  priced: list[PricedPattern] = priced) -> bool:
+            statistics = statistic.at(derivation.statistics, basis * factor)
+            if time.perf_counter() > derivation.deadline:
+                raise OutOfTime()
+            if any(p.surely_changes(derivation, statistics) for p in priced):
+                return False
+            return keeps_steps(derivation, unit, statistics)
+
+        if holds(reach):
+            continue
+        reach, bounded = _bound(holds, reach), True
+    return basis * reach if bounded else None
 
 
-def keeps_steps(derivation: Derivation, statistic: Statistic, value: float) -> bool:
-    """Whether, with `statistic` at `value`, acquisition would give every pattern it can
-    change the steps the plan has (re-planning only those patterns, by the planner's own
-    steps: Pareto fronts, the choice within latency bounds, the engine's step check)."""
+def _bound(holds: Callable[[float], bool], outside: float) -> float:
+    """The factor towards `outside`, where the plan is known not to hold, farthest from 1
+    proved to hold, to within `PRECISION` (by bisection in log space)."""
+    inside = 1.0
+    while abs(math.log(outside / inside)) > math.log(PRECISION):
+        middle = math.sqrt(inside * outside)
+        if holds(middle):
+            inside = middle
+        else:
+            outside = middle
+    return inside
+
+
+def keeps_steps(derivation: Derivation, names: frozenset[str] | set[str],
+                statistics: Statistics) -> bool:
+    """Whether, under `statistics`, acquisition would give the patterns `names` the steps
+    the plan has (re-planning only them, by the planner's own steps: Pareto fronts, the
+    choice within latency bounds, the engine's step check)."""
+    if not names:
+        return True
     if time.perf_counter() > derivation.deadline:
         raise OutOfTime()
-    workload = group_workload(derivation.workload, sorted(statistic.patterns))
-    statistics = statistic.at(derivation.statistics, value)
+    workload = group_workload(derivation.workload, sorted(names))
     try:
         outcome = plan_workload(workload, statistics, derivation.settings, derivation.share,
                                 derivation.deadline, derivation.deadline)
@@ -208,8 +292,11 @@ def keeps_steps(derivation: Derivation, statistic: Statistic, value: float) -> b
     except TimeLimitTooShort:
         raise OutOfTime() from None
     outcome, _ = engine_steps(workload, outcome, derivation.engine, derivation.duration)
-    return all(outcome.chosen[name].steps == derivation.steps[name]
-               for name in statistic.patterns)
+    changed = [name for name in names if outcome.chosen[name].steps != derivation.steps[name]]
+    for name in changed:
+        if name in derivation.priced:
+            derivation.priced[name].others[outcome.chosen[name].steps] = None
+    return not changed
 
 
 def search_margin(sharing: Mapping[str, Any] | None) -> float | None:

@@ -110,8 +110,10 @@ def optimize(workload: Workload, statistics: Statistics, settings: Settings,
              stats_file: str | None = None, share: bool = True,
              evaluation_settings: EvaluationSettings = NO_SEARCH,
              covering: CoveringSettings | None = None, engine: str = "local",
-             duration: float | None = None, deadline: float | None = None) -> Optimized:
-    """Plan the workload: acquisition, then every pass of `PASSES` in order, all ended by
+             duration: float | None = None, deadline: float | None = None,
+             invariants: bool = True) -> Optimized:
+    """Plan the workload: acquisition, then every pass of `PASSES` in order (the invariants
+    pass only if `invariants`: a plan only compared, never run, needs none), all ended by
     `deadline` (`time.perf_counter()` time; default: the time limit from now); InputError for
     missing rates or unmeetable latency bounds, TimeLimitTooShort when not even every
     pattern's one-step plan fits."""
@@ -122,7 +124,7 @@ def optimize(workload: Workload, statistics: Statistics, settings: Settings,
                           engine=engine, duration=duration)
     later = sum(_has_work(run_pass, request) for run_pass in PASSES)
     plan, outcome = acquisition(replace(request, deadline=share_of(end, 1 + later)))
-    for run_pass in PASSES:
+    for run_pass in (p for p in PASSES if invariants or p is not invariants_pass):
         later -= _has_work(run_pass, request)
         plan = run_pass(replace(request, deadline=share_of(end, 1 + later)), plan)
     return Optimized(plan, outcome, time.perf_counter() - start)

@@ -47,19 +47,21 @@ class Replanned:
 
 
 def replan(workload: Workload, old_plan: dict, statistics: Statistics, *,
-           time_limit: float | None = None, seed: int = 0) -> Replanned:
+           time_limit: float | None = None, seed: int = 0,
+           plan_file: str = "plan") -> Replanned:
     """Plan `workload` again under `statistics` (entry by entry over those the old plan was
     made from) with the old plan's settings, within `time_limit` seconds (the old plan's
-    when None); deterministic for a seed. ReplanRefused when it cannot be done."""
-    old = plan_from_json(old_plan, "plan", workload)
+    when None); deterministic for a seed. ReplanRefused when it cannot be done; `plan_file`
+    names the old plan in errors."""
+    old = plan_from_json(old_plan, plan_file, workload)
     invariants = old_plan.get("invariants")
     if not isinstance(invariants, Mapping) or old.invariants is None:
         raise ReplanRefused("the plan records no invariants (it was made by an older cepplan, "
                             f"or edited): it cannot be re-planned and {KEPT}; run `cepplan "
-                            "optimize` again to have them", path="invariants")
+                            "optimize` again to have them", plan_file, "invariants")
     if not workload.made_for(old.workload_digest):
-        raise ReplanRefused(f"the plan was made for another workload: {KEPT}",
-                            path="workload.sha256")
+        raise ReplanRefused(f"the plan was made for another workload: {KEPT}", plan_file,
+                            "workload.sha256")
     new_statistics = merge_statistics(merge_statistics(workload.statistics,
                                                        basis_statistics(invariants)),
                                       statistics)
@@ -70,13 +72,13 @@ def replan(workload: Workload, old_plan: dict, statistics: Statistics, *,
                         engine=_steps_record(old).get("engine", "local"),
                         duration=_steps_record(old).get("duration"))
     except TimeLimitTooShort as exc:
-        raise ReplanRefused(f"{exc.advice(settings.time_limit)}: {KEPT}") from None
+        raise ReplanRefused(f"{exc.advice(settings.time_limit)}: {KEPT}", plan_file) from None
     except InputError as exc:
         reasons = "; ".join(p.message for p in exc.problems)
         raise ReplanRefused(f"no plan can be made under the new statistics ({reasons}): "
-                            f"{KEPT}") from None
+                            f"{KEPT}", plan_file) from None
     except CepplanError as exc:
-        raise ReplanRefused(f"{exc}: {KEPT}") from None
+        raise ReplanRefused(f"{exc}: {KEPT}", plan_file) from None
     results = made.outcome.results
     old_chosen = {name: Candidate(p.detection.steps, 0.0, p.detection.latency, {})
                   for name, p in old.patterns.items()}

@@ -24,7 +24,13 @@ from cepplan.service import work
 from cepplan.service.cache import AnswerCache, request_key
 from cepplan.service.openapi import openapi_document
 from cepplan.service.problems import ProblemError, problem_body, problem_response
-from cepplan.service.requests import DEFAULT_TIME_LIMIT, Limits, envelope, read_json_body
+from cepplan.service.requests import (
+    DEFAULT_TIME_LIMIT,
+    Limits,
+    envelope,
+    read_json_body,
+    replan_envelope,
+)
 from cepplan.service.workers import Answer, WorkerPool
 
 ANSWER_SECONDS = 5.0  # beyond the server's limit: for reading the workload, writing the answer
@@ -84,11 +90,14 @@ def create_app(config: ServiceConfig) -> FastAPI:
                         status_code=500, media_type="application/problem+json")
 
     async def answer(endpoint: str, request: Request, job: Callable[[dict], Answer], *,
-                     planning: bool) -> Response:
-        """Check the request, then answer from the cache or from a worker, which stops
-        planning when the client goes away or the server's limit has passed."""
-        checked = envelope(await read_json_body(request, config.limits), config.limits,
-                           planning=planning)
+                     planning: bool,
+                     check: Callable[[dict, Limits], dict] | None = None) -> Response:
+        """Check the request (by `check`, the planning or validation envelope by default),
+        then answer from the cache or from a worker, which stops planning when the client
+        goes away or the server's limit has passed."""
+        body = await read_json_body(request, config.limits)
+        checked = (check(body, config.limits) if check
+                   else envelope(body, config.limits, planning=planning))
         key = request_key(endpoint, checked)
         cached = cache.get(key)
         if cached is None:
@@ -127,6 +136,12 @@ def create_app(config: ServiceConfig) -> FastAPI:
         html = "text/html" in request.headers.get("accept", "")
         return await answer("compare-html" if html else "compare", request,
                             partial(_compare_job, html=html), planning=True)
+
+    @app.post("/v1/replan", summary="A new plan for drifted statistics: what changed, the "
+              "modelled gain, the statistics outside the old plan's ranges")
+    async def replan(request: Request) -> Response:
+        return await answer("replan", request, work.replan, planning=True,
+                            check=replan_envelope)
 
     document = openapi_document(app, config.limits, config.planning_seconds,
                                 token=bool(config.token))

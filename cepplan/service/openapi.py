@@ -12,7 +12,7 @@ from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
 from cepplan.service.problems import MEDIA_TYPE, TITLES
-from cepplan.service.requests import MAX_DEPTH, Limits, setting_rules
+from cepplan.service.requests import MAX_DEPTH, Limits, replan_rules, setting_rules
 
 SCHEMAS = "#/components/schemas/"
 
@@ -80,6 +80,9 @@ def _endpoints(planning_seconds: float) -> dict[str, tuple[str | None, dict[str,
                            "page." + limit,
             "content": {"application/json": {"schema": {"$ref": SCHEMAS + "Report"}},
                         "text/html": {"schema": {"type": "string"}}}}}),
+        "/v1/replan": ("ReplanRequest", json_answer(
+            "Replanned", "The new plan, what changed, the modelled costs and gain; a refused "
+            "re-plan is a 422 whose detail says the old plan is kept." + limit)),
     }
 
 
@@ -111,6 +114,36 @@ def _schemas(limits: Limits) -> dict[str, Any]:
                                 "stats": {"$ref": SCHEMAS + "Stats"},
                                 "settings": {"$ref": SCHEMAS + "Settings"}},
                             "description": f"Nested at most {MAX_DEPTH} levels."},
+        "ReplanRequest": {"type": "object", "required": ["workload", "plan", "statistics"],
+                          "additionalProperties": False, "properties": {
+                              "workload": {"$ref": SCHEMAS + "Workload"},
+                              "plan": {"$ref": SCHEMAS + "Plan"},
+                              "statistics": {"$ref": SCHEMAS + "Stats"},
+                              "settings": {"type": "object", "additionalProperties": False,
+                                           "properties": {
+                                               name: rule.schema for name, rule in
+                                               replan_rules(limits).items()}}},
+                          "description": "The plan in use and the new statistics; entries "
+                          "they lack are the plan's own (its invariants' basis). Nested at "
+                          f"most {MAX_DEPTH} levels."},
+        "Replanned": {"type": "object", "required": ["plan", "changes", "old_cost", "new_cost",
+                                                     "gain", "violations"], "properties": {
+            "plan": {"$ref": SCHEMAS + "Plan"},
+            "changes": {**_strings(), "description": "per changed pattern, what changed"},
+            "old_cost": {"type": "number", "description": "the old plan's modelled events "
+                         "per time unit under the new statistics"},
+            "new_cost": {"type": "number", "description": "the new plan's"},
+            "gain": {"type": "number", "description": "old_cost / new_cost"},
+            "violations": {"type": "array", "items": {
+                "type": "object", "required": ["statistic", "measured", "low", "high",
+                                               "description"],
+                "properties": {"statistic": {"type": "string"},
+                               "measured": {"type": "number"},
+                               "low": {"type": ["number", "null"]},
+                               "high": {"type": ["number", "null"]},
+                               "subject": {"type": "string"}, "unit": {"type": "string"},
+                               "description": {"type": "string"}}},
+                "description": "the new statistics outside the old plan's ranges"}}},
         "Validation": {"type": "object", "required": ["valid", "name", "digest", "patterns",
                                                       "event_types"],
                        "properties": {"valid": {"const": True}, "name": {"type": "string"},

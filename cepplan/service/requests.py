@@ -92,28 +92,57 @@ def nesting(document: Any) -> int:
 def envelope(document: dict[str, Any], limits: Limits, *, planning: bool) -> dict[str, Any]:
     """The checked request: `workload` (object), optional `stats` (object) and, for planning
     endpoints, `settings` with known keys in range; 422 naming every problem otherwise."""
+    if not planning:
+        return _members(document, {"workload": "a workload.json document"}, {}, None)
+    return _members(document, {"workload": "a workload.json document"},
+                    {"stats": "a stats.json document"}, setting_rules(limits))
+
+
+def replan_envelope(document: dict[str, Any], limits: Limits) -> dict[str, Any]:
+    """The checked re-planning request: `workload`, `plan` (the plan.json in use) and
+    `statistics` (a stats.json document), objects all three, and optional `settings` with
+    `seed` and `time_limit` only; 422 naming every problem otherwise."""
+    return _members(document, {"workload": "a workload.json document",
+                               "plan": "the plan.json document in use",
+                               "statistics": "a stats.json document of the new statistics"},
+                    {}, replan_rules(limits))
+
+
+def replan_rules(limits: Limits) -> dict[str, SettingRule]:
+    """The settings a re-planning request may carry (the rest are the old plan's)."""
+    return {name: rule for name, rule in setting_rules(limits).items()
+            if name in ("time_limit", "seed")}
+
+
+def _members(document: dict[str, Any], required: dict[str, str], optional: dict[str, str],
+             rules: dict[str, SettingRule] | None) -> dict[str, Any]:
+    """The request's members: each of `required` an object, each of `optional` an object
+    or absent, `settings` (when `rules` are given) by those rules, nothing else; 422 naming
+    every problem otherwise."""
     problems: list[Problem] = []
 
     def bad(path: str, message: str) -> None:
         problems.append(Problem(REQUEST_FILE, path, message))
 
-    allowed = {"workload", "stats", "settings"} if planning else {"workload"}
+    allowed = {*required, *optional, *(("settings",) if rules is not None else ())}
     for key in document:
         if key not in allowed:
             bad(key, f"unknown member; expected {', '.join(sorted(allowed))}")
-    if not isinstance(document.get("workload"), dict):
-        bad("workload", "a workload.json document (an object) is required")
-    if document.get("stats") is not None and not isinstance(document["stats"], dict):
-        bad("stats", "must be a stats.json document (an object)")
+    for key, what in required.items():
+        if not isinstance(document.get(key), dict):
+            bad(key, f"{what} (an object) is required")
+    for key, what in optional.items():
+        if document.get(key) is not None and not isinstance(document[key], dict):
+            bad(key, f"must be {what} (an object)")
     settings = document.get("settings", {})
     if not isinstance(settings, dict):
         bad("settings", "must be an object")
         settings = {}
-    checked = _settings(settings, limits, bad)
+    checked = _settings(settings, rules or {}, bad) if rules is not None else {}
     if problems:
         raise ProblemError(422, "the request has problems", problems)
-    return {"workload": document["workload"], "stats": document.get("stats"),
-            "settings": checked}
+    return {**{key: document[key] for key in required},
+            **{key: document.get(key) for key in optional}, "settings": checked}
 
 
 @dataclass(frozen=True)
@@ -159,8 +188,8 @@ def setting_rules(limits: Limits) -> dict[str, SettingRule]:
     }
 
 
-def _settings(settings: dict[str, Any], limits: Limits, bad) -> dict[str, Any]:
-    rules = setting_rules(limits)
+def _settings(settings: dict[str, Any], rules: dict[str, SettingRule],
+              bad) -> dict[str, Any]:
     checked: dict[str, Any] = {}
     for key, value in settings.items():
         if key not in rules:

@@ -3,6 +3,7 @@ event loop). Each function takes the checked request and returns (status, media 
 
 from __future__ import annotations
 
+from dataclasses import asdict, replace
 from typing import Any
 
 import orjson
@@ -12,7 +13,7 @@ from cepplan.planner.compose import Settings
 from cepplan.planner.evaluation import EvaluationSettings
 from cepplan.service.problems import MEDIA_TYPE, problem_body
 from cepplan.workload.loader import build_workload
-from cepplan.workload.model import Workload
+from cepplan.workload.model import Statistics, Workload
 
 JSON = "application/json"
 HTML = "text/html; charset=utf-8"
@@ -32,6 +33,12 @@ def optimize(request: dict[str, Any]) -> Answer:
 def compare(request: dict[str, Any], html: bool) -> Answer:
     """`POST /v1/compare`: the report.json document, or the report page."""
     return _answering(lambda: _compare(request, html))
+
+
+def replan(request: dict[str, Any]) -> Answer:
+    """`POST /v1/replan`: the new plan, what changed, the modelled costs and gain, and the
+    old plan's violated ranges; a refused re-plan is a 422 saying the old plan is kept."""
+    return _answering(lambda: _replan(request))
 
 
 def _validate(request: dict[str, Any]) -> Answer:
@@ -67,6 +74,30 @@ def _compare(request: dict[str, Any], html: bool) -> Answer:
 
         return 200, HTML, render_html(report).encode()
     return 200, JSON, orjson.dumps(report)
+
+
+def _replan(request: dict[str, Any]) -> Answer:
+    from cepplan.planner.invariants import violations
+    from cepplan.planner.replan import ReplanRefused
+    from cepplan.planner.replan import replan as replan_plan
+    from cepplan.stats.stats_file import parse_stats
+
+    workload = _workload(request)
+    # the measured entries alone: the rest are the old plan's (its invariants' basis)
+    measured = parse_stats(request["statistics"], "request.statistics",
+                           replace(workload, statistics=Statistics()))
+    settings = request["settings"]
+    try:
+        done = replan_plan(workload, request["plan"], measured,
+                           time_limit=settings.get("time_limit"), seed=settings.get("seed", 0),
+                           plan_file="request.plan")
+    except ReplanRefused as refused:
+        return 422, MEDIA_TYPE, problem_body(422, refused.message, refused.problems)
+    outside = violations(request["plan"]["invariants"], measured)
+    body = {"plan": done.plan.to_json(), "changes": done.changes, "old_cost": done.old_cost,
+            "new_cost": done.new_cost, "gain": done.gain,
+            "violations": [{**asdict(v), "description": v.describe()} for v in outside]}
+    return 200, JSON, orjson.dumps(body)
 
 
 def _planning_inputs(request: dict[str, Any]) -> tuple[Workload, Any, Settings, bool]:

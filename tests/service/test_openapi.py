@@ -19,7 +19,7 @@ from tests.service import serving
 from tests.service.serving import MAX_TIME_LIMIT, TOKEN, VALUES, post, request, workload
 
 SETTINGS = serving.accepted_settings(MAX_TIME_LIMIT)
-PLANNING = ("/v1/validate", "/v1/optimize", "/v1/compare")
+PLANNING = ("/v1/validate", "/v1/optimize", "/v1/compare", "/v1/replan")
 # What each endpoint answers, by the service's docs (docs/service.md)
 CONNECTION = {"400", "408", "431", "503"}
 BODY = {"400", "401", "408", "413", "415", "422", "500", "503", "504"}
@@ -116,6 +116,15 @@ def _answers(port: int) -> list[tuple[str, str, int, str, bytes]]:
             ("POST", "/v1/compare", post(port, "/v1/compare", {
                 "workload": fraud, "settings": {"time_limit": 1}}, token=TOKEN,
                 headers={"Accept": "text/html"}))]
+    status, _, body = sent[3][2]
+    assert status == 200
+    plan = json.loads(body)
+    drifted = {"format": "cepplan.stats/1", "rates": {"PasswordReset": 3.0}}
+    older = {k: v for k, v in plan.items() if k != "invariants"}
+    for old in (plan, older):  # a new plan, and a refused re-plan
+        sent.append(("POST", "/v1/replan", post(port, "/v1/replan", {
+            "workload": fraud, "plan": old, "statistics": drifted,
+            "settings": {"time_limit": 5}}, token=TOKEN)))
     return [(method, path, status, headers["content-type"], body)
             for method, path, (status, headers, body) in sent]
 
