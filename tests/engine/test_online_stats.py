@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from cepplan.engine_adapter.job_spec import job_data
@@ -37,12 +37,13 @@ class _Discard:
         pass
 
 
-def streamed(horizon: float, pieces: int, folder: Path) -> tuple[OnlineStatistics, float]:
+def streamed(horizon: float, pieces: int, folder: Path,
+             most: int) -> tuple[OnlineStatistics, float]:
     """The fraud events read as `pieces` micro-batches, observed: the statistics and the
     watermark reached."""
     data = job_data(FRAUD, trivial_plan(FRAUD))
     matcher = StreamMatcher(job_from_json(data), 0.0, _Discard(), positional_ids=True)
-    online = OnlineStatistics(FRAUD, horizon)
+    online = OnlineStatistics(FRAUD, horizon, max_events=most)
     matcher.observers.append(online.observe)
     size = -(-len(EVENTS) // pieces)
     for number in range(pieces):
@@ -72,19 +73,22 @@ def _close(got, want, path="") -> None:
 
 @settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(horizon=st.sampled_from([150.0, 400.0, default_horizon(FRAUD)]),
-       pieces=st.integers(1, 7))
-def test_the_horizons_statistics_are_those_of_cepplan_stats(horizon, pieces):
+       pieces=st.integers(1, 7), most=st.sampled_from([20_000, 2_000]))
+@example(horizon=500.0, pieces=3, most=2_000)  # 4,000 events in the horizon: the latest kept
+def test_the_horizons_statistics_are_those_of_cepplan_stats(horizon, pieces, most):
+    """The horizon's events, or its latest `most` when it holds more."""
     with tempfile.TemporaryDirectory() as folder:
-        check_horizon(horizon, pieces, Path(folder))
+        check_horizon(horizon, pieces, most, Path(folder))
 
 
-def check_horizon(horizon: float, pieces: int, tmp_path: Path) -> None:
-    online, watermark = streamed(horizon, pieces, tmp_path)
+def check_horizon(horizon: float, pieces: int, most: int, tmp_path: Path) -> None:
+    online, watermark = streamed(horizon, pieces, tmp_path, most)
     document = online.measure(watermark)
     inside = EVENTS[(EVENTS["ts"] >= watermark - horizon) & (EVENTS["ts"] < watermark)]
-    events = tmp_path / f"horizon-{horizon}-{pieces}.csv"
+    inside = inside[inside["ts"] >= inside["ts"].nlargest(most).min()]
+    events = tmp_path / "horizon.csv"
     inside.to_csv(events, index=False)
-    out = tmp_path / f"stats-{horizon}-{pieces}.json"
+    out = tmp_path / "stats.json"
     done = cepplan("stats", events, "-w", EXAMPLES / "fraud" / "workload.json", "-o", out,
                    "--engine", "local", "--sample", 20_000, "-q")
     assert done.returncode == 0, done.stderr

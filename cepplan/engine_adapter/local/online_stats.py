@@ -1,5 +1,6 @@
 """The workload's statistics measured on a live stream, over a sliding horizon of event time:
-the events of [watermark − horizon, watermark) are kept as read (their type, time, id, keys,
+the events of [watermark − horizon, watermark) (at most its latest `MAX_EVENTS`) are kept as
+read (their type, time, id, keys,
 regions and the attributes the predicates read) and summarised by `cepplan stats`'s own code
 (`stats/collect.py` over `stats/local_scan.py`), so the figures are those `cepplan stats` gives
 on a file of the same events: rates per type (and region), selectivities of each pattern's
@@ -28,6 +29,7 @@ from cepplan.workload.source_spec import attribute_types
 
 HORIZON_WINDOWS = 100  # default horizon: this many of the workload's largest window
 SAMPLE = 20_000  # events per pattern (and tuples per predicate) for the selectivities
+MAX_EVENTS = 20_000  # the latest events of the horizon measured: bounds a check's cost
 
 
 def default_horizon(workload: Workload) -> float:
@@ -42,9 +44,10 @@ class OnlineStatistics:
     demand by `measure`."""
 
     def __init__(self, workload: Workload, horizon: float, *, time_step: float = 1.0,
-                 sample: int = SAMPLE, seed: int = 0):
+                 sample: int = SAMPLE, seed: int = 0, max_events: int = MAX_EVENTS):
         self.workload = workload
         self.horizon = horizon
+        self.max_events = max_events
         self.options = {"time_step": time_step, "sample": sample, "seed": seed}
         self.columns, self.group_columns = scan_columns(workload)
         self.kinds = merged_attribute_types(attribute_types(workload).values())
@@ -62,13 +65,19 @@ class OnlineStatistics:
         self.parts.append(rows.take(needed if not needed.all() else slice(None), names))
 
     def events(self, until: float) -> Columns:
-        """The events of [until − horizon, until), in reading order; older ones are dropped."""
+        """The events of [until − horizon, until), in reading order, or of its end holding
+        the latest `max_events` (those at or after the time of the `max_events`-th latest);
+        older ones are dropped."""
         start = until - self.horizon
         self.parts = [p.take(p[EVENT_TS] >= start) for p in self.parts]
         self.parts = [p for p in self.parts if len(p)]
         inside = [p.take(p[EVENT_TS] < until) for p in self.parts]
-        return Columns.concat([p for p in inside if len(p)],
-                              [EVENT_TYPE, EVENT_TS, EVENT_ID])
+        held = Columns.concat([p for p in inside if len(p)], [EVENT_TYPE, EVENT_TS, EVENT_ID])
+        if len(held) <= self.max_events:
+            return held
+        stamps = held[EVENT_TS]
+        start = np.partition(stamps, len(stamps) - self.max_events)[-self.max_events]
+        return held.take(stamps >= start)
 
     def measure(self, until: float, *, per_key: bool = True) -> dict[str, Any] | None:
         """The stats document (`cepplan stats`'s) of the horizon ending at `until` (without
