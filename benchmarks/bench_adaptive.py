@@ -67,7 +67,7 @@ def _load() -> str:
 
 def drift(scratch: Path, quick: bool) -> None:
     workload = fraud_workload()
-    calm, wave = (3_000.0, 6_000.0) if quick else (10_000.0, 22_000.0)
+    calm, wave = (3_000.0, 3_000.0) if quick else (10_000.0, 12_000.0)
     events = drifting_events(workload, [(calm, {}), (wave, WAVE)], seed=1)
     path = scratch / "drift.csv"
     write_events(events, workload, path)

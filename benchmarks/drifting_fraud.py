@@ -21,7 +21,7 @@ FRAUD = ROOT / "examples" / "fraud" / "workload.json"
 DRIFTED = {"PasswordReset": 20.0, "Withdrawal": 0.01}
 # a fraud wave: the trigger and withdrawals frequent, logins rare (a plan starting from the
 # trigger then joins two frequent types; the re-plan starts from the logins)
-WAVE = {"PasswordReset": 40.0, "Withdrawal": 40.0, "Login": 0.01}
+WAVE = {"PasswordReset": 80.0, "Withdrawal": 80.0, "Login": 0.01}
 RANGES = {"amount": (0.0, 1500.0)}  # as the example's events (a tenth of the amounts > 1000)
 
 

@@ -3,6 +3,7 @@ options a stream cannot take are refused, the output directory must be new or em
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 from pathlib import Path
@@ -10,6 +11,8 @@ from pathlib import Path
 from cepplan.cli.options import Engine, MatchFormat, PlanKind
 from cepplan.errors import InputError
 from cepplan.terminal import echo, warn
+
+SHARE_VARIABLE = "CEPPLAN_STATISTICS_SHARE"
 
 
 def run_follow(plan: Path, events: list[str], output: Path, follow: str, trigger: float,
@@ -61,7 +64,8 @@ def run_follow(plan: Path, events: list[str], output: Path, follow: str, trigger
         if not horizon > 0:
             raise InputError.single("--replan-horizon", "", f"must be positive, got "
                                     f"{replan_horizon}")
-        adaptation = Adaptation(loaded, chosen, horizon, warn=warn)
+        adaptation = Adaptation(loaded, chosen, horizon, warn=warn,
+                                share=_statistics_share())
     output.mkdir(parents=True, exist_ok=True)
     metrics = follow_stream(data, follow, output, str(plan), trigger=trigger,
                             progress=not quiet, bounds=bounds, warn=warn,
@@ -105,6 +109,24 @@ def _check_checkpoint_place(checkpoint: Path, follow: str, output: Path) -> None
         if os.path.realpath(checkpoint) == os.path.realpath(place):
             raise InputError.single("--checkpoint", "", f"{checkpoint} is {what}; give a "
                                     "directory of its own")
+
+
+def _statistics_share() -> float:
+    """`CEPPLAN_STATISTICS_SHARE`: of the run's time, the most the online statistics may take
+    (0 < share <= 1; default 0.05)."""
+    from cepplan.engine_adapter.local.adaptive import STATISTICS_SHARE
+
+    text = os.environ.get(SHARE_VARIABLE)
+    if text is None:
+        return STATISTICS_SHARE
+    try:
+        share = float(text)
+    except ValueError:
+        share = math.nan
+    if not 0 < share <= 1:
+        raise InputError.single(SHARE_VARIABLE, "", f"expected a share of the run's time "
+                                f"above 0 and at most 1, got {text!r:.40}")
+    return share
 
 
 def switch_lines(stream: dict, time_unit: str) -> list[str]:

@@ -49,6 +49,7 @@ def adaptive_stream(plan, events: pd.DataFrame, folder: Path,
     output = StreamOutput(folder / "out", {k: list(v) for k, v in data["types"].items()})
     matcher = StreamMatcher(job_from_json(data), 0.0, output, positional_ids=True)
     said = warnings if warnings is not None else []
+    options.setdefault("share", 1.0)  # a check at each point due, as on an idle stream
     adaptation = Adaptation(WORKLOAD, plan, HORIZON, warn=said.append, **options)
     adaptation.attach(matcher)
     piece = np.floor(events[EVENT_TS].to_numpy() / PIECE)

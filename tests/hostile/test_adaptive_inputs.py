@@ -63,6 +63,14 @@ def test_bad_replan_horizon(cli, fraud_plan, tmp_path, value, fragment):
         f"--replan-horizon={value}", "-q").one_error("--replan-horizon", fragment)
 
 
+@pytest.mark.parametrize("value", ["0", "1.5", "nan", "lots"])
+def test_bad_statistics_share(cli, fraud_plan, tmp_path, monkeypatch, value):
+    monkeypatch.setenv("CEPPLAN_STATISTICS_SHARE", value)
+    (tmp_path / "in").mkdir()
+    cli("run", fraud_plan, "--follow", tmp_path / "in", "-o", tmp_path / "out", "--adaptive",
+        "-q").one_error("CEPPLAN_STATISTICS_SHARE", "at most 1")
+
+
 def test_a_plan_from_an_older_version_runs_unchanged(fraud_plan, tmp_path):
     """No invariants section (an older cepplan's plan, its digest whole): one warning, the
     stream goes on to the end with the batch run's matches."""
@@ -81,9 +89,13 @@ def test_a_plan_from_an_older_version_runs_unchanged(fraud_plan, tmp_path):
     assert stream["replans"] == [] and stream["adaptive"] is False
 
 
-def test_a_replayed_fraud_wave_switches_plans_with_the_batch_matches(fraud_plan, tmp_path):
+def test_a_replayed_fraud_wave_switches_plans_with_the_batch_matches(fraud_plan, tmp_path,
+                                                                     monkeypatch):
+    """Checked at each point due (CEPPLAN_STATISTICS_SHARE=1), however busy the machine."""
+    monkeypatch.setenv("CEPPLAN_STATISTICS_SHARE", "1")
     workload = fraud_workload()
-    events = drifting_events(workload, [(1000.0, {}), (1000.0, WAVE)], seed=5)
+    wave = {name: min(rate, 20.0) for name, rate in WAVE.items()}  # smaller: a quicker test
+    events = drifting_events(workload, [(1000.0, {}), (700.0, wave)], seed=5)
     path = tmp_path / "wave.csv"
     write_events(events, workload, path)
     _cepplan("run", fraud_plan, "-w", WORKLOAD, path, "-o", tmp_path / "batch", "-q")

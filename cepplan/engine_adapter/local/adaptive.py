@@ -25,6 +25,7 @@ from cepplan.planner.plan import Plan
 from cepplan.workload.model import Workload
 
 CHECKS_PER_HORIZON = 4  # statistics measured and checked each quarter horizon of event time
+STATISTICS_SHARE = 0.05  # checks wait while measuring took more than this share of the time
 THROUGHPUT_BATCHES = 10  # micro-batches on each side of a switch its throughputs are over
 
 
@@ -33,8 +34,10 @@ class Adaptation:
     `after_batch` once per micro-batch; `figures` for metrics.json."""
 
     def __init__(self, workload: Workload, plan: Plan, horizon: float, *,
-                 warn: Callable[[str], None], time_limit: float | None = None):
-        """`time_limit`: each re-plan's, in seconds (None: the plan's own)."""
+                 warn: Callable[[str], None], time_limit: float | None = None,
+                 share: float = STATISTICS_SHARE):
+        """`time_limit`: each re-plan's, in seconds (None: the plan's own); `share`: of the
+        run's time, the most measuring may take (a check waits while it took more)."""
         self.workload = workload
         self.plan = plan.to_json()
         self.horizon = horizon
@@ -48,6 +51,8 @@ class Adaptation:
         self.replans: list[dict[str, Any]] = []
         self.refused: list[str] = []
         self.seconds = 0.0  # measuring and checking the statistics
+        self.started = time.perf_counter()
+        self.share = share
 
     def _watch(self, invariants: Any, since: float) -> DriftWatch | None:
         if not invariants:
@@ -68,7 +73,8 @@ class Adaptation:
         statistics when due; re-plan and switch when they have drifted."""
         self.samples.append((events, seconds))
         watermark = matcher.watermark
-        if self.watch is None or not watermark >= self.next_check:
+        if self.watch is None or not watermark >= self.next_check or \
+                self.seconds > self.share * (time.perf_counter() - self.started):
             return
         if self.next_check == -math.inf:  # the first check once a whole horizon was read
             self.next_check = matcher.covered.first + self.horizon
