@@ -1,6 +1,7 @@
 """`cepplan run --follow --adaptive`: the stream measures its statistics over a sliding
 horizon (`online_stats.py`), checks them against the running plan's invariants each quarter
-horizon of event time (`drift.py`), and when they have drifted re-plans (`planner.replan`)
+horizon of event time while measuring took at most a share of the run's time (`drift.py`),
+and when they have drifted re-plans (`planner.replan`)
 and switches to the new plan at the watermark (`StreamMatcher.switch`). A plan without
 invariants, or a re-plan refused, leaves the old plan running (docs/engine.md, "Adaptive
 re-planning")."""
