@@ -111,7 +111,7 @@ class StreamMatcher:
         boundary = self.evaluated
         self.phases[-1].end = boundary
         self.phases.append(_Phase.of(job, boundary))
-        self.phases = [p for p in self.phases[:-1] if not self._finished(p)] + self.phases[-1:]
+        self._drop_finished()
         if self.held:
             pool, arrived = self.retained()
             plain = pool.take(slice(None), [c for c in pool.columns if "\t" not in c])
@@ -174,16 +174,17 @@ class StreamMatcher:
                                  self.totals, self.built, self.seconds, phase.sharing,
                                  self.partials)
         self.evaluated = high
-        self.phases = [p for p in self.phases[:-1] if not self._finished(p)] + self.phases[-1:]
+        self._drop_finished()
         keep = pool[EVENT_TS] >= high - max(p.reach for p in self.phases)
         self.held = [pool.take(keep)] if keep.any() else []
         self.arrived = [arrived[keep]] if keep.any() else []
         self.state_rows = int(np.count_nonzero(keep))
         return self.state_rows
 
-    def _finished(self, phase: _Phase) -> bool:
-        """Whether a replaced job has emitted every match it owns."""
-        return all(self.evaluated - lag >= phase.end for lag, _ in phase.groups)
+    def _drop_finished(self) -> None:
+        """Forget the replaced jobs that have emitted every match they own."""
+        self.phases = [p for p in self.phases[:-1] if not all(
+            self.evaluated - lag >= p.end for lag, _ in p.groups)] + self.phases[-1:]
 
     def retained(self) -> tuple[Columns, np.ndarray]:
         """The events kept (tagged, not yet released) and their arrival wall times."""
