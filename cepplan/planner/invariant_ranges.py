@@ -3,13 +3,13 @@ chosen detection plans stay the planner's choice (docs/planner.md, "When a plan 
 holding"; the invariant-based adaptation that seed 004 §6.2.3 cites).
 
 One statistic at a time, the others at their measured value: its value is scaled up and down
-by multiplicative bisection in log space until the choice changes. A probe of a pattern that
-binds no other pattern and that none binds prices its fixed candidates (the plans of its
-recorded Pareto front and the one-step plan) under the scaled statistics; each bound found so
-is then checked by re-planning those patterns with the acquisition's own steps (the DP or the
-heuristics), and searched again that way if the check fails. Patterns in a hierarchy are
-always re-planned, their whole detection-graph component. Beyond `MAX_FACTOR` either way a
-side is unbounded (null). A probe the time limit cuts short leaves the range proved so far.
+by multiplicative bisection in log space until the choice changes. A probe re-plans the
+patterns planned together that the statistic can change (a unit: one pattern, or a whole
+detection-graph component) with the acquisition's own steps; the units are taken in turn,
+each bisected only below the bound the ones before proved. For a pattern planned alone by the
+exact DP, pricing other plans of it first (its recorded front, the plans re-plans chose
+instead) can prove a change without the DP. Beyond `MAX_FACTOR` either way a side is
+unbounded (null). Once the time limit is reached, what is not proved holds at its basis only.
 """
 
 from __future__ import annotations
@@ -146,8 +146,10 @@ def invariants_pass(request: Any, plan: Plan) -> Plan:
     section, unfinished = invariants_section(derivation, plan.sharing)
     plan = replace(plan, invariants=MappingProxyType(section))
     if unfinished:
-        plan = with_time_note(plan, f"invariants: {unfinished} statistic(s) not analysed in "
-                                    "time hold only at their measured value")
+        every = len(section["rates"]) + sum(map(len, section["selectivities"].values()))
+        plan = with_time_note(plan, f"invariants: {unfinished} of {every} statistics not "
+                                    "analysed in time: re-planning treats any change of "
+                                    "them as a change of the plan's choice")
     return plan
 
 
@@ -241,24 +243,56 @@ def _side(derivation: Derivation, statistic: Statistic, limit: float) -> float |
     """The bound towards `limit` (a factor of the basis), None when every plan holds there.
     The patterns planned together (a unit) are taken in turn, each tested at the bound the
     units before proved, and bisected below it only when it fails there."""
-    basis = statistic.basis
     reach, bounded = limit, False
     for unit in dict.fromkeys(derivation.linked[name] for name in sorted(statistic.patterns)):
-        priced = [derivation.priced[n] for n in unit if n in derivation.priced]
-
-        def holds(factor: float, unit: frozenset[str] = unit,
-                  priced: list[PricedPattern] = priced) -> bool:
-            statistics = statistic.at(derivation.statistics, basis * factor)
-            if time.perf_counter() > derivation.deadline:
-                raise OutOfTime()
-            if any(p.surely_changes(derivation, statistics) for p in priced):
-                return False
-            return keeps_steps(derivation, unit, statistics)
-
-        if holds(reach):
+        probe = _Probe(derivation, statistic, unit)
+        if probe.holds(reach):
             continue
-        reach, bounded = _bound(holds, reach), True
-    return basis * reach if bounded else None
+        reach, bounded = probe.bound(reach), True
+    return statistic.basis * reach if bounded else None
+
+
+@dataclass(frozen=True)
+class _Probe:
+    """Whether one unit keeps its plans with the statistic scaled by a factor."""
+
+    derivation: Derivation
+    statistic: Statistic
+    unit: frozenset[str]
+
+    def at(self, factor: float) -> Statistics:
+        if time.perf_counter() > self.derivation.deadline:
+            raise OutOfTime()
+        return self.statistic.at(self.derivation.statistics, self.statistic.basis * factor)
+
+    @property
+    def priced(self) -> PricedPattern | None:
+        (name, *more) = self.unit
+        return None if more else self.derivation.priced.get(name)
+
+    def replanned(self, factor: float) -> bool:
+        return keeps_steps(self.derivation, self.unit, self.at(factor))
+
+    def priced_holds(self, factor: float) -> bool:
+        priced = self.priced
+        return priced is None or not priced.surely_changes(self.derivation, self.at(factor))
+
+    def holds(self, factor: float) -> bool:
+        return self.priced_holds(factor) and self.replanned(factor)
+
+    def bound(self, outside: float) -> float:
+        """The farthest factor proved to hold towards `outside`, where the unit does not.
+        A priced pattern is bisected by pricing alone, the DP then checking the bound found
+        (a plan it chooses instead is priced from then on); a unit that pricing cannot
+        settle is bisected by re-planning."""
+        while self.priced is not None:
+            inside = _bound(self.priced_holds, outside)
+            if inside == 1.0 or self.replanned(inside):
+                return inside
+            if self.priced_holds(inside):  # pricing does not see what the DP chose
+                return _bound(self.replanned, inside)
+            outside = inside
+        return _bound(self.holds, outside)
 
 
 def _bound(holds: Callable[[float], bool], outside: float) -> float:
@@ -291,11 +325,13 @@ def keeps_steps(derivation: Derivation, names: frozenset[str] | set[str],
         return False
     except TimeLimitTooShort:
         raise OutOfTime() from None
+    acquired = outcome.chosen
     outcome, _ = engine_steps(workload, outcome, derivation.engine, derivation.duration)
     changed = [name for name in names if outcome.chosen[name].steps != derivation.steps[name]]
-    for name in changed:
+    for name in changed:  # what was chosen instead, before and after the engine's check
         if name in derivation.priced:
-            derivation.priced[name].others[outcome.chosen[name].steps] = None
+            others = derivation.priced[name].others
+            others.update(dict.fromkeys((acquired[name].steps, outcome.chosen[name].steps)))
     return not changed
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from types import MappingProxyType
 from typing import Any
 
 from cepplan.workload.model import Statistics
@@ -57,15 +56,6 @@ def violations(invariants: Mapping[str, Any], statistics: Statistics) -> list[Vi
                                        bounds.get("low"), bounds.get("high"),
                                        f"{pattern}: {text}", "of the events pass"))
     return found
-
-
-def basis_statistics(invariants: Mapping[str, Any]) -> Statistics:
-    """The rates and selectivities the plan was made from."""
-    basis = invariants.get("basis") or {}
-    return Statistics(
-        rates=MappingProxyType(dict(basis.get("rates") or {})),
-        selectivities=MappingProxyType({p: MappingProxyType(dict(s)) for p, s in
-                                        (basis.get("selectivities") or {}).items()}))
 
 
 def rate_unit(time_unit: str | None) -> str:

@@ -14,23 +14,26 @@ from cepplan.planner.candidates import Candidate
 from cepplan.planner.compose import Settings
 from cepplan.planner.deadline import TimeLimitTooShort
 from cepplan.planner.evaluation import NONE, EvaluationSettings
-from cepplan.planner.invariants import basis_statistics
 from cepplan.planner.optimize import optimize
 from cepplan.planner.plan import Plan, plan_from_json
 from cepplan.planner.shared import evaluate_total
 from cepplan.workload.model import Statistics, Workload
-from cepplan.workload.statistics_section import merge_statistics
+from cepplan.workload.paths import json_path
+from cepplan.workload.statistics_section import merge_statistics, read_statistics
 
 KEPT = "the old plan is kept"
 
 
 class ReplanRefused(InputError):
-    """No new plan can be made: the old plan has no invariants, or no plan meets the
-    workload's latency bounds under the new statistics. The caller keeps the old plan."""
+    """No new plan can be made: the old plan has no invariants or cannot be read, or no plan
+    meets the workload's latency bounds under the new statistics. The caller keeps the old
+    plan; `message` says so, `problems` name each place (one, at `file` and `path`, unless
+    given)."""
 
-    def __init__(self, message: str, file: str = "plan", path: str = ""):
+    def __init__(self, message: str, file: str = "plan", path: str = "",
+                 problems: list[Problem] | tuple[Problem, ...] = ()):
         self.message = message
-        super().__init__([Problem(file, path, message)])
+        super().__init__(problems or [Problem(file, path, message)])
 
 
 @dataclass(frozen=True)
@@ -53,7 +56,11 @@ def replan(workload: Workload, old_plan: dict, statistics: Statistics, *,
     made from) with the old plan's settings, within `time_limit` seconds (the old plan's
     when None); deterministic for a seed. ReplanRefused when it cannot be done; `plan_file`
     names the old plan in errors."""
-    old = plan_from_json(old_plan, plan_file, workload)
+    try:
+        old = plan_from_json(old_plan, plan_file, workload)
+    except InputError as exc:
+        raise ReplanRefused(f"the plan cannot be read ({_reasons(exc.problems)}): {KEPT}",
+                            problems=exc.problems) from None
     invariants = old_plan.get("invariants")
     if not isinstance(invariants, Mapping) or old.invariants is None:
         raise ReplanRefused("the plan records no invariants (it was made by an older cepplan, "
@@ -63,7 +70,7 @@ def replan(workload: Workload, old_plan: dict, statistics: Statistics, *,
         raise ReplanRefused(f"the plan was made for another workload: {KEPT}", plan_file,
                             "workload.sha256")
     new_statistics = merge_statistics(merge_statistics(workload.statistics,
-                                                       basis_statistics(invariants)),
+                                                       _basis(workload, invariants, plan_file)),
                                       statistics)
     settings = _settings(old, time_limit, seed)
     try:
@@ -74,9 +81,8 @@ def replan(workload: Workload, old_plan: dict, statistics: Statistics, *,
     except TimeLimitTooShort as exc:
         raise ReplanRefused(f"{exc.advice(settings.time_limit)}: {KEPT}", plan_file) from None
     except InputError as exc:
-        reasons = "; ".join(p.message for p in exc.problems)
-        raise ReplanRefused(f"no plan can be made under the new statistics ({reasons}): "
-                            f"{KEPT}", plan_file) from None
+        raise ReplanRefused(f"no plan can be made under the new statistics "
+                            f"({_reasons(exc.problems)}): {KEPT}", plan_file) from None
     except CepplanError as exc:
         raise ReplanRefused(f"{exc}: {KEPT}", plan_file) from None
     results = made.outcome.results
@@ -86,6 +92,27 @@ def replan(workload: Workload, old_plan: dict, statistics: Statistics, *,
     new_cost = made.outcome.total
     gain = old_cost / new_cost if new_cost > 0 else 1.0
     return Replanned(made.plan, plan_changes(old, made.plan), old_cost, new_cost, gain)
+
+
+def _basis(workload: Workload, invariants: Mapping[str, Any], plan_file: str) -> Statistics:
+    """The statistics the old plan was made from, checked as the workload's own are (known
+    types and patterns, rates within the planner's limit)."""
+    problems: list[Problem] = []
+
+    def error(where: tuple, message: str) -> None:
+        problems.append(Problem(plan_file, json_path(("invariants", "basis", *where)), message))
+
+    basis = read_statistics(invariants["basis"], workload.event_types,
+                            workload.patterns_by_name, workload.time_unit, error)
+    if problems:
+        reasons = _reasons(problems)
+        raise ReplanRefused(f"the statistics the plan records it was made from are not "
+                            f"the planner's ({reasons}): {KEPT}", problems=problems)
+    return basis
+
+
+def _reasons(problems: tuple[Problem, ...] | list[Problem]) -> str:
+    return "; ".join(p.message for p in problems)
 
 
 def plan_changes(old: Plan, new: Plan) -> list[str]:

@@ -96,3 +96,25 @@ def test_the_search_margin_is_the_next_cheapest_plan_priced_over_the_chosen():
     assert search_margin(sharing) == 0.25
     assert search_margin({"modelled_cost": {"chosen": 10.0, "trivial": 10.0}}) is None
     assert search_margin(None) is None and search_margin({"note": "no search"}) is None
+
+
+def test_statistics_not_analysed_in_time_hold_at_their_basis_only():
+    """The time limit reached before the pass: every statistic's range is its basis alone
+    (any drift is a violation), and the plan's time-limit notes say how many."""
+    from cepplan.planner.invariant_ranges import invariants_pass
+    from cepplan.planner.optimize import PlanRequest
+
+    workload = load_workload(EXAMPLES / "fraud" / "workload.json")
+    plan = optimize(workload, workload.statistics, Settings(time_limit=30),
+                    invariants=False).plan
+    late = invariants_pass(PlanRequest(workload, workload.statistics, Settings(),
+                                       deadline=0.0), plan)
+    section = late.invariants
+    for type_name, bounds in section["rates"].items():
+        basis = workload.statistics.rates[type_name]
+        assert bounds == {"low": basis, "high": basis}
+    assert late.provenance["time_limit_notes"] == [
+        "invariants: 12 of 12 statistics not analysed in time: re-planning treats any change "
+        "of them as a change of the plan's choice"]
+    drifted = Statistics(rates=MappingProxyType({"Login": 1.5 * 1.01}))
+    assert [v.statistic for v in violations(section, drifted)] == ["rate of Login"]

@@ -101,3 +101,59 @@ def test_statistics_no_plan_meets_the_latency_bound_under_are_refused():
         replan(workload, old, _rates(A=5.0, B=0.001))
     message = str(refused.value)
     assert "latency bound" in message and "the old plan is kept" in message
+
+
+def test_a_basis_beyond_the_planners_limits_is_named_and_the_old_plan_kept():
+    """A plan whose basis was rewritten (its digest too) with a rate the planner never
+    accepts: refused, naming the entry, not a planner overflow."""
+    from cepplan.planner.plan import CONTENT_DIGEST, content_digest
+
+    workload = load_workload(FRAUD)
+    old = _plan(workload)
+    old["invariants"]["basis"]["rates"]["PasswordReset"] = 1e300
+    old[CONTENT_DIGEST] = content_digest(old)
+    with pytest.raises(ReplanRefused) as refused:
+        replan(workload, old, Statistics())
+    (problem,) = refused.value.problems
+    assert problem.path == "invariants.basis.rates.PasswordReset"
+    assert "at most" in problem.message
+    assert refused.value.message.endswith("the old plan is kept")
+
+
+def test_a_plan_that_does_not_fit_the_workload_is_refused_naming_each_problem(fraud):
+    workload, old = fraud
+    other = {**old, "patterns": {**old["patterns"], "ghost": old["patterns"]["card_testing"]}}
+    with pytest.raises(ReplanRefused) as refused:
+        replan(workload, other, Statistics())
+    assert refused.value.message.startswith("the plan cannot be read (the workload has no "
+                                            "pattern 'ghost')")
+    assert [p.path for p in refused.value.problems] == ["patterns.ghost"]
+
+
+def _planned(plan) -> dict:
+    """A plan document without what depends on the clock (seconds spent, the search's
+    trace of times)."""
+    document = plan.to_json()
+    document.pop("provenance")
+    if "sharing" in document:
+        document["sharing"] = {k: v for k, v in document["sharing"].items()
+                               if k not in ("search", "trace")}
+    return document
+
+
+def test_the_same_seed_gives_the_same_plan(fraud):
+    workload, old = fraud
+    drifted = _rates(PasswordReset=3.0, Login=0.05)
+    first, second = (replan(workload, old, drifted, seed=7) for _ in range(2))
+    assert _planned(first.plan) == _planned(second.plan)
+    assert (first.changes, first.gain) == (second.changes, second.gain)
+
+
+def test_a_time_limit_already_spent_still_gives_a_plan_for_every_pattern(fraud):
+    """Anytime: each pattern gets at least its one-step plan, and the modelled costs and
+    gain are those of the plan made."""
+    workload, old = fraud
+    done = replan(workload, old, _rates(PasswordReset=3.0, Login=0.05), time_limit=1e-9)
+    assert set(done.plan.patterns) == set(old["patterns"])
+    assert all("time limit" in p.solver for p in done.plan.patterns.values())
+    assert done.gain == pytest.approx(done.old_cost / done.new_cost)
