@@ -57,9 +57,9 @@ class Adaptation:
 
     def _watch(self, invariants: Any, since: float) -> DriftWatch | None:
         if not invariants:
-            self.warn("the plan records no invariants (it was made by an older cepplan): it "
-                      "runs as it is, without re-planning; run `cepplan optimize` again to "
-                      "have them")
+            self.warn("the plan records no invariants (made by an older cepplan, or changed "
+                      "since it was planned): it runs as it is, without re-planning; run "
+                      "`cepplan optimize` again to have them")
             return None
         return DriftWatch(invariants, self.rule, since)
 
