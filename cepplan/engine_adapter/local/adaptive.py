@@ -45,7 +45,7 @@ class Adaptation:
         self.warn = warn
         self.time_limit = time_limit
         self.online = OnlineStatistics(workload, horizon)
-        self.rule = DriftRule(cooldown=horizon)
+        self.rule = DriftRule(cooldown=horizon, span=horizon / 2)
         self.watch = self._watch(plan.invariants, -math.inf)
         self.next_check = -math.inf
         self.samples: list[tuple[int, float]] = []  # per micro-batch: events read, seconds

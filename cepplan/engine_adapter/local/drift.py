@@ -1,9 +1,10 @@
 """When a live stream re-plans (docs/engine.md, "Adaptive re-planning"): a statistic counts
 as drifted at a check when it lies outside the plan's invariant range beyond noise — its whole
 95 % interval over the horizon is outside the range, by more than `DriftRule.factor` — and a
-re-plan is asked for once some statistic has drifted at `checks` consecutive checks, never
-within `cooldown` of event time after the last switch. A stationary stream, whose figures
-scatter inside their intervals, does not flap."""
+re-plan is asked for once some statistic has drifted at every check over `DriftRule.span` of
+event time (at least `checks` of them: 3 when checks come each quarter horizon), never within
+`cooldown` of event time after the last switch. A stationary stream, whose figures scatter
+inside their intervals, does not flap."""
 
 from __future__ import annotations
 
@@ -14,16 +15,18 @@ from typing import Any
 from cepplan.planner.invariants import Violation, violations
 from cepplan.workload.model import Statistics
 
-CHECKS = 3  # consecutive checks a statistic must have drifted at
+CHECKS = 2  # consecutive checks a statistic must have drifted at, at least
 FACTOR = 1.2  # how far beyond the range (as a ratio) the interval's nearer end must lie
 
 
 @dataclass(frozen=True)
 class DriftRule:
-    """The hysteresis: `checks` consecutive drifted checks, `factor` beyond the range,
-    `cooldown` (event time) after a switch."""
+    """The hysteresis: drifted at every check over `span` of event time and at `checks`
+    consecutive checks at least, `factor` beyond the range, `cooldown` (event time) after a
+    switch."""
 
     cooldown: float
+    span: float
     checks: int = CHECKS
     factor: float = FACTOR
 
@@ -35,7 +38,8 @@ class DriftWatch:
         self.invariants = invariants
         self.rule = rule
         self.quiet_until = since + rule.cooldown
-        self.runs: dict[str, int] = {}  # statistic -> consecutive checks drifted
+        self.runs: dict[str, tuple[int, float]] = {}  # statistic -> (consecutive checks
+        # drifted, the time of the first of them)
 
     def check(self, at: float, point: Statistics, low: Statistics, high: Statistics
               ) -> list[Violation]:
@@ -43,10 +47,12 @@ class DriftWatch:
         ends of their intervals (`low`, `high`); the violations to re-plan for (none while
         the drift has not lasted or the cooldown runs)."""
         drifted = self.drifted(point, low, high)
-        self.runs = {v.statistic: self.runs.get(v.statistic, 0) + 1 for v in drifted}
+        self.runs = {v.statistic: (self.runs.get(v.statistic, (0, at))[0] + 1,
+                                   self.runs.get(v.statistic, (0, at))[1]) for v in drifted}
         if at < self.quiet_until:
             return []
-        lasting = [v for v in drifted if self.runs[v.statistic] >= self.rule.checks]
+        lasting = [v for v in drifted if self.runs[v.statistic][0] >= self.rule.checks
+                   and at - self.runs[v.statistic][1] >= self.rule.span]
         return drifted if lasting else []
 
     def drifted(self, point: Statistics, low: Statistics, high: Statistics) -> list[Violation]:
