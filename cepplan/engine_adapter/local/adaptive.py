@@ -27,6 +27,7 @@ from cepplan.workload.model import Workload
 
 CHECKS_PER_HORIZON = 4  # statistics measured and checked each quarter horizon of event time
 STATISTICS_SHARE = 0.05  # checks wait while measuring took more than this share of the time
+MIN_GAIN = 1.1  # a new plan takes over when its modelled cost is at least this much lower
 THROUGHPUT_BATCHES = 10  # micro-batches on each side of a switch its throughputs are over
 
 
@@ -96,7 +97,7 @@ class Adaptation:
     def _replan(self, matcher: StreamMatcher, number: int, watermark: float,
                 found: list) -> None:
         """Re-plan for the drifted statistics; switch when the plan changes and its modelled
-        cost under them is lower."""
+        cost under them is at least `MIN_GAIN` times lower."""
         from cepplan.planner.replan import ReplanRefused, replan  # only when re-planning
 
         clock = time.perf_counter()
@@ -111,7 +112,7 @@ class Adaptation:
             self.refused.append(err.message)
             self.watch.quiet_until = watermark + self.rule.cooldown
             return
-        switched = bool(made.changes) and made.gain > 1
+        switched = bool(made.changes) and made.gain >= MIN_GAIN
         if switched:
             matcher.switch(job_from_json(job_data(self.workload, made.plan)))
             self.plan = made.plan.to_json()
