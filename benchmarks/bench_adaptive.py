@@ -104,7 +104,7 @@ def drift(scratch: Path, quick: bool) -> None:
               " events/s")
     if not stream["replans"]:
         print("  no re-plan")
-    print(f"  online statistics: {stream['statistics_seconds']:.2f} s of "
+    print(f"  online statistics and re-planning: {stream['statistics_seconds']:.2f} s of "
           f"{adaptive[0]:.2f} s")
 
 
