@@ -1,8 +1,8 @@
 """Re-planning on a live stream (`Adaptation` over `StreamMatcher`): a stationary stream of
 the fraud workload at its planned rates never re-plans, whatever the seed; a stream whose rare
-trigger becomes frequent (and another type rare) re-plans once, after the change, and switches
-to a plan whose steps changed; a plan without invariants, or a re-plan refused, leaves the old
-plan running after one warning."""
+trigger becomes frequent (and another type rare) re-plans after the change and switches once,
+to a plan whose steps changed (a later re-plan may find no better plan and keep it); a plan
+without invariants, or a re-plan refused, leaves the old plan running after one warning."""
 
 from __future__ import annotations
 
@@ -76,17 +76,19 @@ def test_a_stationary_stream_never_replans(seed):
     assert adaptation.seconds > 0  # the statistics were measured and checked
 
 
-@settings(max_examples=2, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 10_000))
-def test_a_stream_whose_rates_change_replans_once_after_the_change(seed):
+def test_a_stream_whose_rates_change_switches_once_after_the_change(seed):
     change = 1000.0
     events = drifting_events(WORKLOAD, [(change, {}), (2000.0, DRIFTED)], seed)
     with tempfile.TemporaryDirectory() as folder:
         adaptation = adaptive_stream(PLAN, events, Path(folder))
-    assert len(adaptation.replans) == 1
-    record = adaptation.replans[0]
+    switched = [r for r in adaptation.replans if r["switched"]]
+    assert len(switched) == 1, adaptation.replans  # later re-plans may find no better plan
+    record = switched[0]
+    assert record is adaptation.replans[0]
     assert change < record["watermark"] <= change + 2 * HORIZON
-    assert record["switched"] and record["modelled_gain"] > 1.5
+    assert record["modelled_gain"] > 1.5
     assert any(line.startswith("account_takeover:") for line in record["changes"])
     assert any("PasswordReset" in words for words in record["reason"])
     figures = adaptation.figures()["replans"][0]

@@ -30,6 +30,7 @@ from cepplan.workload.source_spec import attribute_types
 HORIZON_WINDOWS = 100  # default horizon: this many of the workload's largest window
 SAMPLE = 20_000  # events per pattern (and tuples per predicate) for the selectivities
 MAX_EVENTS = 20_000  # the latest events of the horizon measured: bounds a check's cost
+MIN_TUPLES = 30  # candidate tuples a selectivity must be measured on to be used
 
 
 def default_horizon(workload: Workload) -> float:
@@ -94,19 +95,26 @@ class OnlineStatistics:
 
 
 def statistics_of(document: dict[str, Any], workload: Workload) -> Statistics:
-    """The planner's statistics from a stats document."""
-    return parse_stats(document, "the stream's statistics", workload)
+    """The planner's statistics from a stats document, without the selectivities measured
+    on fewer than `MIN_TUPLES` candidate tuples (a handful of rare events: the plan's own
+    figure stays the better guess)."""
+    measured = {pattern: {text: value for text, value in entries.items()
+                          if document["selectivity_details"][pattern][text]["n"] >= MIN_TUPLES}
+                for pattern, entries in document["selectivities"].items()}
+    return parse_stats({**document, "selectivities": measured}, "the stream's statistics",
+                       workload)
 
 
 def interval_end(document: dict[str, Any], point: Statistics, side: int) -> Statistics:
-    """`point` with each rate and selectivity the document measured at the low (`side` 0)
-    or high (1) end of its 95 % interval."""
+    """`point` with each rate and each selectivity `statistics_of` took from the document
+    at the low (`side` 0) or high (1) end of its 95 % interval."""
     rates = {name: info["rate_ci95"][side] for name, info in document["types"].items()}
+    details = document["selectivity_details"]
     selectivities = {
-        pattern: {**point.selectivities.get(pattern, {}),
-                  **{text: entry["ci95"][side] for text, entry in entries.items()
-                     if entry.get("value") is not None}}
-        for pattern, entries in document["selectivity_details"].items()}
+        pattern: {text: details[pattern][text]["ci95"][side]
+                  if details.get(pattern, {}).get(text, {}).get("n", 0) >= MIN_TUPLES
+                  else value for text, value in entries.items()}
+        for pattern, entries in point.selectivities.items()}
     return replace(point, rates={**point.rates, **rates},
                    selectivities={**point.selectivities, **selectivities})
 
