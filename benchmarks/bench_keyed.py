@@ -8,7 +8,8 @@ For the per-user clickstream (4,500 users, SEQ(v:PageView, c:AddToCart, p:Purcha
 within 30 min, product ids equal) and random keyed workloads (10-10^5 keys, uniform and Zipf):
 `cepplan stats` and `cepplan optimize` as a user runs them, then every Pareto plan and every
 order of one-event steps run; printed per workload: the chosen plan's rows to matchers over
-the best run's (target <= 1.1), its wall time over the best's, and predicted over measured
+the best run's (target <= 1.1), its wall time over the best's (each the least of five
+interleaved runs for the chosen plan and the plans near the fastest), and predicted over measured
 rows to matchers and partial matches per window (target: within 10 % median, 25 % worst).
 """
 

@@ -32,6 +32,19 @@ class Problem:
         return text
 
 
+def json_path(parts: Iterable[str | int]) -> str:
+    """A `Problem.path` from its parts: `patterns[2].where[1]`."""
+    out = ""
+    for part in parts:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif out:
+            out += f".{part}" if part.isidentifier() else f"[{part!r}]"
+        else:
+            out = part if part.isidentifier() else f"[{part!r}]"
+    return out
+
+
 class CepplanError(Exception):
     """Base class of cepplan's own exceptions."""
 

@@ -17,8 +17,7 @@ from functools import lru_cache
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
-from cepplan.errors import Problem
-from cepplan.workload.paths import json_path
+from cepplan.errors import Problem, json_path
 
 if TYPE_CHECKING:
     import jsonschema

@@ -32,7 +32,7 @@ class JoinRows:
     def __init__(self) -> None:
         self.rows = 0
         self.per_spec: dict[str, int] = {}
-        bind, join_node = matcher._Context._bind, shared_plan._SharedContext.join_node
+        bind, join_node = matcher.MatchContext._bind, shared_plan._SharedContext.join_node
 
         def counted_bind(context, rows, operand, *args):
             out = bind(context, rows, operand, *args)
@@ -44,9 +44,9 @@ class JoinRows:
             self._add(context.spec.name, len(next(iter(out.values()), ())))
             return out
 
-        self._saved = [(matcher._Context, "_bind", bind),
+        self._saved = [(matcher.MatchContext, "_bind", bind),
                        (shared_plan._SharedContext, "join_node", join_node)]
-        matcher._Context._bind = counted_bind
+        matcher.MatchContext._bind = counted_bind
         shared_plan._SharedContext.join_node = counted_join_node
 
     def _add(self, name: str, rows: int) -> None:

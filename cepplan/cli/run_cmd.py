@@ -74,8 +74,8 @@ def run_command(
     from cepplan.engine_adapter.inputs import event_paths, plan_and_workload
     from cepplan.engine_adapter.metrics_table import metrics_lines, run_warnings
     from cepplan.outputs import check_directory_output, event_inputs, written_directory
+    from cepplan.sources.time_text import time_writer
     from cepplan.stats.rejected_rows import check_rejected
-    from cepplan.stats.time_text import time_writer
 
     trivial = plan_kind is PlanKind.trivial
     chosen, loaded = plan_and_workload(plan, workload, trivial=trivial, warn=warn)

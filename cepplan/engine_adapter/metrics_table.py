@@ -66,7 +66,7 @@ def run_warnings(metrics: dict[str, Any], kleene_cap: int,
     rejected rows are said by `stats.rejected_rows.check_rejected`): Kleene enumerations cut
     by the cap, covering batches left to the greedy cover, matches held
     back because their NOT reaches past the input (its first and last time as `time_text`
-    writes them: `stats.time_text.time_writer`)."""
+    writes them: `sources.time_text.time_writer`)."""
     lines = []
     for name, hits in metrics.get("kleene_cap_hits", {}).items():
         if hits:

@@ -22,6 +22,7 @@ from types import MappingProxyType
 from typing import Any
 
 from cepplan.costmodels.engine_steps import ENGINE_COSTS
+from cepplan.costmodels.occurrence import POISSON
 from cepplan.costmodels.operators import OR
 from cepplan.errors import InputError
 from cepplan.planner.candidates import Option, evaluate
@@ -187,14 +188,17 @@ def invariants_section(derivation: Derivation,
 
 
 def depends_on(workload: Workload, statistics: Statistics) -> list[Statistic]:
-    """The rates of the primitive types patterns bind (those with a Bernoulli or Markov model
-    excepted: the planner does not read their rate) and the selectivity of every filter and
-    join predicate (1 where the statistics have none: what the planner assumed)."""
+    """The rates of the primitive types patterns bind, where the planner reads them (a type
+    with a Bernoulli or Markov model is planned by its model, except within the keys of a
+    keyed pattern), and the selectivity of every filter and join predicate (1 where the
+    statistics have none: what the planner assumed)."""
     component = components(workload)
     users: dict[str, set[str]] = {}
     for pattern in workload.patterns:
+        keyed = bool(pattern.partition_by) and pattern.name in statistics.keyed
         for operand in pattern.operands:
-            if not operand.is_complex and operand.event_type not in statistics.models:
+            model = statistics.models.get(operand.event_type)
+            if not operand.is_complex and (keyed or model is None or model.kind == POISSON):
                 users.setdefault(operand.event_type, set()).update(component[pattern.name])
     found = [Statistic(RATE, (t,), statistics.rates[t], frozenset(names))
              for t, names in users.items() if t in statistics.rates]

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
-from cepplan.errors import CepplanError, InputError, Problem
+from cepplan.errors import CepplanError, InputError, Problem, json_path
 from cepplan.planner.candidates import Candidate
 from cepplan.planner.compose import Settings
 from cepplan.planner.deadline import TimeLimitTooShort
@@ -18,7 +18,6 @@ from cepplan.planner.optimize import optimize
 from cepplan.planner.plan import Plan, plan_from_json
 from cepplan.planner.shared import evaluate_total
 from cepplan.workload.model import Statistics, Workload
-from cepplan.workload.paths import json_path
 from cepplan.workload.statistics_section import merge_statistics, read_statistics
 
 KEPT = "the old plan is kept"

@@ -102,7 +102,7 @@ def measure_plans(report: Mapping[str, Any], plans: Mapping[str, Plan], workload
                                        if totals.get("trivial") and row["planner"] in totals
                                        else None)
         from cepplan.engine_adapter.metrics_table import run_warnings
-        from cepplan.stats.time_text import time_writer
+        from cepplan.sources.time_text import time_writer
 
         writer = time_writer(workload.source and workload.source.time_format,
                              workload.time_unit)

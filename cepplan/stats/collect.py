@@ -24,9 +24,9 @@ from scipy import special
 
 import cepplan
 from cepplan.errors import InputError
+from cepplan.sources.local_source import REJECT, REJECT_TYPE_UNKNOWN
 from cepplan.stats.block_sample import block_index, fraction_of, in_blocks, threshold
 from cepplan.stats.keyed import keyed_patterns, keyed_section
-from cepplan.stats.local_source import REJECT, REJECT_TYPE_UNKNOWN
 from cepplan.stats.model_choice import choose_model
 from cepplan.stats.rejected_rows import rejection_advice
 from cepplan.stats.row_estimate import estimate_type_counts

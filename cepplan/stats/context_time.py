@@ -99,7 +99,7 @@ def _measure_contexts_local(paths: list[str], workload: Workload) -> dict[str, A
     rows of the deriving patterns' event types."""
     import pandas as pd
 
-    from cepplan.stats.local_source import REJECT, read_batches
+    from cepplan.sources.local_source import REJECT, read_batches
     from cepplan.workload.columns import EVENT_TYPE
     from cepplan.workload.source_spec import reader_arguments
 

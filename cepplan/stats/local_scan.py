@@ -18,9 +18,9 @@ import pandas as pd
 import pyarrow
 
 from cepplan.errors import InputError
+from cepplan.sources.local_source import REJECT, Canonical, SourceError, batch_frame, read_canonical
 from cepplan.stats.block_sample import covers, in_blocks
 from cepplan.stats.freed_memory import return_freed_memory
-from cepplan.stats.local_source import REJECT, Canonical, SourceError, batch_frame, read_canonical
 from cepplan.stats.scan import COUNT, STEP, SampleBlocks
 from cepplan.stats.step_tally import StepTally, narrow
 from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_TYPE

@@ -10,8 +10,8 @@ import re
 from collections.abc import Mapping, Sequence
 
 from cepplan.errors import InputError
-from cepplan.stats.local_source import REJECT_TIME, REJECT_TYPE_UNKNOWN, first_unparsed_time
-from cepplan.stats.time_format import TimeFormatError, parse_times
+from cepplan.sources.local_source import REJECT_TIME, REJECT_TYPE_UNKNOWN, first_unparsed_time
+from cepplan.sources.time_format import TimeFormatError, parse_times
 from cepplan.workload.model import Workload
 
 # a date, then optionally a time of day, a fraction and a zone, as logs and clickstreams write

@@ -43,7 +43,7 @@ def estimate_type_counts(paths: Sequence[str], workload: Workload) -> dict[str, 
 def local_files(paths: Sequence[str]) -> list[str]:
     """The files `paths` name on this machine (folders expanded); none when a path is
     remote or cannot be listed (the scan itself reports those)."""
-    from cepplan.stats.local_source import SourceError, expand_paths
+    from cepplan.sources.local_source import SourceError, expand_paths
 
     if any("://" in p for p in paths):
         return []
@@ -76,7 +76,7 @@ def _parquet_head(path: str, type_column: str | None, fixed: str | None) -> dict
 def _text_head(path: str, workload: Workload) -> tuple[dict[str, float], int]:
     """Type shares among the valid rows of the first `HEAD_BYTES`, and how many rows those
     bytes hold."""
-    from cepplan.stats.local_source import read_canonical
+    from cepplan.sources.local_source import read_canonical
 
     head = next(read_canonical([path], **reader_arguments(workload), batch_bytes=HEAD_BYTES))
     codes = head.type_codes[head.reject < 0]

@@ -16,13 +16,12 @@ from types import MappingProxyType
 from typing import Any
 
 from cepplan import schema_check
-from cepplan.errors import InputError, Problem
+from cepplan.errors import InputError, Problem, json_path
 from cepplan.file_kinds import check_kind
 from cepplan.fileio import read_json, write_json_atomic
 from cepplan.stats.keyed_file import keyed_in_time_unit, read_keyed
 from cepplan.workload.durations import SECONDS_PER_UNIT
 from cepplan.workload.model import Statistics, Workload
-from cepplan.workload.paths import json_path
 from cepplan.workload.statistics_section import merge_statistics, read_statistics
 
 FORMAT = "cepplan.stats/1"

@@ -21,7 +21,7 @@ from typing import Any
 
 import orjson
 
-from cepplan.errors import InputError, Problem
+from cepplan.errors import InputError, Problem, json_path
 from cepplan.file_kinds import check_kind
 from cepplan.fileio import parse_json, read_input
 from cepplan.workload.context_model import context_issues
@@ -46,7 +46,6 @@ from cepplan.workload.model import (
     Workload,
 )
 from cepplan.workload.names import RULE, is_name
-from cepplan.workload.paths import json_path
 from cepplan.workload.sections import read_consumers, read_contexts, read_source
 from cepplan.workload.statistics_section import read_statistics
 from cepplan.workload.strategies import apply_strategy, strategy_problem

@@ -1,6 +1,6 @@
 """The brute-force reference matcher: every binding tried, straight from the semantics.
 
-DESIGN.md "Semantics" and docs/engine.md: events ordered by (timestamp, id, type); each plain
+DESIGN.md "Semantics" and docs/matching.md: events ordered by (timestamp, id, type); each plain
 variable binds one event of its type, each Kleene variable a non-empty set of them (in that
 order); no event is bound twice; max(ts) - min(ts) <= window; in a SEQ every event of an
 earlier operand precedes every event of a later one (strict: smaller timestamp; `seq_ties`

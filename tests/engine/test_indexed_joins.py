@@ -98,7 +98,7 @@ def test_bounds_keep_every_value_the_predicate_keeps(text, xs, ys):
     """Over doubles of any size, NaN included: where the predicate holds for x, x lies in
     the bounds `bounds_of` derives (widened by their rounding) — the look-up never drops a
     candidate the predicate keeps."""
-    from cepplan.engine_adapter.runtime.matcher import _Context
+    from cepplan.engine_adapter.runtime.matcher import MatchContext
 
     tree = _tree(text)
     bounds = bounds_of(tree, "x")
@@ -107,7 +107,7 @@ def test_bounds_keep_every_value_the_predicate_keeps(text, xs, ys):
     columns = {("x", "v"): np.asarray(xs), ("y", "v"): np.full(rows, ys[0]),
                ("y", "w"): np.full(rows, ys[1])}
     holds = np.asarray(evaluate(tree, columns, rows), dtype=bool)
-    context = _Context.__new__(_Context)
+    context = MatchContext.__new__(MatchContext)
     context.table = _OneRow(ys)
     lower, upper = context._value_range(bounds, {"y": np.zeros(rows, np.int64)}, rows)
     inside = (lower <= np.asarray(xs)) & (np.asarray(xs) <= upper)

@@ -1,5 +1,5 @@
 """The matcher's enumeration of a Kleene variable's subsets without order-dependent
-predicates (`_Context._every_subset`, a speed path) gives the same matches, in the same
+predicates (`MatchContext._every_subset`, a speed path) gives the same matches, in the same
 order, with the same cap cuts, as the general bitmask enumeration, which the same pattern
 takes once it has a FIRST predicate that always holds."""
 

@@ -18,8 +18,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from cepplan.stats.time_format import parse_times
-from cepplan.stats.time_text import offset_text
+from cepplan.sources.time_format import parse_times
+from cepplan.sources.time_text import offset_text
 from cepplan.workload import load_workload
 from tests.engine.parquet_reference import expected_rows, json_matches, parquet_rows
 from tests.hostile import conftest as hostile

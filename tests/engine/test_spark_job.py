@@ -13,7 +13,8 @@ from cepplan.engine_adapter.job_spec import job_data
 from cepplan.engine_adapter.spark.job import run_job
 from cepplan.planner.plan import trivial_plan
 from cepplan.stats.synth_write import write_events
-from cepplan.workload import Workload, build_workload
+from cepplan.workload import Workload
+from tests.engine import workloads
 from tests.engine.example_data import stepwise_plan, thin_example
 from tests.engine.reference_matcher import canonical, reference_matches
 from tests.engine.test_matcher_vs_reference import frame
@@ -57,13 +58,7 @@ def property_workload() -> Workload:
     patterns = []
     for name, template in sorted(TEMPLATES.items()):
         patterns += [p if name == "hierarchy" else {**p, "name": name} for p in template]
-    return build_workload({
-        "format": "cepplan.workload/1", "time_unit": "s",
-        "source": {"format": "csv", "header": True, "type_column": "kind",
-                   "time_column": "ts", "id_column": "id"},
-        "event_types": {t: {"attributes": {"v": "long", "w": "double", "k": "string"}}
-                        for t in TYPES},
-        "options": {"kleene_cap": 30}, "patterns": patterns})
+    return workloads.workload(patterns, kleene_cap=30, csv=True)
 
 
 @pytest.mark.parametrize("seed", [1])

@@ -8,7 +8,7 @@ from __future__ import annotations
 import random
 
 from cepplan.stats.synth_write import write_events
-from cepplan.workload import build_workload
+from tests.engine import workloads
 from tests.engine.reference_matcher import canonical
 from tests.engine.reference_strategies import strategy_matches
 from tests.engine.test_matcher_vs_reference import frame
@@ -33,13 +33,7 @@ def strategy_workload(with_strategy: bool):
             if with_strategy:
                 pattern["strategy"] = strategy
             patterns.append(pattern)
-    return build_workload({
-        "format": "cepplan.workload/1", "time_unit": "s",
-        "source": {"format": "csv", "header": True, "type_column": "kind",
-                   "time_column": "ts", "id_column": "id"},
-        "event_types": {t: {"attributes": {"v": "long", "w": "double", "k": "string"}}
-                        for t in TYPES},
-        "options": {"seq_ties": "allow"}, "patterns": patterns})
+    return workloads.workload(patterns, seq_ties="allow", csv=True)
 
 
 def test_spark_strategies_equal_reference(spark, tmp_path):

@@ -9,12 +9,18 @@ from cepplan.workload import Workload, build_workload
 TYPES = ("A", "B", "C")
 
 
+CSV_SOURCE = {"format": "csv", "header": True, "type_column": "kind", "time_column": "ts",
+              "id_column": "id"}  # the columns `write_events` writes the test frames with
+
+
 def workload(patterns: list[dict[str, Any]], *, seq_ties: str = "strict",
-             kleene_cap: int = 16) -> Workload:
-    """A workload over types A, B, C (attributes v: long, w: double, k: string)."""
+             kleene_cap: int = 16, csv: bool = False) -> Workload:
+    """A workload over types A, B, C (attributes v: long, w: double, k: string); with `csv`,
+    read from a CSV file of the test frames' columns."""
     return build_workload({
         "format": "cepplan.workload/1",
         "time_unit": "s",
+        **({"source": CSV_SOURCE} if csv else {}),
         "event_types": {t: {"attributes": {"v": "long", "w": "double", "k": "string"}}
                         for t in TYPES},
         "options": {"seq_ties": seq_ties, "kleene_cap": kleene_cap},

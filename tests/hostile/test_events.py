@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from cepplan.stats import local_source
+from cepplan.sources import local_source
 from cepplan.workload import load_workload
 from cepplan.workload.source_spec import reader_arguments
 from cepplan.workload.spark_source import (

@@ -118,3 +118,23 @@ def test_statistics_not_analysed_in_time_hold_at_their_basis_only():
         "of them as a change of the plan's choice"]
     drifted = Statistics(rates=MappingProxyType({"Login": 1.5 * 1.01}))
     assert [v.statistic for v in violations(section, drifted)] == ["rate of Login"]
+
+
+def test_rates_planned_by_a_poisson_model_have_ranges_and_markov_ones_none():
+    """`cepplan stats` records a model for every type, Poisson included: those rates are what
+    the planner reads and have ranges (they had none while any model excluded a type); a
+    type planned by its Markov chain has no rate range."""
+    import json
+
+    from cepplan.workload.loader import build_workload
+
+    raw = json.loads((EXAMPLES / "fraud" / "workload.json").read_text())
+    raw["statistics"]["models"] = {
+        "PasswordReset": {"kind": "poisson"}, "Login": {"kind": "poisson"},
+        "Withdrawal": {"kind": "poisson"},
+        "Swipe": {"kind": "markov", "order": 1, "time_step": "1min",
+                  "transition": [[0.2, 0.8], [0.5, 0.5]]}}
+    workload = build_workload(raw)
+    section = optimize(workload, workload.statistics, Settings(time_limit=30)).plan.invariants
+    assert set(section["rates"]) == {"PasswordReset", "Login", "Withdrawal"}
+    assert section["rates"]["PasswordReset"]["high"] is not None  # the rare trigger bounds

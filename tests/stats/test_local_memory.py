@@ -20,7 +20,7 @@ import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 import pytest
 
-from cepplan.stats import local_source
+from cepplan.sources import local_source
 from cepplan.workload import build_workload
 from cepplan.workload.source_spec import reader_arguments
 from tests.conftest import ROOT

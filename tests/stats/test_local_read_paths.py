@@ -11,7 +11,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from cepplan.stats import time_format, try_cast
+from cepplan.sources import time_format, try_cast
 
 PATTERNS = [("yyyyMMddHHmm", "min"), ("yyyy-MM-dd HH:mm:ss", "s"), ("yy/MM/dd'T'HH", "h"),
             ("dd.MM.yyyy", "d"), ("yyyy-MM-dd HH:mm:ss.SSS", "ms")]

@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from cepplan.engine_adapter.engine_choice import choose_engine
-from cepplan.stats import local_source, time_format
+from cepplan.sources import local_source, time_format
 from cepplan.stats.engines import measure
 from cepplan.stats.synth import synthesize
 from cepplan.stats.synth_write import write_events

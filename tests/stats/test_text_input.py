@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cepplan.stats import text_input
+from cepplan.sources import text_input
 
 PIECES = st.lists(st.integers(1, 40), min_size=1, max_size=30)
 
@@ -70,7 +70,7 @@ def test_the_csv_parser_reads_from_memory_only(tmp_path, monkeypatch):
     import pyarrow as pa
     from pyarrow import csv as pa_csv
 
-    from cepplan.stats import raw_batches
+    from cepplan.sources import raw_batches
 
     given_streams = []
     open_csv = pa_csv.open_csv

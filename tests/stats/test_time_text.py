@@ -1,4 +1,4 @@
-"""Times written back as the input wrote them (`stats.time_text`): Python's own text of an
+"""Times written back as the input wrote them (`sources.time_text`): Python's own text of an
 instant, read by the in-process reader (`parse_times`) and written back, is that text again
 (dates across leap days and centuries, fractions to the pattern's digits, a zone offset as
 UTC's)."""
@@ -11,8 +11,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cepplan.stats.time_format import parse_times
-from cepplan.stats.time_text import time_formatter
+from cepplan.sources.time_format import parse_times
+from cepplan.sources.time_text import time_formatter
 
 # pattern -> Python's spelling of it (UTC), with the fraction digits the pattern shows
 PATTERNS = {"yyyy-MM-dd HH:mm:ss": ("%Y-%m-%d %H:%M:%S", 0),
@@ -46,7 +46,7 @@ def test_messages_write_times_as_the_user_reads_them():
     """A time in a message (the end-of-input warning): the input's own text with a
     `time_format`, else the number to the unit (formerly `:g`: 1.70917e+09, an hour off)."""
     from cepplan.engine_adapter.metrics_table import run_warnings
-    from cepplan.stats.time_text import time_writer
+    from cepplan.sources.time_text import time_writer
 
     metrics = {"input_span": [1709164800.25, 1709168400.5], "negation_held_back": {"p": 2}}
     iso = run_warnings(metrics, 5, time_writer("yyyy-MM-dd'T'HH:mm:ss.SSSXXX", "s"))

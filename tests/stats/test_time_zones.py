@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cepplan.stats import local_source
-from cepplan.stats.time_format import parse_times
+from cepplan.sources import local_source
+from cepplan.sources.time_format import parse_times
 from tests.hostile.conftest import EXAMPLES
 
 

@@ -17,15 +17,15 @@ import numpy as np
 
 from cepplan.engine_adapter.local.stream_source import END_MARKER, tcp_address
 from cepplan.errors import InputError
-from cepplan.stats.local_source import (
+from cepplan.sources.local_source import (
     SECONDS_PER_UNIT,
     SourceError,
     _time_parser,
     _time_values,
     expand_paths,
 )
-from cepplan.stats.raw_batches import raw_batches
-from cepplan.stats.text_input import open_text
+from cepplan.sources.raw_batches import raw_batches
+from cepplan.sources.text_input import open_text
 
 TICK_SECONDS = 0.05  # rows due are handed on together, at most this often
 

@@ -1,5 +1,5 @@
 """Read event files through a workload's `source` for the in-process engine: the reader of
-`cepplan.stats.local_source` (pyarrow, Spark's casts and reject reasons), its batches
+`cepplan.sources.local_source` (pyarrow, Spark's casts and reject reasons), its batches
 handed over as the engine's `Batch`: the good rows (of the types the patterns read) and a
 count of the rejected ones per reason.
 """
@@ -16,7 +16,7 @@ import numpy as np
 
 from cepplan.engine_adapter.runtime.table import Columns, whole_numbers
 from cepplan.errors import InputError
-from cepplan.stats.local_source import (
+from cepplan.sources.local_source import (
     REJECT_ID,
     REJECT_MALFORMED,
     REJECT_TIME,

@@ -130,7 +130,7 @@ class _BackgroundFile:
     virtual machine whose freed memory goes back to the host, fresh pages cost the writer
     2-10 times the CPU of the copy (docs/matching.md, "Output cost")."""
 
-    PENDING = 64  # chunks: rendering outruns the disk in bursts (docs/engine.md)
+    PENDING = 64  # chunks: rendering outruns the disk in bursts (docs/matching.md)
     RECYCLE_BYTES = 32 << 20
 
     def __init__(self, path: Path, *, append: bool = False):

@@ -33,7 +33,7 @@ from cepplan.engine_adapter.runtime.spec import (
     pattern_from_json,
 )
 from cepplan.engine_adapter.runtime.table import Columns, key_codes, make_table
-from cepplan.stats.time_format import has_zone
+from cepplan.sources.time_format import has_zone
 from cepplan.workload.columns import EVENT_ZONE
 
 if TYPE_CHECKING:  # imported where used: the in-process engine's plain path runs without it

@@ -19,7 +19,7 @@ from cepplan.workload.expr.vectorized import evaluate, referenced_keys
 
 
 class KleeneStage:
-    """The Kleene+ stage of `matcher._Context`, a part of it: reads the context's table,
+    """The Kleene+ stage of `matcher.MatchContext`, a part of it: reads the context's table,
     pattern and candidates, and its `budget`, `expand`, `match_bytes` and `_order_bounds`."""
 
     def kleene(self, operands: tuple[OperandSpec, ...],

@@ -24,8 +24,8 @@ from cepplan.engine_adapter.runtime.matches import Matches
 from cepplan.engine_adapter.runtime.records import MATCH_COLUMN, RENDER_ROWS, emitted, flat_sets
 from cepplan.engine_adapter.runtime.spec import KLEENE, PatternSpec, SpecError
 from cepplan.engine_adapter.runtime.table import Table, whole_numbers
-from cepplan.stats.time_format import TimeFormatError
-from cepplan.stats.time_text import time_formatter
+from cepplan.sources.time_format import TimeFormatError
+from cepplan.sources.time_text import time_formatter
 from cepplan.workload.columns import EVENT_ZONE, merged_attribute_types
 
 

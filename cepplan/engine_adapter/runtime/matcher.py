@@ -17,8 +17,8 @@ window plus the chunk. Per chunk:
    neighbouring positive operands in a SEQ (start: from the window's start; end: up to the
    window's end), anywhere in the window for AND. A match no event blocks but whose gap reaches
    outside the time the input covers (`span`: its first to its last event) is held back, not
-   reported: the input never showed that the negation holds there (docs/engine.md, "End of
-   the input").
+   reported: the input never showed that the negation holds there (docs/matching.md,
+   "Semantics").
 
 Each join step, Kleene+ expansion and negation test builds at most a row budget of rows at
 once (`memory.row_budget`): past it, its rows are split into consecutive pieces, each followed
@@ -78,7 +78,7 @@ def match_pieces(table: Table, spec: PatternSpec, stages: Stages, *,
     the input covers (`Job.span`); matches it cannot decide are held back. With a `partials`
     list, adds the partial matches built per join prefix (`_count_partials`). `gathering`:
     the caller holds the pieces (counted against the memory budget)."""
-    context = _Context(table, spec, stages)
+    context = MatchContext(table, spec, stages)
     context.partials = partials
     context.span = span
     context.gathering = gathering
@@ -102,7 +102,7 @@ def passing(table: Table, ranks: np.ndarray, filters: list) -> np.ndarray:
     return ranks
 
 
-class _Context(KleeneStage, NegationStage):
+class MatchContext(KleeneStage, NegationStage):
     """One pattern over one table: candidate events per variable and the stage functions
     (the join here, Kleene+ and negation in their own modules)."""
 
@@ -214,7 +214,7 @@ class _Context(KleeneStage, NegationStage):
         ready = [p for p in pending if p.variables <= set(rows)]
         pending = [p for p in pending if not p.variables <= set(rows)]
         for pred in ready:
-            rows = _filter_rows(rows, self._holds_on_rows(pred.tree, rows))
+            rows = filter_rows(rows, self._holds_on_rows(pred.tree, rows))
         if self.partials is not None:
             self._count_partials(rows, start)
         if not len(next(iter(rows.values()))):
@@ -376,7 +376,7 @@ class _Context(KleeneStage, NegationStage):
             distinct = np.ones(len(positions), dtype=bool)
             for v in same:
                 distinct &= rows[v] != rows[operand.var]
-            rows = _filter_rows(rows, distinct)
+            rows = filter_rows(rows, distinct)
         return rows
 
     def _not_before_chunk(self, cand: np.ndarray, cand_ts: np.ndarray, start: int):
@@ -422,5 +422,5 @@ def partials_per_window(counts: list[int], window: float, span: float) -> float:
     return sum(n * window / (span * k) for k, n in enumerate(counts, start=1)) if span else 0.0
 
 
-def _filter_rows(rows: dict[str, np.ndarray], keep: np.ndarray) -> dict[str, np.ndarray]:
+def filter_rows(rows: dict[str, np.ndarray], keep: np.ndarray) -> dict[str, np.ndarray]:
     return {v: a[keep] for v, a in rows.items()}

@@ -22,18 +22,6 @@ class Matches:
     held_back: int = 0  # matches whose negation the input's time span does not decide
     splits: int = 0  # pieces the steps were split into beyond the first (`pieces`)
 
-    def extend(self, other: Matches) -> None:
-        """Append another batch of matches over the same table."""
-        for var, ranks in other.single.items():
-            self.single[var] = np.concatenate([self.single.get(var, np.empty(0, np.int64)),
-                                               ranks])
-        for var, tuples in other.kleene.items():
-            self.kleene.setdefault(var, []).extend(tuples)
-        self.count += other.count
-        self.cap_hits += other.cap_hits
-        self.held_back += other.held_back
-        self.splits += other.splits
-
     @staticmethod
     def joined(parts: list[Matches]) -> Matches:
         """Batches of matches over the same table, one after the other (one concatenation

@@ -1,6 +1,6 @@
 """Negation (seed 002 §2.2) for the matcher: a match is dropped when an event of a negated
 variable passing its predicates lies in the gap its position defines, and held back when that
-gap reaches outside the time the input covers (docs/engine.md, "End of the input")."""
+gap reaches outside the time the input covers (docs/matching.md, "Semantics")."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from cepplan.workload.expr.vectorized import evaluate, referenced_keys
 
 
 class NegationStage:
-    """The negation stage of `matcher._Context`, a part of it: reads the context's table,
+    """The negation stage of `matcher.MatchContext`, a part of it: reads the context's table,
     pattern, candidates and input span, and its `budget`, `expand`, `_check_rows`,
     `_narrowing` and `_order_bounds`."""
 

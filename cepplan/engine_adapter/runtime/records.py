@@ -2,7 +2,7 @@
 
 A pattern's match becomes an event of the pattern's type (seed 002 §2.2, complex subevents):
 its timestamp is the latest timestamp among its events (its end time; DESIGN.md departures in
-docs/engine.md), its attributes are the pattern's `emit` expressions, and its id is a 63-bit
+docs/matching.md), its attributes are the pattern's `emit` expressions, and its id is a 63-bit
 hash of the pattern name and the ids its variables bind, so that every plan and every engine
 (the reference matcher included) names a complex event the same way.
 """

@@ -4,7 +4,7 @@ Per partition each shared node's partial matches (its events joined by the node'
 in the node's window, the largest of its users') are computed ONCE; every user then starts its
 join from them: only rows within its own window are kept, its remaining variables are joined
 on top in the order `user_order` chose for it once per job (one by one, or a subtree of its
-plan tree built whole), and its own Kleene expansion and negation follow (`matcher._Context`).
+plan tree built whole), and its own Kleene expansion and negation follow (`matcher.MatchContext`).
 A user whose own order builds fewer rows than going on from the node does not share. Which
 nodes each user provably equals is read once per job by `shared_nodes`; a user with several
 nodes goes on with each other node's partial matches as one more operand
@@ -30,7 +30,7 @@ from cepplan.engine_adapter.runtime.job import (
     partitions,
     rendered,
 )
-from cepplan.engine_adapter.runtime.matcher import CHUNK_EVENTS, _Context, _filter_rows, passing
+from cepplan.engine_adapter.runtime.matcher import CHUNK_EVENTS, MatchContext, filter_rows, passing
 from cepplan.engine_adapter.runtime.matches import Matches
 from cepplan.engine_adapter.runtime.records import EventTexts, Renderer, with_rows
 from cepplan.engine_adapter.runtime.shared_nodes import (
@@ -265,7 +265,7 @@ def _built_whole(table: Table, spec: PatternSpec, step: Step, cache: Candidates,
     return NodeUse(-1, {v: v for v in step}), _node_rows(context, _chunk(context, chunk_events))
 
 
-def _chunk(context: _Context, chunk_events: int) -> int:
+def _chunk(context: MatchContext, chunk_events: int) -> int:
     """Ranks per chunk such that a chunk holds about `chunk_events` of the pattern's own
     candidate events, as its own table would alone: the group's table holds every member's
     events, and each chunk builds again the partial matches reaching a window back."""
@@ -304,7 +304,7 @@ def _node_rows(context: _SharedContext, chunk_events: int) -> NodeRows:
         rows = context.join(operands, start, min(n, start + chunk_events))
         if rows:
             latest = np.max(np.vstack(list(rows.values())), axis=0)
-            parts.append(_filter_rows(rows, latest >= start))
+            parts.append(filter_rows(rows, latest >= start))
     variables = [o.var for o in operands]
     rows = {v: np.concatenate([p[v] for p in parts]) if parts else np.empty(0, np.int64)
             for v in variables}
@@ -316,20 +316,19 @@ def _node_rows(context: _SharedContext, chunk_events: int) -> NodeRows:
     return NodeRows(rows, latest[order], earliest, context.window)
 
 
-def _match(context: _Context, table: Table, own: tuple[float, float],
+def _match(context: MatchContext, table: Table, own: tuple[float, float],
            chunk_events: int) -> list[Matches]:
     """`matcher.match_partition` for a SEQ/AND pattern through the given context."""
-    result = Matches()
+    pieces = []
     n = len(table)
     for start in range(0, n, chunk_events):
         stop = min(n, start + chunk_events)
         if table.ts[start] < own[1] and table.ts[stop - 1] >= own[0]:
-            for piece in context.chunk(context.spec.positive, start, stop, own):
-                result.extend(piece)
-    return [result]
+            pieces.extend(context.chunk(context.spec.positive, start, stop, own))
+    return [Matches.joined(pieces)]
 
 
-class _SharedContext(_Context):
+class _SharedContext(MatchContext):
     """The matcher's context with candidates shared across the group and, for a node's
     user, the join started from its largest node's partial matches and going on by its
     `steps`: a variable, or another node's (or a subtree's built whole) partial matches
@@ -397,7 +396,7 @@ class _SharedContext(_Context):
             ready = [p for p in pending if p.variables <= set(rows)]
             pending = [p for p in pending if not p.variables <= set(rows)]
             for pred in ready:
-                rows = _filter_rows(rows, self._holds_on_rows(pred.tree, rows))
+                rows = filter_rows(rows, self._holds_on_rows(pred.tree, rows))
             if not len(rows[step[0]]):
                 return {}
         return rows

@@ -64,12 +64,12 @@ SHIPPED = (
     # the in-process reader, used by spark.read where the executors can import it (orjson)
     "engine_adapter/local/source.py",
     "errors.py",
-    "stats/local_source.py",
-    "stats/raw_batches.py",
-    "stats/try_cast.py",
-    "stats/text_input.py",
-    "stats/time_format.py",
-    "stats/time_text.py",
+    "sources/local_source.py",
+    "sources/raw_batches.py",
+    "sources/try_cast.py",
+    "sources/text_input.py",
+    "sources/time_format.py",
+    "sources/time_text.py",
     "engine_adapter/runtime/__init__.py",
     "engine_adapter/runtime/binding.py",
     "engine_adapter/runtime/job.py",
@@ -106,7 +106,7 @@ SHIPPED = (
 )
 TEMPLATE = PACKAGE_ROOT / "engine_adapter" / "spark" / "job_template.py"
 EMPTY_PACKAGES = ("", "engine_adapter", "engine_adapter/local", "engine_adapter/spark",
-                  "workload", "workload/expr", "planner", "costmodels", "stats")
+                  "workload", "workload/expr", "planner", "costmodels", "sources")
 
 
 def runtime_zip() -> bytes:

@@ -81,7 +81,7 @@ def plain_csv_splits(data: Mapping[str, Any], events: Sequence[str], parallelism
         return None
     try:  # the in-process reader and what it imports (orjson among them) on this Python
         from cepplan.engine_adapter.local.source import read_batches  # noqa: F401
-        from cepplan.stats.time_format import TimeFormatError, time_format_regex
+        from cepplan.sources.time_format import TimeFormatError, time_format_regex
     except ImportError as err:
         not_installed(err)
         return None
@@ -122,7 +122,7 @@ def not_installed(err: ImportError) -> None:
 
 def _header(path: str) -> list[str]:
     """The column names on the file's first non-blank line (`input_files.header_names`)."""
-    from cepplan.stats.text_input import LineTooLong, first_line, open_text
+    from cepplan.sources.text_input import LineTooLong, first_line, open_text
 
     try:
         line = first_line(open_text(path))

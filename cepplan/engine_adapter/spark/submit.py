@@ -30,7 +30,7 @@ JOB_SETTINGS = {
     "spark.sql.execution.arrow.maxRecordsPerBatch": "20000",
     "spark.ui.enabled": "false",  # nobody looks at it; its web server costs start-up time
     # Arrow reads each match group's output as one message off-heap; the JVM's default
-    # direct-memory cap (the heap size) is too small for dense patterns (docs/engine.md)
+    # direct-memory cap (the heap size) is too small for dense patterns (docs/matching.md)
     "spark.driver.extraJavaOptions": "-XX:+ExitOnOutOfMemoryError -XX:MaxDirectMemorySize=4g",
     "spark.executor.extraJavaOptions": "-XX:+ExitOnOutOfMemoryError -XX:MaxDirectMemorySize=4g",
 }

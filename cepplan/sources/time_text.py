@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from cepplan.stats.time_format import _TOKEN, TimeFormatError, _zone, time_format_regex
+from cepplan.sources.time_format import _TOKEN, TimeFormatError, _zone, time_format_regex
 from cepplan.workload.durations import SECONDS_PER_UNIT
 
 

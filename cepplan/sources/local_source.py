@@ -31,10 +31,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from cepplan.stats.raw_batches import BATCH_ROWS, SourceError, raw_batches, row_columns
-from cepplan.stats.text_input import LineTooLong
-from cepplan.stats.time_format import TimeFormatError, has_zone, zoned_time_parser
-from cepplan.stats.try_cast import as_strings, cast_values, pandas_values
+from cepplan.sources.raw_batches import BATCH_ROWS, SourceError, raw_batches, row_columns
+from cepplan.sources.text_input import LineTooLong
+from cepplan.sources.time_format import TimeFormatError, has_zone, zoned_time_parser
+from cepplan.sources.try_cast import as_strings, cast_values, pandas_values
 from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_TYPE, merged_attribute_types
 from cepplan.workload.durations import SECONDS_PER_UNIT
 from cepplan.workload.input_files import InputFileError, content_problem, files_in

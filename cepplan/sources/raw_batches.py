@@ -16,7 +16,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.csv as pa_csv
 
-from cepplan.stats.text_input import (
+from cepplan.sources.text_input import (
     LineTooLong,
     first_line,
     line_blocks,
