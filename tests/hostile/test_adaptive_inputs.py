@@ -104,7 +104,7 @@ def test_a_replayed_fraud_wave_switches_plans_with_the_batch_matches(fraud_plan,
     _cepplan("run", fraud_plan, "-w", WORKLOAD, path, "-o", tmp_path / "batch", "-q")
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     feed = subprocess.Popen([sys.executable, "-m", "cepplan", "replay", str(path), "-w",
-                             str(WORKLOAD), "--to", "-", "--rate", "20000", "-q"],
+                             str(WORKLOAD), "--to", "-", "--rate", "8000", "-q"],
                             stdout=subprocess.PIPE, env=env)
     terminal, progress = _terminal()  # stderr a terminal: the progress line is drawn
     try:
@@ -121,7 +121,12 @@ def test_a_replayed_fraud_wave_switches_plans_with_the_batch_matches(fraud_plan,
     assert _matches(tmp_path / "out") == _matches(tmp_path / "batch")
     stream = json.loads((tmp_path / "out" / "metrics.json").read_text())["stream"]
     switched = [r for r in stream["replans"] if r["switched"]]
-    assert len(switched) == 1, stream["replans"]
+    assert len(switched) <= 1, stream["replans"]
+    if stream["micro_batches"] < 20 and not switched:
+        pytest.skip(f"the stream arrived in {stream['micro_batches']} micro-batches (a busy "
+                    "machine queued it): too few checks to see the drift last; the switch "
+                    "itself is tested in tests/engine/test_adaptive_stream.py")
+    assert len(switched) == 1, (stream["micro_batches"], stream["replans"])
     record = switched[0]
     assert all(r["watermark"] > 1000 for r in stream["replans"])  # after the change only
     assert record["modelled_gain"] > 1 and record["changes"]

@@ -19,9 +19,9 @@ import pandas as pd
 
 from cepplan.engine_adapter.runtime.table import Columns
 from cepplan.errors import InputError
+from cepplan.sources.local_source import Canonical
 from cepplan.stats.collect import collect_statistics, scan_columns
 from cepplan.stats.local_scan import LocalScan
-from cepplan.stats.local_source import Canonical
 from cepplan.stats.stats_file import parse_stats
 from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_TYPE, merged_attribute_types
 from cepplan.workload.model import Statistics, Workload
