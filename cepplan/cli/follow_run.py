@@ -5,6 +5,7 @@ empty (unless a checkpoint continues it)."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import sys
 from pathlib import Path
@@ -14,14 +15,18 @@ from cepplan.errors import InputError
 from cepplan.fileio import write_bytes_atomic
 from cepplan.terminal import echo, warn
 
+SHARE_VARIABLE = "CEPPLAN_STATISTICS_SHARE"
+
 
 def run_follow(plan: Path, events: list[str], output: Path, follow: str, trigger: float,
                engine: Engine, workload: Path | None, plan_kind: PlanKind,
                output_format: MatchFormat, quiet: bool, checkpoint: Path | None,
-               master: str | None = None, verbose: bool = False) -> None:
+               master: str | None = None, verbose: bool = False, adaptive: bool = False,
+               replan_horizon: str | None = None) -> None:
     """Follow the stream until it ends or is stopped, in-process or on Spark (`engine`, or
     `master` given); print the figures at the end. With a checkpoint that holds a killed
-    run's state, continue that run."""
+    run's state, continue that run. With `adaptive` (in-process), re-plan and switch plans
+    when the statistics drift."""
     from cepplan.engine_adapter.inputs import plan_and_workload
     from cepplan.engine_adapter.job_spec import job_data
     from cepplan.engine_adapter.local.checkpoint import FILE as CHECKPOINT_FILE
@@ -40,6 +45,14 @@ def run_follow(plan: Path, events: list[str], output: Path, follow: str, trigger
         raise InputError.single("--checkpoint", "", "a restart can continue a directory "
                                 "stream only: lines from standard input or TCP are gone "
                                 "once read")
+    if replan_horizon is not None and not adaptive:
+        raise InputError.single("--replan-horizon", "", "give it with --adaptive")
+    if adaptive and on_spark:
+        raise InputError.single("--adaptive", "", "re-planning runs in the in-process stream "
+                                "(--engine local); the Spark stream keeps its plan")
+    if adaptive and checkpoint is not None:
+        raise InputError.single("--adaptive", "", "a checkpoint restarts the plan it recorded: "
+                                "an adaptive stream runs without --checkpoint")
     if checkpoint is not None:
         _check_checkpoint_place(checkpoint, follow, output)
     recorded = checkpoint / (IDENTITY if on_spark else CHECKPOINT_FILE) if checkpoint else None
@@ -51,6 +64,19 @@ def run_follow(plan: Path, events: list[str], output: Path, follow: str, trigger
     bounds = {p.name: {"max_steps": p.latency.max_steps, "max_time": p.latency.max_time,
                        "plan_steps": len(chosen.patterns[p.name].detection.steps)}
               for p in loaded.patterns if p.latency is not None}
+    adaptation = None
+    if adaptive:
+        from cepplan.cli.options import duration_value
+        from cepplan.engine_adapter.local.adaptive import Adaptation
+        from cepplan.engine_adapter.local.online_stats import default_horizon
+
+        horizon = (default_horizon(loaded) if replan_horizon is None else
+                   duration_value("--replan-horizon", replan_horizon, loaded.time_unit))
+        if not horizon > 0:
+            raise InputError.single("--replan-horizon", "", f"must be positive, got "
+                                    f"{replan_horizon}")
+        adaptation = Adaptation(loaded, chosen, horizon, warn=warn,
+                                share=_statistics_share())
     output.mkdir(parents=True, exist_ok=True)
     if on_spark:
         metrics = follow_on_spark(loaded, chosen, data, str(plan), follow, output, checkpoint,
@@ -61,7 +87,7 @@ def run_follow(plan: Path, events: list[str], output: Path, follow: str, trigger
     else:
         metrics = follow_stream(data, follow, output, str(plan), trigger=trigger,
                                 progress=not quiet, bounds=bounds, warn=warn,
-                                checkpoint=checkpoint)
+                                checkpoint=checkpoint, adaptation=adaptation)
     for line in run_warnings(metrics, loaded.options.kleene_cap):
         echo(line, err=True, lines=False)
     stream = metrics["stream"]
@@ -77,6 +103,8 @@ def run_follow(plan: Path, events: list[str], output: Path, follow: str, trigger
         for name, figures in stream["detection_latency_seconds"].items():
             echo(f"detection latency {name}: p50 {figures['p50']:.3f}s, p99 "
                  f"{figures['p99']:.3f}s, max {figures['max']:.3f}s", lines=False)
+        for line in switch_lines(stream, loaded.time_unit):
+            echo(line, lines=False)
         echo(f"matches and metrics.json written to {output}")
     sys.stdout.flush()
 
@@ -100,3 +128,44 @@ def _check_checkpoint_place(checkpoint: Path, follow: str, output: Path) -> None
         if os.path.realpath(checkpoint) == os.path.realpath(place):
             raise InputError.single("--checkpoint", "", f"{checkpoint} is {what}; give a "
                                     "directory of its own")
+
+
+def _statistics_share() -> float:
+    """`CEPPLAN_STATISTICS_SHARE`: of the run's time, the most the online statistics may take
+    (0 < share <= 1; default 0.05)."""
+    from cepplan.engine_adapter.local.adaptive import STATISTICS_SHARE
+
+    text = os.environ.get(SHARE_VARIABLE)
+    if text is None:
+        return STATISTICS_SHARE
+    try:
+        share = float(text)
+    except ValueError:
+        share = math.nan
+    if not 0 < share <= 1:
+        raise InputError.single(SHARE_VARIABLE, "", f"expected a share of the run's time "
+                                f"above 0 and at most 1, got {text!r:.40}")
+    return share
+
+
+def switch_lines(stream: dict, time_unit: str) -> list[str]:
+    """The end-of-run lines of an adaptive stream: each re-plan, when, why, what changed,
+    the modelled gain and the throughput measured before and after."""
+    if not stream.get("adaptive"):
+        return []
+    lines = []
+    for record in stream["replans"]:
+        what = "; ".join(record["changes"]) if record["changes"] else "the plan stayed the same"
+        lines.append(f"re-planned at micro-batch {record['micro_batch']} (watermark "
+                     f"{record['watermark']:g} {time_unit}) in {record['replan_seconds']:.2f}s: "
+                     f"{'; '.join(record['reason'])}")
+        lines.append(f"  {what}; modelled gain {record['modelled_gain']:.2f}x; throughput "
+                     f"{_rate(record['throughput_before'])} -> "
+                     f"{_rate(record['throughput_after'])} events/s")
+    if not stream["replans"]:
+        lines.append("no re-plan: the statistics stayed within the plan's ranges")
+    return lines
+
+
+def _rate(value: float | None) -> str:
+    return "-" if value is None else f"{value:,.0f}"

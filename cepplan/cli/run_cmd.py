@@ -42,6 +42,13 @@ def run_command(
                                            help="With --follow DIR: record the stream's "
                                            "state here per micro-batch; a restart with the "
                                            "same arguments continues after any kill."),
+    adaptive: bool = typer.Option(False, "--adaptive", help="With --follow: measure the "
+                                  "statistics as the stream goes and re-plan, switching "
+                                  "plans at the watermark, when they drift outside the "
+                                  "ranges the plan holds for."),
+    replan_horizon: str | None = options.duration(
+        "--replan-horizon", None, "With --adaptive: how much event time the statistics are "
+        "measured over (default: 100 times the largest window)."),
     quiet: bool = options.quiet(),
     verbose: bool = options.verbose(),
 ) -> None:
@@ -51,8 +58,13 @@ def run_command(
         from cepplan.cli.follow_run import run_follow
 
         run_follow(plan, events, output, follow, trigger, engine, workload, plan_kind,
-                   output_format, quiet, checkpoint, master, verbose)
+                   output_format, quiet, checkpoint, master, verbose, adaptive,
+                   replan_horizon)
         return
+    for flag, given in (("--adaptive", adaptive), ("--replan-horizon", replan_horizon)):
+        if given:
+            raise typer.BadParameter("re-planning follows a live stream: use it with "
+                                     "--follow SOURCE", param_hint=flag)
     if checkpoint is not None:
         raise typer.BadParameter("a checkpoint continues a stream: use it with --follow DIR",
                                  param_hint="--checkpoint")

@@ -275,6 +275,30 @@ def thresholds_scatter(points: Sequence[tuple[float, float, bool]],
     return _svg(fig, "Neighbour pairs against quality thresholds")
 
 
+def switch_timeline(switches: Sequence[tuple[float, float | None, float | None]], unit: str,
+                    title: str) -> str:
+    """Each plan switch at its watermark (a vertical line) with the throughput measured before
+    it (grey) and after it (blue), events per second of work."""
+    fig, ax = plt.subplots(figsize=(6.4, 2.6))
+    span = max((w for w, _, _ in switches), default=1.0) or 1.0
+    step = span * 0.02
+    for count, (mark, before, after) in enumerate(switches, start=1):
+        ax.axvline(mark, color=MUTED, linestyle=":", linewidth=1)
+        ax.annotate(f"switch {count}", (mark, 1.0), xycoords=("data", "axes fraction"),
+                    xytext=(3, -10), textcoords="offset points", fontsize=8)
+        if before is not None:
+            ax.plot([mark - step], [before], "o", color=MUTED,
+                    label="before a switch" if count == 1 else None)
+        if after is not None:
+            ax.plot([mark + step], [after], "o", color=ACCENT,
+                    label="after a switch" if count == 1 else None)
+    ax.set_ylim(bottom=0)
+    ax.set_xlabel(f"watermark ({unit})")
+    ax.set_ylabel("events/s")
+    ax.legend(frameon=False, loc="lower center", bbox_to_anchor=(0.5, 1.02), ncol=2)
+    return _svg(fig, title)
+
+
 def _decades(values: Sequence[float]) -> tuple[float, float]:
     """Axis limits for positive values on a log scale: from the decade below the smallest
     (or a third of it, when all values lie within one decade) to a little above the largest."""

@@ -25,6 +25,7 @@ from cepplan.report.blocks import (
     collapsible,
     variant_blocks,
 )
+from cepplan.report.plan_switches import switches_section
 from cepplan.report.stream_latency import stream_section
 from cepplan.report.summary import chosen_planner, summarize
 from cepplan.report.text import notation, saving
@@ -40,6 +41,9 @@ def report_blocks(report: Mapping[str, Any]) -> list[Block]:
         blocks.append(evaluation_section(report["evaluation"]))
     if report.get("stream"):
         blocks.append(stream_section(report["stream"], report["workload"]["time_unit"]))
+        if report["stream"].get("replans"):
+            blocks.append(switches_section(report["stream"]["replans"],
+                                           report["workload"]["time_unit"]))
     return blocks + variant_blocks(report)
 
 

@@ -11,6 +11,7 @@ from typing import Any
 from cepplan.errors import InputError
 from cepplan.fileio import read_json
 from cepplan.report.blocks import Note, Num, Section, Table
+from cepplan.report.plan_switches import read_replans
 
 FIGURES = ("p50", "p99", "max")
 
@@ -43,7 +44,8 @@ def read_stream_metrics(path: Path, patterns: list[str]) -> dict[str, Any]:
     return {"engine": metrics.get("engine", "local"),
             "trigger_seconds": stream.get("trigger_seconds"),
             "micro_batches": stream.get("micro_batches"),
-            "detection_latency_seconds": latency, "latency_bound": bounds}
+            "detection_latency_seconds": latency, "latency_bound": bounds,
+            "replans": read_replans(stream, str(path))}
 
 
 def stream_section(stream: Mapping[str, Any], time_unit: str) -> Section:

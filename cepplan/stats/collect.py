@@ -68,9 +68,13 @@ def scan_columns(workload: Workload) -> tuple[list[str], list[str]]:
 def collect_statistics(scan: EventScan, paths: Sequence[str], workload: Workload, *,
                        time_step: float = 1.0, markov_order: int = 1, sample: int = 100_000,
                        seed: int = 0, max_groups: int = 1000, strict: bool = False,
-                       on_stage: Callable[[str], None] | None = None) -> dict[str, Any]:
+                       on_stage: Callable[[str], None] | None = None,
+                       per_key: bool = True) -> dict[str, Any]:
     """Measure `paths` through `scan` for `workload` and return the stats document; bad input
-    (no usable rows, any rejected row with `strict`) raises `InputError`."""
+    (no usable rows, any rejected row with `strict`) raises `InputError`. Without `per_key`,
+    the counts per key and region and the keyed section are left out (`keys` and `regions`
+    empty: a live stream's frequent checks read only rates, models and selectivities; its
+    scan then counts by no column)."""
     started = time.perf_counter()
     stage = on_stage or (lambda _name: None)
     where = ", ".join(paths)
@@ -94,20 +98,21 @@ def collect_statistics(scan: EventScan, paths: Sequence[str], workload: Workload
     stage("keys, regions and selectivity sample")
     plans = sample_plans(workload, rows["types"], sample=sample, seed=seed, time_step=time_step,
                          span=span)
-    groups = group_columns(workload)
+    groups = group_columns(workload) if per_key else []
     counted, collected = pd.DataFrame(columns=[EVENT_TYPE, COUNT]), pd.DataFrame()
     if plans or groups:
         counted, collected = scan.groups_and_sample(
             [blocks for _, blocks in plans], groups,
             _pattern_columns([p for p, _ in plans], workload))
-    keys, regions = _groups(counted, workload, span, max_groups)
+    keys, regions = _groups(counted, workload, span, max_groups) if per_key else ({}, {})
     stage("selectivities")
     parts = _sample_parts(canonical_sample(collected, workload), plans)
     del collected  # held once, in canonical order
     details = _selectivities(parts, workload, span, sample, seed)
     rates = {name: info["rate"] for name, info in types.items()}
     stage("keys of partitioned patterns")
-    keyed = keyed_section(workload, counted, span, parts, (t_first, t_last), rates)
+    per_key = (keyed_section(workload, counted, span, parts, (t_first, t_last), rates)
+               if per_key else None)
     provenance = {"cepplan": cepplan.__version__, "engine": scan.engine, **scan.versions}
     return {
         "format": FORMAT,
@@ -126,7 +131,7 @@ def collect_statistics(scan: EventScan, paths: Sequence[str], workload: Workload
         "selectivity_details": details,
         "keys": keys,
         "regions": regions,
-        **({"keyed": keyed} if keyed else {}),
+        **({"keyed": per_key} if per_key else {}),
         "parameters": {"time_step": time_step, "markov_order": markov_order, "sample": sample,
                        "seed": seed, "max_groups": max_groups, "rate_blocks": RATE_BLOCKS},
         "provenance": {**provenance, "seconds": round(time.perf_counter() - started, 3)},

@@ -151,11 +151,14 @@ def test_a_shared_plan_streams_the_reference_matches(seed, cuts, shuffle):
     workload = random_workload(seed % 5)
     data = _chosen(workload)
     assert (data.get("sharing") or {}).get("shared")
+    check(workload, data, random_events(seed), 0.5, shuffle, seed, cuts)
+
+
+def random_events(seed: int, count: int = 120) -> pd.DataFrame:
+    """`count` events of `random_workload`'s 5 types over 40 s."""
     rng = np.random.default_rng(seed)
-    count = 120
     types = [f"T{i:02d}" for i in range(5)]
-    events = pd.DataFrame({"__type": rng.choice(types, count),
-                           "__ts": np.sort(rng.uniform(0, 40, count)),
-                           "__id": np.arange(count), "price": rng.integers(0, 9, count),
-                           "diff": rng.integers(0, 6, count).astype(float)})
-    check(workload, data, events, 0.5, shuffle, seed, cuts)
+    return pd.DataFrame({"__type": rng.choice(types, count),
+                         "__ts": np.sort(rng.uniform(0, 40, count)),
+                         "__id": np.arange(count), "price": rng.integers(0, 9, count),
+                         "diff": rng.integers(0, 6, count).astype(float)})

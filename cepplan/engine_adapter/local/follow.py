@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cepplan.engine_adapter.local.checkpoint import Checkpoint, job_digest, restore
 from cepplan.engine_adapter.local.engine import _ROWS_READ, _streamable
@@ -28,6 +28,9 @@ from cepplan.errors import InputError
 from cepplan.fileio import write_bytes_atomic
 from cepplan.interrupt import scratch_directory
 
+if TYPE_CHECKING:  # the planner is imported only by an adaptive run
+    from cepplan.engine_adapter.local.adaptive import Adaptation
+
 REJECT_UNREADABLE = "unreadable file"  # a followed file the source cannot read
 
 
@@ -35,17 +38,21 @@ def follow_stream(data: dict[str, Any], source: str, out: Path, plan_file: str, 
                   trigger: float = 1.0, progress: bool = False,
                   bounds: dict[str, Any] | None = None,
                   warn: Callable[[str], None] = print,
-                  checkpoint: Path | None = None) -> dict[str, Any]:
+                  checkpoint: Path | None = None,
+                  adaptation: Adaptation | None = None) -> dict[str, Any]:
     """Run the job on the stream `source` (a directory or '-'); matches, late events and,
     at the end, metrics.json in `out` (with `bounds`, the patterns' latency bounds, beside
     the detection latency measured). With `checkpoint` (a directory source), the state is
-    recorded there per micro-batch and a killed run continues from it. Returns the metrics."""
+    recorded there per micro-batch and a killed run continues from it. With `adaptation`,
+    the plan is re-planned and switched when the statistics drift. Returns the metrics."""
     job = check_streamable(data, plan_file)
     reader = data["reader"]
     delay = float(data.get("options", {}).get("max_delay", 0.0))
     positional = not reader["source"].get("id_column")
     matcher = StreamMatcher(job, delay, None, positional_ids=positional)
-    meter = _Progress(progress)
+    meter = _Progress(progress, adaptation)
+    if adaptation is not None:
+        adaptation.attach(matcher)
     batches = 0
     with scratch_directory() as spool, stop_on_signal() as stop:
         feed = _source(source, reader, spool)
@@ -65,7 +72,9 @@ def follow_stream(data: dict[str, Any], source: str, out: Path, plan_file: str, 
                               patterns=[p.name for p in job.patterns])
         matcher.writer = output
         while True:
-            for path, arrived in feed.take(trigger):
+            taken = feed.take(trigger)
+            clock, read_before = time.perf_counter(), matcher.counts[_ROWS_READ]
+            for path, arrived in taken:
                 late = matcher.add(read_counted(path, reader, matcher, warn), arrived)
                 if late is not None:
                     output.write_late(late)
@@ -74,6 +83,9 @@ def follow_stream(data: dict[str, Any], source: str, out: Path, plan_file: str, 
             state = matcher.advance()
             output.flush()
             batches += 1
+            if adaptation is not None:
+                adaptation.after_batch(matcher, batches, matcher.counts[_ROWS_READ] -
+                                       read_before, time.perf_counter() - clock)
             meter.show(matcher, output, state)
             if saver:
                 saver.save(matcher, output.sync(), sorted(feed.seen), _figures(batches, meter))
@@ -89,7 +101,8 @@ def follow_stream(data: dict[str, Any], source: str, out: Path, plan_file: str, 
                          "late_events": dict(matcher.late),
                          "state_rows_max": meter.state_max, "stopped_by_signal": stop(),
                          "detection_latency_seconds": output.latency_figures(),
-                         "latency_bound": bounds or {}}
+                         "latency_bound": bounds or {},
+                         **(adaptation.figures() if adaptation is not None else {})}
     write_bytes_atomic(out / "metrics.json", json.dumps(metrics, indent=2).encode())
     return metrics
 
@@ -158,8 +171,9 @@ class _Progress:
     """A progress line on a terminal, rewritten per micro-batch: events/s, watermark,
     matches, late events, state rows, detection latency p50/p99."""
 
-    def __init__(self, shown: bool):
+    def __init__(self, shown: bool, adaptation: Adaptation | None = None):
         self.shown = shown and sys.stderr.isatty()
+        self.adaptation = adaptation
         self.start = time.monotonic()
         self.state_max = 0
 
@@ -178,7 +192,8 @@ class _Progress:
                    if len(values) else "-")
         sys.stderr.write(f"\r{rate:,.0f} events/s  watermark {_finite(matcher.watermark)}  "
                          f"matches {matches:,}  late {sum(matcher.late.values()):,}  "
-                         f"state {state:,} rows  latency p50/p99 {latency}\x1b[K")
+                         f"state {state:,} rows  latency p50/p99 {latency}"
+                         f"{self.adaptation.last_switch() if self.adaptation else ''}\x1b[K")
         sys.stderr.flush()
 
     def done(self) -> None:

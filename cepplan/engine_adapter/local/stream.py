@@ -9,6 +9,10 @@ matches): the matches equal the batch run's by construction. A pattern whose neg
 look past its latest event (a trailing `NOT`, an AND's) owns them a window later, once the
 watermark has passed every event that could block them. State: the tagged events of that
 margin and those above the watermark, bounded by the window and the delay, never the stream.
+
+A new job (another plan of the same workload) takes over between two micro-batches, at the
+watermark w reached (`switch`): matches whose latest event lies below w stay the old job's,
+which finishes them (a look-ahead pattern's a window later), and the new job owns the rest.
 """
 
 from __future__ import annotations
@@ -16,8 +20,8 @@ from __future__ import annotations
 import math
 import time
 from collections import Counter
-from collections.abc import Iterable
-from dataclasses import replace
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -43,20 +47,40 @@ from cepplan.engine_adapter.runtime.table import Columns
 from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_TYPE
 
 
+@dataclass
+class _Phase:
+    """One job's part of the stream: the matches whose latest event lies in [start, end)."""
+
+    job: Job
+    groups: list[tuple[float, Job]]
+    sharing: Any
+    margin: float
+    start: float = -math.inf
+    end: float = math.inf
+
+    @classmethod
+    def of(cls, job: Job, start: float = -math.inf) -> _Phase:
+        sharing = used_sharing(job)
+        return cls(job, _lag_groups(job, sharing is not None), sharing, _margin(job), start)
+
+    @property
+    def reach(self) -> float:
+        """How far behind the watermark its events must still be held."""
+        return max(lag for lag, _ in self.groups) + self.margin
+
+
 class StreamMatcher:
     """The job over events as they arrive: `add` each batch read (with its arrival wall
     time), `advance` after each micro-batch, `finish` at the end of the input. Matches go to
     `writer` (`write(pattern, PartitionOutput)`, `arrivals(ids, times)` before each range)."""
 
     def __init__(self, job: Job, max_delay: float, writer: Any, *, positional_ids: bool):
-        self.job = job
         self.delay = max_delay
         self.writer = writer
         self.positional = positional_ids  # ids are row positions: continued over the reads
         self.wanted = _wanted_columns(job)
-        self.margin = _margin(job)
-        self.sharing = used_sharing(job)
-        self.groups = _lag_groups(job, self.sharing is not None)
+        self.phases = [_Phase.of(job)]  # the current job last; earlier ones finishing
+        self.observers: list[Callable[[Columns], None]] = []  # see every good row read
         self.held: list[Columns] = []  # tagged events not yet released
         self.arrived: list[np.ndarray] = []  # their arrival wall times, part by part
         self.state_rows = 0
@@ -72,8 +96,26 @@ class StreamMatcher:
         self.seconds: dict[str, float] = {"read": 0.0, "tag": 0.0}
 
     @property
+    def job(self) -> Job:
+        """The job matching from the watermark on."""
+        return self.phases[-1].job
+
+    @property
     def watermark(self) -> float:
         return self.latest - self.delay
+
+    def switch(self, job: Job) -> None:
+        """Let `job` (another plan of the same workload) own every match whose latest event
+        lies at or above the watermark reached; the current job finishes those below it.
+        The held events are tagged again for the new job."""
+        boundary = self.evaluated
+        self.phases[-1].end = boundary
+        self.phases.append(_Phase.of(job, boundary))
+        self._drop_finished()
+        if self.held:
+            pool, arrived = self.retained()
+            plain = pool.take(slice(None), [c for c in pool.columns if "\t" not in c])
+            self.held, self.arrived = [_tagged(plain, job, self.wanted)], [arrived]
 
     def add(self, batches: Iterable[Batch], arrived: float) -> Columns | None:
         """One read's batches (a file, or the lines of a micro-batch), arrived at wall time
@@ -99,6 +141,8 @@ class StreamMatcher:
                                rows.types)
             if len(rows):
                 self.covered.add(float(rows[EVENT_TS].min()), float(rows[EVENT_TS].max()))
+                for observe in self.observers:
+                    observe(rows)
             now = time.perf_counter()
             self.seconds["read"] += now - clock
             part = _tagged(rows, self.job, self.wanted)
@@ -122,16 +166,25 @@ class StreamMatcher:
         now = pool.take(below) if not below.all() else pool
         self.writer.arrivals(now[EVENT_ID], arrived[below])
         span = self.covered.span if final else (self.covered.first, high)
-        for lag, job in self.groups:
-            owned = (self.evaluated - lag, high - lag)
-            _match_range(now, replace(job, span=span), owned, self.writer, self.totals,
-                         self.built, self.seconds, self.sharing, self.partials)
+        for phase in self.phases:
+            for lag, job in phase.groups:
+                owned = (max(self.evaluated - lag, phase.start), min(high - lag, phase.end))
+                if owned[0] < owned[1]:
+                    _match_range(now, replace(job, span=span), owned, self.writer,
+                                 self.totals, self.built, self.seconds, phase.sharing,
+                                 self.partials)
         self.evaluated = high
-        keep = pool[EVENT_TS] >= high - max(lag for lag, _ in self.groups) - self.margin
+        self._drop_finished()
+        keep = pool[EVENT_TS] >= high - max(p.reach for p in self.phases)
         self.held = [pool.take(keep)] if keep.any() else []
         self.arrived = [arrived[keep]] if keep.any() else []
         self.state_rows = int(np.count_nonzero(keep))
         return self.state_rows
+
+    def _drop_finished(self) -> None:
+        """Forget the replaced jobs that have emitted every match they own."""
+        self.phases = [p for p in self.phases[:-1] if not all(
+            self.evaluated - lag >= p.end for lag, _ in p.groups)] + self.phases[-1:]
 
     def retained(self) -> tuple[Columns, np.ndarray]:
         """The events kept (tagged, not yet released) and their arrival wall times."""

@@ -1,0 +1,158 @@
+"""`cepplan run --follow --adaptive`: the stream measures its statistics over a sliding
+horizon (`online_stats.py`), checks them against the running plan's invariants each quarter
+horizon of event time while measuring took at most a share of the run's time (`drift.py`),
+and when they have drifted re-plans (`planner.replan`)
+and switches to the new plan at the watermark (`StreamMatcher.switch`). A plan without
+invariants, or a re-plan refused, leaves the old plan running (docs/engine.md, "Adaptive
+re-planning")."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from typing import Any
+
+from cepplan.engine_adapter.job_spec import job_data
+from cepplan.engine_adapter.local.drift import DriftRule, DriftWatch
+from cepplan.engine_adapter.local.online_stats import (
+    OnlineStatistics,
+    interval_end,
+    statistics_of,
+)
+from cepplan.engine_adapter.local.stream import StreamMatcher
+from cepplan.engine_adapter.runtime.job import job_from_json
+from cepplan.planner.plan import Plan
+from cepplan.workload.model import Workload
+
+CHECKS_PER_HORIZON = 4  # statistics measured and checked each quarter horizon of event time
+STATISTICS_SHARE = 0.05  # checks wait while measuring took more than this share of the time
+MIN_GAIN = 1.1  # a new plan takes over when its modelled cost is at least this much lower
+THROUGHPUT_BATCHES = 10  # micro-batches on each side of a switch its throughputs are over
+
+
+class Adaptation:
+    """The adaptive part of one followed stream: `attach` to its matcher, then
+    `after_batch` once per micro-batch; `figures` for metrics.json."""
+
+    def __init__(self, workload: Workload, plan: Plan, horizon: float, *,
+                 warn: Callable[[str], None], time_limit: float | None = None,
+                 share: float = STATISTICS_SHARE):
+        """`time_limit`: each re-plan's, in seconds (None: the plan's own); `share`: of the
+        run's time, the most measuring may take (a check waits while it took more)."""
+        self.workload = workload
+        self.plan = plan.to_json()
+        self.horizon = horizon
+        self.warn = warn
+        self.time_limit = time_limit
+        self.online = OnlineStatistics(workload, horizon)
+        self.rule = DriftRule(cooldown=horizon, span=horizon / 2)
+        self.watch = self._watch(plan.invariants, -math.inf)
+        self.next_check = -math.inf
+        self.samples: list[tuple[int, float]] = []  # per micro-batch: events read, seconds
+        self.replans: list[dict[str, Any]] = []
+        self.refused: list[str] = []
+        self.seconds = 0.0  # measuring and checking the statistics, re-planning
+        self.started = time.perf_counter()
+        self.share = share
+
+    def _watch(self, invariants: Any, since: float) -> DriftWatch | None:
+        if not invariants:
+            self.warn("the plan records no invariants (made by an older cepplan, or changed "
+                      "since it was planned): it runs as it is, without re-planning; run "
+                      "`cepplan optimize` again to have them")
+            return None
+        return DriftWatch(invariants, self.rule, since)
+
+    def attach(self, matcher: StreamMatcher) -> None:
+        """Measure every good event the matcher reads."""
+        if self.watch is not None:
+            matcher.observers.append(self.online.observe)
+
+    def after_batch(self, matcher: StreamMatcher, number: int, events: int,
+                    seconds: float) -> None:
+        """Micro-batch `number` (`events` read in `seconds` of work) was matched: check the
+        statistics when due; re-plan and switch when they have drifted."""
+        self.samples.append((events, seconds))
+        watermark = matcher.watermark
+        if self.watch is None or not watermark >= self.next_check or \
+                self.seconds > self.share * (time.perf_counter() - self.started):
+            return
+        if self.next_check == -math.inf:  # the first check once a whole horizon was read
+            self.next_check = matcher.covered.first + self.horizon
+            if watermark < self.next_check:
+                return
+        clock = time.perf_counter()
+        self.next_check = watermark + self.horizon / CHECKS_PER_HORIZON
+        document = self.online.measure(watermark, per_key=False)
+        found = []
+        if document is not None:
+            point = statistics_of(document, self.workload)
+            found = self.watch.check(watermark, point, interval_end(document, point, 0),
+                                     interval_end(document, point, 1))
+        self.seconds += time.perf_counter() - clock
+        if found:
+            self._replan(matcher, number, watermark, found)
+
+    def _replan(self, matcher: StreamMatcher, number: int, watermark: float,
+                found: list) -> None:
+        """Re-plan for the drifted statistics; switch when the plan changes and its modelled
+        cost under them is at least `MIN_GAIN` times lower."""
+        from cepplan.planner.replan import ReplanRefused, replan  # only when re-planning
+
+        clock = time.perf_counter()
+        reason = [v.describe() for v in found]
+        statistics = statistics_of(self.online.measure(watermark), self.workload)  # + keys
+        try:
+            made = replan(self.workload, self.plan, statistics, time_limit=self.time_limit)
+        except ReplanRefused as err:
+            if not self.refused:
+                self.warn(f"re-planning refused at watermark {watermark:g}: {err.message}; "
+                          "the stream goes on")
+            self.refused.append(err.message)
+            self.watch.quiet_until = watermark + self.rule.cooldown
+            return
+        switched = bool(made.changes) and made.gain >= MIN_GAIN
+        if switched:
+            matcher.switch(job_from_json(job_data(self.workload, made.plan)))
+            self.plan = made.plan.to_json()
+            self.watch = DriftWatch(made.plan.invariants or {}, self.rule, watermark)
+        else:  # no better plan: the old one stays, checked again after the cooldown
+            self.watch.quiet_until = watermark + self.rule.cooldown
+        took = time.perf_counter() - clock
+        self.seconds += took  # within the share of the run's time, as the checks
+        self.replans.append({
+            "micro_batch": number, "watermark": watermark, "reason": reason,
+            "changes": made.changes if switched else [], "switched": switched,
+            "modelled_gain": made.gain, "replan_seconds": took,
+            "sample": len(self.samples)})
+
+    def last_switch(self) -> str:
+        """The progress line's words for the last switch ("" before any)."""
+        switched = [r for r in self.replans if r["switched"]]
+        if not switched:
+            return ""
+        last = switched[-1]
+        return f"  plan switched at batch {last['micro_batch']} ({last['modelled_gain']:.2f}x)"
+
+    def figures(self) -> dict[str, Any]:
+        """metrics.json's `stream.replans` and the online statistics' figures."""
+        marks = [r["sample"] for r in self.replans] + [len(self.samples)]
+        replans = []
+        for index, record in enumerate(self.replans):
+            at = record["sample"]
+            span = min(THROUGHPUT_BATCHES, at - (marks[index - 1] if index else 0),
+                       marks[index + 1] - at)
+            replans.append({**{k: v for k, v in record.items() if k != "sample"},
+                            "throughput_before": _rate(self.samples[at - span:at]),
+                            "throughput_after": _rate(self.samples[at:at + span]),
+                            "throughput_batches": span})
+        return {"replans": replans, "replans_refused": self.refused,
+                "horizon": self.horizon, "statistics_seconds": round(self.seconds, 3),
+                "adaptive": self.watch is not None or bool(self.replans)}
+
+
+def _rate(samples: list[tuple[int, float]]) -> float | None:
+    """Events per second of work over the micro-batches `samples`."""
+    seconds = sum(s for _, s in samples)
+    return sum(n for n, _ in samples) / seconds if seconds > 0 else None
