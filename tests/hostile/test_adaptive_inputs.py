@@ -58,6 +58,14 @@ def test_adaptive_with_a_checkpoint(cli, fraud_plan, tmp_path):
     assert not (tmp_path / "out").exists()
 
 
+def test_adaptive_on_spark(cli, fraud_plan, tmp_path):
+    """The Spark stream keeps its plan: re-planning is refused there, before any JVM starts."""
+    (tmp_path / "in").mkdir()
+    cli("run", fraud_plan, "--follow", tmp_path / "in", "-o", tmp_path / "out", "--adaptive",
+        "--engine", "spark", "-q").one_error("--adaptive", "--engine local")
+    assert not (tmp_path / "out").exists()
+
+
 @pytest.mark.parametrize(("value", "fragment"), [
     ("soon", "duration"), ("-5min", "duration"), ("0", "positive"), ("0s", "positive")])
 def test_bad_replan_horizon(cli, fraud_plan, tmp_path, value, fragment):
