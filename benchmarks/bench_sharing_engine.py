@@ -82,7 +82,7 @@ class ThreadCPU:
         self._start = resource.getrusage(resource.RUSAGE_THREAD)
 
     def __enter__(self) -> ThreadCPU:
-        run = local_writer._BackgroundFile._run
+        run = local_writer.BackgroundFile._run
 
         def measured(file) -> None:
             try:
@@ -92,12 +92,12 @@ class ThreadCPU:
                 self.writer = (usage.ru_utime, usage.ru_stime)
 
         self._saved = run
-        local_writer._BackgroundFile._run = measured
+        local_writer.BackgroundFile._run = measured
         self._start = resource.getrusage(resource.RUSAGE_THREAD)
         return self
 
     def __exit__(self, *exc) -> None:
-        local_writer._BackgroundFile._run = self._saved
+        local_writer.BackgroundFile._run = self._saved
         end = resource.getrusage(resource.RUSAGE_THREAD)
         self.seconds = dict(zip(THREAD_CPU, (end.ru_utime - self._start.ru_utime,
                                              end.ru_stime - self._start.ru_stime, *self.writer,

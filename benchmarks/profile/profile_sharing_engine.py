@@ -91,7 +91,7 @@ class PhaseClock:
 def _instrument(clock: PhaseClock) -> list[tuple[object, str, object]]:
     """Wrap the engine's phase functions; returns what to restore."""
     targets = [
-        (local_engine, "_tagged", "tag"), (local_engine, "acquire", "acquire"),
+        (local_engine, "tagged_rows", "tag"), (local_engine, "acquire", "acquire"),
         (local_shared, "acquire", "acquire"), (local_engine, "acquire_in_range", "acquire"),
         (local_shared, "acquire_in_range", "acquire"),
         (runtime_job, "make_table", "table"), (shared_plan, "make_table", "table"),

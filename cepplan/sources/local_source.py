@@ -106,7 +106,7 @@ def read_canonical(paths: str | Sequence[str], source: Mapping[str, Any],
     attr_types = merged_attribute_types(attributes.values())
     keys = [k for k in source.get("key_columns", ()) if k not in attr_types]
     needed = list(dict.fromkeys(row_columns(source) + list(attr_types)))
-    time_parser = _time_parser(source.get("time_format"), time_unit)
+    time_parser = source_time_parser(source.get("time_format"), time_unit)
     where = {"file": ", ".join(files)}  # the file being read, for errors
     batches = raw_batches(files, source, needed, attr_types, batch_bytes, where, text)
     while True:
@@ -164,7 +164,7 @@ def batch_frame(batch: Canonical, columns: Collection[str] | None = None,
 
 # ---- time ----
 
-def _time_parser(pattern: str | None, time_unit: str
+def source_time_parser(pattern: str | None, time_unit: str
                  ) -> Callable[[pa.Array], tuple[np.ndarray, np.ndarray]] | None:
     """`time_format.zoned_time_parser` of the source's pattern (None without one)."""
     if pattern is None:
@@ -186,7 +186,7 @@ def first_unparsed_time(paths: Sequence[str], source: Mapping[str, Any],
         raw, _, _ = next(raw_batches(files[:1], source, [column_name], {}, 1 << 20,
                                       {"file": files[0]}))
         column = raw.column(column_name).combine_chunks()
-        times, _ = _time_values(column, _time_parser(source.get("time_format"), time_unit),
+        times, _ = event_times(column, source_time_parser(source.get("time_format"), time_unit),
                                 time_unit)
     except (SourceError, StopIteration, pa.ArrowInvalid, OSError, LineTooLong):
         return None
@@ -195,7 +195,7 @@ def first_unparsed_time(paths: Sequence[str], source: Mapping[str, Any],
     return str(as_strings(column.take(first[:1]))[0]) if len(first) else None
 
 
-def _time_values(column: pa.Array, parser, time_unit: str
+def event_times(column: pa.Array, parser, time_unit: str
                  ) -> tuple[np.ndarray, np.ndarray | None]:
     """Times as float in `time_unit` (NaN: missing, unparsable or not finite), and with a
     parser, each value's zone offset as written (seconds east of UTC)."""
@@ -233,7 +233,7 @@ def _canonical(raw: pa.Table, malformed: np.ndarray, source: Mapping[str, Any],
         type_names = encoded.dictionary.to_pylist()
     else:
         type_codes, type_names = np.zeros(n, dtype=np.int8), [source["type"]]
-    ts, zones = _time_values(raw.column(source.get("time_column", "ts")).combine_chunks(),
+    ts, zones = event_times(raw.column(source.get("time_column", "ts")).combine_chunks(),
                              parser, time_unit)
     if not has_zone(source.get("time_format") or ""):
         zones = None

@@ -28,14 +28,14 @@ class TimeFormatError(ValueError):
 _TIME_LETTERS = {"yyyy": ("year", "4,10"), "yy": ("year2", "2"), "MM": ("month", "2"),
                  "dd": ("day", "2"), "HH": ("hour", "2"), "mm": ("minute", "2"),
                  "ss": ("second", "2")}
-_TOKEN = re.compile(r"'[^']*'|([A-Za-z])\1*|[^A-Za-z']+")
+FORMAT_TOKEN = re.compile(r"'[^']*'|([A-Za-z])\1*|[^A-Za-z']+")
 _NEVER = r"\b\B"  # matches nothing
 _OFFSETS = [r"[+-]\d{2}(?:\d{2})?", r"[+-]\d{4}", r"[+-]\d{2}:\d{2}", r"[+-]\d{4}(?:\d{2})?",
             r"[+-]\d{2}:\d{2}(?::\d{2})?"]  # X or x repeated 1 to 5 times, as Java parses them
 _LETTERS = "yyyy yy MM dd HH mm ss S, zone offsets X x Z"
 
 
-def _zone(token: str) -> str | None:
+def zone_pattern(token: str) -> str | None:
     """The regular expression of a zone offset token (None: not one this reader reads): `X`
     accepts `Z` for UTC (any case, as Spark), `x` not; `Z` to `ZZZ` is `+HHMM`, `ZZZZZ`
     is `XXXXX`."""
@@ -58,7 +58,7 @@ def time_format_regex(pattern: str) -> str:
     `TimeFormatError`."""
     out: list[str] = []
     open_year = False  # inside a numeric run that began with the variable-width year
-    for match in _TOKEN.finditer(pattern):
+    for match in FORMAT_TOKEN.finditer(pattern):
         token = match.group(0)
         literal = token[1:-1] or "'" if token.startswith("'") else (
             token if not token[0].isalpha() else None)
@@ -68,11 +68,11 @@ def time_format_regex(pattern: str) -> str:
             open_year = False
             out.append(f"(?i:{re.escape(literal)})" if re.search("[A-Za-z]", literal)
                        else re.escape(literal))
-        elif _zone(token) is not None:
+        elif zone_pattern(token) is not None:
             if "(?P<zone>" in "".join(out):
                 raise TimeFormatError(f"time_format {pattern!r}: one zone offset at most")
             open_year = False
-            out.append(f"(?P<zone>{_zone(token)})")
+            out.append(f"(?P<zone>{zone_pattern(token)})")
         elif token[0] == "S":
             out.append(f"(?P<fraction>\\d{{1,{len(token)}}})")
         elif token in _TIME_LETTERS:
@@ -95,8 +95,8 @@ def time_parser(pattern: str, time_unit: str) -> Callable[[pa.Array], np.ndarray
 
 def has_zone(pattern: str) -> bool:
     """Whether `pattern` reads a zone offset (one of the letters `time_format_regex` reads)."""
-    return any(not token.startswith("'") and token[0].isalpha() and _zone(token) is not None
-               for token in (m.group(0) for m in _TOKEN.finditer(pattern)))
+    return any(not token.startswith("'") and token[0].isalpha() and zone_pattern(token) is not None
+               for token in (m.group(0) for m in FORMAT_TOKEN.finditer(pattern)))
 
 
 def zoned_time_parser(pattern: str, time_unit: str
@@ -219,7 +219,7 @@ def _fixed_layout(pattern: str) -> list[tuple[str, str | bytes]] | None:
     when a value of that exact length can only parse one way: no fraction (its width varies)
     and ASCII literals; else None."""
     layout: list[tuple[str, str | bytes]] = []
-    for match in _TOKEN.finditer(pattern):
+    for match in FORMAT_TOKEN.finditer(pattern):
         token = match.group(0)
         literal = token[1:-1] or "'" if token.startswith("'") else (
             token if not token[0].isalpha() else None)

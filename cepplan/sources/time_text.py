@@ -14,7 +14,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from cepplan.sources.time_format import _TOKEN, TimeFormatError, _zone, time_format_regex
+from cepplan.sources.time_format import (
+    FORMAT_TOKEN,
+    TimeFormatError,
+    time_format_regex,
+    zone_pattern,
+)
 from cepplan.workload.durations import SECONDS_PER_UNIT
 
 
@@ -26,7 +31,7 @@ def time_formatter(pattern: str, time_unit: str
     first n digits (to the microsecond), each time rounded to the finest field the pattern
     shows."""
     time_format_regex(pattern)  # the parser's letters, or TimeFormatError
-    tokens = [m.group(0) for m in _TOKEN.finditer(pattern)]
+    tokens = [m.group(0) for m in FORMAT_TOKEN.finditer(pattern)]
     shown = min(6, max((len(t) for t in tokens if t[0] == "S"), default=0))
     per_tick = 1e6 * SECONDS_PER_UNIT[time_unit] / 10 ** (6 - shown)
 
@@ -63,7 +68,7 @@ def time_formatter(pattern: str, time_unit: str
             elif token[0] == "S":
                 pieces.append(pc.utf8_rpad(pc.utf8_slice_codeunits(fraction, 0, len(token)),
                                            len(token), "0"))
-            elif _zone(token) is not None:
+            elif zone_pattern(token) is not None:
                 pieces.append(_offset_texts(token, offsets))
             else:
                 pieces.append(_padded(*fields[token]))

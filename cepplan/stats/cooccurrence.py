@@ -29,7 +29,7 @@ import pandas as pd
 
 from cepplan.stats.block_sample import block_hash, block_index
 from cepplan.stats.scan import SampleBlocks
-from cepplan.stats.selectivity import _partition_codes, _values
+from cepplan.stats.selectivity import attribute_values, partition_codes
 from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_TYPE
 from cepplan.workload.expr.vectorized import evaluate, referenced_keys
 from cepplan.workload.model import FILTER, KLEENE, NEGATED, Pattern
@@ -57,7 +57,7 @@ class _Sample:
         self.t0 = float(times.min()) if len(times) else 0.0
         self.stride = (float(times.max()) - self.t0 if len(times) else 0.0) \
             + 4 * self.window + 1.0
-        part = _partition_codes(sample, list(pattern.partition_by)).astype(np.int64)
+        part = partition_codes(sample, list(pattern.partition_by)).astype(np.int64)
         keyed = _key_present(sample, pattern.partition_by)
         names = sample[EVENT_TYPE].astype(str).to_numpy() if len(sample) else np.zeros(0, str)
         ids = sample[EVENT_ID].to_numpy()
@@ -293,7 +293,7 @@ def _passes_filters(pattern: Pattern, var: str, sample: pd.DataFrame,
     for predicate in pattern.predicates:
         if predicate.kind != FILTER or predicate.variables != {var} or not len(rows):
             continue
-        columns = {key: _values(sample, key[-1], rows)
+        columns = {key: attribute_values(sample, key[-1], rows)
                    for key in referenced_keys(predicate.portable)}
         keep &= np.asarray(evaluate(predicate.portable, columns, len(rows)), dtype=bool)
     return keep

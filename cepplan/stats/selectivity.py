@@ -100,7 +100,7 @@ def _prepare(pattern: Pattern, sample: pd.DataFrame) -> dict[str, _Sorted]:
     times, ids = sample[EVENT_TS].to_numpy(), sample[EVENT_ID].to_numpy()
     t0, t1 = (float(times.min()), float(times.max())) if len(sample) else (0.0, 0.0)
     stride = (t1 - t0) + 4 * window + 1.0
-    part = (_partition_codes(sample, list(pattern.partition_by)) if pattern.partition_by
+    part = (partition_codes(sample, list(pattern.partition_by)) if pattern.partition_by
             else np.zeros(len(sample)))
     codes, names = pd.factorize(sample[EVENT_TYPE])  # each type name compared once
     for operand in pattern.operands:
@@ -124,7 +124,7 @@ def _order(part: np.ndarray, times: np.ndarray, ids: np.ndarray) -> np.ndarray:
     return np.lexsort((ids, times, part))
 
 
-def _partition_codes(sample: pd.DataFrame, columns: list[str]) -> np.ndarray:
+def partition_codes(sample: pd.DataFrame, columns: list[str]) -> np.ndarray:
     """Per row, its partition's number in order of first appearance, partitions told apart
     by the text of their values; each column's distinct values are turned into text once
     instead of every row's (the numbers are those of factorizing the rows' texts)."""
@@ -281,16 +281,16 @@ def _columns(predicate: Predicate, var: str, events: _Sorted, rows: np.ndarray,
     columns: dict[tuple, np.ndarray] = {}
     for node in walk(predicate.expr):
         if isinstance(node, Attr) and node.var == var:
-            columns[(var, node.attr)] = _values(events.sample, node.attr,
+            columns[(var, node.attr)] = attribute_values(events.sample, node.attr,
                                                 events.positions[rows])
         elif isinstance(node, KleeneRef) and node.ref.var == var:
             where = shifted.get(node.func, rows)
-            columns[(node.func, var, node.ref.attr)] = _values(events.sample, node.ref.attr,
-                                                               events.positions[where])
+            columns[(node.func, var, node.ref.attr)] = attribute_values(
+                events.sample, node.ref.attr, events.positions[where])
     return columns
 
 
-def _values(frame: pd.DataFrame, attr: str, rows: np.ndarray) -> np.ndarray:
+def attribute_values(frame: pd.DataFrame, attr: str, rows: np.ndarray) -> np.ndarray:
     """An attribute's values at `rows` as NumPy (nullable integers as float, NA as NaN)."""
     series = frame[EVENT_TS if attr == "ts" else attr].iloc[rows]
     if str(series.dtype) == "Int64":

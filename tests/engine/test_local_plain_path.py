@@ -69,14 +69,14 @@ def test_writer_thread_error_reaches_the_run(tmp_path, monkeypatch):
     out = tmp_path / "out"
     out.mkdir()
     (out / "kept").write_text("previous run")
-    opened = local_writer._BackgroundFile.__init__
+    opened = local_writer.BackgroundFile.__init__
 
     def failing(self, path):
         opened(self, path)
         self._file.close()
         self._file = _FullDisk()
 
-    monkeypatch.setattr(local_writer._BackgroundFile, "__init__", failing)
+    monkeypatch.setattr(local_writer.BackgroundFile, "__init__", failing)
     with (pytest.raises(OSError, match="No space left"),
           staged_output(out, "jsonl") as (writer, finish)):
         for _ in range(20):

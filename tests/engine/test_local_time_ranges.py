@@ -29,7 +29,7 @@ def _run(data: dict, events: list[str], out: Path, monkeypatch, *, by_range: boo
          said: list[str] | None = None, batch_bytes: int = 1024) -> dict:
     """One run with tiny ranges and slices (many of them; counted in `ranges`), or over the
     whole pool."""
-    match_range = engine._match_range
+    match_range = engine.match_range
     ranges.append(0)
 
     def counted(*args, **kwargs):
@@ -37,12 +37,12 @@ def _run(data: dict, events: list[str], out: Path, monkeypatch, *, by_range: boo
         return match_range(*args, **kwargs)
 
     with monkeypatch.context() as patch:
-        patch.setattr(engine, "_match_range", counted)
+        patch.setattr(engine, "match_range", counted)
         patch.setattr(engine, "read_batches", partial(read_batches, batch_bytes=batch_bytes))
         patch.setattr(engine, "REGION_ROWS", 40)
         patch.setattr(local_slices, "SLICE_ROWS", 16)
         if not by_range:
-            patch.setattr(engine, "_streamable", lambda _job: False)
+            patch.setattr(engine, "streamable", lambda _job: False)
         return engine.run_local_job(data, events, out, say=(
             (lambda _text: None) if said is None else said.append))
 

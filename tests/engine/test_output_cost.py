@@ -94,7 +94,7 @@ def test_example_lines_are_the_format_text(tmp_path, example):
 def test_recycling_keeps_the_bytes(tmp_path, monkeypatch):
     """Buffers of every size, with the page cache dropped behind the writer every few KiB:
     the file holds exactly the buffers, in order, and the recycling ran."""
-    monkeypatch.setattr(local_writer._BackgroundFile, "RECYCLE_BYTES", 4096)
+    monkeypatch.setattr(local_writer.BackgroundFile, "RECYCLE_BYTES", 4096)
     calls = []
     advise = os.posix_fadvise
     monkeypatch.setattr(local_writer.os, "posix_fadvise",
@@ -103,7 +103,7 @@ def test_recycling_keeps_the_bytes(tmp_path, monkeypatch):
     rng = np.random.default_rng(5)
     chunks = [rng.integers(0, 256, int(n), dtype=np.uint8).tobytes()
               for n in rng.integers(0, 20000, 40)]
-    file = local_writer._BackgroundFile(tmp_path / "part.jsonl")
+    file = local_writer.BackgroundFile(tmp_path / "part.jsonl")
     for start in range(0, len(chunks), 3):
         file.write([pa.py_buffer(c) for c in chunks[start:start + 3]])
     file.close()

@@ -55,7 +55,7 @@ def sixty(tmp_path_factory):
     return _prefix(60, tmp_path_factory.mktemp("sixty"))
 
 
-def _tagged(spark, data: dict, path):
+def tagged_rows(spark, data: dict, path):
     """The job's layout, the tagged pool as the job reads and caches it, and its span."""
     job = job_from_json(data)
     plan = layout(job, data)
@@ -69,7 +69,7 @@ def _tagged(spark, data: dict, path):
 def test_sixty_patterns_compile_within_the_jvm_method_limit(spark, sixty):
     """The pre-filter (180 tested tags) and the match stage (240 tags) of one stage."""
     data, path = sixty
-    plan, pool, span = _tagged(spark, data, path)
+    plan, pool, span = tagged_rows(spark, data, path)
     level = plan.levels[0]
     found = match(spark_acquire.prefilter(pool, plan, level, span.rows), plan, (), list(level),
                   data, span, {}, spark.sparkContext.accumulator({}, Counts()))
@@ -89,7 +89,7 @@ def test_many_tested_tags_keep_what_one_test_per_tag_keeps(spark, tmp_path, monk
     than `FEW_TAGS`) equal those of one generated test per tag, and drop some tags."""
     assert spark_tags.FEW_TAGS < 18
     data, path = _prefix(6, tmp_path)
-    plan, pool, span = _tagged(spark, data, path)
+    plan, pool, span = tagged_rows(spark, data, path)
 
     def tags_by_id() -> dict[int, list[int]]:
         frame = spark_acquire.prefilter(pool, plan, plan.levels[0], span.rows)

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from cepplan.stats.selectivity import _partition_codes, weighted_draws
+from cepplan.stats.selectivity import partition_codes, weighted_draws
 
 
 @pytest.mark.parametrize("seed", range(60))
@@ -43,5 +43,5 @@ def test_partition_codes_are_those_of_the_rows_texts():
     for columns in (["text"], ["int", "text"], ["nullable", "float"], ["flag", "mixed"],
                     ["nulls"], ["text", "nulls"]):
         texts = pd.MultiIndex.from_frame(frame[columns].astype(str))
-        assert np.array_equal(_partition_codes(frame, columns),
+        assert np.array_equal(partition_codes(frame, columns),
                               pd.factorize(texts)[0].astype(np.float64)), columns

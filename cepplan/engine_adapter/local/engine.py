@@ -60,7 +60,7 @@ def run_local_job(data: dict[str, Any], events: Sequence[str], out: Path, *,
     patterns is matched range by range by up to `workers` processes (`local.workers`);
     every other path by this process alone, said in `metrics.json`'s `workers`."""
     job = job_from_json(data)
-    if not covering and _streamable(job):
+    if not covering and streamable(job):
         try:
             return _run_by_time_range(job, data, events, out, output_format, say, workers)
         except _OutOfOrder:
@@ -95,7 +95,7 @@ def run_local_job(data: dict[str, Any], events: Sequence[str], out: Path, *,
                                "rows_rejected": dict(rejected), "rows_to_matchers": 0,
                                "rows_to_matchers_by_pattern": {}, "rows_shuffled": 0,
                                "matches": {}, "kleene_cap_hits": {}, "negation_held_back": {},
-                               "input_span": _span_figures(covered), "workers": 1}
+                               "input_span": span_figures(covered), "workers": 1}
     derived: dict[str, list[dict]] = {}
     sharing, shared, partials = sharing_plan(job), {}, {}
     partial_counts: dict[str, list[int]] = {}  # pattern -> partial matches per join prefix
@@ -109,7 +109,7 @@ def run_local_job(data: dict[str, Any], events: Sequence[str], out: Path, *,
             for name, objects in derived.items():
                 text = "".join(json.dumps(o) + "\n" for o in objects)
                 writer.write(name, PartitionOutput(text, len(objects), None, 0))
-                _count(metrics, name, stage.seen(name), len(objects), found.cap_hits[name],
+                count_pattern(metrics, name, stage.seen(name), len(objects), found.cap_hits[name],
                        found.held_back.get(name, 0), 0, say)
             say(f"contexts: {len(found.windows.frame())} windows derived")
             if found.complex_frames:
@@ -146,7 +146,7 @@ def run_local_job(data: dict[str, Any], events: Sequence[str], out: Path, *,
                 if result.complex is not None:
                     made.append(result.complex)
             seconds[f"match {spec.name}"] = time.perf_counter() - clock
-            _count(metrics, spec.name, int(keep.sum()), count, hits, held, splits, say)
+            count_pattern(metrics, spec.name, int(keep.sum()), count, hits, held, splits, say)
             if built:
                 partial_counts[spec.name] = built
             if stage is not None:
@@ -180,7 +180,7 @@ class _OutOfOrder(Exception):
     """The events turned out not to be in time order after some time ranges were matched."""
 
 
-def _streamable(job: Job) -> bool:
+def streamable(job: Job) -> bool:
     """Whether the job can be matched time range by time range as the events are read:
     every pattern has a window, and none reads another's matches or contexts."""
     names = {p.name for p in job.patterns}
@@ -189,7 +189,7 @@ def _streamable(job: Job) -> bool:
             and not job.data.get("contexts"))
 
 
-def _margin(job: Job) -> float:
+def window_margin(job: Job) -> float:
     """How far around a time range the events must be at hand to match it exactly: a window
     for the matches' events (either side, for negations looking ahead) and a window per
     acquisition step for the semi-joins deciding which of those events the matchers get."""
@@ -223,10 +223,10 @@ def _run_by_time_range(job: Job, data: dict[str, Any], events: Sequence[str], ou
                                "rows_shuffled": 0, "matches": {}, "kleene_cap_hits": {},
                                "negation_held_back": {}}
     figures = RangeFigures.empty(job)
-    margin = _margin(job)
+    margin = window_margin(job)
     covered = Covered()  # the input's time so far: negations are decided within it
     with (staged_output(out, output_format, job) as (writer, finish),
-          range_matching(_match_range, job, data, writer, figures, workers,
+          range_matching(match_range, job, data, writer, figures, workers,
                          output_format) as ranges):
         held: list[Columns] = []
         rows, low, latest, first = 0, -math.inf, -math.inf, None
@@ -241,26 +241,26 @@ def _run_by_time_range(job: Job, data: dict[str, Any], events: Sequence[str], ou
             rows += len(part)
             if rows < REGION_ROWS or latest - margin <= low:
                 continue
-            pool = Columns.concat(held, _EMPTY)
+            pool = Columns.concat(held, EMPTY_POOL_COLUMNS)
             high = latest - margin
             ranges.match(pool, covered.span, (low, high))
             stamps = pool[EVENT_TS]
             held = [pool.take(slice(int(np.searchsorted(stamps, high - margin, "left")), None))]
             rows, low = len(held[0]), high
-        pool = Columns.concat(held, _EMPTY)
+        pool = Columns.concat(held, EMPTY_POOL_COLUMNS)
         if len(pool):
             ranges.match(pool, covered.span, (low, math.inf))
         ranges.finish()
-        metrics["rows_read"] = counts.pop(_ROWS_READ, 0)
+        metrics["rows_read"] = counts.pop(ROWS_READ, 0)
         metrics["rows_rejected"] = dict(counts)
         say(f"read {metrics['rows_read']} rows ({sum(counts.values())} rejected), "
             f"matched by time range as read, by {ranges.workers} "
             f"worker{'s' if ranges.workers > 1 else ''}")
-        metrics["input_span"] = _span_figures(covered)
+        metrics["input_span"] = span_figures(covered)
         metrics["workers"] = ranges.workers
         for spec in job.patterns:
             total = figures.totals[spec.name]
-            _count(metrics, spec.name, total.sent, total.matches, total.cap_hits,
+            count_pattern(metrics, spec.name, total.sent, total.matches, total.cap_hits,
                    total.held_back, total.splits, say)
         span = (latest - first) if first is not None else 0.0
         sharing = used_sharing(job)
@@ -277,7 +277,7 @@ def _run_by_time_range(job: Job, data: dict[str, Any], events: Sequence[str], ou
     return metrics
 
 
-def _match_range(pool: Columns, job: Job, owned: tuple[float, float], writer: Any,
+def match_range(pool: Columns, job: Job, owned: tuple[float, float], writer: Any,
                  totals: dict[str, PatternTotals], built: dict[str, list[int]],
                  seconds: dict[str, float], sharing: SharingPlan | None = None,
                  partials: dict[int, int] | None = None) -> None:
@@ -320,7 +320,7 @@ def _match_range(pool: Columns, job: Job, owned: tuple[float, float], writer: An
                                          + time.perf_counter() - clock)
 
 
-def _count(metrics: dict[str, Any], name: str, sent: int, count: int, hits: int, held: int,
+def count_pattern(metrics: dict[str, Any], name: str, sent: int, count: int, hits: int, held: int,
            splits: int, say: Callable[[str], None]) -> None:
     """One pattern's counts into the metrics (rows to matchers, matches, cap hits, matches
     held back, join pieces split off), said as progress (`cepplan run` warns of cuts and
@@ -334,7 +334,7 @@ def _count(metrics: dict[str, Any], name: str, sent: int, count: int, hits: int,
     say(f"pattern {name}: {sent} rows to matchers, {count} matches")
 
 
-def _span_figures(covered: Covered) -> list[float] | None:
+def span_figures(covered: Covered) -> list[float] | None:
     """metrics.json's `input_span`: the first and last event's timestamps (None: no event)."""
     return [covered.first, covered.last] if covered.first <= covered.last else None
 
@@ -357,8 +357,8 @@ def _read_and_tag(job: Job, reader: dict[str, Any], events: Sequence[str],
     counts: Counter = Counter()
     parts = list(_tagged_batches(job, reader, events, seconds, counts, observers,
                                  covered=covered))
-    pool = concat_frames(parts) if parts else pd.DataFrame(columns=_EMPTY)
-    rows_read = counts.pop(_ROWS_READ, 0)
+    pool = concat_frames(parts) if parts else pd.DataFrame(columns=EMPTY_POOL_COLUMNS)
+    rows_read = counts.pop(ROWS_READ, 0)
     return pool, rows_read, counts
 
 
@@ -367,11 +367,11 @@ def _tagged_batches(job: Job, reader: dict[str, Any], events: Sequence[str],
                     observers: Sequence[Callable[[pd.DataFrame], None]] = (), *,
                     plain: bool = False,
                     covered: Covered | None = None) -> Iterator[pd.DataFrame | Columns]:
-    """Each batch's tagged rows (`_tagged`), as read: NumPy `Columns` if `plain`, else
+    """Each batch's tagged rows (`tagged_rows`), as read: NumPy `Columns` if `plain`, else
     pandas; rows read and rejected by reason are added to `counts` (rows read under
-    `_ROWS_READ`), the good rows' timestamps to `covered`. Seconds reading and tagging
+    `ROWS_READ`), the good rows' timestamps to `covered`. Seconds reading and tagging
     exclude the consumer's work between batches."""
-    wanted = _wanted_columns(job)
+    wanted = wanted_columns(job)
     used = None if observers else {o.type for p in job.patterns for o in p.operands}
     batches = read_batches(events, **reader, only_types=used)
     while True:
@@ -379,7 +379,7 @@ def _tagged_batches(job: Job, reader: dict[str, Any], events: Sequence[str],
         batch = next(batches, None)
         if batch is None:
             break
-        counts[_ROWS_READ] += batch.read
+        counts[ROWS_READ] += batch.read
         counts.update(batch.rejected)
         if covered is not None:
             covered.add(*batch.covered)
@@ -388,16 +388,16 @@ def _tagged_batches(job: Job, reader: dict[str, Any], events: Sequence[str],
             observe(frame)
         now = time.perf_counter()
         seconds["read"] += now - clock
-        part = _tagged(frame, job, wanted)
+        part = tagged_rows(frame, job, wanted)
         seconds["tag"] += time.perf_counter() - now
         yield part
 
 
-_ROWS_READ = "\trows read"  # no reject reason starts with a tab
-_EMPTY = [EVENT_TYPE, EVENT_TS, EVENT_ID]  # the columns of a pool without events
+ROWS_READ = "\trows read"  # no reject reason starts with a tab
+EMPTY_POOL_COLUMNS = [EVENT_TYPE, EVENT_TS, EVENT_ID]  # the columns of a pool without events
 
 
-def _wanted_columns(job: Job) -> list[str]:
+def wanted_columns(job: Job) -> list[str]:
     columns = [EVENT_TYPE, EVENT_TS, EVENT_ID]
     for spec in job.patterns:
         for operand in spec.operands:
@@ -407,7 +407,7 @@ def _wanted_columns(job: Job) -> list[str]:
     return [c for c in dict.fromkeys(columns) if c != MATCH_COLUMN]
 
 
-def _tagged(frame: pd.DataFrame | Columns, job: Job,
+def tagged_rows(frame: pd.DataFrame | Columns, job: Job,
             wanted: list[str] | None = None) -> pd.DataFrame | Columns:
     """The rows of `frame` some variable can bind, with a boolean column per tag."""
     masks = tag_masks(frame, job)
@@ -442,7 +442,7 @@ def _with_tags(pool: pd.DataFrame, made: pd.DataFrame, job: Job) -> pd.DataFrame
     from empty frames)."""
     import pandas as pd
 
-    added = _tagged(made, job)
+    added = tagged_rows(made, job)
     if not len(added):
         return pool
     if not len(pool):

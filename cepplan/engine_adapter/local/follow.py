@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cepplan.engine_adapter.local.checkpoint import Checkpoint, job_digest, restore
-from cepplan.engine_adapter.local.engine import _ROWS_READ, _streamable
+from cepplan.engine_adapter.local.engine import ROWS_READ, streamable
 from cepplan.engine_adapter.local.source import read_batches
 from cepplan.engine_adapter.local.stream import StreamMatcher
 from cepplan.engine_adapter.local.stream_output import StreamOutput
@@ -73,7 +73,7 @@ def follow_stream(data: dict[str, Any], source: str, out: Path, plan_file: str, 
         matcher.writer = output
         while True:
             taken = feed.take(trigger)
-            clock, read_before = time.perf_counter(), matcher.counts[_ROWS_READ]
+            clock, read_before = time.perf_counter(), matcher.counts[ROWS_READ]
             for path, arrived in taken:
                 late = matcher.add(read_counted(path, reader, matcher, warn), arrived)
                 if late is not None:
@@ -84,7 +84,7 @@ def follow_stream(data: dict[str, Any], source: str, out: Path, plan_file: str, 
             output.flush()
             batches += 1
             if adaptation is not None:
-                adaptation.after_batch(matcher, batches, matcher.counts[_ROWS_READ] -
+                adaptation.after_batch(matcher, batches, matcher.counts[ROWS_READ] -
                                        read_before, time.perf_counter() - clock)
             meter.show(matcher, output, state)
             if saver:
@@ -110,7 +110,7 @@ def follow_stream(data: dict[str, Any], source: str, out: Path, plan_file: str, 
 def check_streamable(data: dict[str, Any], plan_file: str) -> Job:
     """The job of `data`, if a stream can run it (both engines); else an `InputError`."""
     job = job_from_json(data)
-    if not _streamable(job) or not data.get("reader"):
+    if not streamable(job) or not data.get("reader"):
         raise InputError.single(plan_file, "", "--follow runs plans whose patterns all have "
                                 "a window and read events only (not another pattern's "
                                 "matches, contexts or consumer queries)")
@@ -183,7 +183,7 @@ class _Progress:
             return
         import numpy as np
 
-        rows = matcher.counts.get(_ROWS_READ, 0)
+        rows = matcher.counts.get(ROWS_READ, 0)
         rate = rows / max(time.monotonic() - self.start, 1e-9)
         matches = sum(t.matches for t in matcher.totals.values())
         recent = [parts[-1] for parts in output.latency.values() if parts]

@@ -20,9 +20,9 @@ from cepplan.errors import InputError
 from cepplan.sources.local_source import (
     SECONDS_PER_UNIT,
     SourceError,
-    _time_parser,
-    _time_values,
+    event_times,
     expand_paths,
+    source_time_parser,
 )
 from cepplan.sources.raw_batches import raw_batches
 from cepplan.sources.text_input import open_text
@@ -41,8 +41,8 @@ def replay_rows(paths: Sequence[str], reader: Mapping[str, Any]) -> tuple[bytes,
     files = expand_paths(list(paths))
     column = source.get("time_column", "ts")
     try:
-        parser = _time_parser(source.get("time_format"), unit)
-        stamps = [_time_values(raw.column(column).combine_chunks(), parser, unit)[0]
+        parser = source_time_parser(source.get("time_format"), unit)
+        stamps = [event_times(raw.column(column).combine_chunks(), parser, unit)[0]
                   for raw, _, _ in raw_batches(files, source, [column], {}, 1 << 20,
                                                 {"file": files[0]})]
     except SourceError as err:

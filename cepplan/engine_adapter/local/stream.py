@@ -4,7 +4,7 @@ micro-batch, as the watermark advances (docs/engine.md, "Live streams").
 Event time is `ts`; the watermark is the largest `ts` read minus `max_delay`; an event below it
 is late (counted, handed back to be written aside, never matched). When the watermark moves
 from w0 to w1, every pattern's matches whose latest event lies in [w0, w1) are emitted, over
-the events below w1 and a margin before w0 (`engine._match_range`, which owns exactly those
+the events below w1 and a margin before w0 (`engine.match_range`, which owns exactly those
 matches): the matches equal the batch run's by construction. A pattern whose negation can
 look past its latest event (a trailing `NOT`, an AND's) owns them a window later, once the
 watermark has passed every event that could block them. State: the tagged events of that
@@ -27,14 +27,14 @@ from typing import Any
 import numpy as np
 
 from cepplan.engine_adapter.local.engine import (
-    _EMPTY,
-    _ROWS_READ,
-    _count,
-    _margin,
-    _match_range,
-    _span_figures,
-    _tagged,
-    _wanted_columns,
+    EMPTY_POOL_COLUMNS,
+    ROWS_READ,
+    count_pattern,
+    match_range,
+    span_figures,
+    tagged_rows,
+    wanted_columns,
+    window_margin,
 )
 from cepplan.engine_adapter.local.partial_counts import partial_metrics
 from cepplan.engine_adapter.local.source import Batch
@@ -61,7 +61,7 @@ class _Phase:
     @classmethod
     def of(cls, job: Job, start: float = -math.inf) -> _Phase:
         sharing = used_sharing(job)
-        return cls(job, _lag_groups(job, sharing is not None), sharing, _margin(job), start)
+        return cls(job, _lag_groups(job, sharing is not None), sharing, window_margin(job), start)
 
     @property
     def reach(self) -> float:
@@ -78,7 +78,7 @@ class StreamMatcher:
         self.delay = max_delay
         self.writer = writer
         self.positional = positional_ids  # ids are row positions: continued over the reads
-        self.wanted = _wanted_columns(job)
+        self.wanted = wanted_columns(job)
         self.phases = [_Phase.of(job)]  # the current job last; earlier ones finishing
         self.observers: list[Callable[[Columns], None]] = []  # see every good row read
         self.held: list[Columns] = []  # tagged events not yet released
@@ -115,7 +115,7 @@ class StreamMatcher:
         if self.held:
             pool, arrived = self.retained()
             plain = pool.take(slice(None), [c for c in pool.columns if "\t" not in c])
-            self.held, self.arrived = [_tagged(plain, job, self.wanted)], [arrived]
+            self.held, self.arrived = [tagged_rows(plain, job, self.wanted)], [arrived]
 
     def add(self, batches: Iterable[Batch], arrived: float) -> Columns | None:
         """One read's batches (a file, or the lines of a micro-batch), arrived at wall time
@@ -124,7 +124,7 @@ class StreamMatcher:
         for batch in batches:
             clock = time.perf_counter()
             read += batch.read
-            self.counts[_ROWS_READ] += batch.read
+            self.counts[ROWS_READ] += batch.read
             self.counts.update(batch.rejected)
             rows = batch.columns()
             if self.positional and len(rows):
@@ -145,14 +145,14 @@ class StreamMatcher:
                     observe(rows)
             now = time.perf_counter()
             self.seconds["read"] += now - clock
-            part = _tagged(rows, self.job, self.wanted)
+            part = tagged_rows(rows, self.job, self.wanted)
             self.seconds["tag"] += time.perf_counter() - now
             if len(part):
                 self.held.append(part)
                 self.arrived.append(np.full(len(part), arrived))
                 self.state_rows += len(part)
         self.rows_before += read
-        return Columns.concat(late_parts, _EMPTY) if late_parts else None
+        return Columns.concat(late_parts, EMPTY_POOL_COLUMNS) if late_parts else None
 
     def advance(self, *, final: bool = False) -> int:
         """Emit every match the watermark decides (`final`: the end of the input, every
@@ -170,7 +170,7 @@ class StreamMatcher:
             for lag, job in phase.groups:
                 owned = (max(self.evaluated - lag, phase.start), min(high - lag, phase.end))
                 if owned[0] < owned[1]:
-                    _match_range(now, replace(job, span=span), owned, self.writer,
+                    match_range(now, replace(job, span=span), owned, self.writer,
                                  self.totals, self.built, self.seconds, phase.sharing,
                                  self.partials)
         self.evaluated = high
@@ -189,8 +189,8 @@ class StreamMatcher:
     def retained(self) -> tuple[Columns, np.ndarray]:
         """The events kept (tagged, not yet released) and their arrival wall times."""
         if not self.held:
-            return Columns.concat([], _EMPTY), np.empty(0)
-        return Columns.concat(self.held, _EMPTY), np.concatenate(self.arrived)
+            return Columns.concat([], EMPTY_POOL_COLUMNS), np.empty(0)
+        return Columns.concat(self.held, EMPTY_POOL_COLUMNS), np.concatenate(self.arrived)
 
     def _pool(self) -> tuple[Columns, np.ndarray]:
         """The kept events in (ts, id) order, with their arrival times."""
@@ -201,15 +201,15 @@ class StreamMatcher:
     def metrics(self, data: dict[str, Any]) -> dict[str, Any]:
         """metrics.json's figures, as the batch run's (`engine._run_by_time_range`)."""
         counts = Counter(self.counts)
-        out: dict[str, Any] = {"engine": "local", "rows_read": counts.pop(_ROWS_READ, 0),
+        out: dict[str, Any] = {"engine": "local", "rows_read": counts.pop(ROWS_READ, 0),
                                "rows_rejected": dict(counts), "rows_to_matchers": 0,
                                "rows_to_matchers_by_pattern": {}, "rows_shuffled": 0,
                                "matches": {}, "kleene_cap_hits": {}, "negation_held_back": {},
-                               "input_span": _span_figures(self.covered)}
+                               "input_span": span_figures(self.covered)}
         for spec in self.job.patterns:
             total = self.totals[spec.name]
-            _count(out, spec.name, total.sent, total.matches, total.cap_hits, total.held_back,
-                   total.splits, lambda _text: None)
+            count_pattern(out, spec.name, total.sent, total.matches, total.cap_hits,
+                          total.held_back, total.splits, lambda _text: None)
         if self.built:
             span = max(self.covered.last - self.covered.first, 0.0)
             out["partial_matches"] = partial_metrics(self.job, self.built, span)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from cepplan.engine_adapter.local.writer import _BackgroundFile
+from cepplan.engine_adapter.local.writer import BackgroundFile
 from cepplan.engine_adapter.runtime.arrivals import (
     MatchArrivals,
     late_lines,
@@ -44,7 +44,7 @@ class StreamOutput(MatchArrivals):
             if resume is not None:
                 _cut(path, resume.get(name, 0))
         mode = "ab" if resume is not None else "wb"
-        self._matches = _BackgroundFile(self.files["matches"], append=resume is not None)
+        self._matches = BackgroundFile(self.files["matches"], append=resume is not None)
         self._late = open(self.files["late"], mode)  # noqa: SIM115
         self.patterns = patterns or []
         self.latency: dict[str, list[np.ndarray]] = {}  # per pattern, seconds per range

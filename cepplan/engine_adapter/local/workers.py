@@ -87,7 +87,7 @@ class RangeFigures:
 
 
 # matches the ranges whose latest event lies in `owned` over `pool` (the events of that range
-# and a margin), written, its figures added to the dicts given: `engine._match_range`, passed
+# and a margin), written, its figures added to the dicts given: `engine.match_range`, passed
 # in (and to each worker, by name) so that this module does not import the engine
 MatchRange = Callable[..., None]
 

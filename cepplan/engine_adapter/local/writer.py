@@ -4,7 +4,7 @@ staging directory beside `--out` and renamed over it only when everything succee
 
 JSON lines are written by a thread of their own, so that the disk writes the matches of one
 range while the next are matched and rendered (Arrow and file writes release the GIL). That
-thread keeps the file's page cache to a window (`_BackgroundFile.RECYCLE_BYTES`): the kernel
+thread keeps the file's page cache to a window (`BackgroundFile.RECYCLE_BYTES`): the kernel
 then reuses pages it has just had, not fresh ones (docs/matching.md, "Output cost").
 """
 
@@ -44,7 +44,7 @@ class MatchWriter:
             self._parquet = ParquetParts(matches, part, match_layouts(job))
         else:
             # closed by close(), which every path through staged_output calls
-            self._text = _BackgroundFile(matches / f"{part}.jsonl")
+            self._text = BackgroundFile(matches / f"{part}.jsonl")
 
     def write(self, pattern: str, out: PartitionOutput) -> None:
         """Append one partition's matches: JSON lines (written from their Arrow buffers
@@ -118,7 +118,7 @@ def staged_output(out: Path, output_format: str,
             writer.close(complete=False)  # after finish: already closed
 
 
-class _BackgroundFile:
+class BackgroundFile:
     """A binary file written by a thread: `write` queues buffers (at most `PENDING`, each
     at most a chunk of rendered matches, which bounds memory; or paths of files to append,
     `MatchWriter.append_file`; queued one by one, so that a
@@ -221,7 +221,7 @@ def _append(file: Any, path: Path) -> int:
     return size
 
 
-_FLUSH = object()  # queued by `_BackgroundFile.flush`
+_FLUSH = object()  # queued by `BackgroundFile.flush`
 
 
 def _recycle(fd: int, size: int) -> None:

@@ -2,7 +2,7 @@
 
 Shipped in the job's runtime zip. When the input is one local CSV file in non-decreasing time
 order, a task reads its byte range (`spark.read`'s splits) plus the neighbouring lines its
-matches need (a margin of `local.engine._margin` either side, in time) and runs the in-process
+matches need (a margin of `local.engine.window_margin` either side, in time) and runs the in-process
 engine's stages on them: tag, acquisition semi-joins, per-key matching, rendering, and the
 part file written by the task itself. One Spark stage, no shuffle, no rows through the JVM.
 
@@ -83,13 +83,13 @@ def _eligible(data: Mapping[str, Any], events: Sequence[str]) -> bool:
     if plain_csv_splits(data, events, 1) is None:  # None also when the reader cannot import
         return False
     try:  # the in-process engine and what it imports (orjson) on this Python
-        from cepplan.engine_adapter.local.engine import _streamable
+        from cepplan.engine_adapter.local.engine import streamable
     except ImportError as err:
         not_installed(err)
         return False
     from cepplan.engine_adapter.runtime.job import job_from_json
 
-    return _streamable(job_from_json(dict(data)))
+    return streamable(job_from_json(dict(data)))
 
 
 def regions_ahead(data: Mapping[str, Any], events: Sequence[str]) -> Future | None:
@@ -250,7 +250,11 @@ class RangeTask:
                                              names=["figures"])
 
     def _run(self, region: Region, job, sharing) -> dict[str, Any]:
-        from cepplan.engine_adapter.local.engine import _EMPTY, _margin, _match_range
+        from cepplan.engine_adapter.local.engine import (
+            EMPTY_POOL_COLUMNS,
+            match_range,
+            window_margin,
+        )
         from cepplan.engine_adapter.local.totals import PatternTotals
         from cepplan.engine_adapter.local.writer import MatchWriter
         from cepplan.engine_adapter.runtime.table import Columns
@@ -267,7 +271,7 @@ class RangeTask:
         figures["ordered"] = _ordered(stamps)
         if not (figures["rows_ok"] and figures["ordered"]):
             return figures
-        margin = _margin(job)
+        margin = window_margin(job)
         ahead, high = reader.ahead(stamps[-1] if len(stamps) else -math.inf, margin)
         low = -math.inf if region.number == 0 else (stamps[0] if len(stamps) else high)
         back = reader.back(low, margin) if low > -math.inf and low < high else None
@@ -287,10 +291,10 @@ class RangeTask:
         try:
             if low < high:
                 pool = Columns.concat([p for p in (back, own, ahead)
-                                       if p is not None and len(p)], _EMPTY)
+                                       if p is not None and len(p)], EMPTY_POOL_COLUMNS)
                 # the input's time as far as this task read it, margins included: all of
                 # it that its matches' negations need, or up to the input's very end
-                _match_range(pool, replace(job, span=reader.covered.span), (low, high), writer,
+                match_range(pool, replace(job, span=reader.covered.span), (low, high), writer,
                              totals, built, seconds, sharing, partials)
             writer.close()
         finally:
@@ -312,13 +316,13 @@ class _Reader:
     tagging; row ids are positions over the file."""
 
     def __init__(self, region: Region, data: Mapping[str, Any], job):
-        from cepplan.engine_adapter.local.engine import _wanted_columns
+        from cepplan.engine_adapter.local.engine import wanted_columns
 
         self.region = region
         self.reader = data["reader"]
         self.positions = not self.reader["source"].get("id_column")
         self.job = job
-        self.wanted = _wanted_columns(job)
+        self.wanted = wanted_columns(job)
         self.bound = {t.type for p in job.patterns for t in p.operands}
         self.seconds = 0.0  # reading and tagging, margins included
         self.covered = Covered()  # the good rows' time, margins included
@@ -327,7 +331,7 @@ class _Reader:
     def rows(self, start: int, end: int, before: int):
         """(the tagged rows of the lines in [start, end), rows read, rejected by reason); the
         first line is row `before` of the file."""
-        from cepplan.engine_adapter.local.engine import _EMPTY, _tagged
+        from cepplan.engine_adapter.local.engine import EMPTY_POOL_COLUMNS, tagged_rows
         from cepplan.engine_adapter.runtime.table import Columns
 
         clock = time.perf_counter()
@@ -346,9 +350,9 @@ class _Reader:
             frame = got.columns()
             if self.positions:
                 frame.data[EVENT_ID] = frame.data[EVENT_ID] + before
-            parts.append(_tagged(frame, self.job, self.wanted))
+            parts.append(tagged_rows(frame, self.job, self.wanted))
         self.seconds += time.perf_counter() - clock
-        return Columns.concat(parts, _EMPTY), read, rejected
+        return Columns.concat(parts, EMPTY_POOL_COLUMNS), read, rejected
 
     def ahead(self, latest: float, margin: float):
         """(the tagged rows after the region up to a margin past the next range's first

@@ -28,7 +28,7 @@ import pyarrow as pa
 from pyspark.sql import types as T
 
 from cepplan.engine_adapter.local.checkpoint import decode, encode, restore
-from cepplan.engine_adapter.local.engine import _ROWS_READ
+from cepplan.engine_adapter.local.engine import ROWS_READ
 from cepplan.engine_adapter.local.follow import read_counted
 from cepplan.engine_adapter.local.stream import StreamMatcher
 from cepplan.engine_adapter.runtime.arrivals import MatchArrivals, late_lines
@@ -166,7 +166,7 @@ def _progress(matcher: StreamMatcher, figures: dict[str, Any], state_rows: int
     """The stream so far, after a micro-batch: rows read, watermark, matches, late events,
     the events kept."""
     return {"micro_batch": figures["micro_batches"],
-            "rows_read": matcher.counts.get(_ROWS_READ, 0),
+            "rows_read": matcher.counts.get(ROWS_READ, 0),
             "watermark": _finite(matcher.watermark),
             "matches": sum(t.matches for t in matcher.totals.values()),
             "late_events": sum(matcher.late.values()), "state_rows": state_rows}
