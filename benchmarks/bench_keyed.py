@@ -35,12 +35,13 @@ RANDOM_CASES, QUICK_RANDOM_CASES = 20, 4
 def _row(case: Case, figures: dict) -> str:
     return (f"{case.name:<14} {figures['rows']:>9,} {figures['best_rows']:>9,} "
             f"{figures['rows_ratio']:>6.2f} {figures['seconds_ratio']:>6.2f} "
+            f"{figures['cpu_ratio']:>6.2f} "
             f"{1 + figures['rows_error']:>7.2f} {1 + figures['partial_error']:>7.2f}  "
             f"{figures['chosen']:<12} {figures['best']:<12} {case.description}")
 
 
 def main(quick: bool) -> None:
-    header = (f"{'workload':<14} {'rows':>9} {'best':>9} {'ratio':>6} {'time':>6} "
+    header = (f"{'workload':<14} {'rows':>9} {'best':>9} {'ratio':>6} {'time':>6} {'cpu':>6} "
               f"{'pred/m':>7} {'pm p/m':>7}  {'chosen':<12} {'best plan':<12} description")
     print("rows: the chosen plan's rows to matchers; best: fewest over every Pareto plan and "
           "every order of one-event steps;\nratio/time: chosen over best (rows, wall time); "
@@ -76,6 +77,10 @@ def _closing(results: list[dict]) -> None:
     within = sum(r <= 1.1 for r in ratios)
     print(f"rows to matchers <= 1.1x best: {within}/{len(ratios)} "
           f"(median {statistics.median(ratios):.2f}, worst {max(ratios):.2f})")
+    for key, what in (("seconds_ratio", "wall time"), ("cpu_ratio", "CPU time")):
+        values = [r[key] for r in results]
+        print(f"{what} <= 1.1x best: {sum(v <= 1.1 for v in values)}/{len(values)} "
+              f"(median {statistics.median(values):.2f}, worst {max(values):.2f})")
     if errors:
         print(f"|predicted/measured - 1| over rows and partial matches: median "
               f"{statistics.median(errors):.1%}, worst {max(errors):.1%}")

@@ -141,6 +141,7 @@ class Measured:
     partial: float
     matches: int
     seconds: float
+    cpu: float  # the process's CPU seconds over the run (its threads included)
     predicted_rows: float | None = None
     predicted_partial: float | None = None
 
@@ -156,15 +157,16 @@ def run_plan(case: Case, plan: Plan, label: str) -> Measured:
 
     workload = load_workload(str(case.workload))
     with tempfile.TemporaryDirectory(prefix="cepplan-keyed-") as scratch:
-        start = time.perf_counter()
+        start, cpu_start = time.perf_counter(), time.process_time()
         metrics = run_local_job(job_data(workload, plan), [str(case.events)],
                                 Path(scratch) / "out", say=lambda _text: None)
         seconds = time.perf_counter() - start
+        cpu = time.process_time() - cpu_start
     name = workload.patterns[0].name
     body = plan.patterns[name]
     return Measured(label, body.detection.steps, metrics["rows_to_matchers_by_pattern"][name],
                     metrics["partial_matches"][name]["per_window"],
-                    sum(metrics["matches"].values()), seconds)
+                    sum(metrics["matches"].values()), seconds, cpu)
 
 
 def with_steps(case: Case, steps: Sequence[frozenset[str]]) -> Plan:
@@ -218,7 +220,7 @@ def brute_force(case: Case) -> tuple[Measured, list[Measured]]:
         run = run_plan(case, plan, label)
         rows, partial = predictions(case, plan)
         return Measured(run.label, run.steps, run.rows, run.partial, run.matches,
-                        run.seconds, rows, partial)
+                        run.seconds, run.cpu, rows, partial)
 
     run_plan(case, chosen_plan, "warm-up")  # imports and caches, outside the timed runs
     chosen = measured(chosen_plan, "chosen: " + steps_label(
@@ -237,14 +239,20 @@ def _retimed(case: Case, chosen_plan: Plan, chosen: Measured, others: list[Measu
     fastest = min(m.seconds for m in others)
     near = [i for i, m in enumerate(others) if m.seconds <= NEAR_FASTEST * fastest]
     plans = {i: with_steps(case, candidates[others[i].label]) for i in near}
-    best = {i: others[i].seconds for i in near}
-    chosen_best = chosen.seconds
+    best = {i: (others[i].seconds, others[i].cpu) for i in near}
+    chosen_best = (chosen.seconds, chosen.cpu)
     for _ in range(RETIMINGS):
-        chosen_best = min(chosen_best, run_plan(case, chosen_plan, chosen.label).seconds)
+        chosen_best = _least(chosen_best, run_plan(case, chosen_plan, chosen.label))
         for i in near:
-            best[i] = min(best[i], run_plan(case, plans[i], others[i].label).seconds)
-    others = [replace(m, seconds=best.get(i, m.seconds)) for i, m in enumerate(others)]
-    return replace(chosen, seconds=chosen_best), others
+            best[i] = _least(best[i], run_plan(case, plans[i], others[i].label))
+    others = [replace(m, seconds=best[i][0], cpu=best[i][1]) if i in best else m
+              for i, m in enumerate(others)]
+    return replace(chosen, seconds=chosen_best[0], cpu=chosen_best[1]), others
+
+
+def _least(kept: tuple[float, float], run: Measured) -> tuple[float, float]:
+    """The least wall and the least CPU seconds over the runs so far."""
+    return min(kept[0], run.seconds), min(kept[1], run.cpu)
 
 
 def summary(chosen: Measured, others: Sequence[Measured]) -> dict[str, Any]:
@@ -257,6 +265,7 @@ def summary(chosen: Measured, others: Sequence[Measured]) -> dict[str, Any]:
             "rows_ratio": chosen.rows / best_rows if best_rows else math.inf,
             "seconds": chosen.seconds, "best_seconds": best_seconds,
             "seconds_ratio": chosen.seconds / best_seconds,
+            "cpu_ratio": chosen.cpu / min(m.cpu for m in others),
             "rows_error": _error(chosen.predicted_rows, chosen.rows),
             "partial_error": _error(chosen.predicted_partial, chosen.partial)}
 
