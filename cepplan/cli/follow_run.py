@@ -39,8 +39,9 @@ def run_follow(plan: Path, events: list[str], output: Path, follow: str, trigger
         from cepplan.engine_adapter.spark.stream_job import IDENTITY
     if events:
         raise InputError.single(events[0], "", "give event files or --follow SOURCE, not both")
-    if output_format is not MatchFormat.jsonl:
-        raise InputError.single("--format", "", "--follow appends matches as JSON lines")
+    if output_format is not MatchFormat.jsonl and on_spark:
+        raise InputError.single("--format", "", "a stream on Spark writes matches as JSON "
+                                "lines; Parquet parts are the in-process stream's")
     if checkpoint is not None and (follow == "-" or follow.startswith("tcp://")):
         raise InputError.single("--checkpoint", "", "a restart can continue a directory "
                                 "stream only: lines from standard input or TCP are gone "
@@ -60,6 +61,10 @@ def run_follow(plan: Path, events: list[str], output: Path, follow: str, trigger
         _check_new_directory(output, follow)  # else the checkpoint says which output it is
     chosen, loaded = plan_and_workload(plan, workload, trivial=plan_kind is PlanKind.trivial,
                                        warn=warn)
+    if output_format is MatchFormat.parquet:
+        from cepplan.engine_adapter.job_spec import check_parquet_output
+
+        check_parquet_output(loaded, chosen)
     data = job_data(loaded, chosen, plan_kind=plan_kind.value)
     bounds = {p.name: {"max_steps": p.latency.max_steps, "max_time": p.latency.max_time,
                        "plan_steps": len(chosen.patterns[p.name].detection.steps)}
@@ -87,7 +92,8 @@ def run_follow(plan: Path, events: list[str], output: Path, follow: str, trigger
     else:
         metrics = follow_stream(data, follow, output, str(plan), trigger=trigger,
                                 progress=not quiet, bounds=bounds, warn=warn,
-                                checkpoint=checkpoint, adaptation=adaptation)
+                                checkpoint=checkpoint, adaptation=adaptation,
+                                output_format=output_format.value)
     for line in run_warnings(metrics, loaded.options.kleene_cap):
         echo(line, err=True, lines=False)
     stream = metrics["stream"]

@@ -24,6 +24,7 @@ from cepplan.engine_adapter.local.stream_source import (
     connected,
 )
 from cepplan.engine_adapter.runtime.job import Job, job_from_json
+from cepplan.engine_adapter.runtime.match_rows import match_layouts
 from cepplan.errors import InputError
 from cepplan.fileio import write_bytes_atomic
 from cepplan.interrupt import scratch_directory
@@ -39,12 +40,14 @@ def follow_stream(data: dict[str, Any], source: str, out: Path, plan_file: str, 
                   bounds: dict[str, Any] | None = None,
                   warn: Callable[[str], None] = print,
                   checkpoint: Path | None = None,
-                  adaptation: Adaptation | None = None) -> dict[str, Any]:
+                  adaptation: Adaptation | None = None,
+                  output_format: str = "jsonl") -> dict[str, Any]:
     """Run the job on the stream `source` (a directory or '-'); matches, late events and,
     at the end, metrics.json in `out` (with `bounds`, the patterns' latency bounds, beside
     the detection latency measured). With `checkpoint` (a directory source), the state is
     recorded there per micro-batch and a killed run continues from it. With `adaptation`,
-    the plan is re-planned and switched when the statistics drift. Returns the metrics."""
+    the plan is re-planned and switched when the statistics drift. With `output_format`
+    "parquet", matches are written as Parquet parts per micro-batch. Returns the metrics."""
     job = check_streamable(data, plan_file)
     reader = data["reader"]
     delay = float(data.get("options", {}).get("max_delay", 0.0))
@@ -56,7 +59,8 @@ def follow_stream(data: dict[str, Any], source: str, out: Path, plan_file: str, 
     batches = 0
     with scratch_directory() as spool, stop_on_signal() as stop:
         feed = _source(source, reader, spool)
-        saver = Checkpoint(checkpoint, job_digest(data), source, out) if checkpoint else None
+        saver = (Checkpoint(checkpoint, job_digest(data), source, out, output_format)
+                 if checkpoint else None)
         resumed = saver.load() if saver else None
         if resumed is not None:
             restore(matcher, resumed)
@@ -69,7 +73,8 @@ def follow_stream(data: dict[str, Any], source: str, out: Path, plan_file: str, 
         output = StreamOutput(out, {k: list(v) for k, v in data["types"].items()},
                               resume=resumed["output_bytes"] if resumed else None,
                               log=saver.latency_log if saver else None,
-                              patterns=[p.name for p in job.patterns])
+                              patterns=[p.name for p in job.patterns],
+                              parquet=match_layouts(job) if output_format == "parquet" else None)
         matcher.writer = output
         while True:
             taken = feed.take(trigger)
