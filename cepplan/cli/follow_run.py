@@ -8,6 +8,7 @@ import json
 import math
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from cepplan.cli.options import Engine, MatchFormat, PlanKind
@@ -32,6 +33,7 @@ def run_follow(plan: Path, events: list[str], output: Path, follow: str, trigger
     from cepplan.engine_adapter.local.checkpoint import FILE as CHECKPOINT_FILE
     from cepplan.engine_adapter.local.follow import follow_stream
     from cepplan.engine_adapter.metrics_table import metrics_lines, run_warnings
+    from cepplan.sources.time_text import time_writer
 
     on_spark = engine is Engine.spark or (engine is Engine.auto and master is not None)
     if on_spark:  # pyspark only imported for it
@@ -94,7 +96,8 @@ def run_follow(plan: Path, events: list[str], output: Path, follow: str, trigger
                                 progress=not quiet, bounds=bounds, warn=warn,
                                 checkpoint=checkpoint, adaptation=adaptation,
                                 output_format=output_format.value)
-    for line in run_warnings(metrics, loaded.options.kleene_cap):
+    when = time_writer(loaded.source and loaded.source.time_format, loaded.time_unit)
+    for line in run_warnings(metrics, loaded.options.kleene_cap, when):
         echo(line, err=True, lines=False)
     stream = metrics["stream"]
     late = sum(stream["late_events"].values())
@@ -109,7 +112,7 @@ def run_follow(plan: Path, events: list[str], output: Path, follow: str, trigger
         for name, figures in stream["detection_latency_seconds"].items():
             echo(f"detection latency {name}: p50 {figures['p50']:.3f}s, p99 "
                  f"{figures['p99']:.3f}s, max {figures['max']:.3f}s", lines=False)
-        for line in switch_lines(stream, loaded.time_unit):
+        for line in switch_lines(stream, when):
             echo(line, lines=False)
         echo(f"matches and metrics.json written to {output}")
     sys.stdout.flush()
@@ -154,16 +157,17 @@ def _statistics_share() -> float:
     return share
 
 
-def switch_lines(stream: dict, time_unit: str) -> list[str]:
-    """The end-of-run lines of an adaptive stream: each re-plan, when, why, what changed,
-    the modelled gain and the throughput measured before and after."""
+def switch_lines(stream: dict, time_text: Callable[[float], str]) -> list[str]:
+    """The end-of-run lines of an adaptive stream: each re-plan, when (its watermark as
+    `time_text` writes times), why, what changed, the modelled gain and the throughput
+    measured before and after."""
     if not stream.get("adaptive"):
         return []
     lines = []
     for record in stream["replans"]:
         what = "; ".join(record["changes"]) if record["changes"] else "the plan stayed the same"
         lines.append(f"re-planned at micro-batch {record['micro_batch']} (watermark "
-                     f"{record['watermark']:g} {time_unit}) in {record['replan_seconds']:.2f}s: "
+                     f"{time_text(record['watermark'])}) in {record['replan_seconds']:.2f}s: "
                      f"{'; '.join(record['reason'])}")
         lines.append(f"  {what}; modelled gain {record['modelled_gain']:.2f}x; throughput "
                      f"{_rate(record['throughput_before'])} -> "

@@ -362,6 +362,59 @@ def test_parquet_stream_on_spark(cli, fraud_plan, tmp_path):
         "--engine", "spark", "--format", "parquet", "-q").one_error("--format", "on Spark")
 
 
+CLOCK_WORKLOAD = {
+    "format": "cepplan.workload/1", "name": "clock", "time_unit": "s",
+    "source": {"format": "csv", "header": True, "type_column": "kind", "time_column": "at",
+               "time_format": "yyyy-MM-dd HH:mm:ss"},
+    "event_types": {"A": {"attributes": {"v": "long"}}, "B": {"attributes": {"v": "long"}}},
+    "patterns": [{"name": "unanswered", "structure": ["SEQ", "a:A", ["NOT", "n:B"]],
+                  "within": 6}],
+    "statistics": {"rates": {"A": 0.5, "B": 0.5}}}
+
+
+def test_times_on_a_terminal_as_the_input_writes_them(tmp_path):
+    """Events whose times are text (`time_format`) on standard input, stderr a terminal:
+    the progress line's watermark and the end-of-input warning (the last A's NOT window
+    reaches past the input) are written as the input writes times, not as numbers."""
+    from datetime import UTC, datetime
+
+    from tests.hostile.test_adaptive_inputs import _terminal  # (it imports this module)
+
+    (tmp_path / "w.json").write_text(json.dumps(CLOCK_WORKLOAD))
+    start = datetime(2024, 2, 28, 23, 59, 0, tzinfo=UTC).timestamp()
+    texts = [datetime.fromtimestamp(start + 2 * i, UTC).strftime("%Y-%m-%d %H:%M:%S")
+             for i in range(40)]
+    events = "kind,at,v\n" + "".join(f"{'AB'[i % 3 == 1]},{t},{i}\n"
+                                       for i, t in enumerate(texts))
+    _cepplan("optimize", tmp_path / "w.json", "-o", tmp_path / "plan.json", "-q")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    terminal, shown = _terminal()
+    try:
+        done = subprocess.run([sys.executable, "-m", "cepplan", "run", tmp_path / "plan.json",
+                               "--follow", "-", "-o", tmp_path / "out", "--trigger", "0.05"],
+                              input=events.encode(), stdout=subprocess.PIPE, stderr=terminal,
+                              env=env, timeout=BOUND)
+    finally:
+        os.close(terminal)
+    text = shown()
+    assert done.returncode == 0, text
+    assert f"watermark {texts[-1]} " in text, text[-500:]
+    assert f"beyond the events given ({texts[0]} to {texts[-1]})" in text.replace("\r\n", " ")
+
+
+def test_a_replan_line_writes_its_watermark_as_the_input_writes_times():
+    """An adaptive stream's end-of-run line says when it re-planned in the input's time."""
+    from cepplan.cli.follow_run import switch_lines
+    from cepplan.sources.time_text import time_writer
+
+    record = {"micro_batch": 7, "watermark": 1709164818.0, "replan_seconds": 0.5,
+              "reason": ["rate of A rose"], "changes": [], "modelled_gain": 1.5,
+              "throughput_before": None, "throughput_after": None}
+    lines = switch_lines({"adaptive": True, "replans": [record]},
+                         time_writer("yyyy-MM-dd HH:mm:ss", "s"))
+    assert "(watermark 2024-02-29 00:00:18)" in lines[0], lines
+
+
 def test_checkpoint_of_another_plan(cli, fraud_plan, tmp_path):
     """A checkpoint written for one plan, given to a run of another: one error line."""
     source = tmp_path / "in"

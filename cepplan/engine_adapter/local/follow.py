@@ -28,6 +28,7 @@ from cepplan.engine_adapter.runtime.match_rows import match_layouts
 from cepplan.errors import InputError
 from cepplan.fileio import write_bytes_atomic
 from cepplan.interrupt import scratch_directory
+from cepplan.sources.time_text import time_writer
 
 if TYPE_CHECKING:  # the planner is imported only by an adaptive run
     from cepplan.engine_adapter.local.adaptive import Adaptation
@@ -53,7 +54,8 @@ def follow_stream(data: dict[str, Any], source: str, out: Path, plan_file: str, 
     delay = float(data.get("options", {}).get("max_delay", 0.0))
     positional = not reader["source"].get("id_column")
     matcher = StreamMatcher(job, delay, None, positional_ids=positional)
-    meter = _Progress(progress, adaptation)
+    meter = _Progress(progress, adaptation,
+                      time_writer(reader["source"].get("time_format"), reader["time_unit"]))
     if adaptation is not None:
         adaptation.attach(matcher)
     batches = 0
@@ -173,12 +175,15 @@ def stop_on_signal(on_stop: Callable[[], None] = lambda: None):
 
 
 class _Progress:
-    """A progress line on a terminal, rewritten per micro-batch: events/s, watermark,
-    matches, late events, state rows, detection latency p50/p99."""
+    """A progress line on a terminal, rewritten per micro-batch: events/s, watermark (as
+    `time_text` writes times: the input's own), matches, late events, state rows, detection
+    latency p50/p99."""
 
-    def __init__(self, shown: bool, adaptation: Adaptation | None = None):
+    def __init__(self, shown: bool, adaptation: Adaptation | None = None,
+                 time_text: Callable[[float], str] = "ts {:.15g}".format):
         self.shown = shown and sys.stderr.isatty()
         self.adaptation = adaptation
+        self.time_text = time_text
         self.start = time.monotonic()
         self.state_max = 0
 
@@ -195,7 +200,9 @@ class _Progress:
         values = np.concatenate(recent) if recent else np.empty(0)
         latency = (f"{np.percentile(values, 50):.2f}/{np.percentile(values, 99):.2f}s"
                    if len(values) else "-")
-        sys.stderr.write(f"\r{rate:,.0f} events/s  watermark {_finite(matcher.watermark)}  "
+        watermark = _finite(matcher.watermark)
+        when = "-" if watermark is None else self.time_text(watermark)
+        sys.stderr.write(f"\r{rate:,.0f} events/s  watermark {when}  "
                          f"matches {matches:,}  late {sum(matcher.late.values()):,}  "
                          f"state {state:,} rows  latency p50/p99 {latency}"
                          f"{self.adaptation.last_switch() if self.adaptation else ''}\x1b[K")
