@@ -20,8 +20,10 @@ from pathlib import Path
 import pytest
 
 from cepplan.engine_adapter.local.checkpoint import recorded_files
+from tests.hostile import test_output_storage as storage
 from tests.hostile.conftest import EXAMPLES, ROOT
 
+tmpfs = storage.tmpfs  # the fixture: a real tmpfs of a given size
 BOUND = 90  # seconds a subprocess may take before the case fails (a hang, not slowness)
 
 
@@ -337,6 +339,21 @@ def test_parquet_parts_per_micro_batch(fraud_plan, batch_parquet, tmp_path):
     assert _parquet_rows(out) == _parquet_rows(batch_parquet)
     assert max(len(list(f.glob("part-*.parquet"))) for f in (out / "matches").iterdir()) > 2
     assert not list(out.glob("matches/*/.*"))  # no hidden part left
+
+
+@pytest.mark.parametrize("matches", ["jsonl", "parquet"])
+def test_a_full_disk_mid_stream(cli, fraud_plan, tmp_path, tmpfs, matches):
+    """The output's file system fills up while matches are written: one error line naming
+    the output and the problem, not a traceback; every visible Parquet part reads whole."""
+    point = tmpfs("16k")
+    source = tmp_path / "in"
+    source.mkdir()
+    (source / "events.csv").write_text("".join(_lines()))
+    (source / "_END").touch()
+    cli("run", fraud_plan[0], "--follow", source, "-o", point / "out", "-q", "--format",
+        matches).one_error("out: cannot write: no space left on device")
+    if matches == "parquet":
+        _parquet_rows(point / "out")
 
 
 def test_parquet_parts_removed_since_the_checkpoint(cli, fraud_plan, tmp_path):

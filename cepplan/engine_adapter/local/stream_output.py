@@ -5,9 +5,12 @@ to arrive."""
 
 from __future__ import annotations
 
+import functools
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -21,10 +24,22 @@ from cepplan.engine_adapter.runtime.arrivals import (
 from cepplan.engine_adapter.runtime.job import PartitionOutput
 from cepplan.engine_adapter.runtime.match_rows import PatternColumns
 from cepplan.engine_adapter.runtime.table import Columns
-from cepplan.errors import InputError
+from cepplan.errors import InputError, OutputError
 
 MATCHES_FILE = "matches/part-00000.jsonl"
 LATE_FILE = "late-events.jsonl"
+
+
+def _naming_the_output(method: Callable) -> Callable:
+    """`method` of `StreamOutput` with a file system's refusal (a full disk, a read-only
+    mount) raised as one line naming the output directory, not as a traceback."""
+    @functools.wraps(method)
+    def wrapped(self: StreamOutput, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except OSError as err:
+            raise OutputError.from_os(self.out, err) from None
+    return wrapped
 
 
 class StreamOutput(MatchArrivals):
@@ -40,8 +55,15 @@ class StreamOutput(MatchArrivals):
                  patterns: list[str] | None = None,
                  parquet: dict[str, PatternColumns] | None = None):
         super().__init__()
-        (out / "matches").mkdir(parents=True, exist_ok=True)
         self.out = out
+        self._open(types, resume, log, patterns, parquet)
+
+    @_naming_the_output
+    def _open(self, types: dict[str, list[str]], resume: dict[str, int] | None,
+              log: Path | None, patterns: list[str] | None,
+              parquet: dict[str, PatternColumns] | None) -> None:
+        out = self.out
+        (out / "matches").mkdir(parents=True, exist_ok=True)
         self.types = types
         self.files = {**({} if parquet else {"matches": out / MATCHES_FILE}),
                       "late": out / LATE_FILE, **({"latency": log} if log else {})}
@@ -69,6 +91,7 @@ class StreamOutput(MatchArrivals):
             if len(seconds):
                 self.latency[name] = [seconds]
 
+    @_naming_the_output
     def write(self, pattern: str, out: PartitionOutput) -> None:
         """Append one range's matches; record each one's detection latency."""
         if not out.count:
@@ -84,15 +107,18 @@ class StreamOutput(MatchArrivals):
             number = np.full(len(seconds), self.patterns.index(pattern), dtype="<f8")
             self._log.write(np.column_stack([number, seconds]).astype("<f8").tobytes())
 
+    @_naming_the_output
     def write_late(self, late: Columns) -> None:
         """Late events as JSON lines: type, ts, id and the type's attributes."""
         self._late.write(("\n".join(late_lines(late, self.types)) + "\n").encode())
 
+    @_naming_the_output
     def flush(self) -> None:
         """Hand what was written to the operating system: readers see whole lines."""
         self._matches.flush()
         self._late.flush()
 
+    @_naming_the_output
     def sync(self) -> dict[str, int]:
         """Put what was written on disk (flushed and fsynced); each file's length then."""
         files = {"late": self._late, **({"latency": self._log} if self._log else {})}
@@ -101,6 +127,7 @@ class StreamOutput(MatchArrivals):
             os.fsync(file.fileno())
         return {"matches": self._matches.sync(), **{n: f.tell() for n, f in files.items()}}
 
+    @_naming_the_output
     def close(self) -> None:
         self._matches.close()
         self._late.close()
