@@ -341,6 +341,13 @@ def test_parquet_parts_per_micro_batch(fraud_plan, batch_parquet, tmp_path):
     assert not list(out.glob("matches/*/.*"))  # no hidden part left
 
 
+def test_parquet_parts_from_standard_input(fraud_plan, batch_parquet, tmp_path):
+    """Lines on standard input, `--format parquet`: the batch run's Parquet rows."""
+    _cepplan("run", fraud_plan[0], "--follow", "-", "-o", tmp_path / "out", "-q",
+             "--trigger", "0.05", "--format", "parquet", input="".join(_lines()).encode())
+    assert _parquet_rows(tmp_path / "out") == _parquet_rows(batch_parquet)
+
+
 @pytest.mark.parametrize("matches", ["jsonl", "parquet"])
 def test_a_full_disk_mid_stream(cli, fraud_plan, tmp_path, tmpfs, matches):
     """The output's file system fills up while matches are written: one error line naming
