@@ -56,11 +56,12 @@ class StreamParts:
         self._batch.close()
         self._batch = None
         name = self._name()
-        for folder in self.matches.glob("pattern=*"):
-            if (folder / f".{name}").exists():
-                os.replace(folder / f".{name}", folder / name)
-                self._unsynced.append(folder / name)
-        self.used += 1
+        renamed = [folder / name for folder in self.matches.glob("pattern=*")
+                   if (folder / f".{name}").exists()]
+        for path in renamed:
+            os.replace(path.with_name(f".{name}"), path)
+        self._unsynced += renamed
+        self.used += bool(renamed)  # numbers without gaps: a restart checks they are all there
 
     def sync(self) -> int:
         """The parts made visible since the last call put on disk, with their directories;
