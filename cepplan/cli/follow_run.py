@@ -8,6 +8,7 @@ import json
 import math
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from cepplan.cli.options import Engine, MatchFormat, PlanKind
@@ -32,6 +33,7 @@ def run_follow(plan: Path, events: list[str], output: Path, follow: str, trigger
     from cepplan.engine_adapter.local.checkpoint import FILE as CHECKPOINT_FILE
     from cepplan.engine_adapter.local.follow import follow_stream
     from cepplan.engine_adapter.metrics_table import metrics_lines, run_warnings
+    from cepplan.sources.time_text import time_writer
 
     on_spark = engine is Engine.spark or (engine is Engine.auto and master is not None)
     if on_spark:  # pyspark only imported for it
@@ -39,8 +41,9 @@ def run_follow(plan: Path, events: list[str], output: Path, follow: str, trigger
         from cepplan.engine_adapter.spark.stream_job import IDENTITY
     if events:
         raise InputError.single(events[0], "", "give event files or --follow SOURCE, not both")
-    if output_format is not MatchFormat.jsonl:
-        raise InputError.single("--format", "", "--follow appends matches as JSON lines")
+    if output_format is not MatchFormat.jsonl and on_spark:
+        raise InputError.single("--format", "", "a stream on Spark writes matches as JSON "
+                                "lines; Parquet parts are the in-process stream's")
     if checkpoint is not None and (follow == "-" or follow.startswith("tcp://")):
         raise InputError.single("--checkpoint", "", "a restart can continue a directory "
                                 "stream only: lines from standard input or TCP are gone "
@@ -60,6 +63,10 @@ def run_follow(plan: Path, events: list[str], output: Path, follow: str, trigger
         _check_new_directory(output, follow)  # else the checkpoint says which output it is
     chosen, loaded = plan_and_workload(plan, workload, trivial=plan_kind is PlanKind.trivial,
                                        warn=warn)
+    if output_format is MatchFormat.parquet:
+        from cepplan.engine_adapter.job_spec import check_parquet_output
+
+        check_parquet_output(loaded, chosen)
     data = job_data(loaded, chosen, plan_kind=plan_kind.value)
     bounds = {p.name: {"max_steps": p.latency.max_steps, "max_time": p.latency.max_time,
                        "plan_steps": len(chosen.patterns[p.name].detection.steps)}
@@ -87,8 +94,10 @@ def run_follow(plan: Path, events: list[str], output: Path, follow: str, trigger
     else:
         metrics = follow_stream(data, follow, output, str(plan), trigger=trigger,
                                 progress=not quiet, bounds=bounds, warn=warn,
-                                checkpoint=checkpoint, adaptation=adaptation)
-    for line in run_warnings(metrics, loaded.options.kleene_cap):
+                                checkpoint=checkpoint, adaptation=adaptation,
+                                output_format=output_format.value)
+    when = time_writer(loaded.source and loaded.source.time_format, loaded.time_unit)
+    for line in run_warnings(metrics, loaded.options.kleene_cap, when):
         echo(line, err=True, lines=False)
     stream = metrics["stream"]
     late = sum(stream["late_events"].values())
@@ -103,7 +112,7 @@ def run_follow(plan: Path, events: list[str], output: Path, follow: str, trigger
         for name, figures in stream["detection_latency_seconds"].items():
             echo(f"detection latency {name}: p50 {figures['p50']:.3f}s, p99 "
                  f"{figures['p99']:.3f}s, max {figures['max']:.3f}s", lines=False)
-        for line in switch_lines(stream, loaded.time_unit):
+        for line in switch_lines(stream, when):
             echo(line, lines=False)
         echo(f"matches and metrics.json written to {output}")
     sys.stdout.flush()
@@ -148,16 +157,17 @@ def _statistics_share() -> float:
     return share
 
 
-def switch_lines(stream: dict, time_unit: str) -> list[str]:
-    """The end-of-run lines of an adaptive stream: each re-plan, when, why, what changed,
-    the modelled gain and the throughput measured before and after."""
+def switch_lines(stream: dict, time_text: Callable[[float], str]) -> list[str]:
+    """The end-of-run lines of an adaptive stream: each re-plan, when (its watermark as
+    `time_text` writes times), why, what changed, the modelled gain and the throughput
+    measured before and after."""
     if not stream.get("adaptive"):
         return []
     lines = []
     for record in stream["replans"]:
         what = "; ".join(record["changes"]) if record["changes"] else "the plan stayed the same"
         lines.append(f"re-planned at micro-batch {record['micro_batch']} (watermark "
-                     f"{record['watermark']:g} {time_unit}) in {record['replan_seconds']:.2f}s: "
+                     f"{time_text(record['watermark'])}) in {record['replan_seconds']:.2f}s: "
                      f"{'; '.join(record['reason'])}")
         lines.append(f"  {what}; modelled gain {record['modelled_gain']:.2f}x; throughput "
                      f"{_rate(record['throughput_before'])} -> "

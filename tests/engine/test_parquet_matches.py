@@ -215,10 +215,11 @@ def test_a_pattern_without_matches_still_has_its_columns(cli, tmp_path):
         assert table.num_rows == 0 and "first_ts" in table.column_names
 
 
+@pytest.mark.parametrize("follow", [False, True], ids=["batch", "stream"])
 @pytest.mark.parametrize("clash", [("event_types", "A", "time"), ("emit", "rise", "last_ts")])
-def test_a_column_named_twice_is_refused(cli, tmp_path, clash):
+def test_a_column_named_twice_is_refused(cli, tmp_path, clash, follow):
     """An attribute named as a column the layout adds: one error line naming the pattern
-    and both columns, before anything runs."""
+    and both columns, before anything runs (a live stream's Parquet parts too)."""
     raw = json.loads(json.dumps(WORKLOAD))
     where, owner, name = clash
     if where == "event_types":
@@ -228,7 +229,9 @@ def test_a_column_named_twice_is_refused(cli, tmp_path, clash):
     (tmp_path / "w.json").write_text(json.dumps(raw))
     typed_events(tmp_path / "e.csv", 50, seed=1)
     assert cli("optimize", tmp_path / "w.json", "-o", tmp_path / "p.json", "-q").code == 0
-    failed = cli("run", tmp_path / "p.json", tmp_path / "e.csv", "-o", tmp_path / "out",
+    (tmp_path / "in").mkdir()
+    events = ("--follow", tmp_path / "in") if follow else (tmp_path / "e.csv",)
+    failed = cli("run", tmp_path / "p.json", *events, "-o", tmp_path / "out",
                  "--format", "parquet")
     failed.one_error("w.json: patterns[", f"two columns 'a.{name}'" if where == "event_types"
                      else f"two columns '{name}'", "rename")

@@ -13,14 +13,17 @@ import signal
 import subprocess
 import sys
 import time
+from collections import Counter
 from itertools import pairwise
 from pathlib import Path
 
 import pytest
 
 from cepplan.engine_adapter.local.checkpoint import recorded_files
+from tests.hostile import test_output_storage as storage
 from tests.hostile.conftest import EXAMPLES, ROOT
 
+tmpfs = storage.tmpfs  # the fixture: a real tmpfs of a given size
 BOUND = 90  # seconds a subprocess may take before the case fails (a hang, not slowness)
 
 
@@ -32,6 +35,28 @@ def fraud_plan(tmp_path_factory) -> tuple[Path, Path]:
     _cepplan("optimize", EXAMPLES / "fraud" / "workload.json", "-o", plan, "-q")
     _cepplan("run", plan, EXAMPLES / "fraud" / "events.csv", "-o", folder / "batch", "-q")
     return plan, folder / "batch"
+
+
+@pytest.fixture(scope="module")
+def batch_parquet(fraud_plan) -> Path:
+    """The batch run's matches of the fraud example as Parquet (`--format parquet`)."""
+    out = fraud_plan[1].parent / "batch-parquet"
+    _cepplan("run", fraud_plan[0], EXAMPLES / "fraud" / "events.csv", "-o", out, "-q",
+             "--format", "parquet")
+    return out
+
+
+def _parquet_rows(out: Path) -> dict[str, Counter]:
+    """Per pattern directory of `out/matches`, its rows (every part, read with pyarrow) as a
+    multiset of JSON texts, and its schema."""
+    import pyarrow.parquet as pq
+
+    rows = {}
+    for folder in sorted((out / "matches").iterdir()):
+        table = pq.read_table(folder)
+        rows[folder.name] = (Counter(json.dumps(r, sort_keys=True) for r in table.to_pylist()),
+                             table.schema.remove_metadata())
+    return rows
 
 
 def _cepplan(*args: object, **kwargs) -> subprocess.CompletedProcess:
@@ -229,16 +254,17 @@ def _drop(source: Path, name: str, text: str) -> None:
     (source / f".{name}").rename(source / name)
 
 
-def test_kill_9_at_random_points_and_restart_from_the_checkpoint(fraud_plan, tmp_path):
+@pytest.mark.parametrize("matches", ["jsonl", "parquet"])
+def test_kill_9_at_random_points_and_restart_from_the_checkpoint(fraud_plan, batch_parquet,
+                                                                tmp_path, matches):
     """The fraud events in 30 files dropped into a followed directory; the run is killed
     (SIGKILL) at 5 seeded random points — after a random number of files, once the checkpoint
     records all of them or all but the last, so a kill may land in the middle of a micro-batch
     — and restarted with the same arguments each time. The final matches are the batch run's
     as a multiset (none missing, none twice), every row is read once and every match has
-    its detection latency counted once."""
+    its detection latency counted once. As Parquet: the rows of the visible parts (each
+    readable whole after every kill) are the batch run's `--format parquet` rows."""
     import random
-    from collections import Counter
-
     header, rows = _lines()[0], _lines()[1:]
     cuts = [round(len(rows) * i / 30) for i in range(31)]
     files = [(f"part-{i:03d}.csv", header + "".join(rows[a:b]))
@@ -246,7 +272,8 @@ def test_kill_9_at_random_points_and_restart_from_the_checkpoint(fraud_plan, tmp
     source, out, checkpoint = tmp_path / "in", tmp_path / "out", tmp_path / "ckpt"
     source.mkdir()
     args = [sys.executable, "-m", "cepplan", "run", fraud_plan[0], "--follow", source,
-            "-o", out, "--checkpoint", checkpoint, "-q", "--trigger", "0.02"]
+            "-o", out, "--checkpoint", checkpoint, "-q", "--trigger", "0.02",
+            "--format", matches]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     rng = random.Random(24)
     dropped = 0
@@ -265,19 +292,151 @@ def test_kill_9_at_random_points_and_restart_from_the_checkpoint(fraud_plan, tmp
         finally:
             follow.kill()
             follow.wait()
+        if matches == "parquet":
+            _parquet_rows(out)  # every visible part reads whole
     for name, text in files[dropped:]:
         _drop(source, name, text)
     (source / "_END").touch()
     done = subprocess.run(args, env=env, capture_output=True, timeout=BOUND)
     assert done.returncode == 0, done.stderr.decode()
     batch = (fraud_plan[1] / "matches" / "part-00000.jsonl").read_text().splitlines()
-    streamed = (out / "matches" / "part-00000.jsonl").read_text().splitlines()
-    assert Counter(streamed) == Counter(batch)
+    if matches == "parquet":
+        assert _parquet_rows(out) == _parquet_rows(batch_parquet)
+    else:
+        streamed = (out / "matches" / "part-00000.jsonl").read_text().splitlines()
+        assert Counter(streamed) == Counter(batch)
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["rows_read"] == len(rows)
     per_pattern = Counter(json.loads(line)["pattern"] for line in batch)
     latency = metrics["stream"]["detection_latency_seconds"]
     assert {name: f["matches"] for name, f in latency.items()} == per_pattern
+
+
+def test_parquet_parts_per_micro_batch(fraud_plan, batch_parquet, tmp_path):
+    """`--format parquet`: files dropped into the followed directory one by one give a part
+    per micro-batch with matches; the rows of all parts, read with pyarrow, are the batch
+    run's `--format parquet` rows as a multiset, in the same typed columns."""
+    header, rows = _lines()[0], _lines()[1:]
+    cuts = [round(len(rows) * i / 6) for i in range(7)]
+    source, out = tmp_path / "in", tmp_path / "out"
+    source.mkdir()
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    follow = subprocess.Popen([sys.executable, "-m", "cepplan", "run", fraud_plan[0],
+                               "--follow", source, "-o", out, "-q", "--trigger", "0.02",
+                               "--format", "parquet"], env=env, stderr=subprocess.PIPE)
+    try:
+        for i, (a, b) in enumerate(pairwise(cuts)):
+            _drop(source, f"part-{i}.csv", header + "".join(rows[a:b]))
+            deadline = time.monotonic() + BOUND
+            while not (out / "matches").is_dir() or len(list(
+                    (out / "matches").glob("*/part-*.parquet"))) <= i:
+                assert time.monotonic() < deadline and follow.poll() is None
+                time.sleep(0.02)
+        (source / "_END").touch()
+        assert follow.wait(timeout=BOUND) == 0, follow.stderr.read().decode()
+    finally:
+        follow.kill()
+    assert _parquet_rows(out) == _parquet_rows(batch_parquet)
+    assert max(len(list(f.glob("part-*.parquet"))) for f in (out / "matches").iterdir()) > 2
+    assert not list(out.glob("matches/*/.*"))  # no hidden part left
+
+
+def test_parquet_parts_from_standard_input(fraud_plan, batch_parquet, tmp_path):
+    """Lines on standard input, `--format parquet`: the batch run's Parquet rows."""
+    _cepplan("run", fraud_plan[0], "--follow", "-", "-o", tmp_path / "out", "-q",
+             "--trigger", "0.05", "--format", "parquet", input="".join(_lines()).encode())
+    assert _parquet_rows(tmp_path / "out") == _parquet_rows(batch_parquet)
+
+
+@pytest.mark.parametrize("matches", ["jsonl", "parquet"])
+def test_a_full_disk_mid_stream(cli, fraud_plan, tmp_path, tmpfs, matches):
+    """The output's file system fills up while matches are written: one error line naming
+    the output and the problem, not a traceback; every visible Parquet part reads whole."""
+    point = tmpfs("16k")
+    source = tmp_path / "in"
+    source.mkdir()
+    (source / "events.csv").write_text("".join(_lines()))
+    (source / "_END").touch()
+    cli("run", fraud_plan[0], "--follow", source, "-o", point / "out", "-q", "--format",
+        matches).one_error("out: cannot write: no space left on device")
+    if matches == "parquet":
+        _parquet_rows(point / "out")
+
+
+def test_parquet_parts_removed_since_the_checkpoint(cli, fraud_plan, tmp_path):
+    """A Parquet part the checkpoint records, deleted from the output: the restart says so;
+    a checkpoint of JSON lines does not continue as Parquet."""
+    source = tmp_path / "in"
+    source.mkdir()
+    (source / "events.csv").write_text("".join(_lines()))
+    (source / "_END").touch()
+    follow = ("--follow", source, "-o", tmp_path / "out", "--checkpoint", tmp_path / "ck", "-q")
+    assert cli("run", fraud_plan[0], *follow, "--format", "parquet").code == 0
+    cli("run", fraud_plan[0], *follow).one_error("checkpoint.arrow", "another --format")
+    for part in (tmp_path / "out" / "matches").glob("*/part-00000.parquet"):
+        part.unlink()
+    cli("run", fraud_plan[0], *follow, "--format", "parquet").one_error("matches",
+                                                                        "Parquet parts")
+
+
+def test_parquet_stream_on_spark(cli, fraud_plan, tmp_path):
+    """A Structured Streaming job writes JSON lines: Parquet is refused before any JVM."""
+    (tmp_path / "in").mkdir()
+    cli("run", fraud_plan[0], "--follow", tmp_path / "in", "-o", tmp_path / "out",
+        "--engine", "spark", "--format", "parquet", "-q").one_error("--format", "on Spark")
+
+
+CLOCK_WORKLOAD = {
+    "format": "cepplan.workload/1", "name": "clock", "time_unit": "s",
+    "source": {"format": "csv", "header": True, "type_column": "kind", "time_column": "at",
+               "time_format": "yyyy-MM-dd HH:mm:ss"},
+    "event_types": {"A": {"attributes": {"v": "long"}}, "B": {"attributes": {"v": "long"}}},
+    "patterns": [{"name": "unanswered", "structure": ["SEQ", "a:A", ["NOT", "n:B"]],
+                  "within": 6}],
+    "statistics": {"rates": {"A": 0.5, "B": 0.5}}}
+
+
+def test_times_on_a_terminal_as_the_input_writes_them(tmp_path):
+    """Events whose times are text (`time_format`) on standard input, stderr a terminal:
+    the progress line's watermark and the end-of-input warning (the last A's NOT window
+    reaches past the input) are written as the input writes times, not as numbers."""
+    from datetime import UTC, datetime
+
+    from tests.hostile.test_adaptive_inputs import _terminal  # (it imports this module)
+
+    (tmp_path / "w.json").write_text(json.dumps(CLOCK_WORKLOAD))
+    start = datetime(2024, 2, 28, 23, 59, 0, tzinfo=UTC).timestamp()
+    texts = [datetime.fromtimestamp(start + 2 * i, UTC).strftime("%Y-%m-%d %H:%M:%S")
+             for i in range(40)]
+    events = "kind,at,v\n" + "".join(f"{'AB'[i % 3 == 1]},{t},{i}\n"
+                                       for i, t in enumerate(texts))
+    _cepplan("optimize", tmp_path / "w.json", "-o", tmp_path / "plan.json", "-q")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    terminal, shown = _terminal()
+    try:
+        done = subprocess.run([sys.executable, "-m", "cepplan", "run", tmp_path / "plan.json",
+                               "--follow", "-", "-o", tmp_path / "out", "--trigger", "0.05"],
+                              input=events.encode(), stdout=subprocess.PIPE, stderr=terminal,
+                              env=env, timeout=BOUND)
+    finally:
+        os.close(terminal)
+    text = shown()
+    assert done.returncode == 0, text
+    assert f"watermark {texts[-1]} " in text, text[-500:]
+    assert f"beyond the events given ({texts[0]} to {texts[-1]})" in text.replace("\r\n", " ")
+
+
+def test_a_replan_line_writes_its_watermark_as_the_input_writes_times():
+    """An adaptive stream's end-of-run line says when it re-planned in the input's time."""
+    from cepplan.cli.follow_run import switch_lines
+    from cepplan.sources.time_text import time_writer
+
+    record = {"micro_batch": 7, "watermark": 1709164818.0, "replan_seconds": 0.5,
+              "reason": ["rate of A rose"], "changes": [], "modelled_gain": 1.5,
+              "throughput_before": None, "throughput_after": None}
+    lines = switch_lines({"adaptive": True, "replans": [record]},
+                         time_writer("yyyy-MM-dd HH:mm:ss", "s"))
+    assert "(watermark 2024-02-29 00:00:18)" in lines[0], lines
 
 
 def test_checkpoint_of_another_plan(cli, fraud_plan, tmp_path):
@@ -319,8 +478,6 @@ def test_matches_written_after_the_checkpoint_are_written_once(fraud_plan, tmp_p
     """A finished stream's output holds matches written after its last checkpoint (the final
     drain), and a half-written line as a kill in the middle of a write leaves: a restart with
     the same arguments cuts both off and writes them again — the batch run's matches, once."""
-    from collections import Counter
-
     source = tmp_path / "in"
     source.mkdir()
     (source / "events.csv").write_text("".join(_lines()))
@@ -348,8 +505,6 @@ def test_stopped_by_sigterm_then_restarted(fraud_plan, tmp_path):
     match, which the drain writes (the watermark has not passed it); a restart with the
     checkpoint cuts it off and goes on from the last micro-batch: with the rest of the
     files, the batch run's matches, once each."""
-    from collections import Counter
-
     header, rows = _lines()[0], _lines()[1:]
     batch = (fraud_plan[1] / "matches" / "part-00000.jsonl").read_text().splitlines()
     completing = sorted(max(e["id"] for e in json.loads(line)["events"].values())

@@ -38,13 +38,15 @@ def job_digest(data: dict[str, Any]) -> str:
 
 class Checkpoint:
     """The checkpoint directory `folder` of a stream of `source` into `out` for the job
-    `digest`: `load` what a killed run recorded, `save` after each micro-batch."""
+    `digest`: `load` what a killed run recorded, `save` after each micro-batch. `matches` is
+    the matches' format (`jsonl` or `parquet`): the output's recorded lengths are in its terms."""
 
-    def __init__(self, folder: Path, digest: str, source: str, out: Path):
+    def __init__(self, folder: Path, digest: str, source: str, out: Path,
+                 matches: str = "jsonl"):
         self.folder = folder
         self.path = folder / FILE
         self.latency_log = folder / LATENCY_FILE  # each match's detection latency
-        self.identity = {"format": FORMAT, "job": digest,
+        self.identity = {"format": FORMAT, "job": digest, "matches": matches,
                          "source": os.path.realpath(source), "output": os.path.realpath(out)}
         if folder.exists() and not folder.is_dir():
             raise InputError.single(str(folder), "", "is a file; --checkpoint needs a directory")
@@ -66,8 +68,10 @@ class Checkpoint:
         except (OSError, ValueError, KeyError, TypeError, pa.ArrowException) as err:
             raise InputError.single(str(self.path), "", f"is not a cepplan checkpoint "
                                     f"({str(err)[:80]})") from None
+        state.setdefault("matches", "jsonl")  # recorded before streams wrote Parquet
         for key, what in (("format", "a checkpoint format"), ("job", "plan or workload"),
-                          ("source", "followed source"), ("output", "output directory")):
+                          ("matches", "--format"), ("source", "followed source"),
+                          ("output", "output directory")):
             if state.get(key) != self.identity[key]:
                 raise InputError.single(str(self.path), "", f"was written for another {what} "
                                         f"({state.get(key)!s:.60}); give the same arguments "

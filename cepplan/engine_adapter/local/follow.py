@@ -24,9 +24,11 @@ from cepplan.engine_adapter.local.stream_source import (
     connected,
 )
 from cepplan.engine_adapter.runtime.job import Job, job_from_json
+from cepplan.engine_adapter.runtime.match_rows import match_layouts
 from cepplan.errors import InputError
 from cepplan.fileio import write_bytes_atomic
 from cepplan.interrupt import scratch_directory
+from cepplan.sources.time_text import time_writer
 
 if TYPE_CHECKING:  # the planner is imported only by an adaptive run
     from cepplan.engine_adapter.local.adaptive import Adaptation
@@ -39,24 +41,28 @@ def follow_stream(data: dict[str, Any], source: str, out: Path, plan_file: str, 
                   bounds: dict[str, Any] | None = None,
                   warn: Callable[[str], None] = print,
                   checkpoint: Path | None = None,
-                  adaptation: Adaptation | None = None) -> dict[str, Any]:
+                  adaptation: Adaptation | None = None,
+                  output_format: str = "jsonl") -> dict[str, Any]:
     """Run the job on the stream `source` (a directory or '-'); matches, late events and,
     at the end, metrics.json in `out` (with `bounds`, the patterns' latency bounds, beside
     the detection latency measured). With `checkpoint` (a directory source), the state is
     recorded there per micro-batch and a killed run continues from it. With `adaptation`,
-    the plan is re-planned and switched when the statistics drift. Returns the metrics."""
+    the plan is re-planned and switched when the statistics drift. With `output_format`
+    "parquet", matches are written as Parquet parts per micro-batch. Returns the metrics."""
     job = check_streamable(data, plan_file)
     reader = data["reader"]
     delay = float(data.get("options", {}).get("max_delay", 0.0))
     positional = not reader["source"].get("id_column")
     matcher = StreamMatcher(job, delay, None, positional_ids=positional)
-    meter = _Progress(progress, adaptation)
+    meter = _Progress(progress, adaptation,
+                      time_writer(reader["source"].get("time_format"), reader["time_unit"]))
     if adaptation is not None:
         adaptation.attach(matcher)
     batches = 0
     with scratch_directory() as spool, stop_on_signal() as stop:
         feed = _source(source, reader, spool)
-        saver = Checkpoint(checkpoint, job_digest(data), source, out) if checkpoint else None
+        saver = (Checkpoint(checkpoint, job_digest(data), source, out, output_format)
+                 if checkpoint else None)
         resumed = saver.load() if saver else None
         if resumed is not None:
             restore(matcher, resumed)
@@ -69,7 +75,8 @@ def follow_stream(data: dict[str, Any], source: str, out: Path, plan_file: str, 
         output = StreamOutput(out, {k: list(v) for k, v in data["types"].items()},
                               resume=resumed["output_bytes"] if resumed else None,
                               log=saver.latency_log if saver else None,
-                              patterns=[p.name for p in job.patterns])
+                              patterns=[p.name for p in job.patterns],
+                              parquet=match_layouts(job) if output_format == "parquet" else None)
         matcher.writer = output
         while True:
             taken = feed.take(trigger)
@@ -168,12 +175,15 @@ def stop_on_signal(on_stop: Callable[[], None] = lambda: None):
 
 
 class _Progress:
-    """A progress line on a terminal, rewritten per micro-batch: events/s, watermark,
-    matches, late events, state rows, detection latency p50/p99."""
+    """A progress line on a terminal, rewritten per micro-batch: events/s, watermark (as
+    `time_text` writes times: the input's own), matches, late events, state rows, detection
+    latency p50/p99."""
 
-    def __init__(self, shown: bool, adaptation: Adaptation | None = None):
+    def __init__(self, shown: bool, adaptation: Adaptation | None = None,
+                 time_text: Callable[[float], str] = "ts {:.15g}".format):
         self.shown = shown and sys.stderr.isatty()
         self.adaptation = adaptation
+        self.time_text = time_text
         self.start = time.monotonic()
         self.state_max = 0
 
@@ -190,7 +200,9 @@ class _Progress:
         values = np.concatenate(recent) if recent else np.empty(0)
         latency = (f"{np.percentile(values, 50):.2f}/{np.percentile(values, 99):.2f}s"
                    if len(values) else "-")
-        sys.stderr.write(f"\r{rate:,.0f} events/s  watermark {_finite(matcher.watermark)}  "
+        watermark = _finite(matcher.watermark)
+        when = "-" if watermark is None else self.time_text(watermark)
+        sys.stderr.write(f"\r{rate:,.0f} events/s  watermark {when}  "
                          f"matches {matches:,}  late {sum(matcher.late.values()):,}  "
                          f"state {state:,} rows  latency p50/p99 {latency}"
                          f"{self.adaptation.last_switch() if self.adaptation else ''}\x1b[K")

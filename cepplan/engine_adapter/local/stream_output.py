@@ -1,50 +1,79 @@
-"""A live stream's output directory: matches appended as JSON lines as they are emitted
-(flushed per micro-batch), late events written aside, and each match's detection latency:
-its emit wall time minus the arrival wall time of the last of its events to arrive."""
+"""A live stream's output directory: matches appended as JSON lines as they are emitted, or
+as Parquet parts (flushed per micro-batch), late events written aside, and each match's
+detection latency: its emit wall time minus the arrival wall time of the last of its events
+to arrive."""
 
 from __future__ import annotations
 
+import functools
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from cepplan.engine_adapter.local.writer import BackgroundFile
+from cepplan.engine_adapter.local.stream_parts import StreamParts
+from cepplan.engine_adapter.local.writer import BackgroundFile, line_buffers
 from cepplan.engine_adapter.runtime.arrivals import (
     MatchArrivals,
     late_lines,
     latency_figures,
 )
 from cepplan.engine_adapter.runtime.job import PartitionOutput
-from cepplan.engine_adapter.runtime.records import lines_data
+from cepplan.engine_adapter.runtime.match_rows import PatternColumns
 from cepplan.engine_adapter.runtime.table import Columns
-from cepplan.errors import InputError
+from cepplan.errors import InputError, OutputError
 
 MATCHES_FILE = "matches/part-00000.jsonl"
 LATE_FILE = "late-events.jsonl"
+
+
+def _naming_the_output(method: Callable) -> Callable:
+    """`method` of `StreamOutput` with a file system's refusal (a full disk, a read-only
+    mount) raised as one line naming the output directory, not as a traceback."""
+    @functools.wraps(method)
+    def wrapped(self: StreamOutput, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except OSError as err:
+            raise OutputError.from_os(self.out, err) from None
+    return wrapped
 
 
 class StreamOutput(MatchArrivals):
     """The files of `out`, written as the stream goes: created empty, or with `resume`
     (a checkpoint's lengths per file) cut back to those lengths and appended to. With
     `log`, each match's detection latency is also kept there (pattern number in `patterns`
-    and seconds, as float64 pairs), so that a restart's figures count every match."""
+    and seconds, as float64 pairs), so that a restart's figures count every match. With
+    `parquet` (each pattern's layout), matches go to Parquet parts (`StreamParts`) instead;
+    a checkpoint then records the part numbers used, not the matches' bytes."""
 
     def __init__(self, out: Path, types: dict[str, list[str]],
                  resume: dict[str, int] | None = None, log: Path | None = None,
-                 patterns: list[str] | None = None):
+                 patterns: list[str] | None = None,
+                 parquet: dict[str, PatternColumns] | None = None):
         super().__init__()
-        (out / "matches").mkdir(parents=True, exist_ok=True)
         self.out = out
+        self._open(types, resume, log, patterns, parquet)
+
+    @_naming_the_output
+    def _open(self, types: dict[str, list[str]], resume: dict[str, int] | None,
+              log: Path | None, patterns: list[str] | None,
+              parquet: dict[str, PatternColumns] | None) -> None:
+        out = self.out
+        (out / "matches").mkdir(parents=True, exist_ok=True)
         self.types = types
-        self.files = {"matches": out / MATCHES_FILE, "late": out / LATE_FILE,
-                      **({"latency": log} if log else {})}
+        self.files = {**({} if parquet else {"matches": out / MATCHES_FILE}),
+                      "late": out / LATE_FILE, **({"latency": log} if log else {})}
         for name, path in self.files.items():
             if resume is not None:
                 _cut(path, resume.get(name, 0))
         mode = "ab" if resume is not None else "wb"
-        self._matches = BackgroundFile(self.files["matches"], append=resume is not None)
+        parts = None if resume is None else resume.get("matches", 0)
+        self._matches = (StreamParts(out / "matches", parquet, parts) if parquet else
+                         BackgroundFile(self.files["matches"], append=resume is not None))
         self._late = open(self.files["late"], mode)  # noqa: SIM115
         self.patterns = patterns or []
         self.latency: dict[str, list[np.ndarray]] = {}  # per pattern, seconds per range
@@ -62,29 +91,34 @@ class StreamOutput(MatchArrivals):
             if len(seconds):
                 self.latency[name] = [seconds]
 
+    @_naming_the_output
     def write(self, pattern: str, out: PartitionOutput) -> None:
         """Append one range's matches; record each one's detection latency."""
         if not out.count:
             return
         emitted = time.time()
-        lines = out.matches
-        self._matches.write([lines.encode()] if isinstance(lines, str) else
-                            list(lines_data(lines)))
+        if isinstance(self._matches, StreamParts):
+            self._matches.write(pattern, out)
+        else:
+            self._matches.write(line_buffers(out))
         seconds = emitted - self.completed(out)
         self.latency.setdefault(pattern, []).append(seconds)
         if self._log:
             number = np.full(len(seconds), self.patterns.index(pattern), dtype="<f8")
             self._log.write(np.column_stack([number, seconds]).astype("<f8").tobytes())
 
+    @_naming_the_output
     def write_late(self, late: Columns) -> None:
         """Late events as JSON lines: type, ts, id and the type's attributes."""
         self._late.write(("\n".join(late_lines(late, self.types)) + "\n").encode())
 
+    @_naming_the_output
     def flush(self) -> None:
         """Hand what was written to the operating system: readers see whole lines."""
         self._matches.flush()
         self._late.flush()
 
+    @_naming_the_output
     def sync(self) -> dict[str, int]:
         """Put what was written on disk (flushed and fsynced); each file's length then."""
         files = {"late": self._late, **({"latency": self._log} if self._log else {})}
@@ -93,6 +127,7 @@ class StreamOutput(MatchArrivals):
             os.fsync(file.fileno())
         return {"matches": self._matches.sync(), **{n: f.tell() for n, f in files.items()}}
 
+    @_naming_the_output
     def close(self) -> None:
         self._matches.close()
         self._late.close()
