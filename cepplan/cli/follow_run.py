@@ -76,7 +76,7 @@ def run_follow(plan: Path, events: list[str], output: Path, follow: str, trigger
             raise InputError.single("--replan-horizon", "", f"must be positive, got "
                                     f"{replan_horizon}")
         adaptation = Adaptation(loaded, chosen, horizon, warn=warn,
-                                share=_statistics_share())
+                                share=_statistics_share(), out=output)
     output.mkdir(parents=True, exist_ok=True)
     if on_spark:
         metrics = follow_on_spark(loaded, chosen, data, str(plan), follow, output, checkpoint,
