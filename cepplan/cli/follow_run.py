@@ -162,6 +162,8 @@ def switch_lines(stream: dict, time_unit: str) -> list[str]:
         lines.append(f"  {what}; modelled gain {record['modelled_gain']:.2f}x; throughput "
                      f"{_rate(record['throughput_before'])} -> "
                      f"{_rate(record['throughput_after'])} events/s")
+        if record.get("plan_file"):
+            lines.append(f"  the new plan: {record['plan_file']} in the output directory")
     if not stream["replans"]:
         lines.append("no re-plan: the statistics stayed within the plan's ranges")
     return lines

@@ -148,6 +148,7 @@ def test_a_replayed_fraud_wave_switches_plans_with_the_batch_matches(fraud_plan,
     printed = done.stdout.decode()
     assert f"re-planned at micro-batch {record['micro_batch']}" in printed
     assert record["changes"][0] in printed
+    assert f"the new plan: {record['plan_file']}" in printed
     shown = progress()
     assert f"plan switched at batch {record['micro_batch']}" in shown, shown[-500:]
 
