@@ -9,7 +9,8 @@ detection-graph component) with the acquisition's own steps; the units are taken
 each bisected only below the bound the ones before proved. For a pattern planned alone by the
 exact DP, pricing other plans of it first (its recorded front, the plans re-plans chose
 instead) can prove a change without the DP. Beyond `MAX_FACTOR` either way a side is
-unbounded (null). Once the time limit is reached, what is not proved holds at its basis only.
+unbounded (null); a statistic measured 0 is planned, and probed, from its floor
+(`inputs.floored`). Once the time limit is reached, what is not proved holds at its basis only.
 """
 
 from __future__ import annotations
