@@ -83,7 +83,7 @@ def run_follow(plan: Path, events: list[str], output: Path, follow: str, trigger
             raise InputError.single("--replan-horizon", "", f"must be positive, got "
                                     f"{replan_horizon}")
         adaptation = Adaptation(loaded, chosen, horizon, warn=warn,
-                                share=_statistics_share())
+                                share=_statistics_share(), out=output)
     output.mkdir(parents=True, exist_ok=True)
     if on_spark:
         metrics = follow_on_spark(loaded, chosen, data, str(plan), follow, output, checkpoint,
@@ -172,6 +172,8 @@ def switch_lines(stream: dict, time_text: Callable[[float], str]) -> list[str]:
         lines.append(f"  {what}; modelled gain {record['modelled_gain']:.2f}x; throughput "
                      f"{_rate(record['throughput_before'])} -> "
                      f"{_rate(record['throughput_after'])} events/s")
+        if record.get("plan_file"):
+            lines.append(f"  the new plan: {record['plan_file']} in the output directory")
     if not stream["replans"]:
         lines.append("no re-plan: the statistics stayed within the plan's ranges")
     return lines

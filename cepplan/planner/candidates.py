@@ -62,5 +62,11 @@ def cheapest_within(front: Sequence[Candidate], max_latency: int | None) -> Cand
     if not feasible:
         return None
     least = min(c.cost for c in feasible)
-    near = [c for c in feasible if c.cost <= least + 1e-9 * max(1.0, abs(least))]
+    near = [c for c in feasible if not cheaper(least, c.cost)]
     return min(near, key=lambda c: (c.latency, len(c.steps), c.cost))
+
+
+def cheaper(cost: float, than: float) -> bool:
+    """Whether `cost` is lower than `than` beyond the planner's tie (1e-9, relative above a
+    cost of 1): costs within it tie, and the tie goes to the fewer steps."""
+    return than > cost + 1e-9 * max(1.0, abs(cost))

@@ -12,6 +12,7 @@
   (`costmodels.keyed`: measured on the sample, else summed over the key profile).
 A selectivity missing from the statistics counts as 1 (no reduction: the conservative
 choice); a primitive type without a rate (and without a Bernoulli/Markov model) is an error.
+A rate or selectivity measured 0 (or nearly) is planned at its floor (`floored`).
 """
 
 from __future__ import annotations
@@ -20,12 +21,40 @@ import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from types import MappingProxyType
 
 from cepplan.costmodels import occurrence as occ
 from cepplan.costmodels.keyed_acquisition import keyed_costs
 from cepplan.costmodels.operators import OperandModel, PatternModel
 from cepplan.errors import InputError, Problem
 from cepplan.workload.model import FILTER, JOIN, Pattern, Statistics, Workload
+
+ZERO_FLOOR = 1e-6  # the least selectivity planned, and least rate, relative to the highest
+
+
+@dataclass(frozen=True)
+class Floors:
+    """The least rate and selectivity the planner plans with (`floored`)."""
+
+    rate: float
+    selectivity: float = ZERO_FLOOR
+
+
+def floors(statistics: Statistics) -> Floors:
+    """`ZERO_FLOOR` of a selectivity of 1 and of the highest rate."""
+    return Floors(ZERO_FLOOR * max(statistics.rates.values(), default=1.0))
+
+
+def floored(statistics: Statistics) -> Statistics:
+    """The statistics with every rate and selectivity below its floor (`floors`) raised to
+    it: a 0 means too rare to be seen, and at exactly 0 the plans tie (no event to pay
+    for), so a plan chosen there would stop holding at any positive value."""
+    least = floors(statistics)
+    rates = {t: max(r, least.rate) for t, r in statistics.rates.items()}
+    selectivities = {p: MappingProxyType({t: max(v, least.selectivity) for t, v in own.items()})
+                     for p, own in statistics.selectivities.items()}
+    return replace(statistics, rates=MappingProxyType(rates),
+                   selectivities=MappingProxyType(selectivities))
 
 
 @dataclass(frozen=True)

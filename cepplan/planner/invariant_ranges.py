@@ -9,7 +9,8 @@ detection-graph component) with the acquisition's own steps; the units are taken
 each bisected only below the bound the ones before proved. For a pattern planned alone by the
 exact DP, pricing other plans of it first (its recorded front, the plans re-plans chose
 instead) can prove a change without the DP. Beyond `MAX_FACTOR` either way a side is
-unbounded (null). Once the time limit is reached, what is not proved holds at its basis only.
+unbounded (null); a statistic measured 0 is planned, and probed, from its floor
+(`inputs.floored`). Once the time limit is reached, what is not proved holds at its basis only.
 """
 
 from __future__ import annotations
@@ -25,13 +26,13 @@ from cepplan.costmodels.engine_steps import ENGINE_COSTS
 from cepplan.costmodels.occurrence import POISSON
 from cepplan.costmodels.operators import OR
 from cepplan.errors import InputError
-from cepplan.planner.candidates import Option, evaluate
+from cepplan.planner.candidates import Option, cheaper, evaluate
 from cepplan.planner.compose import Settings
 from cepplan.planner.contexts import group_workload
 from cepplan.planner.deadline import TimeLimitTooShort, with_time_note
 from cepplan.planner.engine_steps import engine_steps, saving
 from cepplan.planner.front import DP
-from cepplan.planner.inputs import pattern_model, selectivity
+from cepplan.planner.inputs import ZERO_FLOOR, floors, pattern_model, selectivity
 from cepplan.planner.plan import Plan
 from cepplan.planner.shared import plan_workload
 from cepplan.workload.model import FILTER, JOIN, Pattern, Statistics, Workload
@@ -103,9 +104,8 @@ class PricedPattern:
         if saving(ENGINE_COSTS[derivation.engine], model, chosen, single) <= 0:
             return True
         bound = self.pattern.latency.max_steps if self.pattern.latency else None
-        cheaper = chosen.cost * (1 - 1e-9)
-        return any(c.cost < cheaper for c in (evaluate(model, steps, options, first)
-                                              for steps in self.others)
+        return any(cheaper(c.cost, chosen.cost)
+                   for c in (evaluate(model, steps, options, first) for steps in self.others)
                    if bound is None or c.latency <= bound)
 
 
@@ -227,13 +227,16 @@ def components(workload: Workload) -> dict[str, frozenset[str]]:
 def holding_range(derivation: Derivation,
                   statistic: Statistic) -> tuple[float | None, float | None]:
     """(low, high) of the values at which every plan `statistic` can change keeps its steps;
-    OutOfTime carries the range proved before the deadline."""
+    OutOfTime carries the range proved before the deadline. The planner plans a value below
+    the statistic's floor at the floor (`inputs.floored`): no lower bound is below it, and a
+    basis at the floor (measured 0) is probed up to the highest rate or a selectivity of 1."""
     basis = statistic.basis
-    if basis <= 0:  # nothing to scale: the plan is known to hold at this value only
-        return basis, basis
-    ceiling = MAX_FACTOR if statistic.kind == RATE else min(MAX_FACTOR, 1.0 / basis)
+    floor = getattr(floors(derivation.statistics), statistic.kind)
+    reach = 1.0 / ZERO_FLOOR if basis <= floor else MAX_FACTOR
+    ceiling = reach if statistic.kind == RATE else min(reach, 1.0 / basis)
     try:
-        low = _side(derivation, statistic, 1.0 / MAX_FACTOR)
+        low = _side(derivation, statistic, max(1.0 / MAX_FACTOR, floor / basis)) \
+            if basis > floor else None
     except OutOfTime:
         raise OutOfTime((basis, basis)) from None
     try:

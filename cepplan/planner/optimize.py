@@ -31,7 +31,7 @@ from cepplan.planner.covering_plan import CoveringSettings, covering_section
 from cepplan.planner.deadline import share as share_of
 from cepplan.planner.engine_steps import engine_steps, positive_steps
 from cepplan.planner.evaluation import NONE, EvaluationSettings, evaluation
-from cepplan.planner.inputs import check_rates
+from cepplan.planner.inputs import check_rates, floored
 from cepplan.planner.invariant_ranges import invariants_pass
 from cepplan.planner.plan import DetectionPlan, PatternPlan, Plan
 from cepplan.planner.shared import SharedOutcome, plan_workload
@@ -119,7 +119,7 @@ def optimize(workload: Workload, statistics: Statistics, settings: Settings,
     pattern's one-step plan fits."""
     start = time.perf_counter()
     end = start + settings.time_limit if deadline is None else deadline
-    request = PlanRequest(workload, statistics, settings, stats_file, share,
+    request = PlanRequest(workload, floored(statistics), settings, stats_file, share,
                           evaluation_settings, covering or CoveringSettings(), end=end,
                           engine=engine, duration=duration)
     later = sum(_has_work(run_pass, request) for run_pass in PASSES)

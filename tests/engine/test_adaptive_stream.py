@@ -6,6 +6,7 @@ without invariants, or a re-plan refused, leaves the old plan running after one 
 
 from __future__ import annotations
 
+import json
 import tempfile
 import time
 from pathlib import Path
@@ -112,3 +113,32 @@ def test_a_refused_replan_keeps_the_old_plan_after_one_warning(tmp_path: Path):
     assert adaptation.replans == []
     assert len(adaptation.refused) >= 2  # tried again after each cooldown, warned once
     assert len(said) == 1 and "the old plan is kept" in said[0] and "goes on" in said[0]
+
+
+def _batch_matches(plan_file: Path, events: Path, out: Path) -> list[str]:
+    """The matches of `cepplan run PLAN EVENTS` (the batch run), each with its keys in one
+    order (a match's variables come in its plan's join order)."""
+    done = cepplan("run", plan_file, "-w", FRAUD, events, "-o", out, "-q")
+    assert done.returncode == 0, done.stderr
+    lines = (out / "matches" / "part-00000.jsonl").read_text().splitlines()
+    return sorted(json.dumps(json.loads(line), sort_keys=True) for line in lines)
+
+
+def test_the_plan_that_takes_over_is_written_and_runs_as_a_batch(tmp_path: Path):
+    """After a switch, OUT/plans/plan-1.json holds the new plan (named in its re-plan's
+    record), with the new steps; `cepplan run` of it on the whole stream gives the
+    matches the first plan gives."""
+    events = drifting_events(WORKLOAD, [(1000.0, {}), (2000.0, DRIFTED)], 11)
+    out = tmp_path / "out"
+    adaptation = adaptive_stream(PLAN, events, tmp_path, out=out)
+    switched = [r for r in adaptation.replans if r["switched"]]
+    assert [r["plan_file"] for r in switched] == ["plans/plan-1.json"]
+    assert sorted(p.name for p in (out / "plans").iterdir()) == ["plan-1.json"]
+    new = read_plan(out / "plans" / "plan-1.json", WORKLOAD)
+    steps = {name: p.detection.steps for name, p in new.patterns.items()}
+    assert steps != {name: p.detection.steps for name, p in PLAN.patterns.items()}
+    assert new.invariants  # a plan that can itself be re-planned
+    path = tmp_path / "events.csv"
+    write_events(events, WORKLOAD, path)
+    assert _batch_matches(out / "plans" / "plan-1.json", path, tmp_path / "new") == \
+        _batch_matches(PLAN_DIR / "plan.json", path, tmp_path / "first")

@@ -142,9 +142,17 @@ def test_a_replayed_fraud_wave_switches_plans_with_the_batch_matches(fraud_plan,
     record = switched[0]
     assert all(r["watermark"] > 1000 for r in stream["replans"])  # after the change only
     assert record["modelled_gain"] > 1 and record["changes"]
+    new = json.loads((tmp_path / "out" / record["plan_file"]).read_text())  # plans/plan-1.json
+    metrics = json.loads((tmp_path / "out" / "metrics.json").read_text())
+    assert metrics["plan"]["provenance"].items() <= new["provenance"].items()  # in force
+    assert metrics["plan"]["predicted"] == {name: {"expected_cost": p["detection"]
+                                                   ["expected_cost"], "naive_cost":
+                                                   p["naive_cost"], "solver": p["solver"]}
+                                            for name, p in new["patterns"].items()}
     printed = done.stdout.decode()
     assert f"re-planned at micro-batch {record['micro_batch']}" in printed
     assert record["changes"][0] in printed
+    assert f"the new plan: {record['plan_file']}" in printed
     shown = progress()
     assert f"plan switched at batch {record['micro_batch']}" in shown, shown[-500:]
 

@@ -95,3 +95,29 @@ def test_inside_a_range_the_plan_holds_and_just_outside_it_changes(raw, data):
         beyond.append(bounds["high"] * 1.05)
     for value in beyond:
         assert _steps(workload, statistic.at(workload.statistics, value)) != before
+
+
+@settings(max_examples=20)
+@given(workloads(), st.data())
+def test_a_statistic_measured_0_holds_up_to_a_usable_bound(raw, data):
+    """A rate or selectivity of 0 is planned at its floor: its range reaches from 0 to a
+    positive bound (not [0, 0]), the plan holds anywhere below it and changes just above."""
+    workload = build_workload(raw)
+    planned = optimize(workload, workload.statistics, SETTINGS).plan
+    statistic, _ = data.draw(st.sampled_from(_statistics(workload, planned.invariants)))
+    zeroed = statistic.at(workload.statistics, 0.0)
+    plan = optimize(workload, zeroed, SETTINGS).plan
+    before = {name: p.detection.steps for name, p in plan.patterns.items()}
+    kind = "rates" if statistic.kind == RATE else "selectivities"
+    ranges = plan.invariants[kind] if statistic.kind == RATE else \
+        plan.invariants[kind][statistic.key[0]]
+    bounds = ranges[statistic.key[-1]]
+    assert bounds["low"] is None
+    floor = 1e-6 * (max(workload.statistics.rates.values()) if statistic.kind == RATE else 1)
+    top = max(workload.statistics.rates.values()) if statistic.kind == RATE else 1.0
+    high = bounds["high"] if bounds["high"] is not None else top
+    assert high > floor
+    inside = math.exp(data.draw(st.floats(math.log(floor), math.log(high))))
+    assert _steps(workload, statistic.at(zeroed, inside)) == before
+    if bounds["high"] is not None and bounds["high"] * 1.05 <= top:
+        assert _steps(workload, statistic.at(zeroed, bounds["high"] * 1.05)) != before

@@ -4,13 +4,14 @@ horizon of event time while measuring took at most a share of the run's time (`d
 and when they have drifted re-plans (`planner.replan`)
 and switches to the new plan at the watermark (`StreamMatcher.switch`). A plan without
 invariants, or a re-plan refused, leaves the old plan running (docs/engine.md, "Adaptive
-re-planning")."""
+re-planning"). Each plan that takes over is written to OUT/plans/plan-N.json."""
 
 from __future__ import annotations
 
 import math
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from cepplan.engine_adapter.job_spec import job_data
@@ -22,7 +23,7 @@ from cepplan.engine_adapter.local.online_stats import (
 )
 from cepplan.engine_adapter.local.stream import StreamMatcher
 from cepplan.engine_adapter.runtime.job import job_from_json
-from cepplan.planner.plan import Plan
+from cepplan.planner.plan import Plan, write_plan
 from cepplan.workload.model import Workload
 
 CHECKS_PER_HORIZON = 4  # statistics measured and checked each quarter horizon of event time
@@ -37,11 +38,14 @@ class Adaptation:
 
     def __init__(self, workload: Workload, plan: Plan, horizon: float, *,
                  warn: Callable[[str], None], time_limit: float | None = None,
-                 share: float = STATISTICS_SHARE):
+                 share: float = STATISTICS_SHARE, out: Path | None = None):
         """`time_limit`: each re-plan's, in seconds (None: the plan's own); `share`: of the
-        run's time, the most measuring may take (a check waits while it took more)."""
+        run's time, the most measuring may take (a check waits while it took more); `out`:
+        the output directory the plans that take over are written under (None: not kept)."""
         self.workload = workload
         self.plan = plan.to_json()
+        self.out = out
+        self.data: dict[str, Any] | None = None  # the job data of the last plan to take over
         self.horizon = horizon
         self.warn = warn
         self.time_limit = time_limit
@@ -113,9 +117,12 @@ class Adaptation:
             self.watch.quiet_until = watermark + self.rule.cooldown
             return
         switched = bool(made.changes) and made.gain >= MIN_GAIN
+        plan_file = None
         if switched:
-            matcher.switch(job_from_json(job_data(self.workload, made.plan)))
+            self.data = job_data(self.workload, made.plan)
+            matcher.switch(job_from_json(self.data))
             self.plan = made.plan.to_json()
+            plan_file = self._keep(made.plan)
             self.watch = DriftWatch(made.plan.invariants or {}, self.rule, watermark)
         else:  # no better plan: the old one stays, checked again after the cooldown
             self.watch.quiet_until = watermark + self.rule.cooldown
@@ -124,8 +131,23 @@ class Adaptation:
         self.replans.append({
             "micro_batch": number, "watermark": watermark, "reason": reason,
             "changes": made.changes if switched else [], "switched": switched,
+            "plan_file": plan_file,
             "modelled_gain": made.gain, "replan_seconds": took,
             "sample": len(self.samples)})
+
+    def _keep(self, plan: Plan) -> str | None:
+        """Write the plan that took over to OUT/plans/plan-N.json (N: the switch's number);
+        its name relative to OUT."""
+        if self.out is None:
+            return None
+        name = f"plans/plan-{sum(r['switched'] for r in self.replans) + 1}.json"
+        (self.out / "plans").mkdir(parents=True, exist_ok=True)
+        write_plan(plan, self.out / name)
+        return name
+
+    def in_force(self, first: dict[str, Any]) -> dict[str, Any]:
+        """The job data of the plan in force: the last to take over, else `first`'s."""
+        return self.data if self.data is not None else first
 
     def last_switch(self) -> str:
         """The progress line's words for the last switch ("" before any)."""

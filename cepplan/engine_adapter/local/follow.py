@@ -102,7 +102,7 @@ def follow_stream(data: dict[str, Any], source: str, out: Path, plan_file: str, 
         output.flush()
         output.close()
         meter.done()
-    metrics = matcher.metrics(data)
+    metrics = matcher.metrics(adaptation.in_force(data) if adaptation is not None else data)
     metrics["stream"] = {"max_delay": delay, "trigger_seconds": trigger,
                          "micro_batches": batches, "watermark": _finite(matcher.watermark),
                          "late_events": dict(matcher.late),

@@ -21,7 +21,7 @@ import math
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -57,6 +57,7 @@ class _Phase:
     margin: float
     start: float = -math.inf
     end: float = math.inf
+    built: dict[str, list[int]] = field(default_factory=dict)  # partial matches, by prefix
 
     @classmethod
     def of(cls, job: Job, start: float = -math.inf) -> _Phase:
@@ -91,7 +92,6 @@ class StreamMatcher:
         self.counts: Counter = Counter()
         self.late: Counter = Counter()
         self.totals = {p.name: PatternTotals() for p in job.patterns}
-        self.built: dict[str, list[int]] = {}
         self.partials: dict[int, int] = {}
         self.seconds: dict[str, float] = {"read": 0.0, "tag": 0.0}
 
@@ -99,6 +99,15 @@ class StreamMatcher:
     def job(self) -> Job:
         """The job matching from the watermark on."""
         return self.phases[-1].job
+
+    @property
+    def built(self) -> dict[str, list[int]]:
+        """The partial matches the current job built, per pattern and join prefix length."""
+        return self.phases[-1].built
+
+    @built.setter
+    def built(self, counts: dict[str, list[int]]) -> None:
+        self.phases[-1].built = counts
 
     @property
     def watermark(self) -> float:
@@ -171,7 +180,7 @@ class StreamMatcher:
                 owned = (max(self.evaluated - lag, phase.start), min(high - lag, phase.end))
                 if owned[0] < owned[1]:
                     match_range(now, replace(job, span=span), owned, self.writer,
-                                 self.totals, self.built, self.seconds, phase.sharing,
+                                 self.totals, phase.built, self.seconds, phase.sharing,
                                  self.partials)
         self.evaluated = high
         self._drop_finished()
@@ -210,8 +219,9 @@ class StreamMatcher:
             total = self.totals[spec.name]
             count_pattern(out, spec.name, total.sent, total.matches, total.cap_hits,
                           total.held_back, total.splits, lambda _text: None)
-        if self.built:
-            span = max(self.covered.last - self.covered.first, 0.0)
+        if self.built:  # the current job's, over the event time since it took over
+            since = max(self.covered.first, self.phases[-1].start)
+            span = max(self.covered.last - since, 0.0)
             out["partial_matches"] = partial_metrics(self.job, self.built, span)
         out["plan"] = data.get("plan", {})
         out["seconds"] = {k: round(v, 3) for k, v in self.seconds.items()}
