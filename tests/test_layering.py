@@ -13,15 +13,29 @@ PACKAGE = Path(__file__).resolve().parents[1] / "cepplan"
 
 
 def _imports(path: Path) -> set[str]:
-    """Every module `path` imports (top level or inside functions), as dotted names."""
+    """Every module `path` imports when it runs (top level or inside functions), as dotted
+    names; imports under `if TYPE_CHECKING:` are for type checkers only, never run."""
     found = set()
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+    for node in _run_nodes(ast.parse(path.read_text(), str(path))):
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
             found.add(node.module)
             found.update(f"{node.module}.{alias.name}" for alias in node.names)
     return found
+
+
+def _run_nodes(tree: ast.AST):
+    """Every node of `tree` except the bodies of `if TYPE_CHECKING:` blocks."""
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        yield node
+        if isinstance(node, ast.If) and ast.unparse(node.test) in ("TYPE_CHECKING",
+                                                                    "typing.TYPE_CHECKING"):
+            stack.extend(node.orelse)
+        else:
+            stack.extend(ast.iter_child_nodes(node))
 
 
 def _modules(folder: str) -> list[Path]:
@@ -55,6 +69,13 @@ def test_the_checker_sees_an_import_inside_a_function(tmp_path):
     module = tmp_path / "lazy.py"
     module.write_text("def f():\n    from cepplan.engine_adapter.spark import job\n")
     assert "cepplan.engine_adapter.spark.job" in _imports(module)
+
+
+def test_the_checker_leaves_out_imports_for_type_checkers_only(tmp_path):
+    module = tmp_path / "m.py"
+    module.write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                      "    from cepplan.planner import plan\nelse:\n    import json\n")
+    assert _imports(module) == {"typing", "typing.TYPE_CHECKING", "json"}
 
 
 def _module_name(path: Path) -> str:

@@ -64,6 +64,7 @@ SHIPPED = (
     "engine_adapter/local/follow.py",
     "engine_adapter/local/stream_source.py",
     "engine_adapter/local/stream_output.py",
+    "engine_adapter/local/stream_parts.py",
     "engine_adapter/runtime/arrivals.py",
     "limits.py",
     "interrupt.py",
