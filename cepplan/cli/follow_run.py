@@ -73,9 +73,9 @@ def run_follow(plan: Path, events: list[str], output: Path, follow: str, trigger
               for p in loaded.patterns if p.latency is not None}
     adaptation = None
     if adaptive:
+        from cepplan.adaptive.adaptation import Adaptation
+        from cepplan.adaptive.online_stats import default_horizon
         from cepplan.cli.options import duration_value
-        from cepplan.engine_adapter.local.adaptive import Adaptation
-        from cepplan.engine_adapter.local.online_stats import default_horizon
 
         horizon = (default_horizon(loaded) if replan_horizon is None else
                    duration_value("--replan-horizon", replan_horizon, loaded.time_unit))
@@ -142,7 +142,7 @@ def _check_checkpoint_place(checkpoint: Path, follow: str, output: Path) -> None
 def _statistics_share() -> float:
     """`CEPPLAN_STATISTICS_SHARE`: of the run's time, the most the online statistics may take
     (0 < share <= 1; default 0.05)."""
-    from cepplan.engine_adapter.local.adaptive import STATISTICS_SHARE
+    from cepplan.adaptive.adaptation import STATISTICS_SHARE
 
     text = os.environ.get(SHARE_VARIABLE)
     if text is None:

@@ -17,8 +17,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from benchmarks.drifting_fraud import DRIFTED, FRAUD, drifting_events, fraud_workload
+from cepplan.adaptive.adaptation import Adaptation
 from cepplan.engine_adapter.job_spec import job_data
-from cepplan.engine_adapter.local.adaptive import Adaptation
 from cepplan.engine_adapter.local.source import read_batches
 from cepplan.engine_adapter.local.stream import StreamMatcher
 from cepplan.engine_adapter.local.stream_output import StreamOutput

@@ -15,8 +15,8 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from cepplan.adaptive.online_stats import OnlineStatistics, default_horizon
 from cepplan.engine_adapter.job_spec import job_data
-from cepplan.engine_adapter.local.online_stats import OnlineStatistics, default_horizon
 from cepplan.engine_adapter.local.source import read_batches
 from cepplan.engine_adapter.local.stream import StreamMatcher
 from cepplan.engine_adapter.runtime.job import job_from_json

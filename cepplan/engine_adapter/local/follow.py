@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from cepplan.engine_adapter.local.checkpoint import Checkpoint, job_digest, restore
 from cepplan.engine_adapter.local.engine import ROWS_READ, streamable
@@ -30,8 +30,21 @@ from cepplan.fileio import write_bytes_atomic
 from cepplan.interrupt import scratch_directory
 from cepplan.sources.time_text import time_writer
 
-if TYPE_CHECKING:  # the planner is imported only by an adaptive run
-    from cepplan.engine_adapter.local.adaptive import Adaptation
+
+class Adaptation(Protocol):
+    """What the stream calls on an adaptive run (`cepplan.adaptive.adaptation.Adaptation`,
+    which sits above the engine: it re-plans and switches the matcher's plan)."""
+
+    def attach(self, matcher: StreamMatcher) -> None: ...
+
+    def after_batch(self, matcher: StreamMatcher, number: int, events: int,
+                    seconds: float) -> None: ...
+
+    def in_force(self, first: dict[str, Any]) -> dict[str, Any]: ...
+
+    def last_switch(self) -> str: ...
+
+    def figures(self) -> dict[str, Any]: ...
 
 REJECT_UNREADABLE = "unreadable file"  # a followed file the source cannot read
 

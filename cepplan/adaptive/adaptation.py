@@ -14,13 +14,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from cepplan.engine_adapter.job_spec import job_data
-from cepplan.engine_adapter.local.drift import DriftRule, DriftWatch
-from cepplan.engine_adapter.local.online_stats import (
+from cepplan.adaptive.drift import DriftRule, DriftWatch
+from cepplan.adaptive.online_stats import (
     OnlineStatistics,
     interval_end,
     statistics_of,
 )
+from cepplan.engine_adapter.job_spec import job_data
 from cepplan.engine_adapter.local.stream import StreamMatcher
 from cepplan.engine_adapter.runtime.job import job_from_json
 from cepplan.planner.plan import Plan, write_plan
