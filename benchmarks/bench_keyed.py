@@ -44,9 +44,9 @@ def main(quick: bool) -> None:
     header = (f"{'workload':<14} {'rows':>9} {'best':>9} {'ratio':>6} {'time':>6} {'cpu':>6} "
               f"{'pred/m':>7} {'pm p/m':>7}  {'chosen':<12} {'best plan':<12} description")
     print("rows: the chosen plan's rows to matchers; best: fewest over every Pareto plan and "
-          "every order of one-event steps;\nratio/time: chosen over best (rows, wall time); "
-          "pred/m: predicted over measured rows to matchers; pm p/m: the same for partial "
-          "matches per window")
+          "every order of one-event steps;\nratio/time/cpu: chosen over best (rows, wall, CPU "
+          "seconds); pred/m: predicted over measured rows to matchers; pm p/m: the same for "
+          "partial matches per window")
     print(header)
     results = []
     with tempfile.TemporaryDirectory(prefix="cepplan-bench-keyed-") as scratch:
