@@ -143,18 +143,25 @@ def _metrics(out: Path) -> dict:
     return json.loads((out / "metrics.json").read_text())
 
 
+def planned_bars(scratch: Path, rows: int) -> tuple[Path, Path, Path]:
+    """The GOOG + MSFT workload, its plan (`cepplan optimize`) and `rows` minute bars, in
+    `scratch`: what both streaming benchmarks run."""
+    workload, plan = scratch / "workload.json", scratch / "plan.json"
+    write_workload(workload, PATTERNS)
+    subprocess.run([*CLI, "optimize", str(workload), "-o", str(plan), "-q"], check=True,
+                   env=_env(), cwd=ROOT)
+    bars = scratch / "bars.txt"
+    write_bars(bars, rows)
+    return workload, plan, bars
+
+
 def main(quick: bool = False) -> None:
     rows = 100_000 if quick else 1_000_000
     print(f"load average at start: {os.getloadavg()[0]:.1f} (a shared machine: wall figures "
           "move with it)")
     with tempfile.TemporaryDirectory() as folder:
         scratch = Path(folder)
-        workload, plan = scratch / "workload.json", scratch / "plan.json"
-        write_workload(workload, PATTERNS)
-        subprocess.run([*CLI, "optimize", str(workload), "-o", str(plan), "-q"], check=True,
-                       env=_env(), cwd=ROOT)
-        bars = scratch / "bars.txt"
-        write_bars(bars, rows)
+        workload, plan, bars = planned_bars(scratch, rows)
 
         print(f"\na. throughput, GOOG + MSFT patterns, {rows:,} minute bars")
         batch_s = batch(plan, bars, scratch / "batch")

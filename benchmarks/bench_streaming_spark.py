@@ -23,8 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.bench_streaming import CLI, PATTERNS, ROOT, _env, _metrics, _sorted_matches
-from benchmarks.stock_bars import write_bars, write_workload
+from benchmarks.bench_streaming import CLI, ROOT, _env, _metrics, _sorted_matches, planned_bars
 
 START_SECONDS = 600  # the most the query may take to start before the benchmark gives up
 
@@ -71,12 +70,7 @@ def main(quick: bool = False) -> None:
           "move with it)")
     with tempfile.TemporaryDirectory() as folder:
         scratch = Path(folder)
-        workload, plan = scratch / "workload.json", scratch / "plan.json"
-        write_workload(workload, PATTERNS)
-        subprocess.run([*CLI, "optimize", str(workload), "-o", str(plan), "-q"], check=True,
-                       env=_env(), cwd=ROOT)
-        bars = scratch / "bars.txt"
-        write_bars(bars, rows)
+        workload, plan, bars = planned_bars(scratch, rows)
         subprocess.run([*CLI, "run", str(plan), str(bars), "-o", str(scratch / "batch"), "-q"],
                        check=True, env=_env(), cwd=ROOT)
         expected = _sorted_matches(scratch / "batch")
