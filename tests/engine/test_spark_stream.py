@@ -22,6 +22,8 @@ from collections import Counter
 from itertools import pairwise
 from pathlib import Path
 
+from tests.processes import children
+
 ROOT = Path(__file__).resolve().parents[2]
 FRAUD = ROOT / "examples" / "fraud"
 BOUND = 240  # seconds a stream may take before the case fails (a hang, not slowness)
@@ -76,13 +78,9 @@ def _spark_submit_of(pid: int) -> int:
     """The pid of the child cepplan started (spark-submit, leader of its process group)."""
     deadline = time.monotonic() + BOUND
     while time.monotonic() < deadline:
-        for stat in Path("/proc").glob("[0-9]*/stat"):
-            try:
-                fields = stat.read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[1]) == pid:
-                return int(stat.parent.name)
+        started = children(pid)
+        if started:
+            return min(started)
         time.sleep(0.1)
     raise AssertionError("cepplan started no spark-submit")
 

@@ -31,6 +31,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from tests.hostile_workloads import traffic_named
+from tests.processes import children
 from tests.service.serving import (
     ROOT,
     VALUES,
@@ -172,7 +173,7 @@ def _kill_workers(port: int, server: int, body: bytes, answers: list) -> float:
     thread.start()
     while _health(port)["planning"] < 1:
         time.sleep(0.05)
-    for pid in _children(server):
+    for pid in children(server):
         if "multiprocessing.spawn" in _command(pid):
             os.kill(pid, signal.SIGKILL)
     start = time.monotonic()
@@ -207,18 +208,6 @@ def _unparsable(port: int) -> bytes:
     _raw_exchange(port, b"POST /v1/optimize HTTP/1.1\r\nHost: x\r\nContent-Type: "
                   b"application/json\r\nContent-Length: -1\r\n\r\n{}", answers)
     return answers[0]
-
-
-def _children(pid: int) -> set[int]:
-    found = set()
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[1]) == pid:
-            found.add(int(stat.parent.name))
-    return found
 
 
 def _running(pids: set[int]) -> list[int]:
@@ -271,7 +260,7 @@ def test_hostile_clients_do_not_take_the_service_down(tmp_path):
     with running_server(tmp_path, "--workers", "2", "--max-time-limit", str(MAX_TIME_LIMIT),
                         "--shutdown-grace", str(GRACE),
                         preexec_fn=_limit_files) as (server, port):
-        workers = _children(server.pid)
+        workers = children(server.pid)
         pinger = HealthPinger(port)
         pinger.start()
         idle = []
@@ -328,7 +317,7 @@ def test_hostile_clients_do_not_take_the_service_down(tmp_path):
             time.sleep(0.05)
         pinger.done.set()
         pinger.join()
-        workers |= _children(server.pid)
+        workers |= children(server.pid)
         stop = time.monotonic()
         server.send_signal(signal.SIGTERM)
         code = server.wait(timeout=GRACE + 60)
@@ -385,7 +374,7 @@ def test_ctrl_c_stops_the_server_normally(tmp_path):
     """SIGINT (Ctrl-C) stops the service as SIGTERM does: exit code 0, no traceback, no
     planning process left."""
     with running_server(tmp_path, "--workers", "1", "--shutdown-grace", "1") as (server, _):
-        workers = _children(server.pid)
+        workers = children(server.pid)
         server.send_signal(signal.SIGINT)
         code = server.wait(timeout=GRACE + LATE)
         errors = server.stderr.read().decode()
