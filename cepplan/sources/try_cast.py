@@ -146,12 +146,6 @@ def cast_values(array: pa.ChunkedArray | pa.Array, kind: str) -> tuple[np.ndarra
     return values, ok
 
 
-def cast_column(array: pa.ChunkedArray | pa.Array, kind: str) -> tuple[pd.Series, np.ndarray]:
-    """`cast_values` as a pandas Series: nullable dtypes for long and bool (Int64, boolean)."""
-    values, ok = cast_values(array, kind)
-    return pandas_values(values, ok, kind), ok
-
-
 def pandas_values(values: np.ndarray, ok: np.ndarray, kind: str) -> pd.Series:
     import pandas as pd
 
