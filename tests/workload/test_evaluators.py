@@ -108,6 +108,24 @@ def test_whole_numbers_near_the_64_bit_limits_as_the_reference_says(tree, rows):
         assert bool(vector[i]) == holds(tree, binding), (i, r)
 
 
+@pytest.mark.parametrize("text", [
+    "a.x < -(7991 * 1154220002109220)",          # a product just past 2^63, then negated
+    "a.x < -abs(7991 * 1154220002109220)",
+    "a.n > -(7991 * 1154220002109220)",           # beside an int64 column
+    "a.n < 7991 * 1154220002109220 - 3",
+    "-(a.n * 2) < 0",
+])
+def test_results_beyond_64_bits_stay_exact_when_negated_or_compared(text):
+    """Found by the test above: a result beyond int64 came back as a bare Python integer,
+    which NumPy read as a uint64 — negating it wrapped to a large positive number."""
+    tree = parse(text)
+    rows = [(0.0, 0), (-1.5, 2**62), (1e300, -2**63)]
+    columns = {("a", "x"): np.array([r[0] for r in rows]),
+               ("a", "n"): np.array([r[1] for r in rows], dtype=np.int64)}
+    vector = evaluate(to_portable(tree), columns, len(rows))
+    assert [bool(v) for v in vector] == [holds(tree, {"a": {"x": x, "n": n}}) for x, n in rows]
+
+
 def test_division_and_modulo_by_zero_are_nan_in_both():
     tree = parse("a.x / a.n > 0 or a.x % a.n <= 0")
     binding = {"a": {"x": 3.0, "n": 0}}

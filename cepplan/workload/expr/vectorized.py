@@ -23,6 +23,7 @@ _COMPARE = {"<": np.less, "<=": np.less_equal, ">": np.greater, ">=": np.greater
             "==": np.equal, "!=": np.not_equal}
 _ARITHMETIC = {"+": np.add, "-": np.subtract, "*": np.multiply}
 _EXACT = 2.0 ** 62  # a product of int64 whose float estimate stays below this cannot wrap
+_INT64_MIN, _INT64_MAX = int(np.iinfo(np.int64).min), int(np.iinfo(np.int64).max)
 
 
 def evaluate(tree: list[Any], columns: Mapping[tuple, np.ndarray], length: int) -> np.ndarray:
@@ -52,7 +53,7 @@ def referenced_keys(tree: list[Any]) -> set[tuple]:
 def _eval(tree: list[Any], columns: Mapping[tuple, np.ndarray]) -> Any:
     head = tree[0]
     if head == "lit":
-        return tree[1]
+        return _beyond_int64_as_object(tree[1])
     if head == "attr":
         return columns[(tree[1], tree[2])]
     if head == "kleene":
@@ -128,7 +129,7 @@ def _arithmetic(op: str, left: Any, right: Any) -> Any:
     if not (_is_whole(left) and _is_whole(right)):
         return _ARITHMETIC[op](*_as_doubles_if_any([left, right]))
     if _is_big_whole(left) or _is_big_whole(right):
-        return _ARITHMETIC[op](_python_ints(left), _python_ints(right))
+        return _beyond_int64_as_object(_ARITHMETIC[op](_python_ints(left), _python_ints(right)))
     a, b = np.asarray(left, dtype=np.int64), np.asarray(right, dtype=np.int64)
     result = _ARITHMETIC[op](a, b)
     if op == "*":
@@ -137,7 +138,16 @@ def _arithmetic(op: str, left: Any, right: Any) -> Any:
         wraps = ((a ^ result) & ((b if op == "+" else ~b) ^ result)) < 0
     if not np.any(wraps):
         return result
-    return _ARITHMETIC[op](_python_ints(a), _python_ints(b))
+    return _beyond_int64_as_object(_ARITHMETIC[op](_python_ints(a), _python_ints(b)))
+
+
+def _beyond_int64_as_object(value: Any) -> Any:
+    """A Python integer outside int64 as a 0-d object array, so that it stays exact: NumPy
+    would read it as a uint64 (negating it wraps) or refuse it beside an int64 column."""
+    if (isinstance(value, int) and not isinstance(value, bool)
+            and not _INT64_MIN <= value <= _INT64_MAX):
+        return np.asarray(value, dtype=object)
+    return value
 
 
 def _python_ints(value: Any) -> np.ndarray:
@@ -153,7 +163,7 @@ def _whole_unary(function: Any, value: Any) -> Any:
         return function(value.astype(object))
     if isinstance(value, np.int64) and value == np.iinfo(np.int64).min:
         return function(int(value))
-    return function(value)
+    return _beyond_int64_as_object(function(value))
 
 
 def _call(func: str, args: list[Any]) -> Any:
