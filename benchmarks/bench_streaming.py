@@ -31,7 +31,7 @@ CLI = [sys.executable, "-m", "cepplan"]
 PATTERNS = ["goog", "msft"]
 
 
-def _env() -> dict[str, str]:
+def bench_env() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
 
 
@@ -62,7 +62,7 @@ def batch(plan: Path, bars: Path, out: Path) -> float:
     """Wall seconds of `cepplan run` on the file."""
     start = time.perf_counter()
     subprocess.run([*CLI, "run", str(plan), str(bars), "-o", str(out), "-q"], check=True,
-                   env=_env(), cwd=ROOT)
+                   env=bench_env(), cwd=ROOT)
     return time.perf_counter() - start
 
 
@@ -71,9 +71,9 @@ def streamed(plan: Path, workload: Path, bars: Path, out: Path, *replay: str) ->
     """Wall seconds of `cepplan replay ... --to - | cepplan run --follow - ...`."""
     start = time.perf_counter()
     feed = subprocess.Popen([*CLI, "replay", str(bars), "-w", str(workload), "--to", "-", "-q",
-                             *replay], stdout=subprocess.PIPE, env=_env(), cwd=ROOT)
+                             *replay], stdout=subprocess.PIPE, env=bench_env(), cwd=ROOT)
     follow = subprocess.run([*CLI, "run", str(plan), "--follow", "-", "-o", str(out), "-q",
-                             "--trigger", "1"], stdin=feed.stdout, env=_env(), cwd=ROOT)
+                             "--trigger", "1"], stdin=feed.stdout, env=bench_env(), cwd=ROOT)
     feed.stdout.close()
     if feed.wait() or follow.returncode:
         raise RuntimeError("the streamed run failed")
@@ -87,7 +87,7 @@ def followed(plan: Path, events: Path, out: Path) -> float:
     start = time.perf_counter()
     with events.open("rb") as stdin:
         subprocess.run([*CLI, "run", str(plan), "--follow", "-", "-o", str(out), "-q",
-                        "--trigger", "1"], stdin=stdin, check=True, env=_env(), cwd=ROOT)
+                        "--trigger", "1"], stdin=stdin, check=True, env=bench_env(), cwd=ROOT)
     return time.perf_counter() - start
 
 
@@ -119,7 +119,7 @@ def killed_and_restarted(plan: Path, bars: Path, out: Path, checkpoint: Path | N
     points = sorted(rng.sample(range(1, parts), kills)) if checkpoint else []
     start, dropped = time.perf_counter(), 0
     for point in points:
-        follow = subprocess.Popen(command, env=_env(), cwd=ROOT)
+        follow = subprocess.Popen(command, env=bench_env(), cwd=ROOT)
         while dropped < point:
             hidden[dropped].rename(source / hidden[dropped].name[1:])
             dropped += 1
@@ -131,15 +131,15 @@ def killed_and_restarted(plan: Path, bars: Path, out: Path, checkpoint: Path | N
     for part in hidden[dropped:]:
         part.rename(source / part.name[1:])
     (source / "_END").touch()
-    subprocess.run(command, check=True, env=_env(), cwd=ROOT)
+    subprocess.run(command, check=True, env=bench_env(), cwd=ROOT)
     return time.perf_counter() - start
 
 
-def _sorted_matches(out: Path) -> list[str]:
+def sorted_matches(out: Path) -> list[str]:
     return sorted((out / "matches" / "part-00000.jsonl").read_text().splitlines())
 
 
-def _metrics(out: Path) -> dict:
+def read_metrics(out: Path) -> dict:
     return json.loads((out / "metrics.json").read_text())
 
 
@@ -149,7 +149,7 @@ def planned_bars(scratch: Path, rows: int) -> tuple[Path, Path, Path]:
     workload, plan = scratch / "workload.json", scratch / "plan.json"
     write_workload(workload, PATTERNS)
     subprocess.run([*CLI, "optimize", str(workload), "-o", str(plan), "-q"], check=True,
-                   env=_env(), cwd=ROOT)
+                   env=bench_env(), cwd=ROOT)
     bars = scratch / "bars.txt"
     write_bars(bars, rows)
     return workload, plan, bars
@@ -167,9 +167,9 @@ def main(quick: bool = False) -> None:
         batch_s = batch(plan, bars, scratch / "batch")
         stream_s = streamed(plan, workload, bars, scratch / "stream")
         alone_s = followed(plan, bars, scratch / "alone")
-        same = (_sorted_matches(scratch / "batch") == _sorted_matches(scratch / "stream")
-                == _sorted_matches(scratch / "alone"))
-        stream = _metrics(scratch / "stream")["stream"]
+        same = (sorted_matches(scratch / "batch") == sorted_matches(scratch / "stream")
+                == sorted_matches(scratch / "alone"))
+        stream = read_metrics(scratch / "stream")["stream"]
         cpu = dict(zip(("batch", "stream", "alone"), CPU[-3:], strict=True))
         print(f"{'run':<30} {'seconds':>8} {'rows/s':>10} {'of batch':>9} {'cpu s':>7} "
               f"{'of batch (cpu)':>15}")
@@ -189,7 +189,7 @@ def main(quick: bool = False) -> None:
         print(f"\nb. detection latency at half the sustained rate: {rate:,.0f} rows/s, "
               f"{lat_rows:,} rows, 1 s micro-batches")
         streamed(plan, workload, lat_bars, scratch / "lat", "--rate", f"{rate:.0f}")
-        figures = _metrics(scratch / "lat")["stream"]["detection_latency_seconds"]
+        figures = read_metrics(scratch / "lat")["stream"]["detection_latency_seconds"]
         for name, f in figures.items():
             print(f"  {name:<6} matches {f['matches']:>8,}  p50 {f['p50']:.3f} s  "
                   f"p99 {f['p99']:.3f} s  max {f['max']:.3f} s  "
@@ -202,7 +202,7 @@ def main(quick: bool = False) -> None:
             long_bars = scratch / f"long-{factor}.txt"
             write_bars(long_bars, base * factor)
             streamed(plan, workload, long_bars, scratch / f"long-{factor}")
-            state = _metrics(scratch / f"long-{factor}")["stream"]["state_rows_max"]
+            state = read_metrics(scratch / f"long-{factor}")["stream"]["state_rows_max"]
             print(f"{base * factor:>10,} {state:>17,}")
 
         kill_rows = min(rows, 200_000)
@@ -213,10 +213,10 @@ def main(quick: bool = False) -> None:
               "rows in 40 files, restarted from --checkpoint each time")
         plain_s = killed_and_restarted(plan, kill_bars, scratch / "plain", None)
         killed_s = killed_and_restarted(plan, kill_bars, scratch / "killed", scratch / "ckpt")
-        expected = _sorted_matches(scratch / "kill-batch")
-        got = _sorted_matches(scratch / "killed")
+        expected = sorted_matches(scratch / "kill-batch")
+        got = sorted_matches(scratch / "killed")
         print(f"matches {len(got):,} (batch {len(expected):,}); equal as a multiset: "
               f"{got == expected}; same without kills: "
-              f"{_sorted_matches(scratch / 'plain') == expected}")
+              f"{sorted_matches(scratch / 'plain') == expected}")
         print(f"wall: {plain_s:.2f} s without a checkpoint, {killed_s:.2f} s with one and "
               "5 kills and restarts")

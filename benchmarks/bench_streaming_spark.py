@@ -23,7 +23,14 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.bench_streaming import CLI, ROOT, _env, _metrics, _sorted_matches, planned_bars
+from benchmarks.bench_streaming import (
+    CLI,
+    ROOT,
+    bench_env,
+    planned_bars,
+    read_metrics,
+    sorted_matches,
+)
 
 START_SECONDS = 600  # the most the query may take to start before the benchmark gives up
 
@@ -37,7 +44,7 @@ def spark_stream(plan: Path, workload: Path, bars: Path, out: Path, *replay: str
     source.mkdir()
     follow = subprocess.Popen([*CLI, "run", str(plan), "--follow", str(source), "-o", str(out),
                                "--engine", "spark", "--master", "local[2]", "--checkpoint",
-                               str(checkpoint), "--trigger", "1", "-q"], env=_env(), cwd=ROOT)
+                               str(checkpoint), "--trigger", "1", "-q"], env=bench_env(), cwd=ROOT)
     (source / ".0-warm-up.txt").write_text("\n")
     (source / ".0-warm-up.txt").rename(source / "0-warm-up.txt")
     deadline = time.monotonic() + START_SECONDS
@@ -48,11 +55,11 @@ def spark_stream(plan: Path, workload: Path, bars: Path, out: Path, *replay: str
         time.sleep(0.2)
     start = time.time()
     subprocess.run([*CLI, "replay", str(bars), "-w", str(workload), "--to", str(source), "-q",
-                    *replay], check=True, env=_env(), cwd=ROOT)
+                    *replay], check=True, env=bench_env(), cwd=ROOT)
     if follow.wait():
         raise RuntimeError("the Spark stream failed")
     last = max(c.stat().st_mtime for c in (checkpoint / "spark" / "commits").iterdir())
-    return last - start, _metrics(out)
+    return last - start, read_metrics(out)
 
 
 def committed_matches(out: Path) -> list[str]:
@@ -72,8 +79,8 @@ def main(quick: bool = False) -> None:
         scratch = Path(folder)
         workload, plan, bars = planned_bars(scratch, rows)
         subprocess.run([*CLI, "run", str(plan), str(bars), "-o", str(scratch / "batch"), "-q"],
-                       check=True, env=_env(), cwd=ROOT)
-        expected = _sorted_matches(scratch / "batch")
+                       check=True, env=bench_env(), cwd=ROOT)
+        expected = sorted_matches(scratch / "batch")
 
         print(f"\na. sustained rate on Spark, GOOG + MSFT patterns, {rows:,} minute bars "
               "replayed as fast as written, 1 s triggers, local[2]")
