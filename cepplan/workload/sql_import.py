@@ -68,13 +68,7 @@ class _Query:
         args = self.match.args
         self.variables = _pattern_variables(args.get("pattern"))
         self.time_column = self.order_column(args.get("order"))
-        if args.get("after") is None or args["after"].name.upper() != "AFTER MATCH SKIP TO " \
-                "NEXT ROW":
-            shown = args["after"].name if args.get("after") else "AFTER MATCH SKIP PAST LAST ROW"
-            raise _Refused("AFTER MATCH SKIP", f"{shown!r}"
-                           + (" (the default)" if args.get("after") is None else "")
-                           + " is not supported: cepplan reports every match, as AFTER MATCH "
-                           "SKIP TO NEXT ROW does; write that clause to import the query")
+        self.check_skip(args.get("after"), args.get("define") or ())
         rows = args.get("rows")
         if rows is not None and rows.name.upper() != "ONE ROW PER MATCH":
             raise _Refused("ROWS PER MATCH", f"{rows.name!r} is not supported: cepplan writes "
@@ -126,6 +120,31 @@ class _Query:
                            "time_column": self.time_column},
                 "event_types": {self.table: {"attributes": attributes}},
                 "patterns": [pattern]}
+
+    def check_skip(self, after, define) -> None:
+        """Refuse an AFTER MATCH SKIP that could find other matches than cepplan's every
+        match (TO NEXT ROW); one whose matches cannot overlap finds the same (sql_skip)."""
+        from cepplan.workload.sql_skip import matches_cannot_overlap
+
+        shown = " ".join(after.name.upper().split()) if after is not None else \
+            "AFTER MATCH SKIP PAST LAST ROW"
+        if shown == "AFTER MATCH SKIP TO NEXT ROW":
+            return
+        target = re.fullmatch(r"AFTER MATCH SKIP TO (?:(?:FIRST|LAST) )?(\w+)", shown)
+        if target:
+            var = next((v for v in self.variables if v.upper() == target.group(1)), None)
+            if var is None:
+                raise _Refused("AFTER MATCH SKIP", f"{target.group(1)!r} is not a variable of "
+                               f"the PATTERN ({' '.join(self.variables)})")
+            if var == self.variables[0]:
+                raise _Refused("AFTER MATCH SKIP", f"{shown!r} resumes at the match's first "
+                               "row, which SQL reports as an error")
+        if not matches_cannot_overlap(self.variables, {d.alias: d.this for d in define}):
+            raise _Refused("AFTER MATCH SKIP", f"{shown!r}"
+                           + (" (the default)" if after is None else "")
+                           + " is not supported: cepplan reports every match, as AFTER MATCH "
+                           "SKIP TO NEXT ROW does, and matches of this PATTERN may share rows "
+                           "(docs/import.md); write that clause to import the query")
 
     def order_column(self, order) -> str:
         from sqlglot import exp
@@ -213,6 +232,9 @@ class _Query:
         if var not in self.variables:
             raise _Refused(place, f"{var!r} is not a variable of the PATTERN "
                            f"({' '.join(self.variables)})")
+        if current is not None and self.variables.index(var) > self.variables.index(current):
+            raise _Refused(place, f"{column.sql()!r} reads {var}, which comes after {current} "
+                           f"in the PATTERN: while {current} is matched SQL reads it as NULL")
         index = self.variables.index(var) + shift
         if not 0 <= index < len(self.variables):
             raise _Refused(place, f"{column.sql()!r} moved {abs(shift)} row(s) from {var} "
