@@ -201,7 +201,9 @@ class _Query:
         if isinstance(node, exp.Abs):
             return f"abs({text(node.this)})"
         if isinstance(node, (exp.First, exp.Last)):
-            return self.navigation(kind.upper(), [node.this], place, current)
+            offset = node.args.get("expression")
+            return self.navigation(kind.upper(), [node.this, *([offset] if offset else [])],
+                                   place, current)
         if isinstance(node, exp.Anonymous) and node.name.upper() in ("PREV", "NEXT", "FIRST",
                                                                      "LAST"):
             return self.navigation(node.name.upper(), node.expressions, place, current)
@@ -212,16 +214,21 @@ class _Query:
     def navigation(self, func: str, args: list, place: str, current: str | None) -> str:
         """PREV/NEXT move to the row before/after a variable's row, which under strict
         contiguity is the neighbouring variable's; FIRST/LAST of a single-row variable are
-        its row."""
+        its row, and of an unqualified column in DEFINE the match's first / the current row."""
         from sqlglot import exp
 
-        offset = 1
+        offset = 1 if func in ("PREV", "NEXT") else 0
         if len(args) == 2 and isinstance(args[1], exp.Literal) and args[1].this.isdigit():
             offset = int(args[1].this)
         elif len(args) != 1:
             raise _Refused(place, f"{func} takes a column and an optional whole offset")
-        if not isinstance(args[0], exp.Column) or (func in ("FIRST", "LAST") and offset != 1):
+        if not isinstance(args[0], exp.Column):
             raise _Refused(place, f"{func} of anything but a column is not supported")
+        if func in ("FIRST", "LAST") and offset != 0:
+            raise _Refused(place, f"{func}({args[0].sql()}, {offset}) reads a row the "
+                           f"single-row variable does not have (NULL in SQL)")
+        if func == "FIRST" and not args[0].table and current is not None:
+            current = self.variables[0]  # FIRST of all the rows matched so far: the first
         shift = {"PREV": -offset, "NEXT": offset}.get(func, 0)
         return self.reference(args[0], place, current, shift)
 

@@ -40,6 +40,16 @@ QUERIES = {  # name: (query, WITHIN in seconds or None)
         AFTER MATCH SKIP TO NEXT ROW PATTERN (S U D) WITHIN INTERVAL '20' SECOND
         DEFINE S AS S.price < NEXT(S.price), U AS U.volume >= 1 AND FIRST(S.volume) <= 3,
                D AS D.price <= PREV(D.price, 2) AND abs(D.volume - 2) <= 1)""", 20),
+    "first_of_match": ("""SELECT * FROM Ticker MATCH_RECOGNIZE (PARTITION BY symbol
+        ORDER BY ts AFTER MATCH SKIP TO NEXT ROW PATTERN (A B C) WITHIN INTERVAL '20' SECOND
+        DEFINE C AS price > FIRST(price) AND LAST(B.volume, 0) >= 1)""", 20),
+    "disjoint_past_last_row": ("""SELECT * FROM Ticker MATCH_RECOGNIZE (PARTITION BY symbol
+        ORDER BY ts PATTERN (A B C) WITHIN INTERVAL '20' SECOND
+        DEFINE A AS volume = 1, B AS (B.volume = 2 AND price >= A.price), C AS 3 = C.volume)""",
+                               20),
+    "disjoint_skip_to_last": ("""SELECT * FROM Ticker MATCH_RECOGNIZE (ORDER BY ts
+        AFTER MATCH SKIP TO LAST C PATTERN (A B C) WITHIN INTERVAL '20' SECOND
+        DEFINE A AS volume = 1 AND symbol = 'x', B AS B.volume = 2, C AS volume = 3)""", 20),
 }
 
 ROW = st.tuples(st.sampled_from(["x", "y"]), st.integers(0, 4), st.integers(0, 4))
@@ -91,6 +101,13 @@ BASE = QUERIES["drop"][0]
     (BASE.replace("HIGH.price > 2", "HIGH.cost > 2"), "DEFINE HIGH", "'cost' is not a column"),
     (BASE.replace("(ORDER BY ts", "(ORDER BY ts ALL ROWS PER MATCH"), "ROWS PER MATCH",
      "ALL ROWS PER MATCH"),
+    (BASE.replace("HIGH.price > 2", "HIGH.price > LOW.price"), "DEFINE HIGH",
+     "comes after HIGH"),
+    (BASE.replace("HIGH.price > 2", "LAST(HIGH.price, 1) > 2"), "DEFINE HIGH",
+     "a row the single-row variable does not have"),
+    (BASE.replace("TO NEXT ROW", "TO FIRST HIGH"), "AFTER MATCH SKIP", "first row"),
+    (BASE.replace("TO NEXT ROW", "TO LAST Z"), "AFTER MATCH SKIP", "'Z' is not a variable"),
+    (BASE.replace("TO NEXT ROW", "TO LAST LOW"), "AFTER MATCH SKIP", "may share rows"),
     ("SELECT symbol FROM Ticker", "query", "not a MATCH_RECOGNIZE query"),
     (BASE.replace("SELECT *", "SELECT price"), "SELECT", "MEASURES and PARTITION BY columns"),
     ("SELECT * FROM (", "line 1", "not valid SQL"),
@@ -131,7 +148,7 @@ def test_each_query_matches_on_a_fixed_table(name):
 
     rng = random.Random(7)
     table = [{"id": i, "symbol": rng.choice("xy"), "ts": t, "price": float(rng.randint(0, 4)),
-              "volume": rng.randint(0, 4)} for i, t in enumerate(rng.sample(range(50), 50))]
+              "volume": rng.randint(0, 4)} for i, t in enumerate(rng.sample(range(400), 400))]
     wl = imported(name)
     events = pd.DataFrame({"__type": "Ticker", "__ts": [float(r["ts"]) for r in table],
                            "__id": [r["id"] for r in table],
