@@ -36,9 +36,10 @@ _SECONDS = {"SECOND": 1, "MINUTE": 60, "HOUR": 3600}
 Mapped = tuple[tuple[str, int], ...]  # (variable, row index in the partition), in row order
 
 
-def reference_matches(sql: str, rows: list[dict], within: float | None = None) -> list[tuple]:
-    """Each match as ((variable, row id), ...) in row order; `rows` carry an `id`; the window
-    is the query's WITHIN in seconds, else `within` (None: no window)."""
+def reference_matches(sql: str, rows: list[dict], within: float | None = None, *,
+                      row_id: str = "id") -> list[tuple]:
+    """Each match as ((variable, row id), ...) in row order, the id read from `row_id`; the
+    window is the query's WITHIN in seconds, else `within` (None: no window)."""
     found = _WITHIN.search(sql)
     if found:
         within = int(found.group(1)) * _SECONDS[found.group(2).upper()]
@@ -68,7 +69,7 @@ def reference_matches(sql: str, rows: list[dict], within: float | None = None) -
             if first is None:
                 start += 1
                 continue
-            out.append(tuple((v, part[i]["id"]) for v, i in first))
+            out.append(tuple((v, part[i][row_id]) for v, i in first))
             start = _resume(skip, first, start)
     return sorted(out)
 

@@ -161,50 +161,6 @@ def test_each_query_matches_on_a_fixed_table(name):
     assert expected and got == expected
 
 
-PEER_QUERIES = {  # name: (query from a peer's documentation, its table's columns, refused at)
-    # Flink docs, "Detecting Patterns" (docs/dev/table/streaming/match_recognize.md)
-    "flink_ticker": ("""SELECT * FROM Ticker MATCH_RECOGNIZE (
-        PARTITION BY symbol ORDER BY rowtime
-        MEASURES START_ROW.rowtime AS start_tstamp, LAST(PRICE_DOWN.rowtime) AS bottom_tstamp,
-                 LAST(PRICE_UP.rowtime) AS end_tstamp
-        ONE ROW PER MATCH AFTER MATCH SKIP TO LAST PRICE_UP
-        PATTERN (START_ROW PRICE_DOWN+ PRICE_UP)
-        DEFINE PRICE_DOWN AS (LAST(PRICE_DOWN.price, 1) IS NULL
-                              AND PRICE_DOWN.price < START_ROW.price)
-                             OR PRICE_DOWN.price < LAST(PRICE_DOWN.price, 1),
-               PRICE_UP AS PRICE_UP.price > LAST(PRICE_DOWN.price, 1)) MR""",
-                     {"symbol": "string", "rowtime": "long", "price": "double"}, "PATTERN"),
-    # FLINK-7062, the first MATCH_RECOGNIZE Flink ran
-    "flink_basic": ("""SELECT T.aid, T.bid, T.cid FROM MyTable MATCH_RECOGNIZE (
-        MEASURES A.id AS aid, B.id AS bid, C.id AS cid
-        PATTERN (A B C)
-        DEFINE A AS A.name = 'a', B AS B.name = 'b', C AS C.name = 'c') AS T""",
-                    {"id": "long", "name": "string"}, "ORDER BY"),
-    # Trino docs, "MATCH_RECOGNIZE" (SUBSET, which sqlglot does not read)
-    "trino_orders": ("""SELECT * FROM orders MATCH_RECOGNIZE(
-        PARTITION BY custkey ORDER BY orderdate
-        MEASURES A.totalprice AS starting_price, LAST(B.totalprice) AS bottom_price,
-                 LAST(U.totalprice) AS top_price
-        ONE ROW PER MATCH AFTER MATCH SKIP PAST LAST ROW
-        PATTERN (A B+ C+ D+)
-        SUBSET U = (C, D)
-        DEFINE B AS totalprice < PREV(totalprice),
-               C AS totalprice > PREV(totalprice) AND totalprice <= A.totalprice,
-               D AS totalprice > PREV(totalprice))""",
-                     {"custkey": "long", "orderdate": "long", "totalprice": "double"},
-                     "SUBSET"),
-}
-
-
-@pytest.mark.parametrize("name", sorted(PEER_QUERIES))
-def test_peer_documentation_queries_are_refused_at_the_clause(name):
-    query, columns, place = PEER_QUERIES[name]
-    with pytest.raises(InputError) as caught:
-        import_query(query, columns, file="q.sql", sample_format="csv")
-    (problem,) = caught.value.problems
-    assert problem.path == place, problem
-
-
 def test_within_option_is_a_duration_checked_where_it_is_given(tmp_path):
     sample = tmp_path / "sample.csv"
     sample.write_text("symbol,ts,price,volume\nx,1,5.0,2\n")
