@@ -49,9 +49,10 @@ def import_command(
     write_json_atomic(output, doc)
     if not quiet:
         (pattern,) = doc["patterns"]
+        order = ("in strict contiguity" if pattern["strategy"] == "strict" else
+                 "in strict contiguity but for the last, the first after them that qualifies")
         echo(f"wrote {output}: pattern {pattern['name']} = SEQ of "
-             f"{len(pattern['structure']) - 1} {doc['source']['type']} rows in strict "
-             "contiguity")
+             f"{len(pattern['structure']) - 1} {doc['source']['type']} rows {order}")
 
 
 def sample_columns(path: Path) -> tuple[str, dict[str, str]]:

@@ -2,9 +2,11 @@
 
 The query is parsed by sqlglot (a maintained SQL parser); what it carries over keeps the
 query's meaning (docs/import.md): `PATTERN` of single-row variables in strict contiguity
-(`strategy: strict`), `PARTITION BY`, `ORDER BY` one numeric time column, `DEFINE` with
-`PREV`/`NEXT`/`FIRST`/`LAST`, `MEASURES` (as `emit`), `AFTER MATCH SKIP TO NEXT ROW` and
-Flink's `WITHIN` (which sqlglot does not read: it is taken from the text after `PATTERN`).
+(`strategy: strict`), an `X*?` before the last one as skip-till-next-match (sql_pattern),
+`PARTITION BY`, `ORDER BY` one numeric time column, `DEFINE` with `PREV`/`NEXT`/`FIRST`/`LAST`,
+`MEASURES` (as `emit`), `AFTER MATCH SKIP TO NEXT ROW` or a skip that cannot change the
+matches (sql_skip) and Flink's `WITHIN` (which sqlglot does not read: it is taken from the text
+after `PATTERN`).
 Every other clause is refused with a `Problem` naming it.
 """
 
@@ -16,13 +18,13 @@ from typing import Any
 
 from cepplan.errors import InputError, Problem
 from cepplan.workload.names import is_name
+from cepplan.workload.sql_pattern import read_pattern
 
 _WITHIN = re.compile(r"\bWITHIN\s+INTERVAL\s+'(\d+(?:\.\d+)?)'\s+"
                      r"(MILLISECOND|SECOND|MINUTE|HOUR|DAY)S?\b", re.IGNORECASE)
 _UNITS = {"MILLISECOND": "ms", "SECOND": "s", "MINUTE": "min", "HOUR": "h", "DAY": "d"}
 _COMPARE = {"EQ": "==", "NEQ": "!=", "LT": "<", "LTE": "<=", "GT": ">", "GTE": ">="}
 _ARITHMETIC = {"Add": "+", "Sub": "-", "Mul": "*", "Div": "/", "Mod": "%"}
-_RESERVED = {"and", "or", "not", "true", "false", "ts"}
 _UNREAD_CLAUSES = {"SUBSET", "WITHIN"}  # clauses sqlglot does not read (WITHIN: other forms)
 
 
@@ -60,13 +62,18 @@ class _Query:
             sql = sql[:found.start()] + " " * (found.end() - found.start()) + sql[found.end():]
         self.match, self.table = _parse(sql)
         self.variables: list[str] = []
+        self.gap: str | None = None  # the X of an `X*?` before the last variable
         self.time_column = ""
 
     def workload(self) -> dict[str, Any]:
         from sqlglot import exp
 
         args = self.match.args
-        self.variables = _pattern_variables(args.get("pattern"))
+        try:
+            pattern_read = read_pattern(args["pattern"].name if args.get("pattern") else "")
+        except ValueError as err:
+            raise _Refused("PATTERN", str(err)) from None
+        self.variables, self.gap = pattern_read.variables, pattern_read.gap
         self.time_column = self.order_column(args.get("order"))
         self.check_skip(args.get("after"), args.get("define") or ())
         rows = args.get("rows")
@@ -83,6 +90,11 @@ class _Query:
         for item in args.get("define") or ():
             var = item.alias
             place = f"DEFINE {var}"
+            if var == self.gap:
+                if isinstance(item.this, exp.Boolean) and item.this.this:
+                    continue
+                raise _Refused(place, f"{var}*? carries over as skip-till-next-match only when "
+                               f"{var} matches every row: leave {var} out of DEFINE")
             if var not in self.variables:
                 raise _Refused(place, f"{var!r} is not a variable of the PATTERN "
                                f"({' '.join(self.variables)})")
@@ -100,7 +112,8 @@ class _Query:
         pattern: dict[str, Any] = {
             "name": _name(self.match, self.table),
             "structure": ["SEQ", *(f"{v}:{self.table}" for v in self.variables)],
-            "strategy": "strict"}
+            "strategy": "strict" if self.gap is None else {
+                **{v: "strict" for v in self.variables[1:-1]}, self.variables[-1]: "next"}}
         if where:
             pattern["where"] = where
         if partition:
@@ -130,6 +143,12 @@ class _Query:
             "AFTER MATCH SKIP PAST LAST ROW"
         if shown == "AFTER MATCH SKIP TO NEXT ROW":
             return
+        if self.gap is not None:
+            raise _Refused("AFTER MATCH SKIP", f"{shown!r}"
+                           + (" (the default)" if after is None else "")
+                           + f" is not supported with {self.gap}*?: cepplan reports every "
+                           "match, as AFTER MATCH SKIP TO NEXT ROW does; write that clause to "
+                           "import the query")
         target = re.fullmatch(r"AFTER MATCH SKIP TO (?:(?:FIRST|LAST) )?(\w+)", shown)
         if target:
             var = next((v for v in self.variables if v.upper() == target.group(1)), None)
@@ -236,6 +255,9 @@ class _Query:
         var = column.table or current
         if var is None:
             raise _Refused(place, f"{column.sql()!r}: name the variable (A.{column.name})")
+        if var == self.gap:
+            raise _Refused(place, f"{column.sql()!r} reads the rows {var}*? skips, which "
+                           "cepplan does not keep")
         if var not in self.variables:
             raise _Refused(place, f"{var!r} is not a variable of the PATTERN "
                            f"({' '.join(self.variables)})")
@@ -243,6 +265,11 @@ class _Query:
             raise _Refused(place, f"{column.sql()!r} reads {var}, which comes after {current} "
                            f"in the PATTERN: while {current} is matched SQL reads it as NULL")
         index = self.variables.index(var) + shift
+        last = len(self.variables) - 1
+        if self.gap is not None and min(index, index - shift) < last <= max(index,
+                                                                             index - shift):
+            raise _Refused(place, f"{column.sql()!r} moved {abs(shift)} row(s) from {var} "
+                           f"reads across {self.gap}*?, whose rows cepplan does not keep")
         if not 0 <= index < len(self.variables):
             raise _Refused(place, f"{column.sql()!r} moved {abs(shift)} row(s) from {var} "
                            "reads a row outside the match, which cepplan does not keep")
@@ -275,8 +302,8 @@ def _parse(sql: str):
     table = source.this if source is not None else None
     if not isinstance(table, exp.Table) or not is_name(table.name):
         raise _Refused("FROM", "MATCH_RECOGNIZE must read one table by name")
-    extra = [k for k in ("where", "group", "having", "order", "limit", "joins", "with")
-             if query.args.get(k)]
+    extra = [k for k in ("where", "group", "having", "limit", "joins", "with")
+             if query.args.get(k)]  # an outer ORDER BY orders the result rows only
     if extra:
         raise _Refused(extra[0].upper(), "only SELECT ... FROM table MATCH_RECOGNIZE (...) is "
                        "carried over; the rest of the query is not")
@@ -289,33 +316,6 @@ def _parse(sql: str):
             raise _Refused("SELECT", f"{item.sql()!r}: a match carries its MEASURES and "
                            "PARTITION BY columns only (or SELECT *)")
     return match, table.name
-
-
-def _pattern_variables(pattern) -> list[str]:
-    """The PATTERN's variables, in order; anything but single-row variables is refused."""
-    text = pattern.name if pattern is not None else ""
-    for token, construct in (("|", "alternation"), ("(", "grouping"), ("{-", "exclusion"),
-                             ("^", "an anchor"), ("$", "an anchor")):
-        if token in text:
-            raise _Refused("PATTERN", f"{construct} ({token!r}) is not supported")
-    variables = []
-    for token in text.split():
-        if token.upper().startswith("PERMUTE"):
-            raise _Refused("PATTERN", "PERMUTE is not supported")
-        name = re.match(r"\w+", token)
-        if name is None or name.group() != token:
-            quantifier = token[name.end():] if name else token
-            raise _Refused("PATTERN", f"the quantifier {quantifier!r} on "
-                           f"{name.group() if name else token} is not supported: each variable "
-                           "matches one row")
-        if not is_name(token) or token in _RESERVED or token.startswith("__"):
-            raise _Refused("PATTERN", f"{token!r} cannot be a cepplan variable name")
-        if token in variables:
-            raise _Refused("PATTERN", f"{token} appears twice: each variable matches one row")
-        variables.append(token)
-    if not variables:
-        raise _Refused("PATTERN", "missing or empty")
-    return variables
 
 
 def _name(match, table: str) -> str:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 import operator
 import re
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 
 import sqlglot
 from sqlglot import exp
@@ -37,9 +37,10 @@ Mapped = tuple[tuple[str, int], ...]  # (variable, row index in the partition), 
 
 
 def reference_matches(sql: str, rows: list[dict], within: float | None = None, *,
-                      row_id: str = "id") -> list[tuple]:
-    """Each match as ((variable, row id), ...) in row order, the id read from `row_id`; the
-    window is the query's WITHIN in seconds, else `within` (None: no window)."""
+                      row_id: str = "id", bound: Collection[str] | None = None) -> list[tuple]:
+    """Each match as ((variable, row id), ...) in row order, the id read from `row_id`, only
+    the rows of `bound` variables when given; the window is the query's WITHIN in seconds,
+    else `within` (None: no window)."""
     found = _WITHIN.search(sql)
     if found:
         within = int(found.group(1)) * _SECONDS[found.group(2).upper()]
@@ -69,7 +70,8 @@ def reference_matches(sql: str, rows: list[dict], within: float | None = None, *
             if first is None:
                 start += 1
                 continue
-            out.append(tuple((v, part[i][row_id]) for v, i in first))
+            out.append(tuple((v, part[i][row_id]) for v, i in first
+                             if bound is None or v in bound))
             start = _resume(skip, first, start)
     return sorted(out)
 

@@ -71,7 +71,8 @@ def test_corpus_query_runs_equal_to_the_reference_or_is_refused_at_its_clause(na
     time = [row[doc["source"]["time_column"]] for row in rows]
     assert len(set(time)) == len(time)
     expected = sorted(tuple(sorted((time[i], v) for v, i in match))
-                      for match in reference_matches(sql, rows, within, row_id="__row"))
+                      for match in reference_matches(sql, rows, within, row_id="__row",
+                                                       bound=pattern.variables))
     assert expected, "the sample makes the query match"
     assert got == expected
     if "peer matches" in fields:  # the peer's own result, as 1-based rows of the sample

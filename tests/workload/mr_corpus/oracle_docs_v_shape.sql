@@ -1,6 +1,6 @@
 -- source: https://docs.oracle.com/database/121/DWHSG/pattern.htm (Example 20-1, Pattern Match: Simple V-Shape with 1 Row Output per Match)
 -- adapted: tstamp as the day of April 2011; the ACME rows of the page's table
--- expect: refused at ORDER
+-- expect: refused at PATTERN
 SELECT *
 FROM Ticker MATCH_RECOGNIZE (
      PARTITION BY symbol
