@@ -198,3 +198,27 @@ def test_within_option_is_a_duration_checked_where_it_is_given(tmp_path):
     good = cepplan("import", str(query), str(sample), "-o", str(out), "--within", "2min")
     assert good.returncode == 0, good.stderr
     assert build_workload(json.loads(out.read_text())).patterns[0].window == 120
+
+
+@settings(max_examples=150, deadline=None)
+@given(names=st.lists(st.sampled_from(["a", "b", None]), min_size=2, max_size=4),
+       rows=st.lists(st.sampled_from("ab"), max_size=12))
+def test_matches_proved_apart_share_no_row(names, rows):
+    """The proof that lets a skip other than TO NEXT ROW through (sql_skip) is sound: when it
+    holds, no two matches of every row's attempt share a row."""
+    import sqlglot
+    from sqlglot import exp
+
+    from cepplan.workload.sql_skip import matches_cannot_overlap
+
+    variables = [f"V{i}" for i in range(len(names))]
+    define = ", ".join(f"{v} AS (name = '{n}' AND {v}.volume >= 0)"
+                       for v, n in zip(variables, names, strict=True) if n)
+    sql = (f"SELECT * FROM T MATCH_RECOGNIZE (ORDER BY ts AFTER MATCH SKIP TO NEXT ROW "
+           f"PATTERN ({' '.join(variables)}) DEFINE {define or 'V0 AS TRUE'})")
+    match = sqlglot.parse_one(sql, read="trino").find(exp.MatchRecognize)
+    if not matches_cannot_overlap(variables, {d.alias: d.this for d in match.args["define"]}):
+        return
+    table = [{"id": i, "ts": i, "name": n, "volume": 1} for i, n in enumerate(rows)]
+    used = [i for m in reference_matches(sql, table) for _, i in m]
+    assert len(used) == len(set(used))
