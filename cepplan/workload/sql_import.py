@@ -98,7 +98,14 @@ class _Query:
             if var not in self.variables:
                 raise _Refused(place, f"{var!r} is not a variable of the PATTERN "
                                f"({' '.join(self.variables)})")
+            if var in defined:
+                raise _Refused(place, f"{var} is defined twice")
             defined.add(var)
+            if isinstance(item.this, exp.Boolean) and item.this.this:
+                continue  # every row: as if left out of DEFINE
+            if item.this.find(exp.Column) is None:
+                raise _Refused(place, f"{item.this.sql()!r} reads no column: a condition "
+                               "other than TRUE must read the row")
             where.append(self.expression(item.this, place, var))
         emit = {}
         for measure in args.get("measures") or ():

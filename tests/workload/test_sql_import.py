@@ -52,11 +52,14 @@ QUERIES = {  # name: (query, WITHIN in seconds or None)
         DEFINE A AS volume = 1 AND symbol = 'x', B AS B.volume = 2, C AS volume = 3)""", 20),
     "skip_till_next_last": ("""SELECT * FROM Ticker MATCH_RECOGNIZE (PARTITION BY symbol
         ORDER BY ts AFTER MATCH SKIP TO NEXT ROW PATTERN (A B X*? C) WITHIN INTERVAL '8' SECOND
-        DEFINE A AS price > 1, B AS B.volume >= A.volume AND PREV(B.price) < 4,
+        DEFINE A AS price > 1, X AS TRUE, B AS B.volume >= A.volume AND PREV(B.price) < 4,
                C AS C.price > A.price AND volume > FIRST(volume)) ORDER BY symbol""", 8),
     "skip_till_next_only": ("""SELECT * FROM Ticker MATCH_RECOGNIZE (ORDER BY ts
         AFTER MATCH SKIP TO NEXT ROW PATTERN (S GAP*? E) WITHIN INTERVAL '12' SECOND
         DEFINE S AS S.volume = 0, GAP AS TRUE, E AS E.price >= S.price + 2)""", 12),
+    "defined_as_true": ("""SELECT * FROM Ticker MATCH_RECOGNIZE (ORDER BY ts
+        AFTER MATCH SKIP TO NEXT ROW PATTERN (U D) WITHIN INTERVAL '3' SECOND
+        DEFINE U AS TRUE, D AS D.price < U.price)""", 3),
 }
 
 ROW = st.tuples(st.sampled_from(["x", "y"]), st.integers(0, 4), st.integers(0, 4))
@@ -127,6 +130,9 @@ BASE = QUERIES["drop"][0]
      "DEFINE LOW", "reads the rows X*? skips"),
     (BASE.replace("(HIGH LOW)", "(HIGH X*? LOW)").replace("TO NEXT ROW", "PAST LAST ROW"),
      "AFTER MATCH SKIP", "not supported with X*?"),
+    (BASE.replace("HIGH.price > 2", "1 = 1"), "DEFINE HIGH", "reads no column"),
+    (BASE.replace("LOW AS", "HIGH AS HIGH.price > 3, LOW AS"), "DEFINE HIGH",
+     "HIGH is defined twice"),
     ("SELECT symbol FROM Ticker", "query", "not a MATCH_RECOGNIZE query"),
     (BASE.replace("SELECT *", "SELECT price"), "SELECT", "MEASURES and PARTITION BY columns"),
     ("SELECT * FROM (", "line 1", "not valid SQL"),
