@@ -84,6 +84,9 @@ class _Query:
         for column in args.get("partition_by") or ():
             if not isinstance(column, exp.Column) or column.table:
                 raise _Refused("PARTITION BY", f"{column.sql()!r}: only plain columns")
+            if column.name == self.time_column:
+                raise _Refused("PARTITION BY", f"{column.name!r} is the ORDER BY column: the "
+                               "time of the events")
             partition.append(self.attribute(column.name, "PARTITION BY"))
         where = []
         defined = set()
@@ -115,7 +118,12 @@ class _Query:
                                "are final)")
             if not isinstance(measure.this, exp.Alias) or not is_name(measure.this.alias):
                 raise _Refused(place, "a measure needs a name: EXPRESSION AS name")
-            emit[measure.this.alias] = self.expression(measure.this.this, place, None)
+            name = measure.this.alias
+            if name == "ts" or name.startswith("__"):
+                raise _Refused(place, f"{name!r} cannot name a measure: cepplan reserves it")
+            if name in emit or name in partition:
+                raise _Refused(place, f"{name!r} names two columns of the match")
+            emit[name] = self.expression(measure.this.this, place, None)
         pattern: dict[str, Any] = {
             "name": _name(self.match, self.table),
             "structure": ["SEQ", *(f"{v}:{self.table}" for v in self.variables)],
