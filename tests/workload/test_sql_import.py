@@ -202,6 +202,18 @@ def test_each_query_matches_on_a_fixed_table(name):
     assert expected and got == expected
 
 
+@pytest.mark.parametrize("column", ["a b", "__x", "1st"])
+def test_a_sample_column_cepplan_cannot_name_is_refused_at_the_sample(tmp_path, column):
+    sample = tmp_path / "sample.csv"
+    sample.write_text(f"symbol,ts,price,{column}\nx,1,5.0,2\n")
+    query, out = tmp_path / "q.sql", tmp_path / "w.json"
+    query.write_text(QUERIES["drop"][0])
+    done = cepplan("import", str(query), str(sample), "-o", str(out))
+    assert done.returncode == 2 and not out.exists(), done.stderr
+    assert done.stderr.startswith(f"error: {sample}: {column}: not a column name"), done.stderr
+    assert len(done.stderr.splitlines()) == 1
+
+
 def test_within_option_is_a_duration_checked_where_it_is_given(tmp_path):
     sample = tmp_path / "sample.csv"
     sample.write_text("symbol,ts,price,volume\nx,1,5.0,2\n")
