@@ -25,6 +25,7 @@ _WITHIN = re.compile(r"\bWITHIN\s+INTERVAL\s+'(\d+(?:\.\d+)?)'\s+"
 _UNITS = {"MILLISECOND": "ms", "SECOND": "s", "MINUTE": "min", "HOUR": "h", "DAY": "d"}
 _COMPARE = {"EQ": "==", "NEQ": "!=", "LT": "<", "LTE": "<=", "GT": ">", "GTE": ">="}
 _ARITHMETIC = {"Add": "+", "Sub": "-", "Mul": "*", "Div": "/", "Mod": "%"}
+_DEFAULT_SKIP = " (the SQL standard's default; Flink's is TO NEXT ROW)"
 _UNREAD_CLAUSES = {"SUBSET", "WITHIN"}  # clauses sqlglot does not read (WITHIN: other forms)
 
 
@@ -160,7 +161,7 @@ class _Query:
             return
         if self.gap is not None:
             raise _Refused("AFTER MATCH SKIP", f"{shown!r}"
-                           + (" (the default)" if after is None else "")
+                           + (_DEFAULT_SKIP if after is None else "")
                            + f" is not supported with {self.gap}*?: cepplan reports every "
                            "match, as AFTER MATCH SKIP TO NEXT ROW does; write that clause to "
                            "import the query")
@@ -175,7 +176,7 @@ class _Query:
                                "row, which SQL reports as an error")
         if not matches_cannot_overlap(self.variables, {d.alias: d.this for d in define}):
             raise _Refused("AFTER MATCH SKIP", f"{shown!r}"
-                           + (" (the default)" if after is None else "")
+                           + (_DEFAULT_SKIP if after is None else "")
                            + " is not supported: cepplan reports every match, as AFTER MATCH "
                            "SKIP TO NEXT ROW does, and matches of this PATTERN may share rows "
                            "(docs/import.md); write that clause to import the query")

@@ -98,7 +98,8 @@ BASE = QUERIES["drop"][0]
 
 
 @pytest.mark.parametrize(("query", "place", "fragment"), [
-    (BASE.replace("AFTER MATCH SKIP TO NEXT ROW", ""), "AFTER MATCH SKIP", "(the default)"),
+    (BASE.replace("AFTER MATCH SKIP TO NEXT ROW", ""), "AFTER MATCH SKIP",
+     "(the SQL standard's default; Flink's is TO NEXT ROW)"),
     (BASE.replace("TO NEXT ROW", "PAST LAST ROW"), "AFTER MATCH SKIP", "PAST LAST ROW"),
     (BASE.replace("(HIGH LOW)", "(HIGH LOW+)"), "PATTERN", "quantifier '+' on LOW"),
     (BASE.replace("(HIGH LOW)", "(HIGH | LOW)"), "PATTERN", "alternation"),
