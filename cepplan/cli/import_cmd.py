@@ -10,6 +10,7 @@ import typer
 from cepplan.cli import options
 from cepplan.errors import InputError
 from cepplan.terminal import echo
+from cepplan.workload.names import is_name
 
 _ARROW_TYPES = {"int8": "long", "int16": "long", "int32": "long", "int64": "long",
                 "uint8": "long", "uint16": "long", "uint32": "long", "double": "double",
@@ -49,9 +50,10 @@ def import_command(
     write_json_atomic(output, doc)
     if not quiet:
         (pattern,) = doc["patterns"]
+        order = ("in strict contiguity" if pattern["strategy"] == "strict" else
+                 "in strict contiguity but for the last, the first after them that qualifies")
         echo(f"wrote {output}: pattern {pattern['name']} = SEQ of "
-             f"{len(pattern['structure']) - 1} {doc['source']['type']} rows in strict "
-             "contiguity")
+             f"{len(pattern['structure']) - 1} {doc['source']['type']} rows {order}")
 
 
 def sample_columns(path: Path) -> tuple[str, dict[str, str]]:
@@ -81,6 +83,10 @@ def sample_columns(path: Path) -> tuple[str, dict[str, str]]:
                                 f"{str(err).splitlines()[0]}") from None
     columns = {}
     for field in schema:
+        if not is_name(field.name) or field.name.startswith("__"):
+            raise InputError.single(str(path), field.name, "not a column name cepplan reads "
+                                    "(letters of any script, digits and '_', not starting "
+                                    "with a digit or '__')")
         kind = _ARROW_TYPES.get(str(field.type))
         if kind is None:
             raise InputError.single(str(path), field.name, f"column type {field.type} is not "

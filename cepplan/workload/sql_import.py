@@ -2,9 +2,11 @@
 
 The query is parsed by sqlglot (a maintained SQL parser); what it carries over keeps the
 query's meaning (docs/import.md): `PATTERN` of single-row variables in strict contiguity
-(`strategy: strict`), `PARTITION BY`, `ORDER BY` one numeric time column, `DEFINE` with
-`PREV`/`NEXT`/`FIRST`/`LAST`, `MEASURES` (as `emit`), `AFTER MATCH SKIP TO NEXT ROW` and
-Flink's `WITHIN` (which sqlglot does not read: it is taken from the text after `PATTERN`).
+(`strategy: strict`), an `X*?` before the last one as skip-till-next-match (sql_pattern),
+`PARTITION BY`, `ORDER BY` one numeric time column, `DEFINE` with `PREV`/`NEXT`/`FIRST`/`LAST`,
+`MEASURES` (as `emit`), `AFTER MATCH SKIP TO NEXT ROW` or a skip that cannot change the
+matches (sql_skip) and Flink's `WITHIN` (which sqlglot does not read: it is taken from the text
+after `PATTERN`).
 Every other clause is refused with a `Problem` naming it.
 """
 
@@ -16,13 +18,14 @@ from typing import Any
 
 from cepplan.errors import InputError, Problem
 from cepplan.workload.names import is_name
+from cepplan.workload.sql_pattern import read_pattern
 
 _WITHIN = re.compile(r"\bWITHIN\s+INTERVAL\s+'(\d+(?:\.\d+)?)'\s+"
                      r"(MILLISECOND|SECOND|MINUTE|HOUR|DAY)S?\b", re.IGNORECASE)
 _UNITS = {"MILLISECOND": "ms", "SECOND": "s", "MINUTE": "min", "HOUR": "h", "DAY": "d"}
 _COMPARE = {"EQ": "==", "NEQ": "!=", "LT": "<", "LTE": "<=", "GT": ">", "GTE": ">="}
 _ARITHMETIC = {"Add": "+", "Sub": "-", "Mul": "*", "Div": "/", "Mod": "%"}
-_RESERVED = {"and", "or", "not", "true", "false", "ts"}
+_DEFAULT_SKIP = " (the SQL standard's default; Flink's is TO NEXT ROW)"
 _UNREAD_CLAUSES = {"SUBSET", "WITHIN"}  # clauses sqlglot does not read (WITHIN: other forms)
 
 
@@ -60,21 +63,20 @@ class _Query:
             sql = sql[:found.start()] + " " * (found.end() - found.start()) + sql[found.end():]
         self.match, self.table = _parse(sql)
         self.variables: list[str] = []
+        self.gap: str | None = None  # the X of an `X*?` before the last variable
         self.time_column = ""
 
     def workload(self) -> dict[str, Any]:
         from sqlglot import exp
 
         args = self.match.args
-        self.variables = _pattern_variables(args.get("pattern"))
+        try:
+            pattern_read = read_pattern(args["pattern"].name if args.get("pattern") else "")
+        except ValueError as err:
+            raise _Refused("PATTERN", str(err)) from None
+        self.variables, self.gap = pattern_read.variables, pattern_read.gap
         self.time_column = self.order_column(args.get("order"))
-        if args.get("after") is None or args["after"].name.upper() != "AFTER MATCH SKIP TO " \
-                "NEXT ROW":
-            shown = args["after"].name if args.get("after") else "AFTER MATCH SKIP PAST LAST ROW"
-            raise _Refused("AFTER MATCH SKIP", f"{shown!r}"
-                           + (" (the default)" if args.get("after") is None else "")
-                           + " is not supported: cepplan reports every match, as AFTER MATCH "
-                           "SKIP TO NEXT ROW does; write that clause to import the query")
+        self.check_skip(args.get("after"), args.get("define") or ())
         rows = args.get("rows")
         if rows is not None and rows.name.upper() != "ONE ROW PER MATCH":
             raise _Refused("ROWS PER MATCH", f"{rows.name!r} is not supported: cepplan writes "
@@ -83,16 +85,31 @@ class _Query:
         for column in args.get("partition_by") or ():
             if not isinstance(column, exp.Column) or column.table:
                 raise _Refused("PARTITION BY", f"{column.sql()!r}: only plain columns")
+            if column.name == self.time_column:
+                raise _Refused("PARTITION BY", f"{column.name!r} is the ORDER BY column: the "
+                               "time of the events")
             partition.append(self.attribute(column.name, "PARTITION BY"))
         where = []
         defined = set()
         for item in args.get("define") or ():
             var = item.alias
             place = f"DEFINE {var}"
+            if var == self.gap:
+                if isinstance(item.this, exp.Boolean) and item.this.this:
+                    continue
+                raise _Refused(place, f"{var}*? carries over as skip-till-next-match only when "
+                               f"{var} matches every row: leave {var} out of DEFINE")
             if var not in self.variables:
                 raise _Refused(place, f"{var!r} is not a variable of the PATTERN "
                                f"({' '.join(self.variables)})")
+            if var in defined:
+                raise _Refused(place, f"{var} is defined twice")
             defined.add(var)
+            if isinstance(item.this, exp.Boolean) and item.this.this:
+                continue  # every row: as if left out of DEFINE
+            if item.this.find(exp.Column) is None:
+                raise _Refused(place, f"{item.this.sql()!r} reads no column: a condition "
+                               "other than TRUE must read the row")
             where.append(self.expression(item.this, place, var))
         emit = {}
         for measure in args.get("measures") or ():
@@ -102,11 +119,17 @@ class _Query:
                                "are final)")
             if not isinstance(measure.this, exp.Alias) or not is_name(measure.this.alias):
                 raise _Refused(place, "a measure needs a name: EXPRESSION AS name")
-            emit[measure.this.alias] = self.expression(measure.this.this, place, None)
+            name = measure.this.alias
+            if name == "ts" or name.startswith("__"):
+                raise _Refused(place, f"{name!r} cannot name a measure: cepplan reserves it")
+            if name in emit or name in partition:
+                raise _Refused(place, f"{name!r} names two columns of the match")
+            emit[name] = self.expression(measure.this.this, place, None)
         pattern: dict[str, Any] = {
             "name": _name(self.match, self.table),
             "structure": ["SEQ", *(f"{v}:{self.table}" for v in self.variables)],
-            "strategy": "strict"}
+            "strategy": "strict" if self.gap is None else {
+                **{v: "strict" for v in self.variables[1:-1]}, self.variables[-1]: "next"}}
         if where:
             pattern["where"] = where
         if partition:
@@ -126,6 +149,37 @@ class _Query:
                            "time_column": self.time_column},
                 "event_types": {self.table: {"attributes": attributes}},
                 "patterns": [pattern]}
+
+    def check_skip(self, after, define) -> None:
+        """Refuse an AFTER MATCH SKIP that could find other matches than cepplan's every
+        match (TO NEXT ROW); one whose matches cannot overlap finds the same (sql_skip)."""
+        from cepplan.workload.sql_skip import matches_cannot_overlap
+
+        shown = " ".join(after.name.upper().split()) if after is not None else \
+            "AFTER MATCH SKIP PAST LAST ROW"
+        if shown == "AFTER MATCH SKIP TO NEXT ROW":
+            return
+        if self.gap is not None:
+            raise _Refused("AFTER MATCH SKIP", f"{shown!r}"
+                           + (_DEFAULT_SKIP if after is None else "")
+                           + f" is not supported with {self.gap}*?: cepplan reports every "
+                           "match, as AFTER MATCH SKIP TO NEXT ROW does; write that clause to "
+                           "import the query")
+        target = re.fullmatch(r"AFTER MATCH SKIP TO (?:(?:FIRST|LAST) )?(\w+)", shown)
+        if target:
+            var = next((v for v in self.variables if v.upper() == target.group(1)), None)
+            if var is None:
+                raise _Refused("AFTER MATCH SKIP", f"{target.group(1)!r} is not a variable of "
+                               f"the PATTERN ({' '.join(self.variables)})")
+            if var == self.variables[0]:
+                raise _Refused("AFTER MATCH SKIP", f"{shown!r} resumes at the match's first "
+                               "row, which SQL reports as an error")
+        if not matches_cannot_overlap(self.variables, {d.alias: d.this for d in define}):
+            raise _Refused("AFTER MATCH SKIP", f"{shown!r}"
+                           + (_DEFAULT_SKIP if after is None else "")
+                           + " is not supported: cepplan reports every match, as AFTER MATCH "
+                           "SKIP TO NEXT ROW does, and matches of this PATTERN may share rows "
+                           "(docs/import.md); write that clause to import the query")
 
     def order_column(self, order) -> str:
         from sqlglot import exp
@@ -182,7 +236,9 @@ class _Query:
         if isinstance(node, exp.Abs):
             return f"abs({text(node.this)})"
         if isinstance(node, (exp.First, exp.Last)):
-            return self.navigation(kind.upper(), [node.this], place, current)
+            offset = node.args.get("expression")
+            return self.navigation(kind.upper(), [node.this, *([offset] if offset else [])],
+                                   place, current)
         if isinstance(node, exp.Anonymous) and node.name.upper() in ("PREV", "NEXT", "FIRST",
                                                                      "LAST"):
             return self.navigation(node.name.upper(), node.expressions, place, current)
@@ -193,16 +249,21 @@ class _Query:
     def navigation(self, func: str, args: list, place: str, current: str | None) -> str:
         """PREV/NEXT move to the row before/after a variable's row, which under strict
         contiguity is the neighbouring variable's; FIRST/LAST of a single-row variable are
-        its row."""
+        its row, and of an unqualified column in DEFINE the match's first / the current row."""
         from sqlglot import exp
 
-        offset = 1
+        offset = 1 if func in ("PREV", "NEXT") else 0
         if len(args) == 2 and isinstance(args[1], exp.Literal) and args[1].this.isdigit():
             offset = int(args[1].this)
         elif len(args) != 1:
             raise _Refused(place, f"{func} takes a column and an optional whole offset")
-        if not isinstance(args[0], exp.Column) or (func in ("FIRST", "LAST") and offset != 1):
+        if not isinstance(args[0], exp.Column):
             raise _Refused(place, f"{func} of anything but a column is not supported")
+        if func in ("FIRST", "LAST") and offset != 0:
+            raise _Refused(place, f"{func}({args[0].sql()}, {offset}) reads a row the "
+                           f"single-row variable does not have (NULL in SQL)")
+        if func == "FIRST" and not args[0].table and current is not None:
+            current = self.variables[0]  # FIRST of all the rows matched so far: the first
         shift = {"PREV": -offset, "NEXT": offset}.get(func, 0)
         return self.reference(args[0], place, current, shift)
 
@@ -210,10 +271,21 @@ class _Query:
         var = column.table or current
         if var is None:
             raise _Refused(place, f"{column.sql()!r}: name the variable (A.{column.name})")
+        if var == self.gap:
+            raise _Refused(place, f"{column.sql()!r} reads the rows {var}*? skips, which "
+                           "cepplan does not keep")
         if var not in self.variables:
             raise _Refused(place, f"{var!r} is not a variable of the PATTERN "
                            f"({' '.join(self.variables)})")
+        if current is not None and self.variables.index(var) > self.variables.index(current):
+            raise _Refused(place, f"{column.sql()!r} reads {var}, which comes after {current} "
+                           f"in the PATTERN: while {current} is matched SQL reads it as NULL")
         index = self.variables.index(var) + shift
+        last = len(self.variables) - 1
+        if self.gap is not None and min(index, index - shift) < last <= max(index,
+                                                                             index - shift):
+            raise _Refused(place, f"{column.sql()!r} moved {abs(shift)} row(s) from {var} "
+                           f"reads across {self.gap}*?, whose rows cepplan does not keep")
         if not 0 <= index < len(self.variables):
             raise _Refused(place, f"{column.sql()!r} moved {abs(shift)} row(s) from {var} "
                            "reads a row outside the match, which cepplan does not keep")
@@ -246,8 +318,8 @@ def _parse(sql: str):
     table = source.this if source is not None else None
     if not isinstance(table, exp.Table) or not is_name(table.name):
         raise _Refused("FROM", "MATCH_RECOGNIZE must read one table by name")
-    extra = [k for k in ("where", "group", "having", "order", "limit", "joins", "with")
-             if query.args.get(k)]
+    extra = [k for k in ("where", "group", "having", "limit", "joins", "with")
+             if query.args.get(k)]  # an outer ORDER BY orders the result rows only
     if extra:
         raise _Refused(extra[0].upper(), "only SELECT ... FROM table MATCH_RECOGNIZE (...) is "
                        "carried over; the rest of the query is not")
@@ -260,33 +332,6 @@ def _parse(sql: str):
             raise _Refused("SELECT", f"{item.sql()!r}: a match carries its MEASURES and "
                            "PARTITION BY columns only (or SELECT *)")
     return match, table.name
-
-
-def _pattern_variables(pattern) -> list[str]:
-    """The PATTERN's variables, in order; anything but single-row variables is refused."""
-    text = pattern.name if pattern is not None else ""
-    for token, construct in (("|", "alternation"), ("(", "grouping"), ("{-", "exclusion"),
-                             ("^", "an anchor"), ("$", "an anchor")):
-        if token in text:
-            raise _Refused("PATTERN", f"{construct} ({token!r}) is not supported")
-    variables = []
-    for token in text.split():
-        if token.upper().startswith("PERMUTE"):
-            raise _Refused("PATTERN", "PERMUTE is not supported")
-        name = re.match(r"\w+", token)
-        if name is None or name.group() != token:
-            quantifier = token[name.end():] if name else token
-            raise _Refused("PATTERN", f"the quantifier {quantifier!r} on "
-                           f"{name.group() if name else token} is not supported: each variable "
-                           "matches one row")
-        if not is_name(token) or token in _RESERVED or token.startswith("__"):
-            raise _Refused("PATTERN", f"{token!r} cannot be a cepplan variable name")
-        if token in variables:
-            raise _Refused("PATTERN", f"{token} appears twice: each variable matches one row")
-        variables.append(token)
-    if not variables:
-        raise _Refused("PATTERN", "missing or empty")
-    return variables
 
 
 def _name(match, table: str) -> str:
