@@ -45,7 +45,7 @@ from cepplan.workload.model import (
     Statistics,
     Workload,
 )
-from cepplan.workload.names import RULE, is_name
+from cepplan.workload.names import RESERVED_ATTRIBUTES, RULE, is_name
 from cepplan.workload.sections import read_consumers, read_contexts, read_source
 from cepplan.workload.statistics_section import read_statistics
 from cepplan.workload.strategies import apply_strategy, strategy_problem
@@ -216,8 +216,12 @@ class _Builder:
             if not is_name(attr) or attr.startswith("__"):
                 self.error((*path, attr), f"{attr!r} is not a valid attribute name ({RULE}; "
                            "not starting with '__')")
-            elif attr == "ts":
-                self.error((*path, attr), "'ts' is reserved: every event has it (its timestamp)")
+            elif attr == "id" and (self.raw.get("source") or {}).get("id_column") == "id":
+                if attrs[attr] != "long":  # the events' own ids, read as an attribute too
+                    self.error((*path, attr), "'id' is source.id_column, the events' ids: "
+                               "declare it long")
+            elif attr in RESERVED_ATTRIBUTES:
+                self.error((*path, attr), f"{attr!r} is reserved: {RESERVED_ATTRIBUTES[attr]}")
 
     def pattern_names(self, event_types: Mapping[str, EventType]) -> dict[str, int]:
         names: dict[str, int] = {}

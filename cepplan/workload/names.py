@@ -7,6 +7,15 @@ Unicode normalisation: type names must equal the event files' values)."""
 from __future__ import annotations
 
 RULE = "letters of any script, digits and '_', not starting with a digit"
+# fields every event has in the matches written: an attribute of the same name would be
+# written beside them under one key, hiding the event's own (an attribute `id` is allowed
+# when it is `source.id_column`: then it is the events' own id, written once)
+RESERVED_ATTRIBUTES = {
+    "ts": "every event has it (its timestamp)",
+    "id": "every event has it in the matches (its id); to read the events' ids from a "
+          "column named id, set source.id_column to \"id\"",
+    "type": "every event has it in the matches (its event type)",
+}
 
 
 def is_name(text: str) -> bool:

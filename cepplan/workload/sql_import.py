@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from cepplan.errors import InputError, Problem
-from cepplan.workload.names import is_name
+from cepplan.workload.names import RESERVED_ATTRIBUTES, is_name
 from cepplan.workload.sql_pattern import read_pattern
 
 _WITHIN = re.compile(r"\bWITHIN\s+INTERVAL\s+'(\d+(?:\.\d+)?)'\s+"
@@ -142,11 +142,13 @@ class _Query:
             pattern["within"] = self.within
         if emit:
             pattern["emit"] = emit
-        attributes = {c: t for c, t in self.columns.items() if c != self.time_column}
+        attributes = {c: t for c, t in self.columns.items() if c != self.time_column
+                      and (c not in RESERVED_ATTRIBUTES or self.ids_column(c))}
         return {"format": "cepplan.workload/1", "name": pattern["name"],
                 "time_unit": self.time_unit,
                 "source": {"format": self.format, "type": self.table,
-                           "time_column": self.time_column},
+                           "time_column": self.time_column,
+                           **({"id_column": "id"} if self.ids_column("id") else {})},
                 "event_types": {self.table: {"attributes": attributes}},
                 "patterns": [pattern]}
 
@@ -196,6 +198,11 @@ class _Query:
                            "number of time units")
         return name
 
+    def ids_column(self, name: str) -> bool:
+        """Whether `name` is a column of whole numbers named id: the events' own ids
+        (`source.id_column`), readable as an attribute too."""
+        return name == "id" and self.columns.get(name) == "long"
+
     def attribute(self, name: str, place: str) -> str:
         if name not in self.columns:
             raise _Refused(place, f"{name!r} is not a column of the events "
@@ -203,6 +210,10 @@ class _Query:
         if name == "ts" and name != self.time_column:
             raise _Refused(place, "a column named 'ts' that is not the ORDER BY column: "
                            "cepplan reserves ts for the event's time")
+        if name in RESERVED_ATTRIBUTES and name != "ts" and not self.ids_column(name):
+            raise _Refused(place, f"a column named {name!r}: cepplan writes each event's own "
+                           f"{name} under that name in the matches; rename the column in the "
+                           "events to read it")
         return "ts" if name == self.time_column else name
 
     def expression(self, node, place: str, current: str | None) -> str:

@@ -126,7 +126,9 @@ def _layout(spec: PatternSpec, job: JobLayoutSource, kinds: Mapping[str, str],
         nested = job.is_complex(operand.type)
         declared = (emit_types.get(operand.type, {}) if nested else
                     {a: kinds.get(a, "string") for a in job.types.get(operand.type, ())})
-        attributes = tuple((a, ARROW_TYPES[k]) for a, k in declared.items())
+        # an attribute `id` is the events' own id (source.id_column), already `{var}.id`
+        attributes = tuple((a, ARROW_TYPES[k]) for a, k in declared.items()
+                           if nested or a != "id")
         kleene = operand.kind == KLEENE
         listed = pa.list_ if kleene else (lambda kind: kind)
         add(f"{var}.id", listed(pa.int64()), f"variable {var}'s event id")

@@ -120,7 +120,8 @@ class Renderer:
         kind_of = np.fromiter((codes.setdefault(str(t), len(codes))
                                for t in table.types[ranks].tolist()), np.int64, len(ranks))
         kinds = list(codes)
-        attrs = {k: list(self.type_attrs.get(k, ())) for k in kinds}
+        # an attribute `id` is the events' own id (source.id_column): written once, as theirs
+        attrs = {k: [a for a in self.type_attrs.get(k, ()) if a != "id"] for k in kinds}
         columns = {"id": _json_column(table.ids[ranks]), "ts": _json_column(table.ts[ranks])}
         for attr in dict.fromkeys(a for names in attrs.values() for a in names):
             having = [i for i, k in enumerate(kinds) if attr in attrs[k]]
