@@ -63,8 +63,7 @@ def test_corpus_query_runs_equal_to_the_reference_or_is_refused_at_its_clause(na
     assert (events["__reject"] == "").all() or events["__reject"].isna().all()
     result = run_local(events.drop(columns="__reject"),
                        job_from_json(job_data(workload, trivial_plan(workload))))
-    # rows are named by their time, distinct in each sample (an event's "id" in a match is
-    # shadowed by a column named id)
+    # rows are named by their time, distinct in each sample (not every sample has an id)
     got = sorted(tuple(sorted((m["events"][o.var]["ts"], o.var) for o in pattern.positive))
                  for m in result.matches[pattern.name])
     rows = [{**row, "__row": i} for i, row in enumerate(pd.read_csv(sample).to_dict("records"))]
