@@ -58,9 +58,16 @@ def check_parquet_output(workload: Workload, plan: Plan) -> None:
     try:
         match_layouts(job_from_json(job_data(workload, plan)))
     except ColumnClash as err:
-        index = [p.name for p in workload.patterns].index(err.pattern)
-        raise InputError.single(workload.path or "<workload>", f"patterns[{index}]",
+        raise InputError.single(workload.path or "<workload>",
+                                f"patterns[{workload.pattern(err.pattern).index}]",
                                 err.problem) from None
+    for pattern in workload.patterns:
+        if pattern.reported_as:
+            raise InputError.single(workload.path or "<workload>",
+                                    f"patterns[{pattern.index}].structure",
+                                    f"{pattern.reported_as} has alternatives (\"x:A|B\"), whose "
+                                    "matches are written as JSON lines only: drop --format "
+                                    "parquet")
 
 
 def _bottom_up(workload: Workload) -> list[str]:
@@ -76,7 +83,9 @@ def _bottom_up(workload: Workload) -> list[str]:
 
 def _pattern(pattern: Pattern, plan: Plan) -> dict[str, Any]:
     chosen = plan.patterns[pattern.name]
+    reported = {"reported_as": pattern.reported_as} if pattern.reported_as else {}
     return {
+        **reported,
         "name": pattern.name,
         "operator": pattern.operator,
         "operands": [{"var": o.var, "type": o.event_type, "kind": o.kind,

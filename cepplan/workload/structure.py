@@ -1,10 +1,11 @@
 """Reading a pattern's `structure` (prefix form) into its operator and operands.
 
-Rules (format doc, "patterns"; seed 002 §2.2): the root is `SEQ`, `AND` or `OR`; an operand is a
-leaf `"var:Type"`, `["NOT", leaf]` or `["KLEENE", leaf]`. `NOT` may not stand alone or under
-`OR`; a `SEQ`/`AND` keeps a non-negated operand. Nested operators inside one pattern are not
-supported: the inner part is written as its own pattern and bound by name (a complex subevent),
-which is also how the planner sees hierarchy (seed 002 §3.2.3).
+Rules (format doc, "patterns"; seed 002 §2.2): the root is `SEQ`, `AND` or `OR`; an operand is
+a leaf `"var:Type"` (a plain leaf may name alternatives, `"x:BUY|SELL"`), `["NOT", leaf]` or
+`["KLEENE", leaf]`. `NOT` may not stand alone or under `OR`; a `SEQ`/`AND` keeps a non-negated
+operand. Nested operators inside one pattern are not supported: the inner part is written as
+its own pattern and bound by name (a complex subevent), which is also how the planner sees
+hierarchy (seed 002 §3.2.3).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ class RawOperand:
     type_name: str
     kind: str
     path: tuple[str | int, ...]  # where it stands, relative to the structure
+    alternatives: tuple[str, ...] = ()  # "x:BUY|SELL": every type it may bind (alternation)
 
 
 class StructureError(ValueError):
@@ -69,7 +71,12 @@ def read_structure(structure: object) -> tuple[str, list[RawOperand], list[Struc
 
 def _operand(operator: str, item: object, path: tuple[str | int, ...]) -> RawOperand:
     if isinstance(item, str):
-        return _leaf(item, PLAIN, path)
+        leaf = _leaf(item, PLAIN, path)
+        if leaf.alternatives and operator == "OR":
+            raise StructureError("alternation inside OR: write each type as its own operand, "
+                                 f"e.g. [\"OR\", \"{leaf.var}1:{leaf.alternatives[0]}\", "
+                                 f"\"{leaf.var}2:{leaf.alternatives[1]}\"]", path)
+        return leaf
     if not isinstance(item, list) or not item:
         raise StructureError(f"an operand must be \"var:Type\" or a list, not {item!r:.40}", path)
     head = item[0]
@@ -96,7 +103,11 @@ def _operand(operator: str, item: object, path: tuple[str | int, ...]) -> RawOpe
             "and bind it by name", (*path, 1))
     if not isinstance(inner, str):
         raise StructureError(f"{head} needs \"var:Type\", not {inner!r:.40}", (*path, 1))
-    return _leaf(inner, KLEENE if head == "KLEENE" else NEGATED, (*path, 1))
+    leaf = _leaf(inner, KLEENE if head == "KLEENE" else NEGATED, (*path, 1))
+    if leaf.alternatives:
+        raise StructureError(f"{head} takes a single type, not the alternatives "
+                             f"{' | '.join(leaf.alternatives)}", (*path, 1))
+    return leaf
 
 
 def _leaf(text: str, kind: str, path: tuple[str | int, ...]) -> RawOperand:
@@ -108,4 +119,10 @@ def _leaf(text: str, kind: str, path: tuple[str | int, ...]) -> RawOperand:
         raise StructureError(f"{var!r} is not a valid variable name ({RULE})", path)
     if var.startswith("__") or var in _RESERVED:
         raise StructureError(f"{var!r} cannot be used as a variable name", path)
-    return RawOperand(var, type_name, kind, path)
+    if "|" not in type_name:
+        return RawOperand(var, type_name, kind, path)
+    alternatives = tuple(t.strip() for t in type_name.split("|"))
+    if len(set(alternatives)) < len(alternatives) or not all(alternatives):
+        raise StructureError(f"the alternatives of {var!r} must be distinct type names "
+                             f"separated by '|', not {type_name!r:.60}", path)
+    return RawOperand(var, alternatives[0], kind, path, alternatives)

@@ -1,16 +1,17 @@
 """The brute-force reference matcher: every binding tried, straight from the semantics.
 
 DESIGN.md "Semantics" and docs/matching.md: events ordered by (timestamp, id, type); each plain
-variable binds one event of its type, each Kleene variable a non-empty set of them (in that
-order); no event is bound twice; max(ts) - min(ts) <= window; in a SEQ every event of an
-earlier operand precedes every event of a later one (strict: smaller timestamp; `seq_ties`
-allow: a timestamp not larger, whatever the row order); all predicates hold; with a partition
-key all events share its (non-missing) value; a negated variable blocks the match when some
-other event of its type, placed as its position says and keeping the window, satisfies its
-predicates (seed 002 §2.2); a match is held back (not reported) when the time where such an
-event could block it — its gap — reaches outside the time the input covers (its first to its
-last event's timestamp). Slow (exponential) and obviously right; tests only. The one
-shortcut: candidate sets wider than the window are never formed (no match can contain one).
+variable binds one event of its type (of any of its alternatives, `x:A|B`), each Kleene
+variable a non-empty set of them (in that order); no event is bound twice; max(ts) - min(ts) <=
+window; in a SEQ every event of an earlier operand precedes every event of a later one (strict:
+smaller timestamp; `seq_ties` allow: a timestamp not larger, whatever the row order); all
+predicates hold; with a partition key all events share its (non-missing) value; a negated
+variable blocks the match when some other event of its type, placed as its position says and
+keeping the window, satisfies its predicates (seed 002 §2.2); a match is held back (not
+reported) when the time where such an event could block it — its gap — reaches outside the time
+the input covers (its first to its last event's timestamp). Slow (exponential) and obviously
+right; tests only. The one shortcut: candidate sets wider than the window are never formed (no
+match can contain one).
 """
 
 from __future__ import annotations
@@ -112,9 +113,11 @@ def _precedes(first: dict, second: dict, strict: bool) -> bool:
 
 
 def _choices(operand, events: list[dict], window: float) -> list[list[dict]]:
-    """Every event (plain) or non-empty set of events (Kleene) of the operand's type whose
-    timestamps span at most the window (a larger set cannot be in any match)."""
-    mine = sorted((e for e in events if e["type"] == operand.event_type), key=_key)
+    """Every event (plain) or non-empty set of events (Kleene) of the operand's type (any of
+    its alternatives) whose timestamps span at most the window (a larger set cannot be in any
+    match)."""
+    types = operand.alternatives or (operand.event_type,)
+    mine = sorted((e for e in events if e["type"] in types), key=_key)
     if operand.kind != KLEENE:
         return [[e] for e in mine]
     out: list[list[dict]] = []

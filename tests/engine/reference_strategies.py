@@ -3,9 +3,10 @@ doc, "Selection strategies"), not from the rewrite the loader applies: the match
 pattern under skip-till-any-match (the reference matcher), kept when every pair of
 consecutive variables x, y meets the strategy chosen for the pair:
 
-- next: no event outside the match, of y's type, in y's partition, after x (a later
-  timestamp; with `seq_ties: allow` one not earlier) and at a timestamp before y's, satisfies
-  y's conditions (its predicates over y and variables bound before y) read on it in y's place;
+- next: no event outside the match, of y's type (any of its alternatives), in y's partition,
+  after x (a later timestamp; with `seq_ties: allow` one not earlier) and at a timestamp
+  before y's, satisfies y's conditions (its predicates over y and variables bound before y)
+  read on it in y's place;
 - strict: no event outside the match, in the partition, has a timestamp strictly between x's
   and y's.
 """
@@ -68,7 +69,8 @@ def _keeps(pattern, strategy: str | Mapping[str, str], match: dict, pool: list[d
                       and p.variables - {order[i].var} <= earlier]
         for e in others:
             after_x = e["ts"] >= x["ts"] if ties else e["ts"] > x["ts"]
-            if e["type"] != y["type"] or not after_x or e["ts"] >= y["ts"]:
+            types = order[i].alternatives or (order[i].event_type,)
+            if e["type"] not in types or not after_x or e["ts"] >= y["ts"]:
                 continue
             trial = {v: bound[v] for v in earlier} | {order[i].var: e}
             if all(holds(p.expr, trial, frozenset()) for p in conditions):

@@ -70,6 +70,12 @@ class PatternSpec:
     seq_ties: str = "strict"
     kleene_cap: int = 16
     match_bytes: int = 0  # one match as held until written (`memory.match_bytes`; 0: not set)
+    reported_as: str = ""  # the user's pattern this one is an alternative of (alternation)
+
+    @property
+    def output_name(self) -> str:
+        """The name its matches are written under."""
+        return self.reported_as or self.name
 
     def operand(self, var: str) -> OperandSpec:
         for operand in self.operands:
@@ -143,7 +149,8 @@ def pattern_from_json(data: Mapping[str, Any], *, seq_ties: str = "strict",
         partition_by=tuple(_name(k) for k in data.get("partition_by", ())),
         order=tuple(_name(v) for v in data.get("order") or [o.var for o in operands]),
         steps=tuple(tuple(_name(v) for v in s) for s in data.get("steps", ())),
-        emit=emit, seq_ties=seq_ties, kleene_cap=int(kleene_cap))
+        emit=emit, seq_ties=seq_ties, kleene_cap=int(kleene_cap),
+        reported_as=_name(data["reported_as"]) if data.get("reported_as") else "")
 
 
 @dataclass
