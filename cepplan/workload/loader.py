@@ -47,6 +47,7 @@ from cepplan.workload.model import (
     Workload,
 )
 from cepplan.workload.names import RESERVED_ATTRIBUTES, RULE, is_name
+from cepplan.workload.optional import without
 from cepplan.workload.sections import read_consumers, read_contexts, read_source
 from cepplan.workload.statistics_section import read_statistics
 from cepplan.workload.strategies import apply_strategy, strategy_problem
@@ -301,27 +302,33 @@ class _Builder:
                 return []
             self.alternating.add(spec["name"])
         core = []
-        for name, chosen in choices(spec["name"], operands):
+        for name, chosen, absent in choices(spec["name"], operands):
             pattern = self.core_pattern(spec, index, name, operator, chosen, event_types, done)
             if pattern is not None:
-                core.append(pattern)
-        return [] if len(self.problems) > before else core
+                pattern = without(pattern, absent)  # None: no match leaves them unbound
+            if pattern is not None:
+                core.append(self.with_strategy(pattern, event_types, path))
+        return [] if len(self.problems) > before else [p for p in core if p is not None]
 
     def alternation_checks(self, spec: Mapping[str, Any], operands: list[Operand],
                            names: Mapping[str, int], path: tuple) -> None:
-        """Report what a pattern with alternatives cannot have: too many choices, a name one
-        of its core patterns would take, or contexts (which name patterns one by one)."""
+        """Report what a pattern with alternatives or optional variables cannot have: too many
+        choices, a name one of its core patterns would take, contexts (which name patterns one
+        by one) or `emit` (no other pattern can bind it)."""
         count = choice_count(operands)
         if count > MAX_CHOICES:
-            self.error((*path, "structure"), f"its alternatives make {count} combinations of "
-                       f"types, more than {MAX_CHOICES}: split the pattern")
-        for name, _ in choices(spec["name"], operands):
-            if name in names:
+            self.error((*path, "structure"), f"its alternatives and optional variables make "
+                       f"{count} core patterns, more than {MAX_CHOICES}: split the pattern")
+        for name, _, _ in choices(spec["name"], operands):
+            if name in names and names[name] != path[1]:
                 self.error((*path, "name"), f"its alternatives are planned as pattern {name!r},"
                            f" a name patterns[{names[name]}] already has")
         if "contexts" in self.raw:
-            self.error((*path, "structure"), "alternatives (\"x:A|B\") are not supported in a "
-                       "workload with contexts")
+            self.error((*path, "structure"), "alternatives (\"x:A|B\") and OPTIONAL are not "
+                       "supported in a workload with contexts")
+        if spec.get("emit"):
+            self.error((*path, "emit"), "a pattern with alternatives (\"x:A|B\") or OPTIONAL "
+                       "cannot be bound by another pattern, so it has nothing to emit")
 
     def core_pattern(self, spec: Mapping[str, Any], index: int, name: str, operator: str,
                      operands: list[Operand], event_types: Mapping[str, EventType],
@@ -356,7 +363,7 @@ class _Builder:
             strategy=_frozen(spec.get("strategy", "any")),
             reported_as="" if name == spec["name"] else spec["name"],
         )
-        return self.with_strategy(pattern, event_types, path)
+        return pattern
 
     def with_strategy(self, pattern: Pattern, event_types: Mapping[str, EventType],
                       path: tuple) -> Pattern | None:
@@ -399,8 +406,8 @@ class _Builder:
             if item.type_name in event_types:
                 complex_ = False
             elif item.type_name in self.alternating:
-                self.error(where, f"pattern {item.type_name!r} has alternatives (\"x:A|B\"): "
-                           "another pattern cannot bind it")
+                self.error(where, f"pattern {item.type_name!r} has alternatives (\"x:A|B\") "
+                           "or OPTIONAL: another pattern cannot bind it")
                 continue
             elif item.type_name in names:
                 if item.type_name not in done:
@@ -411,8 +418,12 @@ class _Builder:
                 self.error(where, f"unknown event type {item.type_name!r}: neither a primitive "
                            "type in event_types nor a pattern name")
                 continue
+            if item.optional and complex_:
+                self.error(where, "OPTIONAL applies to a primitive event type, not pattern "
+                           f"{item.type_name!r}")
+                continue
             operands.append(Operand(item.var, item.type_name, item.kind, position, complex_,
-                                    item.alternatives))
+                                    item.alternatives, item.optional))
         return None if blocked else operands
 
     def predicates(self, texts: list[str], variables: Mapping[str, VarInfo], operator: str,

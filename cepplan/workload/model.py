@@ -60,6 +60,7 @@ class Operand:
     # alternation ("x:BUY|SELL"): every type the variable may bind, in the order written; the
     # loader expands the pattern into one core pattern per choice, `event_type` being this one's
     alternatives: tuple[str, ...] = ()
+    optional: bool = False  # ["OPTIONAL", leaf]: a match may leave it unbound (optional.py)
 
 
 @dataclass(frozen=True)

@@ -1,17 +1,17 @@
 """Reading a pattern's `structure` (prefix form) into its operator and operands.
 
 Rules (format doc, "patterns"; seed 002 §2.2): the root is `SEQ`, `AND` or `OR`; an operand is
-a leaf `"var:Type"` (a plain leaf may name alternatives, `"x:BUY|SELL"`), `["NOT", leaf]` or
-`["KLEENE", leaf]`. `NOT` may not stand alone or under `OR`; a `SEQ`/`AND` keeps a non-negated
-operand. Nested operators inside one pattern are not supported: the inner part is written as
-its own pattern and bound by name (a complex subevent), which is also how the planner sees
-hierarchy (seed 002 §3.2.3).
+a leaf `"var:Type"` (a plain leaf may name alternatives, `"x:BUY|SELL"`), `["NOT", leaf]`,
+`["KLEENE", leaf]` or `["OPTIONAL", leaf]`. `NOT` may not stand alone or under `OR`; a
+`SEQ`/`AND` keeps a non-negated operand. Nested operators inside one pattern are not supported:
+the inner part is written as its own pattern and bound by name (a complex subevent), which is
+also how the planner sees hierarchy (seed 002 §3.2.3).
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from cepplan.workload.model import KLEENE, NEGATED, PLAIN
 from cepplan.workload.names import RULE, is_name
@@ -30,6 +30,7 @@ class RawOperand:
     kind: str
     path: tuple[str | int, ...]  # where it stands, relative to the structure
     alternatives: tuple[str, ...] = ()  # "x:BUY|SELL": every type it may bind (alternation)
+    optional: bool = False  # ["OPTIONAL", "x:T"]: a match may leave it unbound
 
 
 class StructureError(ValueError):
@@ -49,8 +50,8 @@ def read_structure(structure: object) -> tuple[str, list[RawOperand], list[Struc
     if not isinstance(structure, list) or not structure:
         return "", [], [StructureError("the structure must be a non-empty list")]
     head = structure[0]
-    if head in ("NOT", "KLEENE"):
-        what = "NOT cannot stand alone" if head == "NOT" else "KLEENE cannot be the whole pattern"
+    if head in ("NOT", "KLEENE", "OPTIONAL"):
+        what = "NOT cannot stand alone" if head == "NOT" else f"{head} cannot be the whole pattern"
         return "", [], [StructureError(f"{what}: put it inside SEQ or AND, e.g. [\"SEQ\", "
                                        f"\"a:A\", [\"{head}\", \"b:B\"]]", (0,))]
     if head not in OPERATORS:
@@ -64,8 +65,11 @@ def read_structure(structure: object) -> tuple[str, list[RawOperand], list[Struc
             operands.append(_operand(head, item, (index,)))
         except StructureError as err:
             errors.append(err)
-    if head in ("SEQ", "AND") and operands and all(o.kind == NEGATED for o in operands):
-        errors.append(StructureError(f"{head} needs at least one operand that is not negated"))
+    if head in ("SEQ", "AND") and operands and all(o.kind == NEGATED or o.optional
+                                                   for o in operands):
+        what = ("neither negated nor optional: a match cannot be empty"
+                if any(o.optional for o in operands) else "not negated")
+        errors.append(StructureError(f"{head} needs at least one operand that is {what}"))
     return head, operands, errors
 
 
@@ -80,6 +84,8 @@ def _operand(operator: str, item: object, path: tuple[str | int, ...]) -> RawOpe
     if not isinstance(item, list) or not item:
         raise StructureError(f"an operand must be \"var:Type\" or a list, not {item!r:.40}", path)
     head = item[0]
+    if head == "OPTIONAL":
+        return _optional(operator, item, path)
     if head in OPERATORS:
         raise StructureError(
             f"nested {head} inside one pattern is not supported: define it as its own pattern "
@@ -108,6 +114,15 @@ def _operand(operator: str, item: object, path: tuple[str | int, ...]) -> RawOpe
         raise StructureError(f"{head} takes a single type, not the alternatives "
                              f"{' | '.join(leaf.alternatives)}", (*path, 1))
     return leaf
+
+
+def _optional(operator: str, item: list, path: tuple[str | int, ...]) -> RawOperand:
+    """`["OPTIONAL", "x:T"]`: a plain leaf (alternatives allowed) a match may leave unbound."""
+    if operator == "OR":
+        raise StructureError("OPTIONAL inside OR is meaningless: an OR binds one operand", path)
+    if len(item) != 2 or not isinstance(item[1], str):
+        raise StructureError("OPTIONAL applies to a single \"var:Type\"", path)
+    return replace(_leaf(item[1], PLAIN, (*path, 1)), optional=True)
 
 
 def _leaf(text: str, kind: str, path: tuple[str | int, ...]) -> RawOperand:

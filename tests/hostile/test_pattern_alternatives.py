@@ -30,7 +30,7 @@ CASES = [
     (lambda p: _edit(p, structure=["SEQ", "r:PasswordReset", "l:Login", "w:Withdrawal|Login"]),
      "patterns[0].where[1]", "amount"),
     (lambda p: _edit(p, structure=SEVEN, where=[]),
-     "patterns[0].structure", "128 combinations"),
+     "patterns[0].structure", "128 core patterns"),
 ]
 
 
@@ -83,3 +83,35 @@ def test_parquet_output_is_refused(cli, fraud):
     result = cli("run", plan, fraud / "events.csv", "-o", out, "--format", "parquet", "-q")
     result.one_error(f"{path}: patterns[0].structure: ", "JSON lines only")
     assert not out.exists()
+
+
+OPTIONAL_CASES = [
+    (["SEQ", ["OPTIONAL", "r:PasswordReset"], ["NOT", "l:Login"]],
+     "patterns[0].structure", "a match cannot be empty"),
+    (["OR", ["OPTIONAL", "r:PasswordReset"], "l:Login"],
+     "patterns[0].structure[1]", "OPTIONAL inside OR"),
+    (["SEQ", "r:PasswordReset", ["OPTIONAL", ["KLEENE", "l:Login"]]],
+     "patterns[0].structure[2]", "OPTIONAL applies to a single"),
+    (["OPTIONAL", "r:PasswordReset"], "patterns[0].structure[0]",
+     "OPTIONAL cannot be the whole pattern"),
+]
+
+
+@pytest.mark.parametrize(("structure", "place", "fragment"), OPTIONAL_CASES,
+                         ids=[c[2] for c in OPTIONAL_CASES])
+def test_optional_refused(cli, fraud, structure, place, fragment):
+    path = fraud / "workload.json"
+    workload = json.loads(path.read_text())
+    workload["patterns"][0].update(structure=structure, where=[])
+    path.write_text(json.dumps(workload))
+    cli("validate", path).one_error(f"{path}: {place}: ", fragment)
+
+
+def test_optional_pattern_cannot_emit(cli, fraud):
+    path = fraud / "workload.json"
+    workload = json.loads(path.read_text())
+    workload["patterns"][0].update(
+        structure=["SEQ", "r:PasswordReset", ["OPTIONAL", "l:Login"], "w:Withdrawal"],
+        emit={"amount": "w.amount"})
+    path.write_text(json.dumps(workload))
+    cli("validate", path).one_error(f"{path}: patterns[0].emit: ", "nothing to emit")
