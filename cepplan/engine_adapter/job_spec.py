@@ -14,7 +14,7 @@ from cepplan.errors import InputError
 from cepplan.planner.plan import Plan
 from cepplan.workload.context_model import job_contexts
 from cepplan.workload.expr.portable import to_portable
-from cepplan.workload.model import Pattern, Workload
+from cepplan.workload.model import Operand, Pattern, Workload
 from cepplan.workload.source_spec import reader_arguments
 
 
@@ -81,6 +81,12 @@ def _bottom_up(workload: Workload) -> list[str]:
     return bottom_up_order(detection_graph(workload))
 
 
+def _bounds(operand: Operand) -> dict[str, int]:
+    """A KLEENE operand's bounds on its events, when it has any."""
+    bounds = {"min": operand.min_count} if operand.min_count > 1 else {}
+    return bounds | ({"max": operand.max_count} if operand.max_count is not None else {})
+
+
 def _pattern(pattern: Pattern, plan: Plan) -> dict[str, Any]:
     chosen = plan.patterns[pattern.name]
     reported = {"reported_as": pattern.reported_as} if pattern.reported_as else {}
@@ -89,7 +95,7 @@ def _pattern(pattern: Pattern, plan: Plan) -> dict[str, Any]:
         "name": pattern.name,
         "operator": pattern.operator,
         "operands": [{"var": o.var, "type": o.event_type, "kind": o.kind,
-                      "position": o.position} for o in pattern.operands],
+                      "position": o.position, **_bounds(o)} for o in pattern.operands],
         "predicates": [{"text": p.text, "tree": p.portable} for p in pattern.predicates],
         "window": pattern.window,
         "partition_by": list(pattern.partition_by),

@@ -423,7 +423,8 @@ class _Builder:
                            f"{item.type_name!r}")
                 continue
             operands.append(Operand(item.var, item.type_name, item.kind, position, complex_,
-                                    item.alternatives, item.optional))
+                                    item.alternatives, item.optional, item.min_count,
+                                    item.max_count))
         return None if blocked else operands
 
     def predicates(self, texts: list[str], variables: Mapping[str, VarInfo], operator: str,

@@ -61,6 +61,8 @@ class Operand:
     # loader expands the pattern into one core pattern per choice, `event_type` being this one's
     alternatives: tuple[str, ...] = ()
     optional: bool = False  # ["OPTIONAL", leaf]: a match may leave it unbound (optional.py)
+    min_count: int = 1  # KLEENE: the fewest and most events it binds (None: no bound)
+    max_count: int | None = None
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from cepplan.workload.names import RULE, is_name
 
 OPERATORS = ("SEQ", "AND", "OR")
 _LEAF = re.compile(r"^([^:\s]+):([^:]+)$")
+MAX_REPEAT = 1000  # the largest KLEENE bound written (the engines' kleene_cap applies still)
 _RESERVED = {"and", "or", "not", "true", "false", "ts"}
 
 
@@ -31,6 +32,8 @@ class RawOperand:
     path: tuple[str | int, ...]  # where it stands, relative to the structure
     alternatives: tuple[str, ...] = ()  # "x:BUY|SELL": every type it may bind (alternation)
     optional: bool = False  # ["OPTIONAL", "x:T"]: a match may leave it unbound
+    min_count: int = 1  # KLEENE bounds {"min": n, "max": m} (min 0: optional, min_count 1)
+    max_count: int | None = None
 
 
 class StructureError(ValueError):
@@ -67,7 +70,8 @@ def read_structure(structure: object) -> tuple[str, list[RawOperand], list[Struc
             errors.append(err)
     if head in ("SEQ", "AND") and operands and all(o.kind == NEGATED or o.optional
                                                    for o in operands):
-        what = ("neither negated nor optional: a match cannot be empty"
+        what = ("neither negated nor optional (OPTIONAL, or KLEENE with min 0): a match "
+                "cannot be empty"
                 if any(o.optional for o in operands) else "not negated")
         errors.append(StructureError(f"{head} needs at least one operand that is {what}"))
     return head, operands, errors
@@ -92,8 +96,11 @@ def _operand(operator: str, item: object, path: tuple[str | int, ...]) -> RawOpe
             "and bind it here as \"var:PatternName\"", path)
     if head not in ("NOT", "KLEENE"):
         raise StructureError(f"unknown operator {head!r}", (*path, 0))
-    if len(item) != 2:
-        raise StructureError(f"{head} takes exactly one operand", path)
+    bounds = item[2] if head == "KLEENE" and len(item) == 3 else None
+    if len(item) != (2 if bounds is None else 3):
+        raise StructureError(f"{head} takes exactly one operand" + (
+            " and optionally its bounds {\"min\": n, \"max\": m}" if head == "KLEENE" else ""),
+            path)
     inner = item[1]
     if head == "NOT" and operator == "OR":
         raise StructureError("NOT cannot be used inside OR", path)
@@ -113,7 +120,32 @@ def _operand(operator: str, item: object, path: tuple[str | int, ...]) -> RawOpe
     if leaf.alternatives:
         raise StructureError(f"{head} takes a single type, not the alternatives "
                              f"{' | '.join(leaf.alternatives)}", (*path, 1))
-    return leaf
+    if bounds is None:
+        return leaf
+    low, high = _bounds(bounds, (*path, 2))
+    if low == 0 and operator == "OR":
+        raise StructureError("a KLEENE with min 0 is optional: meaningless inside OR", path)
+    return replace(leaf, min_count=max(1, low), max_count=high, optional=low == 0)
+
+
+def _bounds(bounds: object, path: tuple[str | int, ...]) -> tuple[int, int | None]:
+    """(min, max) of `{"min": n, "max": m}` (SQL's `{n,m}`, FlinkCEP's `times(n, m)`): min
+    default 1, max default none; refused: {0,0}, max below min, anything but whole numbers."""
+    if not isinstance(bounds, dict) or not bounds or set(bounds) - {"min", "max"}:
+        raise StructureError("KLEENE bounds are an object {\"min\": n, \"max\": m} (either "
+                             f"may be left out), not {bounds!r:.60}", path)
+    low, high = bounds.get("min", 1), bounds.get("max")
+    for key, value in (("min", low), ("max", high)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)
+                                  or not 0 <= value <= MAX_REPEAT):
+            raise StructureError(f"{key} must be a whole number from 0 to {MAX_REPEAT}, not "
+                                 f"{value!r:.40}", (*path, key))
+    if high is not None and high < low:
+        raise StructureError(f"max {high} is below min {low}", (*path, "max"))
+    if high == 0:
+        raise StructureError("{\"min\": 0, \"max\": 0} binds no event: drop the operand",
+                             (*path, "max"))
+    return low, high
 
 
 def _optional(operator: str, item: list, path: tuple[str | int, ...]) -> RawOperand:

@@ -2,17 +2,17 @@
 
 DESIGN.md "Semantics" and docs/matching.md: events ordered by (timestamp, id, type); each plain
 variable binds one event of its type (of any of its alternatives, `x:A|B`; an optional one
-binds one or none), each Kleene
-variable a non-empty set of them (in that order); no event is bound twice; max(ts) - min(ts) <=
-window; in a SEQ every event of an earlier operand precedes every event of a later one (strict:
-smaller timestamp; `seq_ties` allow: a timestamp not larger, whatever the row order); all
-predicates hold; with a partition key all events share its (non-missing) value; a negated
-variable blocks the match when some other event of its type, placed as its position says and
-keeping the window, satisfies its predicates (seed 002 §2.2); a match is held back (not
-reported) when the time where such an event could block it — its gap — reaches outside the time
-the input covers (its first to its last event's timestamp). Slow (exponential) and obviously
-right; tests only. The one shortcut: candidate sets wider than the window are never formed (no
-match can contain one).
+binds one or none), each Kleene variable a non-empty set of them (in that order; of `min` to
+`max` events when bounded); no event is bound twice; max(ts) - min(ts) <= window; in a SEQ
+every event of an earlier operand precedes every event of a later one (strict: smaller
+timestamp; `seq_ties` allow: a timestamp not larger, whatever the row order); all predicates
+hold; with a partition key all events share its (non-missing) value; a negated variable blocks
+the match when some other event of its type, placed as its position says and keeping the
+window, satisfies its predicates (seed 002 §2.2); a match is held back (not reported) when the
+time where such an event could block it — its gap — reaches outside the time the input covers
+(its first to its last event's timestamp). Slow (exponential) and obviously right; tests only.
+The one shortcut: candidate sets wider than the window are never formed (no match can contain
+one).
 """
 
 from __future__ import annotations
@@ -134,7 +134,8 @@ def _choices(operand, events: list[dict], window: float) -> list[list[dict]]:
             grow(out[-1], i + 1)
 
     grow([], 0)
-    return out
+    high = operand.max_count or len(mine)  # {n,m}: sets of n to m events
+    return [s for s in out if operand.min_count <= len(s) <= high]
 
 
 def _pattern_matches(pattern: Pattern, events: list[dict], workload: Workload) -> list[dict]:

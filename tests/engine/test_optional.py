@@ -1,14 +1,8 @@
-"""Optional variables (`["OPTIONAL", "b:B"]`) on the in-process engine equal the brute-force
-reference written from the definition (a match binds the variable or leaves it unbound; its
-conditions are not evaluated when unbound, other predicates reading it see NULL under SQL's
-three-valued logic), on random streams full of equal timestamps, under every evaluation order,
-alone, with alternatives, negation and a strategy."""
+"""Optional variables (`["OPTIONAL", "b:B"]`): SQL's NULL for predicates reading an unbound
+one, and a worked case with and without it (the property tests over every construct:
+test_constructs.py)."""
 
 from __future__ import annotations
-
-import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 from cepplan.engine_adapter.job_spec import job_data
 from cepplan.engine_adapter.runtime.job import job_from_json
@@ -17,48 +11,8 @@ from cepplan.planner.plan import trivial_plan
 from cepplan.workload.expr.parser import parse
 from cepplan.workload.expr.printer import to_text
 from cepplan.workload.optional import when_true
-from tests.engine.reference_matcher import canonical
-from tests.engine.reference_strategies import strategy_matches
-from tests.engine.test_alternation import EVENT, drawn_run, equals_reference, user_workload
 from tests.engine.test_matcher_vs_reference import frame
 from tests.engine.workloads import workload
-
-OPTIONALS = {
-    "middle": [{"name": "p", "structure": ["SEQ", "a:A", ["OPTIONAL", "b:B"], "c:C"],
-                "where": ["b.v > a.v", "c.v >= b.v or c.w > 1.0", "c.v > a.v"],
-                "within": 4}],
-    "first": [{"name": "p", "structure": ["SEQ", ["OPTIONAL", "b:B"], "a:A", "c:A"],
-               "where": ["a.v < c.v", "not (b.v > c.v)"], "within": 3}],
-    "and_with_alternatives": [{"name": "p", "structure": ["AND", "a:A", ["OPTIONAL", "b:B"],
-                                                          ["OPTIONAL", "x:C|B"]],
-                               "where": ["b.v < x.v", "a.v >= 1"], "within": 3}],
-    "before_not": [{"name": "p", "structure": ["SEQ", "a:A", ["OPTIONAL", "b:B"],
-                                               ["NOT", "n:C"], "c:A"],
-                    "where": ["n.v > b.v"], "within": 4}],
-}
-
-
-@pytest.mark.parametrize("ties", ["strict", "allow"])
-@pytest.mark.parametrize("name", sorted(OPTIONALS))
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(rows=st.lists(EVENT, max_size=10), chunk=st.integers(1, 5), data=st.data())
-def test_optional_equals_reference(name, ties, rows, chunk, data):
-    equals_reference(OPTIONALS[name], ties, frame(rows), chunk, data)
-
-
-@pytest.mark.parametrize("ties", ["strict", "allow"])
-@pytest.mark.parametrize("strategy", ["strict", "next"])
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(rows=st.lists(EVENT, max_size=10), chunk=st.integers(1, 5), data=st.data())
-def test_optional_under_strategy_equals_reference(strategy, ties, rows, chunk, data):
-    """A strategy holds between consecutive variables of the match: an unbound optional
-    variable is not one (SQL's `A B? C` under strict contiguity)."""
-    patterns = [{**OPTIONALS["middle"][0], "strategy": strategy}]
-    events = frame(rows)
-    got = drawn_run(workload(patterns, seq_ties=ties), events, chunk, data)
-    expected = strategy_matches(user_workload(OPTIONALS["middle"], ties), {"p": strategy},
-                                events)
-    assert got.get("p", []) == sorted(map(canonical, expected["p"]))
 
 
 def test_absent_variable_reads_null():

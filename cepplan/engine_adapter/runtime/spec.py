@@ -39,6 +39,12 @@ class OperandSpec:
     type: str
     kind: str
     position: int
+    min_count: int = 1  # KLEENE: the fewest and most events it binds (0: no most)
+    max_count: int = 0
+
+    def size_fits(self, size: int) -> bool:
+        """Whether a Kleene binding of `size` events keeps its bounds."""
+        return self.min_count <= size and (not self.max_count or size <= self.max_count)
 
 
 @dataclass(frozen=True)
@@ -131,7 +137,8 @@ def pattern_from_json(data: Mapping[str, Any], *, seq_ties: str = "strict",
     if operator not in OPERATORS:
         raise SpecError(f"unknown operator {operator!r:.40}")
     operands = tuple(
-        OperandSpec(_name(o["var"]), _name(o["type"]), o["kind"], int(o["position"]))
+        OperandSpec(_name(o["var"]), _name(o["type"]), o["kind"], int(o["position"]),
+                    int(o.get("min", 1)), int(o.get("max", 0)))
         for o in data["operands"])
     if any(o.kind not in (PLAIN, KLEENE, NEGATED) for o in operands):
         raise SpecError("an operand kind must be plain, kleene or negated")

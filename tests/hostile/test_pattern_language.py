@@ -1,5 +1,5 @@
-"""Alternatives (`"x:A|B"`) a pattern cannot have: one error line naming the pattern and the
-key, exit 2, nothing written."""
+"""Alternatives (`"x:A|B"`), optional variables and KLEENE bounds a pattern cannot have: one
+error line naming the pattern and the key, exit 2, nothing written."""
 
 from __future__ import annotations
 
@@ -10,36 +10,57 @@ import pytest
 SEVEN = ["SEQ", *(f"v{i}:Login|Swipe" for i in range(7))]  # 2^7 combinations
 
 
-def _edit(pattern: dict, **changes) -> dict:
-    return {**pattern, **changes}
+KEEP = None  # the pattern's own `where`
 
-
-CASES = [
-    (lambda p: _edit(p, structure=["SEQ", "r:PasswordReset", "l:Login|Login", "w:Withdrawal"]),
+CASES = [  # (structure, where, place, what the error says)
+    (["SEQ", "r:PasswordReset", "l:Login|Login", "w:Withdrawal"], KEEP,
      "patterns[0].structure[2]", "distinct type names"),
-    (lambda p: _edit(p, structure=["SEQ", "r:PasswordReset", "l:Login|Nope", "w:Withdrawal"]),
+    (["SEQ", "r:PasswordReset", "l:Login|Nope", "w:Withdrawal"], KEEP,
      "patterns[0].structure[2]", "must be primitive event types, not 'Nope'"),
-    (lambda p: _edit(p, structure=["SEQ", "r:PasswordReset", ["KLEENE", "l:Login|Swipe"],
-                                   "w:Withdrawal"]),
+    (["SEQ", "r:PasswordReset", ["KLEENE", "l:Login|Swipe"], "w:Withdrawal"], KEEP,
      "patterns[0].structure[2][1]", "KLEENE takes a single type"),
-    (lambda p: _edit(p, structure=["SEQ", "r:PasswordReset", ["NOT", "l:Login|Swipe"],
-                                   "w:Withdrawal"]),
+    (["SEQ", "r:PasswordReset", ["NOT", "l:Login|Swipe"], "w:Withdrawal"], KEEP,
      "patterns[0].structure[2][1]", "NOT takes a single type"),
-    (lambda p: _edit(p, structure=["OR", "l:Login|Swipe", "w:Withdrawal"], where=[]),
+    (["OR", "l:Login|Swipe", "w:Withdrawal"], [],
      "patterns[0].structure[1]", "alternation inside OR"),
-    (lambda p: _edit(p, structure=["SEQ", "r:PasswordReset", "l:Login", "w:Withdrawal|Login"]),
+    (["SEQ", "r:PasswordReset", "l:Login", "w:Withdrawal|Login"], KEEP,
      "patterns[0].where[1]", "amount"),
-    (lambda p: _edit(p, structure=SEVEN, where=[]),
-     "patterns[0].structure", "128 core patterns"),
+    (SEVEN, [], "patterns[0].structure", "128 core patterns"),
+    (["SEQ", ["OPTIONAL", "r:PasswordReset"], ["NOT", "l:Login"]], [],
+     "patterns[0].structure", "a match cannot be empty"),
+    (["OR", ["OPTIONAL", "r:PasswordReset"], "l:Login"], [],
+     "patterns[0].structure[1]", "OPTIONAL inside OR"),
+    (["SEQ", "r:PasswordReset", ["OPTIONAL", ["KLEENE", "l:Login"]]], [],
+     "patterns[0].structure[2]", "OPTIONAL applies to a single"),
+    (["OPTIONAL", "r:PasswordReset"], [],
+     "patterns[0].structure[0]", "OPTIONAL cannot be the whole pattern"),
+    (["SEQ", "r:PasswordReset", ["KLEENE", "l:Login", {"min": 0, "max": 0}]], [],
+     "patterns[0].structure[2][2].max", "binds no event"),
+    (["SEQ", "r:PasswordReset", ["KLEENE", "l:Login", {"min": 3, "max": 2}]], [],
+     "patterns[0].structure[2][2].max", "max 2 is below min 3"),
+    (["SEQ", "r:PasswordReset", ["KLEENE", "l:Login", {"min": 1.5}]], [],
+     "patterns[0].structure[2][2].min", "whole number"),
+    (["SEQ", "r:PasswordReset", ["KLEENE", "l:Login", {"min": -1}]], [],
+     "patterns[0].structure[2][2].min", "whole number from 0"),
+    (["SEQ", "r:PasswordReset", ["KLEENE", "l:Login", {"least": 2}]], [],
+     "patterns[0].structure[2][2]", "{\"min\": n, \"max\": m}"),
+    (["SEQ", "r:PasswordReset", ["KLEENE", "l:Login", 2, 3]], [],
+     "patterns[0].structure[2]", "KLEENE takes exactly one operand and optionally its bounds"),
+    (["SEQ", ["KLEENE", "l:Login", {"min": 0}]], [],
+     "patterns[0].structure", "a match cannot be empty"),
+    (["OR", "r:PasswordReset", ["KLEENE", "l:Login", {"min": 0}]], [],
+     "patterns[0].structure[2]", "min 0 is optional"),
 ]
 
 
-@pytest.mark.parametrize(("change", "place", "fragment"), CASES,
-                         ids=[c[2] for c in CASES])
-def test_alternatives_refused(cli, fraud, change, place, fragment):
+@pytest.mark.parametrize(("structure", "where", "place", "fragment"), CASES,
+                         ids=[c[3] for c in CASES])
+def test_construct_refused(cli, fraud, structure, where, place, fragment):
     path = fraud / "workload.json"
     workload = json.loads(path.read_text())
-    workload["patterns"][0] = change(workload["patterns"][0])
+    workload["patterns"][0]["structure"] = structure
+    if where is not KEEP:
+        workload["patterns"][0]["where"] = where
     path.write_text(json.dumps(workload))
     cli("validate", path).one_error(f"{path}: {place}: ", fragment)
 
@@ -85,26 +106,6 @@ def test_parquet_output_is_refused(cli, fraud):
     assert not out.exists()
 
 
-OPTIONAL_CASES = [
-    (["SEQ", ["OPTIONAL", "r:PasswordReset"], ["NOT", "l:Login"]],
-     "patterns[0].structure", "a match cannot be empty"),
-    (["OR", ["OPTIONAL", "r:PasswordReset"], "l:Login"],
-     "patterns[0].structure[1]", "OPTIONAL inside OR"),
-    (["SEQ", "r:PasswordReset", ["OPTIONAL", ["KLEENE", "l:Login"]]],
-     "patterns[0].structure[2]", "OPTIONAL applies to a single"),
-    (["OPTIONAL", "r:PasswordReset"], "patterns[0].structure[0]",
-     "OPTIONAL cannot be the whole pattern"),
-]
-
-
-@pytest.mark.parametrize(("structure", "place", "fragment"), OPTIONAL_CASES,
-                         ids=[c[2] for c in OPTIONAL_CASES])
-def test_optional_refused(cli, fraud, structure, place, fragment):
-    path = fraud / "workload.json"
-    workload = json.loads(path.read_text())
-    workload["patterns"][0].update(structure=structure, where=[])
-    path.write_text(json.dumps(workload))
-    cli("validate", path).one_error(f"{path}: {place}: ", fragment)
 
 
 def test_optional_pattern_cannot_emit(cli, fraud):

@@ -1,7 +1,7 @@
-"""Alternation and optional variables on the Spark job: every template of the in-process tests in
-one job over a stream full of equal timestamps, under the trivial and a many-step plan, equals
-the brute-force reference reading each variable's types and optionality from the definition;
-every match is written once, under the user's pattern name."""
+"""Alternation, optional variables and bounded repetition on the Spark job: every template of the
+in-process tests in one job over a stream full of equal timestamps, under the trivial and a
+many-step plan, equals the brute-force reference reading each variable's types, optionality and
+bounds from the definition; every match is written once, under the user's pattern name."""
 
 from __future__ import annotations
 
@@ -12,18 +12,17 @@ from cepplan.engine_adapter.spark.job import run_job
 from cepplan.planner.plan import trivial_plan
 from cepplan.stats.synth_write import write_events
 from tests.engine import workloads
+from tests.engine.constructs import ALTERNATIONS, OPTIONALS, REPETITIONS, user_workload
 from tests.engine.example_data import stepwise_plan
 from tests.engine.reference_matcher import canonical, reference_matches
-from tests.engine.test_alternation import ALTERNATIONS, user_workload
 from tests.engine.test_matcher_vs_reference import frame
-from tests.engine.test_optional import OPTIONALS
 from tests.engine.test_spark_job import read_matches
 from tests.engine.workloads import TYPES
 
 
 def test_spark_alternation_equals_reference(spark, tmp_path):
     patterns = [{**template, "name": name}
-                for name, (template,) in (ALTERNATIONS | OPTIONALS).items()]
+                for name, (template,) in (ALTERNATIONS | OPTIONALS | REPETITIONS).items()]
     workload = workloads.workload(patterns, seq_ties="allow", csv=True)
     rng = random.Random(5)
     events = frame([(rng.choice(TYPES), rng.randint(0, 10), rng.randint(0, 4),
