@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from cepplan.workload.expr.ast import Attr, Binary, Expr, KleeneRef, Unary, walk
+from cepplan.workload.expr.evaluate import holds
 from cepplan.workload.expr.printer import to_text
 from cepplan.workload.model import FILTER, JOIN, KLEENE_INTERNAL, NEGATED, Pattern, Predicate
 
@@ -36,6 +37,10 @@ def without(pattern: Pattern, absent: frozenset[str]) -> Pattern | None:
                for v in others):
             continue  # a condition of the absent variable: not evaluated
         residual = when_true(predicate.expr, absent)
+        if residual is not False and not _variables(residual):  # a constant such as `1 < 2`
+            if holds(residual, {}):
+                continue
+            residual = False
         if residual is False:
             negated = [v for v in predicate.variables - absent
                        if pattern.operand(v).kind == NEGATED]

@@ -37,3 +37,16 @@ def test_worked_case_with_and_without_the_optional_event():
         found[strategy] = sorted(tuple(sorted(m["events"])) for ms in result.matches.values()
                                  for m in ms)
     assert found == {"any": [("a", "b", "c"), ("a", "c")], "strict": [("a", "b", "c")]}
+
+
+def test_a_predicate_left_constant_is_decided_by_the_loader():
+    """With b unbound, `b.v > c.v or 1 < 2` is TRUE whatever c: no predicate is left (the
+    engines never see a predicate over no variable); `b.v > c.v or 2 < 1` is never TRUE: no
+    core pattern without b."""
+    def core(where: str) -> list[tuple[str, list[str]]]:
+        wl = workload([{"name": "p", "structure": ["SEQ", "a:A", ["OPTIONAL", "b:B"], "c:C"],
+                        "where": [where], "within": 4}])
+        return [(p.name, [q.text for q in p.predicates]) for p in wl.patterns]
+
+    assert core("b.v > c.v or 1 < 2") == [("p", ["b.v > c.v or 1 < 2"]), ("p__no_b", [])]
+    assert core("b.v > c.v or 2 < 1") == [("p", ["b.v > c.v or 2 < 1"])]
