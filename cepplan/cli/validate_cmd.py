@@ -32,7 +32,8 @@ def validate(
         for issue in context_issues(workload):
             warn(f"{path}: {issue.path}: {issue.message}")
         if not quiet:
-            echo(f"ok: {path} ({counted(len(workload.patterns), 'pattern')}, "
+            written = {p.output_name for p in workload.patterns}  # alternatives: one pattern
+            echo(f"ok: {path} ({counted(len(written), 'pattern')}, "
                  f"{counted(len(workload.event_types), 'event type')})")
     if failed:
         echo(f"{failed} of {counted(len(workloads), 'workload')} invalid", err=True)

@@ -14,7 +14,7 @@ from cepplan.errors import InputError
 from cepplan.planner.plan import Plan
 from cepplan.workload.context_model import job_contexts
 from cepplan.workload.expr.portable import to_portable
-from cepplan.workload.model import Pattern, Workload
+from cepplan.workload.model import Operand, Pattern, Workload
 from cepplan.workload.source_spec import reader_arguments
 
 
@@ -58,9 +58,16 @@ def check_parquet_output(workload: Workload, plan: Plan) -> None:
     try:
         match_layouts(job_from_json(job_data(workload, plan)))
     except ColumnClash as err:
-        index = [p.name for p in workload.patterns].index(err.pattern)
-        raise InputError.single(workload.path or "<workload>", f"patterns[{index}]",
+        raise InputError.single(workload.path or "<workload>",
+                                f"patterns[{workload.pattern(err.pattern).index}]",
                                 err.problem) from None
+    for pattern in workload.patterns:
+        if pattern.reported_as:
+            raise InputError.single(workload.path or "<workload>",
+                                    f"patterns[{pattern.index}].structure",
+                                    f"{pattern.reported_as} has alternatives (\"x:A|B\"), whose "
+                                    "matches are written as JSON lines only: drop --format "
+                                    "parquet")
 
 
 def _bottom_up(workload: Workload) -> list[str]:
@@ -74,13 +81,21 @@ def _bottom_up(workload: Workload) -> list[str]:
     return bottom_up_order(detection_graph(workload))
 
 
+def _bounds(operand: Operand) -> dict[str, int]:
+    """A KLEENE operand's bounds on its events, when it has any."""
+    bounds = {"min": operand.min_count} if operand.min_count > 1 else {}
+    return bounds | ({"max": operand.max_count} if operand.max_count is not None else {})
+
+
 def _pattern(pattern: Pattern, plan: Plan) -> dict[str, Any]:
     chosen = plan.patterns[pattern.name]
+    reported = {"reported_as": pattern.reported_as} if pattern.reported_as else {}
     return {
+        **reported,
         "name": pattern.name,
         "operator": pattern.operator,
         "operands": [{"var": o.var, "type": o.event_type, "kind": o.kind,
-                      "position": o.position} for o in pattern.operands],
+                      "position": o.position, **_bounds(o)} for o in pattern.operands],
         "predicates": [{"text": p.text, "tree": p.portable} for p in pattern.predicates],
         "window": pattern.window,
         "partition_by": list(pattern.partition_by),

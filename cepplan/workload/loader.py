@@ -24,6 +24,7 @@ import orjson
 from cepplan.errors import InputError, Problem, json_path
 from cepplan.file_kinds import check_kind
 from cepplan.fileio import parse_json, read_input
+from cepplan.workload.alternation import MAX_CHOICES, choice_count, choices
 from cepplan.workload.context_model import context_issues
 from cepplan.workload.durations import SECONDS_PER_UNIT, DurationError, parse_duration
 from cepplan.workload.expr.ast import Attr, KleeneRef, walk
@@ -46,6 +47,7 @@ from cepplan.workload.model import (
     Workload,
 )
 from cepplan.workload.names import RESERVED_ATTRIBUTES, RULE, is_name
+from cepplan.workload.optional import without
 from cepplan.workload.sections import read_consumers, read_contexts, read_source
 from cepplan.workload.statistics_section import read_statistics
 from cepplan.workload.strategies import apply_strategy, strategy_problem
@@ -130,9 +132,12 @@ class _Builder:
         self.file = file
         self.problems: list[Problem] = []
         self.time_unit: str = raw["time_unit"]
+        self.alternating: set[str] = set()  # patterns expanded into core patterns
 
     def error(self, path: tuple, message: str, excerpt: str = "") -> None:
-        self.problems.append(Problem(self.file, json_path(path), message, excerpt))
+        problem = Problem(self.file, json_path(path), message, excerpt)
+        if problem not in self.problems:  # each alternative of a pattern finds the same
+            self.problems.append(problem)
 
     def duration(self, value: Any, path: tuple) -> float | None:
         try:
@@ -269,17 +274,19 @@ class _Builder:
 
     def patterns(self, order: list[int], event_types: Mapping[str, EventType],
                  names: Mapping[str, int]) -> list[Pattern]:
-        built: dict[int, Pattern] = {}
+        built: dict[int, list[Pattern]] = {}
         by_name: dict[str, Pattern] = {}
         for index in order:
-            pattern = self.pattern(index, event_types, names, by_name)
-            if pattern is not None:
-                built[index] = pattern
-                by_name[pattern.name] = pattern
-        return [built[i] for i in sorted(built)]
+            core = self.pattern(index, event_types, names, by_name)
+            if core:
+                built[index] = core
+                by_name.update((p.name, p) for p in core)
+        return [p for i in sorted(built) for p in built[i]]
 
     def pattern(self, index: int, event_types: Mapping[str, EventType],
-                names: Mapping[str, int], done: Mapping[str, Pattern]) -> Pattern | None:
+                names: Mapping[str, int], done: Mapping[str, Pattern]) -> list[Pattern]:
+        """The pattern's core patterns: itself, or one per choice of its alternatives
+        (alternation.py); none when it is invalid (reported)."""
         spec = self.raw["patterns"][index]
         path = ("patterns", index)
         before = len(self.problems)
@@ -288,7 +295,47 @@ class _Builder:
             self.error((*path, "structure", *err.path), err.message)
         operands = self.operands(raw_operands, event_types, names, done, path)
         if operands is None or len(self.problems) > before:
-            return None
+            return []
+        if choice_count(operands) > 1:
+            self.alternation_checks(spec, operands, names, path)
+            if len(self.problems) > before:
+                return []
+            self.alternating.add(spec["name"])
+        core = []
+        for name, chosen, absent in choices(spec["name"], operands):
+            pattern = self.core_pattern(spec, index, name, operator, chosen, event_types, done)
+            if pattern is not None:
+                pattern = without(pattern, absent)  # None: no match leaves them unbound
+            if pattern is not None:
+                core.append(self.with_strategy(pattern, event_types, path))
+        return [] if len(self.problems) > before else [p for p in core if p is not None]
+
+    def alternation_checks(self, spec: Mapping[str, Any], operands: list[Operand],
+                           names: Mapping[str, int], path: tuple) -> None:
+        """Report what a pattern with alternatives or optional variables cannot have: too many
+        choices, a name one of its core patterns would take, contexts (which name patterns one
+        by one) or `emit` (no other pattern can bind it)."""
+        count = choice_count(operands)
+        if count > MAX_CHOICES:
+            self.error((*path, "structure"), f"its alternatives and optional variables make "
+                       f"{count} core patterns, more than {MAX_CHOICES}: split the pattern")
+        for name, _, _ in choices(spec["name"], operands):
+            if name in names and names[name] != path[1]:
+                self.error((*path, "name"), f"its alternatives are planned as pattern {name!r},"
+                           f" a name patterns[{names[name]}] already has")
+        if "contexts" in self.raw:
+            self.error((*path, "structure"), "alternatives (\"x:A|B\") and OPTIONAL are not "
+                       "supported in a workload with contexts")
+        if spec.get("emit"):
+            self.error((*path, "emit"), "a pattern with alternatives (\"x:A|B\") or OPTIONAL "
+                       "cannot be bound by another pattern, so it has nothing to emit")
+
+    def core_pattern(self, spec: Mapping[str, Any], index: int, name: str, operator: str,
+                     operands: list[Operand], event_types: Mapping[str, EventType],
+                     done: Mapping[str, Pattern]) -> Pattern | None:
+        """One core pattern over `operands` (its types chosen); None when invalid (reported)."""
+        path = ("patterns", index)
+        before = len(self.problems)
         variables = {o.var: VarInfo(o.event_type, self.attrs(o.event_type, event_types, done),
                                     o.kind == KLEENE, o.kind == NEGATED) for o in operands}
         predicates = self.predicates(spec.get("where", []), variables, operator, path)
@@ -307,15 +354,16 @@ class _Builder:
         if len(self.problems) > before:
             return None
         pattern = Pattern(
-            name=spec["name"], operator=operator, operands=tuple(operands),
+            name=name, operator=operator, operands=tuple(operands),
             predicates=tuple(predicates), window=window, partition_by=partition_by,
             latency=self.latency(spec.get("latency"), (*path, "latency")),
             contexts=tuple(spec.get("contexts", ())),
             emit=MappingProxyType(emit), emit_types=MappingProxyType(emit_types),
             weight=float(spec.get("weight", 1.0)), index=index,
             strategy=_frozen(spec.get("strategy", "any")),
+            reported_as="" if name == spec["name"] else spec["name"],
         )
-        return self.with_strategy(pattern, event_types, path)
+        return pattern
 
     def with_strategy(self, pattern: Pattern, event_types: Mapping[str, EventType],
                       path: tuple) -> Pattern | None:
@@ -350,8 +398,17 @@ class _Builder:
                            f"(first at {json_path((*path, 'structure', *seen[item.var]))})")
                 continue
             seen[item.var] = item.path
+            unknown = [t for t in item.alternatives if t not in event_types]
+            if unknown:
+                self.error(where, f"alternatives of {item.var!r} must be primitive event types, "
+                           f"not {', '.join(map(repr, unknown))}")
+                continue
             if item.type_name in event_types:
                 complex_ = False
+            elif item.type_name in self.alternating:
+                self.error(where, f"pattern {item.type_name!r} has alternatives (\"x:A|B\") "
+                           "or OPTIONAL: another pattern cannot bind it")
+                continue
             elif item.type_name in names:
                 if item.type_name not in done:
                     blocked = True
@@ -361,7 +418,13 @@ class _Builder:
                 self.error(where, f"unknown event type {item.type_name!r}: neither a primitive "
                            "type in event_types nor a pattern name")
                 continue
-            operands.append(Operand(item.var, item.type_name, item.kind, position, complex_))
+            if item.optional and complex_:
+                self.error(where, "OPTIONAL applies to a primitive event type, not pattern "
+                           f"{item.type_name!r}")
+                continue
+            operands.append(Operand(item.var, item.type_name, item.kind, position, complex_,
+                                    item.alternatives, item.optional, item.min_count,
+                                    item.max_count))
         return None if blocked else operands
 
     def predicates(self, texts: list[str], variables: Mapping[str, VarInfo], operator: str,
@@ -428,8 +491,12 @@ class _Builder:
     def statistics(self, event_types: Mapping[str, EventType], patterns: list[Pattern],
                    declared: Collection[str]) -> Statistics:
         spec = self.raw.get("statistics", {})
-        return read_statistics(spec, event_types, {p.name: p for p in patterns},
-                               self.time_unit, self.error, ("statistics",), declared)
+        by_name = {p.output_name: p for p in reversed(patterns)}  # a user's name: its first
+        statistics = read_statistics(spec, event_types, by_name, self.time_unit, self.error,
+                                     ("statistics",), declared)
+        given = statistics.selectivities
+        selectivities = {p.name: given[p.output_name] for p in patterns if p.output_name in given}
+        return replace(statistics, selectivities=MappingProxyType(selectivities))
 
 
 def _frozen(strategy: str | dict[str, str]) -> str | Mapping[str, str]:

@@ -57,6 +57,12 @@ class Operand:
     kind: str  # PLAIN, KLEENE or NEGATED
     position: int  # index among the operator's operands (SEQ order)
     is_complex: bool  # bound to another pattern (a complex subevent)
+    # alternation ("x:BUY|SELL"): every type the variable may bind, in the order written; the
+    # loader expands the pattern into one core pattern per choice, `event_type` being this one's
+    alternatives: tuple[str, ...] = ()
+    optional: bool = False  # ["OPTIONAL", leaf]: a match may leave it unbound (optional.py)
+    min_count: int = 1  # KLEENE: the fewest and most events it binds (None: no bound)
+    max_count: int | None = None
 
 
 @dataclass(frozen=True)
@@ -101,6 +107,13 @@ class Pattern:
     index: int = 0
     # selection strategy, for all pairs or per later variable; already rewritten (strategies.py)
     strategy: str | Mapping[str, str] = "any"
+    # the user's pattern this core pattern is one alternative of (alternation.py), else ""
+    reported_as: str = ""
+
+    @property
+    def output_name(self) -> str:
+        """The name its matches are reported under: the user's pattern's."""
+        return self.reported_as or self.name
 
     @cached_property
     def variables(self) -> tuple[str, ...]:

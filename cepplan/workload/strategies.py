@@ -5,8 +5,9 @@ already evaluate, so a strategy needs no engine code of its own.
 Semantics (format doc, "Selection strategies"), for consecutive positive variables x, y (one
 strategy for every such pair, or one per later variable y):
 - `next` (FlinkCEP `followedBy`, CORE `NEXT`): no event other than the match's own, of y's
-  type and satisfying y's conditions, lies after x and strictly before y's timestamp.
-  Rewrite: `["NOT", "__next_y:Y"]` between x and y carrying y's conditions.
+  type (any of its alternatives) and satisfying y's conditions, lies after x and strictly
+  before y's timestamp. Rewrite: `["NOT", "__next_y:Y"]` between x and y carrying y's
+  conditions, one per alternative type of y.
 - `strict` (FlinkCEP `next`, MATCH_RECOGNIZE's default): no event of the partition other than
   the match's own has a timestamp strictly between x's and y's. Rewrite: one hidden `NOT` per
   primitive event type between x and y.
@@ -78,11 +79,15 @@ def apply_strategy(pattern: Pattern, event_types: dict, ties_allowed: bool) -> P
         if chosen[after.var] == "any":
             continue
         if chosen[after.var] == "next":
-            hidden = f"__next_{after.var}"  # users cannot bind names beginning with "__"
-            extra_operands[after.var] = [_negated(hidden, after.event_type)]
-            extra_predicates += _next_conditions(pattern, positives, after, hidden)
-            if ties_allowed:
-                extra_predicates.append(_ts(hidden, "<", after.var))
+            extra_operands[after.var] = []
+            types = after.alternatives or (after.event_type,)  # alternation: any of its types
+            for index, type_name in enumerate(types):
+                # users cannot bind names beginning with "__"
+                hidden = f"__next_{after.var}" + (f"_{index}" if index else "")
+                extra_operands[after.var].append(_negated(hidden, type_name))
+                extra_predicates += _next_conditions(pattern, positives, after, hidden)
+                if ties_allowed:
+                    extra_predicates.append(_ts(hidden, "<", after.var))
         else:
             extra_operands[after.var] = []
             for index, type_name in enumerate(sorted(event_types)):

@@ -1,16 +1,18 @@
 """The brute-force reference matcher: every binding tried, straight from the semantics.
 
 DESIGN.md "Semantics" and docs/matching.md: events ordered by (timestamp, id, type); each plain
-variable binds one event of its type, each Kleene variable a non-empty set of them (in that
-order); no event is bound twice; max(ts) - min(ts) <= window; in a SEQ every event of an
-earlier operand precedes every event of a later one (strict: smaller timestamp; `seq_ties`
-allow: a timestamp not larger, whatever the row order); all predicates hold; with a partition
-key all events share its (non-missing) value; a negated variable blocks the match when some
-other event of its type, placed as its position says and keeping the window, satisfies its
-predicates (seed 002 §2.2); a match is held back (not reported) when the time where such an
-event could block it — its gap — reaches outside the time the input covers (its first to its
-last event's timestamp). Slow (exponential) and obviously right; tests only. The one
-shortcut: candidate sets wider than the window are never formed (no match can contain one).
+variable binds one event of its type (of any of its alternatives, `x:A|B`; an optional one
+binds one or none), each Kleene variable a non-empty set of them (in that order; of `min` to
+`max` events when bounded); no event is bound twice; max(ts) - min(ts) <= window; in a SEQ
+every event of an earlier operand precedes every event of a later one (strict: smaller
+timestamp; `seq_ties` allow: a timestamp not larger, whatever the row order); all predicates
+hold; with a partition key all events share its (non-missing) value; a negated variable blocks
+the match when some other event of its type, placed as its position says and keeping the
+window, satisfies its predicates (seed 002 §2.2); a match is held back (not reported) when the
+time where such an event could block it — its gap — reaches outside the time the input covers
+(its first to its last event's timestamp). Slow (exponential) and obviously right; tests only.
+The one shortcut: candidate sets wider than the window are never formed (no match can contain
+one).
 """
 
 from __future__ import annotations
@@ -24,8 +26,9 @@ import pandas as pd
 from cepplan.engine_adapter.runtime.records import complex_event_id, plain_value
 from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_TYPE
 from cepplan.workload.detection_graph import bottom_up_order, detection_graph
+from cepplan.workload.expr.ast import Attr, Binary, Unary, walk
 from cepplan.workload.expr.evaluate import holds, value_of
-from cepplan.workload.model import KLEENE, Pattern, Workload
+from cepplan.workload.model import KLEENE, NEGATED, Pattern, Workload
 
 
 def reference_matches(workload: Workload, events: pd.DataFrame) -> dict[str, list[dict]]:
@@ -67,6 +70,8 @@ def _undecided(pattern: Pattern, bound: dict, span: tuple[float, float]) -> bool
         low, high = max(every) - window, min(every) + window
         if pattern.operator == "SEQ":
             for operand in pattern.positive:
+                if operand.var not in stamps:  # an optional variable left unbound
+                    continue
                 if operand.position < negated.position:
                     low = max(low, *stamps[operand.var])
                 else:
@@ -112,9 +117,11 @@ def _precedes(first: dict, second: dict, strict: bool) -> bool:
 
 
 def _choices(operand, events: list[dict], window: float) -> list[list[dict]]:
-    """Every event (plain) or non-empty set of events (Kleene) of the operand's type whose
-    timestamps span at most the window (a larger set cannot be in any match)."""
-    mine = sorted((e for e in events if e["type"] == operand.event_type), key=_key)
+    """Every event (plain) or non-empty set of events (Kleene) of the operand's type (any of
+    its alternatives) whose timestamps span at most the window (a larger set cannot be in any
+    match)."""
+    types = operand.alternatives or (operand.event_type,)
+    mine = sorted((e for e in events if e["type"] in types), key=_key)
     if operand.kind != KLEENE:
         return [[e] for e in mine]
     out: list[list[dict]] = []
@@ -127,22 +134,63 @@ def _choices(operand, events: list[dict], window: float) -> list[list[dict]]:
             grow(out[-1], i + 1)
 
     grow([], 0)
-    return out
+    high = operand.max_count or len(mine)  # {n,m}: sets of n to m events
+    return [s for s in out if operand.min_count <= len(s) <= high]
 
 
 def _pattern_matches(pattern: Pattern, events: list[dict], workload: Workload) -> list[dict]:
     strict = workload.options.seq_ties == "strict"
     window = math.inf if pattern.window is None else pattern.window
     groups = ([(o,) for o in pattern.positive] if pattern.operator == "OR"
-              else [pattern.positive])
+              else _with_or_without_optional(pattern.positive))
     found = []
     for operands in groups:
         choices = [_choices(o, events, window) for o in operands]
+        absent = frozenset(o.var for o in pattern.positive) - {o.var for o in operands}
+        if pattern.operator == "OR":
+            absent = frozenset()
         for chosen in _combinations(choices, window):
             bound = dict(zip((o.var for o in operands), chosen, strict=True))
-            if _valid(pattern, operands, bound, events, strict, window):
+            if _valid(pattern, operands, bound, events, strict, window, absent):
                 found.append({"bound": bound, "object": _object(pattern, bound)})
     return found
+
+
+def _with_or_without_optional(positive: Sequence) -> list[tuple]:
+    """The positive operands a match binds: all, less any set of the optional ones."""
+    groups: list[tuple] = [()]
+    for operand in positive:
+        groups = [(*g, operand) for g in groups] + (groups if operand.optional else [])
+    return [g for g in groups if g]
+
+
+def truth(expr, binding: dict, absent: frozenset[str], kleene) -> bool | None:
+    """SQL's three-valued truth of `expr` with the `absent` variables' attributes NULL: an
+    atom reading one is NULL; `and`, `or`, `not` as in SQL."""
+    if isinstance(expr, Binary) and expr.op in ("and", "or"):
+        left = truth(expr.left, binding, absent, kleene)
+        right = truth(expr.right, binding, absent, kleene)
+        decided = expr.op == "or"  # the value that decides it whatever the other side
+        if decided in (left, right):
+            return decided
+        return None if None in (left, right) else not decided
+    if isinstance(expr, Unary) and expr.op == "not":
+        value = truth(expr.operand, binding, absent, kleene)
+        return None if value is None else not value
+    if any(isinstance(n, Attr) and n.var in absent for n in walk(expr)):
+        return None
+    return holds(expr, binding, kleene)
+
+
+def _defines_absent(pattern: Pattern, pred, absent: frozenset[str]) -> bool:
+    """Whether `pred` is the condition of an absent variable y (as MATCH_RECOGNIZE's DEFINE
+    of y): it reads y and otherwise only positive variables written before y."""
+    for var in pred.variables & absent:
+        y = pattern.operand(var).position
+        if all(pattern.operand(v).kind != NEGATED and pattern.operand(v).position < y
+               for v in pred.variables - {var}):
+            return True
+    return False
 
 
 def _combinations(choices: list[list[list[dict]]], window: float):
@@ -163,7 +211,7 @@ def _combinations(choices: list[list[list[dict]]], window: float):
 
 
 def _valid(pattern: Pattern, operands: Sequence, bound: dict, events: list[dict],
-           strict: bool, window: float) -> bool:
+           strict: bool, window: float, absent: frozenset[str]) -> bool:
     every = [e for chosen in bound.values() for e in chosen]
     if len({(e["type"], e["id"]) for e in every}) < len(every):
         return False
@@ -175,10 +223,16 @@ def _valid(pattern: Pattern, operands: Sequence, bound: dict, events: list[dict]
     binding = _binding(pattern, bound)
     negated = {o.var for o in pattern.negated}
     for pred in pattern.predicates:
-        applies = pred.variables <= set(binding) and not pred.variables & negated
+        if pred.variables & negated or _defines_absent(pattern, pred, absent):
+            continue
+        if pred.variables & absent:
+            if truth(pred.expr, binding, absent, pattern.kleene_vars) is not True:
+                return False
+            continue
+        applies = pred.variables <= set(binding)
         if applies and not holds(pred.expr, binding, pattern.kleene_vars):
             return False
-    return not any(_blocked(pattern, x, operands, bound, events, strict, window)
+    return not any(_blocked(pattern, x, operands, bound, events, strict, window, absent)
                    for x in pattern.negated)
 
 
@@ -199,7 +253,7 @@ def _binding(pattern: Pattern, bound: dict) -> dict:
 
 
 def _blocked(pattern: Pattern, negated, operands: Sequence, bound: dict, events: list[dict],
-             strict: bool, window: float) -> bool:
+             strict: bool, window: float, absent: frozenset[str]) -> bool:
     every = [e for chosen in bound.values() for e in chosen]
     used = {(e["type"], e["id"]) for e in every}
     binding = _binding(pattern, bound)
@@ -217,8 +271,8 @@ def _blocked(pattern: Pattern, negated, operands: Sequence, bound: dict, events:
             if not all(_precedes(event, e, strict) for e in after):
                 continue
         trial = {**binding, negated.var: event}
-        if all(holds(p.expr, trial, pattern.kleene_vars) for p in pattern.predicates
-               if negated.var in p.variables):
+        if all(truth(p.expr, trial, absent, pattern.kleene_vars) is True
+               for p in pattern.predicates if negated.var in p.variables):
             return True
     return False
 

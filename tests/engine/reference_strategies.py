@@ -3,9 +3,10 @@ doc, "Selection strategies"), not from the rewrite the loader applies: the match
 pattern under skip-till-any-match (the reference matcher), kept when every pair of
 consecutive variables x, y meets the strategy chosen for the pair:
 
-- next: no event outside the match, of y's type, in y's partition, after x (a later
-  timestamp; with `seq_ties: allow` one not earlier) and at a timestamp before y's, satisfies
-  y's conditions (its predicates over y and variables bound before y) read on it in y's place;
+- next: no event outside the match, of y's type (any of its alternatives), in y's partition,
+  after x (a later timestamp; with `seq_ties: allow` one not earlier) and at a timestamp
+  before y's, satisfies y's conditions (its predicates over y and variables bound before y or
+  optional ones the match leaves unbound, read as NULL) read on it in y's place;
 - strict: no event outside the match, in the partition, has a timestamp strictly between x's
   and y's.
 """
@@ -19,9 +20,8 @@ import pandas as pd
 
 from cepplan.engine_adapter.runtime.records import plain_value
 from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_TYPE
-from cepplan.workload.expr.evaluate import holds
 from cepplan.workload.model import NEGATED, Workload
-from tests.engine.reference_matcher import reference_matches
+from tests.engine.reference_matcher import reference_matches, truth
 
 
 def strategy_matches(any_workload: Workload, strategy: str | Mapping[str, Any],
@@ -53,7 +53,9 @@ def _keeps(pattern, strategy: str | Mapping[str, str], match: dict, pool: list[d
     key = tuple(next(iter(bound.values()))[k] for k in pattern.partition_by)
     others = [e for e in pool if (e["type"], e["id"]) not in own
               and tuple(e.get(k) for k in pattern.partition_by) == key]
-    order = [o for o in sorted(pattern.operands, key=lambda o: o.position) if o.kind != NEGATED]
+    order = [o for o in sorted(pattern.operands, key=lambda o: o.position)
+             if o.kind != NEGATED and o.var in bound]  # an unbound optional one is no step
+    absent = frozenset(o.var for o in pattern.positive) - set(bound)
     for i in range(1, len(order)):
         x, y = bound[order[i - 1].var], bound[order[i].var]
         pair = strategy if isinstance(strategy, str) else strategy.get(order[i].var, "any")
@@ -65,12 +67,13 @@ def _keeps(pattern, strategy: str | Mapping[str, str], match: dict, pool: list[d
             continue
         earlier = {o.var for o in order[:i]}
         conditions = [p for p in pattern.predicates if order[i].var in p.variables
-                      and p.variables - {order[i].var} <= earlier]
+                      and p.variables - {order[i].var} <= earlier | absent]
         for e in others:
             after_x = e["ts"] >= x["ts"] if ties else e["ts"] > x["ts"]
-            if e["type"] != y["type"] or not after_x or e["ts"] >= y["ts"]:
+            types = order[i].alternatives or (order[i].event_type,)
+            if e["type"] not in types or not after_x or e["ts"] >= y["ts"]:
                 continue
             trial = {v: bound[v] for v in earlier} | {order[i].var: e}
-            if all(holds(p.expr, trial, frozenset()) for p in conditions):
+            if all(truth(p.expr, trial, absent, frozenset()) is True for p in conditions):
                 return False
     return True

@@ -57,7 +57,9 @@ class KleeneStage:
         candidate events `per_var` (per row) with its last event."""
         plain = {v: a for v, a in rows.items() if self.spec.operand(v).kind != KLEENE}
         self._check_subsets(per_var, len(rows))
-        if len(kleene_ops) == 1 and not self.stages.masks.get(kleene_ops[0].var):
+        bounded = any(o.min_count > 1 or o.max_count for o in kleene_ops)
+        if len(kleene_ops) == 1 and not self.stages.masks.get(kleene_ops[0].var) \
+                and not bounded:
             return self._every_subset(kleene_ops[0].var, rows, plain, per_var)
         out_rows: list[int] = []
         out_sets: dict[str, list[tuple[int, ...]]] = {o.var: [] for o in kleene_ops}
@@ -71,9 +73,10 @@ class KleeneStage:
                     cap_hits += 1
                     cands = cands[len(cands) - (cap - 1):] if cap > 1 else cands[:0]
                 fixed = _row_getter(self.table, rows, row)
-                choices.append(subsets(self.table, operand.var, cands,
-                                       int(rows[operand.var][row]),
-                                       self.stages.masks.get(operand.var, []), fixed))
+                found = subsets(self.table, operand.var, cands, int(rows[operand.var][row]),
+                                self.stages.masks.get(operand.var, []), fixed)
+                choices.append([s for s in found if operand.size_fits(len(s))] if bounded
+                               else found)
             for combo in product(*choices):
                 if len(combo) > 1 and not self._combo_ok(rows, row, kleene_ops, combo):
                     continue

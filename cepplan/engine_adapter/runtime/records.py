@@ -163,7 +163,7 @@ class Renderer:
         is looked up by rank (NumPy), and one Arrow cast per chunk copies the pieces of its
         lines in order: no Python string per match, no array the size of the table
         per chunk (docs/matching.md, "Output cost")."""
-        head = '{"pattern": ' + json.dumps(spec.name) + ', "events": {'
+        head = '{"pattern": ' + json.dumps(spec.output_name) + ', "events": {'
         names = [*matches.single, *matches.kleene]
         labels = {v: f"{', ' if i else head}{json.dumps(v)}: " for i, v in enumerate(names)}
         ends = {v: "}}\n" if v == names[-1] else "" for v in names}

@@ -39,6 +39,12 @@ class OperandSpec:
     type: str
     kind: str
     position: int
+    min_count: int = 1  # KLEENE: the fewest and most events it binds (0: no most)
+    max_count: int = 0
+
+    def size_fits(self, size: int) -> bool:
+        """Whether a Kleene binding of `size` events keeps its bounds."""
+        return self.min_count <= size and (not self.max_count or size <= self.max_count)
 
 
 @dataclass(frozen=True)
@@ -70,6 +76,12 @@ class PatternSpec:
     seq_ties: str = "strict"
     kleene_cap: int = 16
     match_bytes: int = 0  # one match as held until written (`memory.match_bytes`; 0: not set)
+    reported_as: str = ""  # the user's pattern this one is an alternative of (alternation)
+
+    @property
+    def output_name(self) -> str:
+        """The name its matches are written under."""
+        return self.reported_as or self.name
 
     def operand(self, var: str) -> OperandSpec:
         for operand in self.operands:
@@ -125,7 +137,8 @@ def pattern_from_json(data: Mapping[str, Any], *, seq_ties: str = "strict",
     if operator not in OPERATORS:
         raise SpecError(f"unknown operator {operator!r:.40}")
     operands = tuple(
-        OperandSpec(_name(o["var"]), _name(o["type"]), o["kind"], int(o["position"]))
+        OperandSpec(_name(o["var"]), _name(o["type"]), o["kind"], int(o["position"]),
+                    int(o.get("min", 1)), int(o.get("max", 0)))
         for o in data["operands"])
     if any(o.kind not in (PLAIN, KLEENE, NEGATED) for o in operands):
         raise SpecError("an operand kind must be plain, kleene or negated")
@@ -143,7 +156,8 @@ def pattern_from_json(data: Mapping[str, Any], *, seq_ties: str = "strict",
         partition_by=tuple(_name(k) for k in data.get("partition_by", ())),
         order=tuple(_name(v) for v in data.get("order") or [o.var for o in operands]),
         steps=tuple(tuple(_name(v) for v in s) for s in data.get("steps", ())),
-        emit=emit, seq_ties=seq_ties, kleene_cap=int(kleene_cap))
+        emit=emit, seq_ties=seq_ties, kleene_cap=int(kleene_cap),
+        reported_as=_name(data["reported_as"]) if data.get("reported_as") else "")
 
 
 @dataclass

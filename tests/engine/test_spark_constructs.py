@@ -1,0 +1,40 @@
+"""Alternation, optional variables and bounded repetition on the Spark job: every template of the
+in-process tests in one job over a stream full of equal timestamps, under the trivial and a
+many-step plan, equals the brute-force reference reading each variable's types, optionality and
+bounds from the definition; every match is written once, under the user's pattern name."""
+
+from __future__ import annotations
+
+import random
+
+from cepplan.engine_adapter.job_spec import job_data
+from cepplan.engine_adapter.spark.job import run_job
+from cepplan.planner.plan import trivial_plan
+from cepplan.stats.synth_write import write_events
+from tests.engine import workloads
+from tests.engine.constructs import ALTERNATIONS, OPTIONALS, REPETITIONS, user_workload
+from tests.engine.example_data import stepwise_plan
+from tests.engine.reference_matcher import canonical, reference_matches
+from tests.engine.test_matcher_vs_reference import frame
+from tests.engine.test_spark_job import read_matches
+from tests.engine.workloads import TYPES
+
+
+def test_spark_alternation_equals_reference(spark, tmp_path):
+    patterns = [{**template, "name": name}
+                for name, (template,) in (ALTERNATIONS | OPTIONALS | REPETITIONS).items()]
+    workload = workloads.workload(patterns, seq_ties="allow", csv=True)
+    rng = random.Random(5)
+    events = frame([(rng.choice(TYPES), rng.randint(0, 10), rng.randint(0, 4),
+                     rng.choice([0.5, 2.0]), rng.choice("xy")) for _ in range(40)])
+    path = tmp_path / "events.csv"
+    write_events(events, workload, path)
+    expected = {name: sorted(map(canonical, found)) for name, found
+                in reference_matches(user_workload(patterns, "allow"), events).items()}
+    assert sum(1 for found in expected.values() if found) >= len(expected) - 1
+    for kind, plan in (("trivial", trivial_plan(workload)), ("steps", stepwise_plan(workload))):
+        metrics = run_job(spark, job_data(workload, plan), [str(path)], str(tmp_path / kind),
+                          say=lambda _: None)
+        got = read_matches(tmp_path / kind)
+        assert {k: got.get(k, []) for k in expected} == expected, kind
+        assert sum(metrics["matches"].values()) == sum(map(len, expected.values())), kind
