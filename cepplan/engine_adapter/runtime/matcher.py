@@ -36,6 +36,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from cepplan.engine_adapter.runtime import lookup, memory
+from cepplan.engine_adapter.runtime.gaps import GapStage, join_gaps
 from cepplan.engine_adapter.runtime.kleene_stage import KleeneStage
 from cepplan.engine_adapter.runtime.lookup import SlicedIndex, narrowed_pieces, slice_size
 from cepplan.engine_adapter.runtime.matches import Matches
@@ -102,9 +103,10 @@ def passing(table: Table, ranks: np.ndarray, filters: list) -> np.ndarray:
     return ranks
 
 
-class MatchContext(KleeneStage, NegationStage):
+class MatchContext(KleeneStage, NegationStage, GapStage):
     """One pattern over one table: candidate events per variable and the stage functions
-    (the join here, Kleene+ and negation in their own modules)."""
+    (the join here, Kleene+, negation and the negations checked in the join in their own
+    modules)."""
 
     partials: list[int] | None = None  # distinct partial matches per join prefix length
     own: tuple[float, float] = (-math.inf, math.inf)  # the owned range of the current chunk
@@ -123,6 +125,9 @@ class MatchContext(KleeneStage, NegationStage):
         self.held = 0  # bytes the partition's matches found so far will take (`memory`)
         self.indexes: dict[tuple[str, str, int], SlicedIndex] = {}  # (var, attr, slice size)
         self.bound_cache: dict[tuple, list[Bound]] = {}
+        self.gaps = join_gaps(spec, stages, [v for v in spec.order
+                                             if spec.operand(v).kind != "negated"])
+        self.gapped = {gap.var for gaps in self.gaps.values() for gap in gaps}
 
     def _candidates(self, operand: OperandSpec) -> np.ndarray:
         """Ranks of the events of the operand's type that pass its filters (seed 001 step 1)."""
@@ -150,7 +155,8 @@ class MatchContext(KleeneStage, NegationStage):
                 continue
             for matches in self.kleene(operands, rows):
                 for operand in self.spec.negated:
-                    matches = self.negation(operand, operands, matches)
+                    if operand.var not in self.gapped:
+                        matches = self.negation(operand, operands, matches)
                 matches = self.decided(operands, matches)
                 if self.gathering:
                     self.held += matches.count * self.match_bytes(len(operands))
@@ -226,6 +232,7 @@ class MatchContext(KleeneStage, NegationStage):
         cand = self.cands[operand.var]
         cand_ts = self.table.ts[cand]
         low, high = self._ranges(rows, operand, cand, cand_ts, stop, last_position, start)
+        low, high = self.gap_bounds(rows, operand, cand_ts, low, high)
         for count, (part, which, positions) in enumerate(
                 self._look_up(rows, operand, pending, low, high)):
             self.splits += count > 0
