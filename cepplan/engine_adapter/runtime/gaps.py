@@ -20,6 +20,7 @@ stage after the join.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 
 import numpy as np
@@ -50,14 +51,16 @@ class Gap:
     lower_open: bool
 
 
-def join_gaps(spec: PatternSpec, stages: Stages, order: list[str]) -> dict[str, list[Gap]]:
-    """Per positive variable, the negations checked when the join (in `order`) binds it."""
+def join_gaps(spec: PatternSpec, stages: Stages, order: list[str],
+              stamped: frozenset[str] = frozenset()) -> dict[str, list[Gap]]:
+    """Per positive variable, the negations checked when the join (in `order`) binds it
+    (but those in `stamped`, which the events' stamps stand for: `contiguity`)."""
     if spec.operator != "SEQ":
         return {}
     positives = sorted(spec.positive, key=lambda o: o.position)
     step = {v: i for i, v in enumerate(order)}
     out: dict[str, list[Gap]] = {}
-    for negated in spec.negated:
+    for negated in (n for n in spec.negated if n.var not in stamped):
         before = [o for o in positives if o.position < negated.position]
         after = [o for o in positives if o.position > negated.position]
         if not before or not after:
@@ -65,6 +68,16 @@ def join_gaps(spec: PatternSpec, stages: Stages, order: list[str]) -> dict[str, 
         gap = _gap(spec, stages, negated, before[-1], after[0], positives, step)
         if gap is not None:
             out.setdefault(gap.closer, []).append(gap)
+    return out
+
+
+def adjacent_checks(pairs: Collection[tuple[str, str]], order: list[str]
+                    ) -> dict[str, list[tuple[str, str]]]:
+    """Per positive variable, the contiguous pairs (x, y) the join checks when it binds it:
+    the later of the two in `order`."""
+    out: dict[str, list[tuple[str, str]]] = {}
+    for x, y in pairs:
+        out.setdefault(max((x, y), key=order.index), []).append((x, y))
     return out
 
 
@@ -105,13 +118,24 @@ def _compares_ts(tree: list, earlier: str, later: str) -> bool:
 
 class GapStage:
     """The join-time negation checks of `matcher.MatchContext`, a part of it: reads the
-    context's table, pattern, candidates, `gaps` and `budget`."""
+    context's table, pattern, candidates, `gaps`, `adjacent`, `previous` and `budget`."""
+
+    gaps: dict[str, list[Gap]]
+    adjacent: dict[str, list[tuple[str, str]]]  # closer -> contiguous pairs (`contiguity`)
+    previous: np.ndarray | None  # each event's partition's latest earlier timestamp
 
     def gap_bounds(self, rows: dict[str, np.ndarray], operand: OperandSpec, cand_ts: np.ndarray,
                    low: np.ndarray, high: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """`operand`'s candidate ranges [low, high) narrowed by the gaps its binding closes:
         binding y, at most the timestamp of the first blocking event after x; binding x,
         at least that of the last one before y."""
+        cand = self.cands[operand.var]
+        for x, y in self.adjacent.get(operand.var, ()):  # y's stamp at most x's timestamp
+            if operand.var == y:
+                high = np.minimum(high, np.searchsorted(self.previous[cand],
+                                                        self.table.ts[rows[x]], "right"))
+            else:
+                low = np.maximum(low, np.searchsorted(cand_ts, self.previous[rows[y]], "left"))
         for gap in self.gaps.get(operand.var, ()):
             live = np.flatnonzero(high > low)
             if not len(live):

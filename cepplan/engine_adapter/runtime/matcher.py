@@ -36,7 +36,8 @@ from collections.abc import Iterator
 import numpy as np
 
 from cepplan.engine_adapter.runtime import lookup, memory
-from cepplan.engine_adapter.runtime.gaps import GapStage, join_gaps
+from cepplan.engine_adapter.runtime.contiguity import timeline_column
+from cepplan.engine_adapter.runtime.gaps import GapStage, adjacent_checks, join_gaps
 from cepplan.engine_adapter.runtime.kleene_stage import KleeneStage
 from cepplan.engine_adapter.runtime.lookup import SlicedIndex, narrowed_pieces, slice_size
 from cepplan.engine_adapter.runtime.matches import Matches
@@ -125,9 +126,14 @@ class MatchContext(KleeneStage, NegationStage, GapStage):
         self.held = 0  # bytes the partition's matches found so far will take (`memory`)
         self.indexes: dict[tuple[str, str, int], SlicedIndex] = {}  # (var, attr, slice size)
         self.bound_cache: dict[tuple, list[Bound]] = {}
-        self.gaps = join_gaps(spec, stages, [v for v in spec.order
-                                             if spec.operand(v).kind != "negated"])
-        self.gapped = {gap.var for gaps in self.gaps.values() for gap in gaps}
+        order = [v for v in spec.order if spec.operand(v).kind != "negated"]
+        stamp = timeline_column(spec.partition_by)
+        pairs = stages.contiguous if stamp in table.columns else {}
+        self.previous = table.columns[stamp] if pairs else None
+        stamped = frozenset(v for group in pairs.values() for v in group)
+        self.adjacent = adjacent_checks(pairs, order)
+        self.gaps = join_gaps(spec, stages, order, stamped)
+        self.gapped = stamped | {gap.var for gaps in self.gaps.values() for gap in gaps}
 
     def _candidates(self, operand: OperandSpec) -> np.ndarray:
         """Ranks of the events of the operand's type that pass its filters (seed 001 step 1)."""
