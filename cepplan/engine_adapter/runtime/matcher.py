@@ -122,7 +122,6 @@ class MatchContext(KleeneStage, NegationStage, GapStage):
         self.window = math.inf if spec.window is None else spec.window
         self.seq = spec.operator == "SEQ"
         self.strict = spec.seq_ties == "strict"
-        self.cands = {o.var: self._candidates(o) for o in spec.operands}
         self.held = 0  # bytes the partition's matches found so far will take (`memory`)
         self.indexes: dict[tuple[str, str, int], SlicedIndex] = {}  # (var, attr, slice size)
         self.bound_cache: dict[tuple, list[Bound]] = {}
@@ -134,6 +133,9 @@ class MatchContext(KleeneStage, NegationStage, GapStage):
         self.adjacent = adjacent_checks(pairs, order)
         self.gaps = join_gaps(spec, stages, order, stamped)
         self.gapped = stamped | {gap.var for gaps in self.gaps.values() for gap in gaps}
+        self.by_type: dict[str, np.ndarray] = {}
+        self.cands = {o.var: np.empty(0, dtype=np.int64) if o.var in stamped
+                      else self._candidates(o) for o in spec.operands}
 
     def _candidates(self, operand: OperandSpec) -> np.ndarray:
         """Ranks of the events of the operand's type that pass its filters (seed 001 step 1)."""
@@ -142,8 +144,10 @@ class MatchContext(KleeneStage, NegationStage, GapStage):
         return passing(self.table, self._of_type(operand.type), filters)
 
     def _of_type(self, type_name: str) -> np.ndarray:
-        """Ranks of the table's events of one type."""
-        return np.flatnonzero(self.table.types == type_name)
+        """Ranks of the table's events of one type (found once per type)."""
+        if type_name not in self.by_type:
+            self.by_type[type_name] = np.flatnonzero(self.table.types == type_name)
+        return self.by_type[type_name]
 
     # -- one chunk ------------------------------------------------------------------------
 
