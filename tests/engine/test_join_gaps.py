@@ -110,18 +110,19 @@ def _previous_brute_force(ts: list[float], keys: list) -> list[float]:
             for t, k in zip(ts, keys, strict=True)]
 
 
+@pytest.mark.parametrize("keyed", [True, False])
 @settings(max_examples=80, deadline=None)
 @given(stamps=st.lists(st.integers(0, 6), max_size=30),
        keys=st.lists(st.sampled_from(["x", "y", None]), min_size=30, max_size=30),
        cuts=st.lists(st.integers(0, 30), max_size=5))
-def test_stamps_are_the_partitions_latest_earlier_timestamps(stamps, keys, cuts):
+def test_stamps_are_the_partitions_latest_earlier_timestamps(keyed, stamps, keys, cuts):
     """Time-ordered events cut into batches anywhere (ties across a cut included): each is
-    stamped with the latest earlier timestamp of its key's events, -inf for none, NaN when
-    its key is missing."""
+    stamped with the latest earlier timestamp of its key's events (of all, unkeyed), -inf
+    for none, NaN when its key is missing."""
     ts = sorted(float(s) for s in stamps)
     keys = keys[:len(ts)]
-    expected = _previous_brute_force(ts, keys)
-    timeline, got = Timeline(("k",)), []
+    expected = _previous_brute_force(ts, keys if keyed else [0] * len(ts))
+    timeline, got = Timeline(("k",) if keyed else ()), []
     bounds = sorted({0, len(ts), *(c for c in cuts if c <= len(ts))})
     for first, last in pairwise(bounds):
         batch = Columns({"__ts": np.array(ts[first:last]),

@@ -88,8 +88,8 @@ class Timeline:
         ts = np.asarray(frame[EVENT_TS], dtype=np.float64)
         parts = self._partitions(frame)
         out = np.full(len(ts), np.nan)
-        rows = np.flatnonzero(parts >= 0)
-        order = rows[np.lexsort((ts[rows], parts[rows]))]
+        rows = np.flatnonzero(parts >= 0)  # in time order: sorted by partition, stably
+        order = rows[np.argsort(parts[rows], kind="stable")] if self.keys else rows
         part, stamp = parts[order], ts[order]
         new = np.ones(len(order), dtype=bool)  # each row that starts a (partition, ts) pair
         new[1:] = (part[1:] != part[:-1]) | (stamp[1:] != stamp[:-1])
@@ -111,23 +111,28 @@ class Timeline:
 
     def _partitions(self, frame: Columns) -> np.ndarray:
         """Per row, its partition's number, kept across batches (-1: a key value missing)."""
-        if not self.keys:
-            codes = np.zeros(len(frame), dtype=np.int64)
-        else:
-            codes = key_codes(frame, self.keys)
+        if not self.keys:  # one partition
+            self.numbers.setdefault((), 0)
+            self._grow()
+            return np.zeros(len(frame), dtype=np.int64)
+        codes = key_codes(frame, self.keys)
         present = np.flatnonzero(codes >= 0)
         firsts = present[np.unique(codes[present], return_index=True)[1]]
         columns = [frame[k] for k in self.keys]
         numbers = np.array([self.numbers.setdefault(tuple(c[r] for c in columns),
                                                     len(self.numbers))
                             for r in firsts.tolist()], dtype=np.int64)
+        self._grow()
+        out = np.full(len(frame), -1, dtype=np.int64)
+        out[present] = numbers[codes[present]] if len(numbers) else out[present]
+        return out
+
+    def _grow(self) -> None:
+        """Room for the partitions first seen in this batch (nothing read before them)."""
         grown = len(self.numbers) - len(self.last)
         if grown > 0:
             self.last = np.concatenate([self.last, np.full(grown, -np.inf)])
             self.before_last = np.concatenate([self.before_last, np.full(grown, -np.inf)])
-        out = np.full(len(frame), -1, dtype=np.int64)
-        out[present] = numbers[codes[present]] if len(numbers) else out[present]
-        return out
 
 
 def timelines(patterns: Sequence[PatternSpec], stages: Mapping[str, Stages]) -> list[Timeline]:
