@@ -123,6 +123,7 @@ class GapStage:
     gaps: dict[str, list[Gap]]
     adjacent: dict[str, list[tuple[str, str]]]  # closer -> contiguous pairs (`contiguity`)
     previous: np.ndarray | None  # each event's partition's latest earlier timestamp
+    gap_stamps: dict[str, np.ndarray]  # negated variable -> its candidates' timestamps
 
     def gap_bounds(self, rows: dict[str, np.ndarray], operand: OperandSpec, cand_ts: np.ndarray,
                    low: np.ndarray, high: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -155,7 +156,7 @@ class GapStage:
                         latest: np.ndarray) -> np.ndarray:
         """Per live row, the timestamp of the first event of the gap's variable after x
         that passes its predicates (inf: none before `latest`, the latest y allowed)."""
-        stamps = self.table.ts[self.cands[gap.var]]
+        stamps = self._stamps(gap.var)
         after_x = self.table.ts[rows[gap.before][live]]
         start = np.searchsorted(stamps, after_x, "right" if gap.lower_open else "left")
         stop = np.maximum(start, np.searchsorted(stamps, latest, "left"))
@@ -166,11 +167,17 @@ class GapStage:
                        earliest: np.ndarray) -> np.ndarray:
         """Per live row, the timestamp of the last event of the gap's variable before y
         that passes its predicates (-inf: none from `earliest`, the earliest x allowed)."""
-        stamps = self.table.ts[self.cands[gap.var]]
+        stamps = self._stamps(gap.var)
         before_y = np.searchsorted(stamps, self.table.ts[rows[gap.after][live]], "left")
         first = np.minimum(before_y, np.searchsorted(stamps, earliest, "left"))
         found = self._search(gap, rows, live, before_y - 1, first - 1, -1)
         return np.where(found >= 0, stamps[np.maximum(found, 0)], -np.inf)
+
+    def _stamps(self, var: str) -> np.ndarray:
+        """The timestamps of a negated variable's candidates, gathered once per table."""
+        if var not in self.gap_stamps:
+            self.gap_stamps[var] = self.table.ts[self.cands[var]]
+        return self.gap_stamps[var]
 
     def _search(self, gap: Gap, rows: dict[str, np.ndarray], live: np.ndarray,
                 start: np.ndarray, stop: np.ndarray, direction: int) -> np.ndarray:

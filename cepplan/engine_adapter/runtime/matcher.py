@@ -134,6 +134,7 @@ class MatchContext(KleeneStage, NegationStage, GapStage):
         self.gaps = join_gaps(spec, stages, order, stamped)
         self.gapped = stamped | {gap.var for gaps in self.gaps.values() for gap in gaps}
         self.by_type: dict[str, np.ndarray] = {}
+        self.gap_stamps: dict[str, np.ndarray] = {}
         self.cands = {o.var: np.empty(0, dtype=np.int64) if o.var in stamped
                       else self._candidates(o) for o in spec.operands}
 
