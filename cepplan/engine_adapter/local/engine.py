@@ -27,6 +27,7 @@ from cepplan.engine_adapter.local.totals import PatternTotals
 from cepplan.engine_adapter.local.workers import RangeFigures, range_matching
 from cepplan.engine_adapter.local.writer import staged_output
 from cepplan.engine_adapter.runtime.acquire import acquire, acquire_in_range
+from cepplan.engine_adapter.runtime.contiguity import Timeline, timelines
 from cepplan.engine_adapter.runtime.job import (
     Covered,
     Job,
@@ -230,8 +231,9 @@ def _run_by_time_range(job: Job, data: dict[str, Any], events: Sequence[str], ou
                          output_format) as ranges):
         held: list[Columns] = []
         rows, low, latest, first = 0, -math.inf, -math.inf, None
+        stamps = [] if used_sharing(job) else timelines(job.patterns, job.stages)
         for part in _tagged_batches(job, data["reader"], events, seconds, counts, plain=True,
-                                    covered=covered):
+                                    covered=covered, timelines=stamps):
             ts = part[EVENT_TS]
             if len(ts) and (ts[0] < latest or np.any(np.diff(ts) < 0)):
                 raise _OutOfOrder
@@ -366,12 +368,14 @@ def _tagged_batches(job: Job, reader: dict[str, Any], events: Sequence[str],
                     seconds: dict[str, float], counts: Counter,
                     observers: Sequence[Callable[[pd.DataFrame], None]] = (), *,
                     plain: bool = False,
-                    covered: Covered | None = None) -> Iterator[pd.DataFrame | Columns]:
+                    covered: Covered | None = None,
+                    timelines: Sequence[Timeline] = ()) -> Iterator[pd.DataFrame | Columns]:
     """Each batch's tagged rows (`tagged_rows`), as read: NumPy `Columns` if `plain`, else
     pandas; rows read and rejected by reason are added to `counts` (rows read under
     `ROWS_READ`), the good rows' timestamps to `covered`. Seconds reading and tagging
-    exclude the consumer's work between batches."""
-    wanted = wanted_columns(job)
+    exclude the consumer's work between batches. Time-ordered `plain` batches are stamped
+    by the `timelines` first (`contiguity`)."""
+    wanted = wanted_columns(job) + [t.column for t in timelines]
     used = None if observers else {o.type for p in job.patterns for o in p.operands}
     batches = read_batches(events, **reader, only_types=used)
     while True:
@@ -388,6 +392,8 @@ def _tagged_batches(job: Job, reader: dict[str, Any], events: Sequence[str],
             observe(frame)
         now = time.perf_counter()
         seconds["read"] += now - clock
+        for timeline in timelines:
+            timeline.stamp(frame)
         part = tagged_rows(frame, job, wanted)
         seconds["tag"] += time.perf_counter() - now
         yield part

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
+from cepplan.engine_adapter.runtime.contiguity import contiguous_pairs, timeline_column
 from cepplan.engine_adapter.runtime.match_rows import PatternColumns, table_rows, text_rows
 from cepplan.engine_adapter.runtime.matcher import CHUNK_EVENTS, match_partition, match_pieces
 from cepplan.engine_adapter.runtime.matches import Matches
@@ -32,7 +33,7 @@ from cepplan.engine_adapter.runtime.spec import (
     compile_pattern,
     pattern_from_json,
 )
-from cepplan.engine_adapter.runtime.table import Columns, key_codes, make_table
+from cepplan.engine_adapter.runtime.table import Columns, Table, key_codes, make_table
 from cepplan.sources.time_format import has_zone
 from cepplan.workload.columns import EVENT_ZONE
 
@@ -95,8 +96,11 @@ def job_from_json(data: Mapping[str, Any]) -> Job:
     span = data.get("input_span") or (-math.inf, math.inf)
     sizes = match_bytes(patterns)
     patterns = tuple(replace(p, match_bytes=sizes[p.name]) for p in patterns)
-    return Job(patterns, {p.name: compile_pattern(p) for p in patterns}, types, data,
-               (float(span[0]), float(span[1])))
+    stages = {p.name: compile_pattern(p) for p in patterns}
+    names = {p.name for p in patterns}
+    for spec in patterns:
+        stages[spec.name].contiguous = contiguous_pairs(spec, stages[spec.name], types, names)
+    return Job(patterns, stages, types, data, (float(span[0]), float(span[1])))
 
 
 def needed_attributes(job: Job, spec: PatternSpec) -> list[str]:
@@ -112,6 +116,16 @@ def needed_attributes(job: Job, spec: PatternSpec) -> list[str]:
     if zoned_times(job.data):
         attrs.append(EVENT_ZONE)
     return attrs
+
+
+def pattern_table(frame: pd.DataFrame | Columns, job: Job, spec: PatternSpec) -> Table:
+    """A partition's events as the pattern's matcher reads them, with the stamp standing for
+    the events between contiguous variables when the reader gave it (`contiguity`)."""
+    attributes = needed_attributes(job, spec)
+    stamp = timeline_column(spec.partition_by)
+    if job.stages[spec.name].contiguous and stamp in frame.columns:
+        attributes.append(stamp)
+    return make_table(frame, with_rows(frame, attributes))
 
 
 def zoned_times(data: Mapping[str, Any]) -> bool:
@@ -193,7 +207,7 @@ def evaluate_partition(frame: pd.DataFrame | Columns, job: Job, spec: PatternSpe
                        texts: EventTexts | None = None) -> PartitionOutput:
     """Match one pattern over one partition's events (canonical columns); `texts`: the
     event texts of the pool the frame was taken from (its `ROW_COLUMN`), if shared."""
-    table = make_table(frame, with_rows(frame, needed_attributes(job, spec)))
+    table = pattern_table(frame, job, spec)
     partials: list[int] = []
     results = match_partition(table, spec, job.stages[spec.name], own=own,
                               chunk_events=chunk_events, partials=partials, span=job.span)
@@ -209,7 +223,7 @@ def evaluate_pieces(frame: pd.DataFrame | Columns, job: Job, spec: PatternSpec, 
     """`evaluate_partition` piece by piece (`match_pieces`): each piece's matches rendered
     when found, in output order, never gathered for the partition; the last output carries
     the partial matches built and no match."""
-    table = make_table(frame, with_rows(frame, needed_attributes(job, spec)))
+    table = pattern_table(frame, job, spec)
     renderer = Renderer(table, job.types, texts)
     partials: list[int] = []
     for _, piece in match_pieces(table, spec, job.stages[spec.name], own=own,

@@ -36,6 +36,8 @@ from collections.abc import Iterator
 import numpy as np
 
 from cepplan.engine_adapter.runtime import lookup, memory
+from cepplan.engine_adapter.runtime.contiguity import timeline_column
+from cepplan.engine_adapter.runtime.gaps import GapStage, adjacent_checks, join_gaps
 from cepplan.engine_adapter.runtime.kleene_stage import KleeneStage
 from cepplan.engine_adapter.runtime.lookup import SlicedIndex, narrowed_pieces, slice_size
 from cepplan.engine_adapter.runtime.matches import Matches
@@ -102,9 +104,10 @@ def passing(table: Table, ranks: np.ndarray, filters: list) -> np.ndarray:
     return ranks
 
 
-class MatchContext(KleeneStage, NegationStage):
+class MatchContext(KleeneStage, NegationStage, GapStage):
     """One pattern over one table: candidate events per variable and the stage functions
-    (the join here, Kleene+ and negation in their own modules)."""
+    (the join here, Kleene+, negation and the negations checked in the join in their own
+    modules)."""
 
     partials: list[int] | None = None  # distinct partial matches per join prefix length
     own: tuple[float, float] = (-math.inf, math.inf)  # the owned range of the current chunk
@@ -119,10 +122,21 @@ class MatchContext(KleeneStage, NegationStage):
         self.window = math.inf if spec.window is None else spec.window
         self.seq = spec.operator == "SEQ"
         self.strict = spec.seq_ties == "strict"
-        self.cands = {o.var: self._candidates(o) for o in spec.operands}
         self.held = 0  # bytes the partition's matches found so far will take (`memory`)
         self.indexes: dict[tuple[str, str, int], SlicedIndex] = {}  # (var, attr, slice size)
         self.bound_cache: dict[tuple, list[Bound]] = {}
+        order = [v for v in spec.order if spec.operand(v).kind != "negated"]
+        stamp = timeline_column(spec.partition_by)
+        pairs = stages.contiguous if stamp in table.columns else {}
+        self.previous = table.columns[stamp] if pairs else None
+        stamped = frozenset(v for group in pairs.values() for v in group)
+        self.adjacent = adjacent_checks(pairs, order)
+        self.gaps = join_gaps(spec, stages, order, stamped)
+        self.gapped = stamped | {gap.var for gaps in self.gaps.values() for gap in gaps}
+        self.by_type: dict[str, np.ndarray] = {}
+        self.gap_stamps: dict[str, np.ndarray] = {}
+        self.cands = {o.var: np.empty(0, dtype=np.int64) if o.var in stamped
+                      else self._candidates(o) for o in spec.operands}
 
     def _candidates(self, operand: OperandSpec) -> np.ndarray:
         """Ranks of the events of the operand's type that pass its filters (seed 001 step 1)."""
@@ -131,8 +145,10 @@ class MatchContext(KleeneStage, NegationStage):
         return passing(self.table, self._of_type(operand.type), filters)
 
     def _of_type(self, type_name: str) -> np.ndarray:
-        """Ranks of the table's events of one type."""
-        return np.flatnonzero(self.table.types == type_name)
+        """Ranks of the table's events of one type (found once per type)."""
+        if type_name not in self.by_type:
+            self.by_type[type_name] = np.flatnonzero(self.table.types == type_name)
+        return self.by_type[type_name]
 
     # -- one chunk ------------------------------------------------------------------------
 
@@ -150,7 +166,8 @@ class MatchContext(KleeneStage, NegationStage):
                 continue
             for matches in self.kleene(operands, rows):
                 for operand in self.spec.negated:
-                    matches = self.negation(operand, operands, matches)
+                    if operand.var not in self.gapped:
+                        matches = self.negation(operand, operands, matches)
                 matches = self.decided(operands, matches)
                 if self.gathering:
                     self.held += matches.count * self.match_bytes(len(operands))
@@ -226,6 +243,7 @@ class MatchContext(KleeneStage, NegationStage):
         cand = self.cands[operand.var]
         cand_ts = self.table.ts[cand]
         low, high = self._ranges(rows, operand, cand, cand_ts, stop, last_position, start)
+        low, high = self.gap_bounds(rows, operand, cand_ts, low, high)
         for count, (part, which, positions) in enumerate(
                 self._look_up(rows, operand, pending, low, high)):
             self.splits += count > 0

@@ -340,6 +340,8 @@ class _SharedContext(MatchContext):
         self._cache = cache
         self._allowed = allowed  # the ranks this pattern (or node) may bind, if not all
         super().__init__(table, spec, stages)
+        # its joins go by nodes: negations after them (its tables carry no stamps)
+        self.gaps, self.adjacent, self.gapped = {}, {}, set()
         self.starts = list(starts)
         self.steps = list(steps) or [(v,) for v in spec.order]
 

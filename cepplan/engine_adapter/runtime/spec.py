@@ -171,6 +171,8 @@ class Stages:
     combos: list[PredicateSpec] = field(default_factory=list)
     negation_filters: dict[str, list[list]] = field(default_factory=dict)
     negations: dict[str, list[PredicateSpec]] = field(default_factory=dict)
+    # (x, y) -> the negations saying no event of the partition lies between (`contiguity`)
+    contiguous: dict[tuple[str, str], frozenset[str]] = field(default_factory=dict)
 
 
 def compile_pattern(spec: PatternSpec) -> Stages:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from cepplan.engine_adapter.runtime.contiguity import timeline_column
 from cepplan.engine_adapter.runtime.job import Job
 from cepplan.engine_adapter.runtime.table import Columns, values
 from cepplan.workload.columns import EVENT_TS, EVENT_TYPE
@@ -34,7 +35,11 @@ def tag_masks(frame: pd.DataFrame | Columns, job: Job) -> dict[str, np.ndarray]:
     types = None if plain else frame[EVENT_TYPE]  # a Series: fast when it is categorical
     for spec in job.patterns:
         stages = job.stages[spec.name]
+        stamped = timeline_column(spec.partition_by) in frame.columns
         for operand in spec.operands:
+            if stamped and any(operand.var in v for v in stages.contiguous.values()):
+                masks[tag(spec.name, operand.var)] = np.zeros(len(frame), dtype=bool)
+                continue  # the events' stamps stand for it (`contiguity`)
             rows = np.flatnonzero(frame.type_mask(operand.type) if plain else
                                   (types == operand.type).to_numpy(dtype=bool))
             filters = (stages.negation_filters if operand.kind == "negated"

@@ -83,6 +83,8 @@ SHIPPED = (
     "sources/time_text.py",
     "engine_adapter/runtime/__init__.py",
     "engine_adapter/runtime/binding.py",
+    "engine_adapter/runtime/contiguity.py",
+    "engine_adapter/runtime/gaps.py",
     "engine_adapter/runtime/job.py",
     "engine_adapter/runtime/kleene.py",
     "engine_adapter/runtime/kleene_stage.py",
