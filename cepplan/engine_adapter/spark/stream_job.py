@@ -32,13 +32,17 @@ from pyspark.sql.streaming.state import GroupStateTimeout
 from cepplan.engine_adapter.local.checkpoint import job_digest
 from cepplan.engine_adapter.local.stream_source import END_MARKER, tcp_address
 from cepplan.engine_adapter.runtime.arrivals import latency_figures
+from cepplan.engine_adapter.runtime.job import job_from_json
 from cepplan.engine_adapter.spark.stream_state import (
     FIGURES,
     INPUT,
     LATENCY,
     OUTPUT,
+    PROGRESS,
     STATE,
     StreamStep,
+    key_attributes,
+    merged_figures,
     numbered,
 )
 from cepplan.errors import InputError
@@ -47,6 +51,7 @@ from cepplan.terminal import echo
 
 END_FOLDER = "end"  # in the checkpoint: a file here ends the stream
 IDENTITY = "cepplan-stream.json"  # in the checkpoint: the job, source and output it is for
+KEY_GROUPS = "key-groups.json"  # in the checkpoint: how many key groups its state is in
 STOP_PREFIX = "stop-"  # an end marker written on SIGINT / SIGTERM (else "end-")
 
 
@@ -74,9 +79,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         .config("spark.sql.session.timeZone", "UTC").getOrCreate()
     if not args.verbose:
         spark.sparkContext.setLogLevel("ERROR")
-    spark.conf.set("spark.sql.shuffle.partitions", "1")  # the one group of the stream
+    values = group_values(spark, key_groups(spark, data, Path(args.checkpoint)))
+    spark.conf.set("spark.sql.shuffle.partitions", str(len(values)))  # a task per key group
     try:
-        query = stream_query(spark, data, args.follow, ends, args.trigger) \
+        query = stream_query(spark, data, args.follow, ends, args.trigger, values) \
             .writeStream.format("text").partitionBy("output").outputMode("append") \
             .option("path", args.out) \
             .option("checkpointLocation", str(Path(args.checkpoint) / "spark")) \
@@ -138,10 +144,36 @@ def _real(path: str) -> str:
     return path if "://" in path else os.path.realpath(path)
 
 
+def key_groups(spark: SparkSession, data: dict[str, Any], checkpoint: Path) -> int:
+    """How many key groups the stream is matched in: one without a key all patterns share,
+    else the one recorded in `checkpoint` (a restart keeps its groups' state), else Spark's
+    default parallelism (recorded)."""
+    if not key_attributes(job_from_json(data)):
+        return 1
+    recorded = checkpoint / KEY_GROUPS
+    if not recorded.exists():
+        groups = max(spark.sparkContext.defaultParallelism, 1)
+        write_bytes_atomic(recorded, json.dumps({"key_groups": groups}).encode())
+    return int(json.loads(recorded.read_text())["key_groups"])
+
+
+def group_values(spark: SparkSession, groups: int) -> list[int]:
+    """A grouping value per key group, each hashed by Spark onto a shuffle partition of its
+    own (out of `groups`), so the groups run as separate tasks."""
+    if groups == 1:
+        return [0]
+    candidate = F.col("id").cast("int")
+    hashed = spark.range(64 * groups).select(
+        candidate.alias("value"), F.pmod(F.hash(candidate), F.lit(groups)).alias("task")) \
+        .groupBy("task").agg(F.min("value").alias("value")).toPandas()
+    first = dict(zip(hashed["task"], hashed["value"], strict=True))
+    return [int(first[task]) for task in range(groups)]
+
+
 def stream_query(spark: SparkSession, data: dict[str, Any], follow: str, ends: Path,
-                 trigger: float) -> DataFrame:
-    """The stream's rows (files or socket lines, and the end markers) through the stateful
-    step: rows of (output, JSON line)."""
+                 trigger: float, values: list[int]) -> DataFrame:
+    """The stream's rows (files or socket lines, and the end markers), each given to every
+    key group (grouping `values`), through the stateful step: rows of (output, JSON line)."""
     if follow.startswith("tcp://"):
         host, port = tcp_address(follow)
         lines = spark.readStream.format("socket").option("host", host) \
@@ -149,14 +181,15 @@ def stream_query(spark: SparkSession, data: dict[str, Any], follow: str, ends: P
             .option("numPartitions", 1).load()  # one partition: the lines in order
         lines = lines.mapInArrow(numbered, T.StructType([*lines.schema.fields,
                                                          T.StructField("line", T.LongType())]))
-        events = lines.select(F.lit(0).alias("key"), F.lit("").alias("source"), "line",
+        events = lines.select(F.lit("").alias("source"), "line",
                               F.col("timestamp").cast("double").alias("arrived"),
                               F.col("value"), F.lit(False).alias("end"))
     else:
         events = _whole_files(spark, follow, end=False)
-    both = events.unionByName(_whole_files(spark, str(ends), end=True))
+    both = events.unionByName(_whole_files(spark, str(ends), end=True)) \
+        .withColumn("key", F.explode(F.array(*[F.lit(v) for v in values])))
     return both.select([F.col(f.name).cast(f.dataType) for f in INPUT]).groupBy("key") \
-        .applyInPandasWithState(StreamStep(data, trigger), OUTPUT, STATE, "append",
+        .applyInPandasWithState(StreamStep(data, trigger, values), OUTPUT, STATE, "append",
                                 GroupStateTimeout.NoTimeout)
 
 
@@ -164,7 +197,7 @@ def _whole_files(spark: SparkSession, folder: str, *, end: bool) -> DataFrame:
     """Each new file of `folder` as one row: its path, modification time and text (names
     starting with `.` or `_` are not read: write hidden, then rename)."""
     files = spark.readStream.format("text").option("wholetext", True).load(folder)
-    return files.select(F.lit(0).alias("key"), F.col("_metadata.file_path").alias("source"),
+    return files.select(F.col("_metadata.file_path").alias("source"),
                         F.lit(0).alias("line"),
                         F.col("_metadata.file_modification_time").cast("double").alias("arrived"),
                         F.col("value"), F.lit(end).alias("end"))
@@ -207,9 +240,16 @@ def write_end_marker(ends: Path, *, stop: bool) -> None:
 def committed_metrics(spark: SparkSession, out: str) -> dict[str, Any]:
     """metrics.json from what the sink committed (its log, not every file in `out`): the
     last micro-batch's figures and each match's detection latency."""
-    rows = spark.read.text(out).where(F.col("output").isin(FIGURES, LATENCY)).toPandas()
-    figures = [json.loads(v) for v in rows.loc[rows["output"] == FIGURES, "value"]]
-    metrics = max(figures, key=lambda f: f["stream"]["micro_batches"])
+    rows = spark.read.text(out).where(F.col("output").isin(FIGURES, LATENCY, PROGRESS)) \
+        .toPandas()
+    metrics = merged_figures([json.loads(v) for v in rows.loc[rows["output"] == FIGURES,
+                                                              "value"]])
+    kept: dict[int, int] = {}  # the events kept after each micro-batch, over the key groups
+    for value in rows.loc[rows["output"] == PROGRESS, "value"]:
+        progress = json.loads(value)
+        kept[progress["micro_batch"]] = kept.get(progress["micro_batch"], 0) + \
+            progress["state_rows"]
+    metrics["stream"]["state_rows_max"] = max(kept.values(), default=0)
     seconds: dict[str, list[float]] = {}
     for value in rows.loc[rows["output"] == LATENCY, "value"]:
         pattern, spent = json.loads(value)

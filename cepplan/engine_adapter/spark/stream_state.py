@@ -32,7 +32,8 @@ from cepplan.engine_adapter.local.engine import ROWS_READ
 from cepplan.engine_adapter.local.follow import read_counted
 from cepplan.engine_adapter.local.stream import StreamMatcher
 from cepplan.engine_adapter.runtime.arrivals import MatchArrivals, late_lines
-from cepplan.engine_adapter.runtime.job import PartitionOutput, job_from_json
+from cepplan.engine_adapter.runtime.job import Job, PartitionOutput, job_from_json
+from cepplan.engine_adapter.runtime.table import Columns
 
 MATCHES, LATE, LATENCY = "matches", "late-events", "latency"
 PROGRESS = "progress"  # per micro-batch, a few figures (small: a stream may run for days)
@@ -51,14 +52,33 @@ OUTPUT = T.StructType([T.StructField("output", T.StringType()),
 STATE = T.StructType([T.StructField("matcher", T.BinaryType())])
 
 
-class StreamStep:
-    """The function given to `applyInPandasWithState` (picklable: the job data only)."""
+def key_attributes(job: Job) -> tuple[str, ...]:
+    """The attributes every pattern partitions by (`partition_by`): a match's events share
+    their values, so the stream can be matched apart per value (none: one group)."""
+    common = set.intersection(*(set(p.partition_by) for p in job.patterns))
+    return tuple(sorted(common))
 
-    def __init__(self, data: dict[str, Any], trigger: float):
+
+def key_group(rows: Columns, attributes: tuple[str, ...], groups: int) -> np.ndarray:
+    """Each row's key group in [0, groups): a hash of its `attributes`' values as text, the
+    same in every process (a missing attribute counts as a missing value)."""
+    keys = pd.DataFrame({a: np.asarray(rows.data[a], dtype=object).astype(str)
+                         if a in rows.data else np.full(len(rows), "None", dtype=object)
+                         for a in attributes})
+    return (pd.util.hash_pandas_object(keys, index=False).to_numpy() % groups).astype(np.int64)
+
+
+class StreamStep:
+    """The function given to `applyInPandasWithState` (picklable: the job data only). Each
+    group is one key group: grouping value `values[i]` matches the events whose key hashes
+    to `i`, every group reading every arrival (docs/matching.md, "Live streams on Spark")."""
+
+    def __init__(self, data: dict[str, Any], trigger: float, values: list[int] | None = None):
         self.data = data
         self.trigger = trigger
+        self.values = values or [0]
 
-    def __call__(self, _key: tuple, frames: Iterator[pd.DataFrame], state) -> Iterator[
+    def __call__(self, key: tuple, frames: Iterator[pd.DataFrame], state) -> Iterator[
             pd.DataFrame]:
         rows = pd.concat(list(frames), ignore_index=True)
         data, reader = self.data, self.data["reader"]
@@ -67,6 +87,9 @@ class StreamStep:
         delay = float(data.get("options", {}).get("max_delay", 0.0))
         matcher = StreamMatcher(job, delay, collector,
                                 positional_ids=not reader["source"].get("id_column"))
+        if len(self.values) > 1:
+            group, attributes = self.values.index(int(key[0])), key_attributes(job)
+            matcher.owned = lambda part: key_group(part, attributes, len(self.values)) == group
         figures = {"micro_batches": 0, "state_rows_max": 0, "header": None}
         if state.exists:
             saved = decode(bytes(state.get[0]))
@@ -126,6 +149,42 @@ class StreamStep:
                          "late_events": dict(matcher.late),
                          "state_rows_max": figures["state_rows_max"]}
         return out
+
+
+# metrics.json's figures that are counts over the matched events: summed over key groups
+# (the others, counts of what was read, are every group's alike)
+_PER_GROUP = ("rows_to_matchers", "rows_to_matchers_by_pattern", "matches",
+              "kleene_cap_hits", "negation_held_back", "chunk_splits", "partial_matches",
+              "seconds")
+
+
+def merged_figures(figures: list[dict[str, Any]]) -> dict[str, Any]:
+    """The stream's figures from its key groups' (each group's last micro-batch's)."""
+    last = max(f["stream"]["micro_batches"] for f in figures)
+    figures = [f for f in figures if f["stream"]["micro_batches"] == last]
+    merged = figures[0]
+    for other in figures[1:]:
+        for name in _PER_GROUP:
+            if name in other:
+                merged[name] = _added(merged.get(name), other[name])
+        merged["stream"]["late_events"] = _added(merged["stream"]["late_events"],
+                                                 other["stream"]["late_events"])
+        merged["peak_memory_bytes"] = max(merged["peak_memory_bytes"],
+                                          other["peak_memory_bytes"])
+    return merged
+
+
+def _added(one: Any, other: Any) -> Any:
+    """Two groups' counts added: numbers, lists (element-wise) and dicts of them."""
+    if one is None:
+        return other
+    if isinstance(one, dict):
+        return {k: _added(one.get(k), other.get(k)) if k in other else one[k]
+                for k in {**one, **other}}
+    if isinstance(one, list):
+        longer, shorter = (one, other) if len(one) >= len(other) else (other, one)
+        return [a + (shorter[i] if i < len(shorter) else 0) for i, a in enumerate(longer)]
+    return one + other
 
 
 def numbered(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
