@@ -1,0 +1,71 @@
+"""A stream matched in key groups, as the Spark stream runs it (`StreamMatcher.owned` with
+`stream_state.key_group`): every group reads every arrival, keeps only its keys' events;
+together the groups give the reference matcher's matches on the events that were not late
+(lateness by the whole stream's watermark), each late event written by one group, and the
+groups' figures added give the stream's counts."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from cepplan.engine_adapter.job_spec import job_data
+from cepplan.engine_adapter.runtime.job import job_from_json
+from cepplan.engine_adapter.spark.stream_state import key_attributes, key_group, merged_figures
+from cepplan.planner.plan import trivial_plan
+from cepplan.stats.synth import synthesize
+from cepplan.workload import load_workload
+from cepplan.workload.columns import EVENT_ID, EVENT_TS
+from tests.engine.example_data import EXAMPLES
+from tests.engine.test_stream_matches import arrivals, expected, late_mask, stream
+
+
+def _fraud_without_conditions():
+    """The fraud patterns (every one keyed by user) without their conditions: many matches
+    on a few minutes of synthetic events."""
+    raw = json.loads((EXAMPLES / "fraud" / "workload.json").read_text())
+    for pattern in raw["patterns"]:
+        pattern.pop("where", None)
+    raw.get("statistics", {}).pop("selectivities", None)
+    path = Path(tempfile.mkdtemp(prefix="cepplan-key-groups-")) / "workload.json"
+    path.write_text(json.dumps(raw))
+    return load_workload(path)
+
+
+FRAUD = _fraud_without_conditions()
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10_000), groups=st.integers(2, 4),
+       delay=st.sampled_from([0.0, 0.5, 2.0]), cuts=st.lists(st.integers(1, 150), max_size=8))
+def test_key_groups_together_give_the_reference_matches(seed, groups, delay, cuts):
+    data = job_data(FRAUD, trivial_plan(FRAUD))
+    attributes = key_attributes(job_from_json(data))
+    assert attributes == ("user",)
+    events = synthesize(FRAUD, seed=seed, truth_draws=100, duration=30, total_rate=5.0,
+                         n_keys=6).events
+    arrived = arrivals(events, 2 * delay, seed)  # some beyond the delay: late
+    late = late_mask(arrived[EVENT_TS].to_numpy(), delay)
+    found: dict[str, list] = {}
+    late_ids: list[int] = []
+    figures = []
+    for group in range(groups):
+        with tempfile.TemporaryDirectory() as folder:
+            got, late_of_group, metrics = stream(
+                FRAUD, data, arrived, delay, cuts, Path(folder),
+                owned=lambda rows, g=group: key_group(rows, attributes, groups) == g)
+        for name, matches in got.items():
+            found.setdefault(name, []).extend(matches)
+        late_ids += late_of_group
+        metrics["stream"] = {"micro_batches": 1, "late_events": {}}
+        figures.append(metrics)
+    want = expected(FRAUD, arrived.loc[~late])
+    assert {k: sorted(v) for k, v in found.items()} == want
+    assert sorted(late_ids) == sorted(arrived.loc[late, EVENT_ID].tolist())
+    merged = merged_figures(figures)
+    assert merged["matches"] == {p.name: len(want.get(p.name, [])) for p in FRAUD.patterns}
+    assert merged["rows_read"] == len(arrived)
