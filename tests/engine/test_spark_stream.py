@@ -5,7 +5,8 @@ line and a few events far behind the others (and a half-written file under a hid
 never read); the spark-submit process group is killed (SIGKILL) KILLS times (5 in
 `python -m benchmarks streaming_spark`), each at a random moment once the query has planned a
 micro-batch, the same command continuing from the
-checkpoint each time, and `_END` ends the stream (what arrived is matched to the end, exit 0).
+checkpoint each time, and `_END` ends the stream (what arrived is matched to the end, exit 0;
+that last start on a terminal shows the progress line, its last figures the whole stream's).
 The matches the sink committed (read from its log, as Spark's readers do) are the batch run's
 on the events that were not late, as a multiset: none missing, none twice; the late events
 are counted and written; the malformed line is counted. The stream runs in two key groups
@@ -16,7 +17,10 @@ from __future__ import annotations
 
 import json
 import os
+import pty
 import random
+import re
+import select
 import signal
 import subprocess
 import sys
@@ -76,6 +80,28 @@ def _committed(out: Path, output: str, *, with_paths: bool = False) -> list:
                     paths.add(entry["path"].removeprefix("file://"))
     return [(path, line) if with_paths else line for path in sorted(paths)
             if f"/output={output}/" in path for line in Path(path).read_text().splitlines()]
+
+
+def _on_a_terminal(command: list, env: dict[str, str]) -> str:
+    """Run `command` to its end with its standard error on a terminal (a pseudo-terminal):
+    what it wrote there."""
+    terminal, child_side = pty.openpty()
+    process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=child_side)
+    os.close(child_side)
+    shown, deadline = bytearray(), time.monotonic() + BOUND
+    while time.monotonic() < deadline:
+        if not select.select([terminal], [], [], 1.0)[0]:
+            continue
+        try:
+            chunk = os.read(terminal, 65536)
+        except OSError:  # the child's side closed
+            break
+        if not chunk:
+            break
+        shown += chunk
+    os.close(terminal)
+    assert process.wait(timeout=BOUND) == 0, shown.decode(errors="replace")
+    return shown.decode(errors="replace")
 
 
 def _spark_submit_of(pid: int) -> int:
@@ -155,8 +181,7 @@ def killed_and_restarted_stream(tmp_path: Path, kills: int, seed: int) -> None:
     for number in range(dropped, FILES):
         drop(number)
     (source / "_END").touch()
-    done = subprocess.run(command, env=env, capture_output=True, timeout=BOUND)
-    assert done.returncode == 0, done.stderr.decode()
+    shown = _on_a_terminal([c for c in command if c != "-q"], env)  # its progress line
 
     batch = (tmp_path / "batch" / "matches" / "part-00000.jsonl").read_text().splitlines()
     streamed = _committed(out, "matches")
@@ -175,6 +200,9 @@ def killed_and_restarted_stream(tmp_path: Path, kills: int, seed: int) -> None:
     assert metrics["rows_read"] == len(rows) + 1  # the malformed line too
     assert sum(metrics["rows_rejected"].values()) == 1
     assert metrics["stream"]["late_events"] == Counter(row.split(",")[0] for row in late)
+    last = [part for part in shown.split("\r") if "events/s" in part][-1]
+    assert f"matches {len(batch):,}  late {len(late):,}  state " in last, shown
+    assert re.search(r"latency p50/p99 \d+\.\d\d/\d+\.\d\ds", last), last
     latency = metrics["stream"]["detection_latency_seconds"]
     per_pattern = Counter(json.loads(line)["pattern"] for line in batch)
     assert {name: f["matches"] for name, f in latency.items()} == per_pattern

@@ -1,10 +1,11 @@
 """The generated Structured Streaming job (`cepplan generate PLAN --streaming`):
 
     spark-submit --py-files runtime.zip job.py --follow DIR|tcp://HOST:PORT --out DIR
-        --checkpoint DIR [--trigger SECONDS] [--verbose]
+        --checkpoint DIR [--trigger SECONDS] [--progress] [--verbose]
 
 `readStream` of the followed directory (each new file whole) or of a socket (lines), one
-stateful step per micro-batch (`stream_state.StreamStep`: the in-process stream matcher), a
+stateful step per micro-batch and key group (`stream_state.StreamStep`: the in-process
+stream matcher on the events of the keys the group holds), a
 JSON-lines file sink partitioned by output (`OUT/output=matches/`, `output=late-events/`, ...)
 with its checkpoint in `CHECKPOINT/spark`. The stream ends (matched to the end, as a finished
 file) once a file `_END` appears in the followed directory or a file appears in
@@ -39,11 +40,13 @@ from cepplan.engine_adapter.spark.stream_state import (
     LATENCY,
     OUTPUT,
     PROGRESS,
+    PROGRESS_LINE,
     STATE,
     StreamStep,
     key_attributes,
     merged_figures,
     numbered,
+    progress_figures,
 )
 from cepplan.errors import InputError
 from cepplan.fileio import write_bytes_atomic
@@ -64,6 +67,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--checkpoint", required=True, help="the query's checkpoint")
     parser.add_argument("--trigger", type=float, default=1.0, help="seconds per micro-batch")
     parser.add_argument("--verbose", action="store_true", help="keep Spark's own log")
+    parser.add_argument("--progress", action="store_true",
+                        help=f"a line per micro-batch on the output ({PROGRESS_LINE.strip()} "
+                        "JSON)")
     args = parser.parse_args(argv)
     with open(args.job, encoding="utf-8") as handle:
         data = json.load(handle)
@@ -83,11 +89,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     spark.conf.set("spark.sql.shuffle.partitions", str(len(values)))  # a task per key group
     try:
         query = stream_query(spark, data, args.follow, ends, args.trigger, values) \
+            .observe(PROGRESS, F.collect_list(F.when(F.col("output") == PROGRESS,
+                                                     F.col("value"))).alias("groups")) \
             .writeStream.format("text").partitionBy("output").outputMode("append") \
             .option("path", args.out) \
             .option("checkpointLocation", str(Path(args.checkpoint) / "spark")) \
             .trigger(processingTime=f"{args.trigger} seconds").start()
-        stopped = _until_the_end(spark, query, args.follow, ends, args.out, args.trigger)
+        meter = _Progress() if args.progress else None
+        stopped = _until_the_end(spark, query, args.follow, ends, args.out, args.trigger,
+                                 meter)
         metrics = committed_metrics(spark, args.out)
     except StreamingQueryException as err:
         if not args.follow.startswith("tcp://") or "Connection refused" not in str(err):
@@ -204,22 +214,51 @@ def _whole_files(spark: SparkSession, folder: str, *, end: bool) -> DataFrame:
 
 
 def _until_the_end(spark: SparkSession, query, follow: str, ends: Path, out: str,
-                   trigger: float) -> bool:
+                   trigger: float, meter: _Progress | None) -> bool:
     """Wait until the stream ends (`_END` in the followed directory, or an end marker) and
     the micro-batch that processed the marker is committed, then stop the query; whether a
     signal asked. (`processAllAvailable` can return before that micro-batch runs.)"""
     while query.isActive:
+        if meter is not None:
+            meter.show(query.lastProgress)
         markers = sorted(p.name for p in ends.iterdir() if p.name[:1] not in "._")
         if not markers and "://" not in follow and (Path(follow) / END_MARKER).exists():
             write_end_marker(ends, stop=False)
             continue
         if markers and _ended(spark, out):
             query.stop()
+            if meter is not None:  # the last micro-batch's
+                meter.show(query.lastProgress)
             return markers[0].startswith(STOP_PREFIX)
         query.awaitTermination(min(trigger, 0.5))
     if query.exception() is not None:
         raise query.exception()
     return False
+
+
+class _Progress:
+    """The query's progress, a line per micro-batch on the output (`PROGRESS_LINE` and
+    JSON: `cepplan run` shows it on a terminal): its key groups' figures, and events/s since
+    this start."""
+
+    def __init__(self) -> None:
+        self.batch = -1
+        self.first: tuple[float, int] | None = None  # (when, rows read) at the first shown
+
+    def show(self, progress) -> None:
+        if progress is None or progress["batchId"] == self.batch:
+            return
+        observed = progress["observedMetrics"].get(PROGRESS)
+        if observed is None or not observed["groups"]:  # a micro-batch of no arrival
+            return
+        self.batch = progress["batchId"]
+        figures = progress_figures([json.loads(v) for v in observed["groups"]])
+        now = time.monotonic()
+        if self.first is None:
+            self.first = (now, figures["rows_read"])
+        spent = now - self.first[0]
+        figures["rate"] = (figures["rows_read"] - self.first[1]) / spent if spent > 0 else 0.0
+        print(PROGRESS_LINE + json.dumps(figures), flush=True)
 
 
 def _ended(spark: SparkSession, out: str) -> bool:

@@ -37,6 +37,8 @@ from cepplan.engine_adapter.runtime.table import Columns
 
 MATCHES, LATE, LATENCY = "matches", "late-events", "latency"
 PROGRESS = "progress"  # per micro-batch, a few figures (small: a stream may run for days)
+PROGRESS_LINE = "cepplan-progress: "  # the job's progress on its output, for `cepplan run`
+LATENCY_SAMPLE = 200  # detection latencies a progress row keeps (evenly spaced ranks)
 FIGURES = "figures"  # metrics.json's figures, once the stream has ended
 # What reaches the step: per file (or socket line) its name ("" for a line), a line's number
 # in its micro-batch (grouping does not keep the order), its arrival wall time, its text, and
@@ -108,7 +110,8 @@ class StreamStep:
         figures["micro_batches"] += 1
         figures["state_rows_max"] = max(figures["state_rows_max"], state_rows)
         state.update((encode(matcher, {"figures": figures}),))
-        collector.add(PROGRESS, [json.dumps(_progress(matcher, figures, state_rows))])
+        collector.add(PROGRESS, [json.dumps(_progress(matcher, figures, state_rows,
+                                                      collector.seconds))])
         if final:
             collector.add(FIGURES, [json.dumps(self._metrics(matcher, figures))])
         yield pd.DataFrame({"output": collector.outputs, "value": collector.values})
@@ -206,6 +209,7 @@ class _Collector(MatchArrivals):
         super().__init__()
         self.outputs: list[str] = []
         self.values: list[str] = []
+        self.seconds: list[np.ndarray] = []  # the detection latencies, per range
 
     def add(self, output: str, values: list[str]) -> None:
         self.outputs += [output] * len(values)
@@ -217,18 +221,47 @@ class _Collector(MatchArrivals):
         emitted = time.time()
         self.add(MATCHES, out.texts())
         seconds = np.round(emitted - self.completed(out), 6)
+        self.seconds.append(seconds)
         self.add(LATENCY, [json.dumps([pattern, seconds.tolist()])])
 
 
-def _progress(matcher: StreamMatcher, figures: dict[str, Any], state_rows: int
-              ) -> dict[str, Any]:
+def _progress(matcher: StreamMatcher, figures: dict[str, Any], state_rows: int,
+              seconds: list[np.ndarray]) -> dict[str, Any]:
     """The stream so far, after a micro-batch: rows read, watermark, matches, late events,
-    the events kept."""
+    the events kept; and the micro-batch's detection latencies (their count, and at most
+    LATENCY_SAMPLE of them at evenly spaced ranks)."""
+    spent = np.sort(np.concatenate(seconds)) if seconds else np.empty(0)
+    ranks = np.unique(np.linspace(0, len(spent) - 1, LATENCY_SAMPLE).round().astype(int)) \
+        if len(spent) else np.empty(0, dtype=int)
     return {"micro_batch": figures["micro_batches"],
             "rows_read": matcher.counts.get(ROWS_READ, 0),
             "watermark": _finite(matcher.watermark),
             "matches": sum(t.matches for t in matcher.totals.values()),
-            "late_events": sum(matcher.late.values()), "state_rows": state_rows}
+            "late_events": sum(matcher.late.values()), "state_rows": state_rows,
+            "latency_matches": len(spent), "latency": spent[ranks].tolist()}
+
+
+def progress_figures(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """A micro-batch's progress over the key groups (their `progress` rows): rows read,
+    watermark, matches, late events, events kept, detection latency p50/p99 (None: no
+    match) from the groups' samples, each weighted by the matches it stands for."""
+    values, weights = [], []
+    for row in rows:
+        if row["latency"]:
+            values += row["latency"]
+            weights += [row["latency_matches"] / len(row["latency"])] * len(row["latency"])
+    latency = None
+    if values:
+        order = np.argsort(values)
+        ranked, cumulative = np.asarray(values)[order], np.cumsum(np.asarray(weights)[order])
+        latency = [float(ranked[np.searchsorted(cumulative, q * cumulative[-1])])
+                   for q in (0.5, 0.99)]
+    marks = [r["watermark"] for r in rows if r["watermark"] is not None]
+    return {"rows_read": max(r["rows_read"] for r in rows),
+            "watermark": max(marks) if marks else None,
+            "matches": sum(r["matches"] for r in rows),
+            "late_events": sum(r["late_events"] for r in rows),
+            "state_rows": sum(r["state_rows"] for r in rows), "latency": latency}
 
 
 def _warn(text: str) -> None:

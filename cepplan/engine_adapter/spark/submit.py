@@ -8,16 +8,19 @@ exception, Spark's error message) is the message of `JobFailed`.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import sys
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
+from typing import Any
 
 import pyspark
 
 from cepplan.engine_adapter.spark.jvm_start import FAST_JIT, ClassArchive, class_archive
+from cepplan.engine_adapter.spark.stream_state import PROGRESS_LINE
 from cepplan.errors import CepplanError
 from cepplan.interrupt import run_child_group
 from cepplan.terminal import printable
@@ -73,18 +76,24 @@ def submit(job_dir: Path, events: list[str], out: Path, *, master: str = "local[
 
 def submit_stream(job_dir: Path, follow: str, out: Path, checkpoint: Path, *,
                   trigger: float = 1.0, master: str = "local[*]", quiet: bool = False,
-                  verbose: bool = False, conf: Mapping[str, str] | None = None) -> None:
+                  verbose: bool = False, conf: Mapping[str, str] | None = None,
+                  on_progress: Callable[[dict[str, Any]], None] | None = None) -> None:
     """Run the streaming job `job_dir/job.py` (`generate(..., streaming=True)`) on `follow`
-    until the stream ends; raise `JobFailed` on failure."""
+    until the stream ends; raise `JobFailed` on failure. `on_progress` gets the figures of
+    each micro-batch (`stream_job._Progress`)."""
     _run_job(job_dir, ["--follow", follow, "--out", str(out), "--checkpoint", str(checkpoint),
-                       "--trigger", str(trigger)], master=master, quiet=quiet,
-             verbose=verbose, conf={"spark.ui.showConsoleProgress": "false", **(conf or {})})
+                       "--trigger", str(trigger), *(["--progress"] if on_progress else [])],
+             master=master, quiet=quiet, verbose=verbose,
+             conf={"spark.ui.showConsoleProgress": "false", **(conf or {})},
+             on_progress=on_progress)
 
 
 def _run_job(job_dir: Path, arguments: list[str], *, master: str, quiet: bool, verbose: bool,
-             conf: Mapping[str, str] | None) -> None:
+             conf: Mapping[str, str] | None,
+             on_progress: Callable[[dict[str, Any]], None] | None = None) -> None:
     """spark-submit `job_dir/job.py` with `arguments`, its output shown as `quiet` and
-    `verbose` say; `JobFailed` with the cause found in its output on failure."""
+    `verbose` say (its progress lines given to `on_progress`); `JobFailed` with the cause
+    found in its output on failure."""
     archive = class_archive()  # a fast JVM start (jvm_start)
     if archive.writing is not None and not quiet:
         print("cepplan: this first Spark run also saves Spark's classes for a faster start "
@@ -99,6 +108,9 @@ def _run_job(job_dir: Path, arguments: list[str], *, master: str, quiet: bool, v
     tail: deque[str] = deque(maxlen=400)
 
     def on_line(line: str) -> None:
+        if on_progress is not None and line.startswith(PROGRESS_LINE):
+            on_progress(json.loads(line.removeprefix(PROGRESS_LINE)))
+            return
         tail.append(line.rstrip("\n"))
         if verbose or (not quiet and _worth_showing(line)):
             bar = line[:len(line) - len(line.lstrip("\r"))]  # Spark's progress bar redraws
