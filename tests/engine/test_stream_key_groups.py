@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from cepplan.engine_adapter.job_spec import job_data
 from cepplan.engine_adapter.runtime.job import job_from_json
+from cepplan.engine_adapter.spark.stream_job import key_groups
 from cepplan.engine_adapter.spark.stream_state import key_attributes, key_group, merged_figures
 from cepplan.planner.plan import trivial_plan
 from cepplan.stats.synth import synthesize
@@ -69,3 +70,18 @@ def test_key_groups_together_give_the_reference_matches(seed, groups, delay, cut
     merged = merged_figures(figures)
     assert merged["matches"] == {p.name: len(want.get(p.name, [])) for p in FRAUD.patterns}
     assert merged["rows_read"] == len(arrived)
+
+
+def test_key_groups_of_a_new_a_restarted_and_an_older_stream(tmp_path):
+    """A new keyed stream takes the parallelism given, a restart what it recorded, a
+    checkpoint of a stream started without key groups (Spark's offsets, no record) one
+    group; a workload without a key shared by every pattern, one group."""
+    data = job_data(FRAUD, trivial_plan(FRAUD))
+    new, older = tmp_path / "new", tmp_path / "older"
+    new.mkdir()
+    (older / "spark" / "offsets").mkdir(parents=True)
+    assert key_groups(data, new, 3) == 3
+    assert key_groups(data, new, 8) == 3  # a restart on another master keeps its groups
+    assert key_groups(data, older, 3) == 1
+    stocks = load_workload(EXAMPLES / "stocks" / "workload.json")
+    assert key_groups(job_data(stocks, trivial_plan(stocks)), tmp_path, 3) == 1

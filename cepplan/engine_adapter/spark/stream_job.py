@@ -85,7 +85,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         .config("spark.sql.session.timeZone", "UTC").getOrCreate()
     if not args.verbose:
         spark.sparkContext.setLogLevel("ERROR")
-    values = group_values(spark, key_groups(spark, data, Path(args.checkpoint)))
+    values = group_values(spark, key_groups(data, Path(args.checkpoint),
+                                            spark.sparkContext.defaultParallelism))
     spark.conf.set("spark.sql.shuffle.partitions", str(len(values)))  # a task per key group
     try:
         query = stream_query(spark, data, args.follow, ends, args.trigger, values) \
@@ -154,15 +155,17 @@ def _real(path: str) -> str:
     return path if "://" in path else os.path.realpath(path)
 
 
-def key_groups(spark: SparkSession, data: dict[str, Any], checkpoint: Path) -> int:
+def key_groups(data: dict[str, Any], checkpoint: Path, parallelism: int) -> int:
     """How many key groups the stream is matched in: one without a key all patterns share,
-    else the one recorded in `checkpoint` (a restart keeps its groups' state), else Spark's
-    default parallelism (recorded)."""
+    else the number recorded in `checkpoint` (a restart keeps its groups' state), else
+    `parallelism` for a new stream and one for a stream a version without key groups
+    started (its state is one group's); recorded."""
     if not key_attributes(job_from_json(data)):
         return 1
     recorded = checkpoint / KEY_GROUPS
     if not recorded.exists():
-        groups = max(spark.sparkContext.defaultParallelism, 1)
+        started = (checkpoint / "spark" / "offsets").is_dir()
+        groups = 1 if started else max(parallelism, 1)
         write_bytes_atomic(recorded, json.dumps({"key_groups": groups}).encode())
     return int(json.loads(recorded.read_text())["key_groups"])
 
