@@ -20,7 +20,6 @@ from typing import Any
 import pyspark
 
 from cepplan.engine_adapter.spark.jvm_start import FAST_JIT, ClassArchive, class_archive
-from cepplan.engine_adapter.spark.stream_state import PROGRESS_LINE
 from cepplan.errors import CepplanError
 from cepplan.interrupt import run_child_group
 from cepplan.terminal import printable
@@ -81,19 +80,27 @@ def submit_stream(job_dir: Path, follow: str, out: Path, checkpoint: Path, *,
     """Run the streaming job `job_dir/job.py` (`generate(..., streaming=True)`) on `follow`
     until the stream ends; raise `JobFailed` on failure. `on_progress` gets the figures of
     each micro-batch (`stream_job._Progress`)."""
+    from cepplan.engine_adapter.spark.stream_state import PROGRESS_LINE  # a stream's only
+
+    def progress(line: str) -> bool:
+        if on_progress is None or not line.startswith(PROGRESS_LINE):
+            return False
+        on_progress(json.loads(line.removeprefix(PROGRESS_LINE)))
+        return True
+
     _run_job(job_dir, ["--follow", follow, "--out", str(out), "--checkpoint", str(checkpoint),
                        "--trigger", str(trigger), *(["--progress"] if on_progress else [])],
              master=master, quiet=quiet, verbose=verbose,
              conf={"spark.ui.showConsoleProgress": "false", **(conf or {})},
-             on_progress=on_progress)
+             taken=progress)
 
 
 def _run_job(job_dir: Path, arguments: list[str], *, master: str, quiet: bool, verbose: bool,
              conf: Mapping[str, str] | None,
-             on_progress: Callable[[dict[str, Any]], None] | None = None) -> None:
+             taken: Callable[[str], bool] = lambda _line: False) -> None:
     """spark-submit `job_dir/job.py` with `arguments`, its output shown as `quiet` and
-    `verbose` say (its progress lines given to `on_progress`); `JobFailed` with the cause
-    found in its output on failure."""
+    `verbose` say (but the lines `taken` takes); `JobFailed` with the cause found in its
+    output on failure."""
     archive = class_archive()  # a fast JVM start (jvm_start)
     if archive.writing is not None and not quiet:
         print("cepplan: this first Spark run also saves Spark's classes for a faster start "
@@ -108,8 +115,7 @@ def _run_job(job_dir: Path, arguments: list[str], *, master: str, quiet: bool, v
     tail: deque[str] = deque(maxlen=400)
 
     def on_line(line: str) -> None:
-        if on_progress is not None and line.startswith(PROGRESS_LINE):
-            on_progress(json.loads(line.removeprefix(PROGRESS_LINE)))
+        if taken(line):
             return
         tail.append(line.rstrip("\n"))
         if verbose or (not quiet and _worth_showing(line)):
