@@ -10,11 +10,13 @@ import json
 import tempfile
 from pathlib import Path
 
+import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cepplan.engine_adapter.job_spec import job_data
 from cepplan.engine_adapter.runtime.job import job_from_json
+from cepplan.engine_adapter.runtime.table import Columns
 from cepplan.engine_adapter.spark.stream_job import key_groups
 from cepplan.engine_adapter.spark.stream_state import key_attributes, key_group, merged_figures
 from cepplan.planner.plan import trivial_plan
@@ -85,3 +87,14 @@ def test_key_groups_of_a_new_a_restarted_and_an_older_stream(tmp_path):
     assert key_groups(data, older, 3) == 1
     stocks = load_workload(EXAMPLES / "stocks" / "workload.json")
     assert key_groups(job_data(stocks, trivial_plan(stocks)), tmp_path, 3) == 1
+
+
+def test_a_key_read_as_integer_or_double_is_in_one_group():
+    """An integer key column is doubles in a file with a missing value, Python integers when
+    too large for doubles: the same key lands in the same group whatever its form."""
+    forms = [np.array([5, 7, 2**60]), np.array([5.0, 7.0, np.nan]),
+             np.array([5, 7, 2**60, None], dtype=object)]
+    groups = [key_group(Columns({"user": f}), ("user",), 7)[:2] for f in forms]
+    assert all((g == groups[0]).all() for g in groups)
+    assert key_group(Columns({"user": forms[0]}), ("user",), 7)[2] == \
+        key_group(Columns({"user": forms[2]}), ("user",), 7)[2]

@@ -64,10 +64,24 @@ def key_attributes(job: Job) -> tuple[str, ...]:
 def key_group(rows: Columns, attributes: tuple[str, ...], groups: int) -> np.ndarray:
     """Each row's key group in [0, groups): a hash of its `attributes`' values as text, the
     same in every process (a missing attribute counts as a missing value)."""
-    keys = pd.DataFrame({a: np.asarray(rows.data[a], dtype=object).astype(str)
-                         if a in rows.data else np.full(len(rows), "None", dtype=object)
-                         for a in attributes})
+    keys = pd.DataFrame({a: _key_text(rows.data[a]) if a in rows.data
+                         else np.full(len(rows), "None", dtype=object) for a in attributes})
     return (pd.util.hash_pandas_object(keys, index=False).to_numpy() % groups).astype(np.int64)
+
+
+def _key_text(values: np.ndarray) -> np.ndarray:
+    """Key values as text, a whole number written alike whether read as an integer or a
+    double (a file's integer column is doubles when a value is missing): values the
+    matcher finds equal get the same text."""
+    if values.dtype.kind == "f":
+        whole = np.isfinite(values) & (values == np.round(values))
+        text = values.astype(str).astype(object)
+        text[whole] = values[whole].astype(np.int64).astype(str)
+        return text
+    if values.dtype.kind != "O":
+        return values.astype(str).astype(object)
+    return np.array([str(int(v)) if isinstance(v, float) and v.is_integer() else str(v)
+                     for v in values], dtype=object)
 
 
 class StreamStep:
