@@ -1,19 +1,26 @@
 """`cepplan run --follow DIR --engine spark` on a real local Structured Streaming query: the
-fraud events (with an id column) arrive shuffled within `max_delay` in files dropped into the
-followed directory one by one, with a malformed line and a few events far behind the others
-(and a half-written file under a hidden name, never read); the spark-submit process group is
-killed (SIGKILL) while a micro-batch is under way, the same command continues from the
-checkpoint, and `_END` ends the stream (what arrived is matched to the end, exit 0). The
-matches the sink committed (read from its log, as Spark's readers do) are the batch run's on
-the events that were not late, as a multiset: none missing, none twice; the late events are
-counted and written; the malformed line is counted. One streaming query per start (two JVMs
-in all)."""
+fraud events (with an id column; every pattern keyed by user) arrive shuffled within
+`max_delay` in files dropped into the followed directory a few at a time, with a malformed
+line and a few events far behind the others (and a half-written file under a hidden name,
+never read); the spark-submit process group is killed (SIGKILL) KILLS times (5 in
+`python -m benchmarks streaming_spark`), each at a random moment once the query has planned a
+micro-batch, the same command continuing from the
+checkpoint each time, and `_END` ends the stream (what arrived is matched to the end, exit 0;
+that last start on a terminal shows the progress line, its last figures the whole stream's).
+The matches the sink committed (read from its log, as Spark's readers do) are the batch run's
+on the events that were not late, as a multiset: none missing, none twice; the late events
+are counted and written; the malformed line is counted. The stream runs in two key groups
+(local[2]): each user's matches come from one group's task, and both groups match. One
+streaming query per start (KILLS + 1 JVMs in all)."""
 
 from __future__ import annotations
 
 import json
 import os
+import pty
 import random
+import re
+import select
 import signal
 import subprocess
 import sys
@@ -28,7 +35,8 @@ ROOT = Path(__file__).resolve().parents[2]
 FRAUD = ROOT / "examples" / "fraud"
 BOUND = 240  # seconds a stream may take before the case fails (a hang, not slowness)
 DELAY = 1.0  # options.max_delay, in the workload's minutes
-FILES = 8
+FILES = 12
+KILLS = 2  # each costs a JVM start: the suite's share; the benchmark kills 5 times
 LATE_EVERY = 1500  # an event copied far behind the latest after every this many rows
 
 
@@ -60,9 +68,9 @@ def _stream(tmp: Path) -> tuple[list[str], list[str], list[str]]:
     return [header, *arrived], good, late
 
 
-def _committed(out: Path, output: str) -> list[str]:
+def _committed(out: Path, output: str, *, with_paths: bool = False) -> list:
     """The lines of `output` in the files the sink's log lists (a killed micro-batch's
-    files are not in it)."""
+    files are not in it); `with_paths`: (file, line) pairs."""
     paths = set()
     for log in (out / "_spark_metadata").iterdir():
         if log.name[:1] != ".":
@@ -70,8 +78,30 @@ def _committed(out: Path, output: str) -> list[str]:
                 entry = json.loads(line)
                 if entry["action"] == "add":
                     paths.add(entry["path"].removeprefix("file://"))
-    return [line for path in sorted(paths) if f"/output={output}/" in path
-            for line in Path(path).read_text().splitlines()]
+    return [(path, line) if with_paths else line for path in sorted(paths)
+            if f"/output={output}/" in path for line in Path(path).read_text().splitlines()]
+
+
+def _on_a_terminal(command: list, env: dict[str, str]) -> str:
+    """Run `command` to its end with its standard error on a terminal (a pseudo-terminal):
+    what it wrote there."""
+    terminal, child_side = pty.openpty()
+    process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=child_side)
+    os.close(child_side)
+    shown, deadline = bytearray(), time.monotonic() + BOUND
+    while time.monotonic() < deadline:
+        if not select.select([terminal], [], [], 1.0)[0]:
+            continue
+        try:
+            chunk = os.read(terminal, 65536)
+        except OSError:  # the child's side closed
+            break
+        if not chunk:
+            break
+        shown += chunk
+    os.close(terminal)
+    assert process.wait(timeout=BOUND) == 0, shown.decode(errors="replace")
+    return shown.decode(errors="replace")
 
 
 def _spark_submit_of(pid: int) -> int:
@@ -98,6 +128,12 @@ def _count(folder: Path) -> int:
 
 
 def test_killed_and_restarted_stream_on_spark_matches_the_batch_run(tmp_path):
+    killed_and_restarted_stream(tmp_path, KILLS, seed=11)
+
+
+def killed_and_restarted_stream(tmp_path: Path, kills: int, seed: int) -> None:
+    """The stream of the module's docstring killed `kills` times (at moments drawn with
+    `seed`); an AssertionError says what differs from the batch run."""
     raw = json.loads((FRAUD / "workload.json").read_text())
     raw["source"]["id_column"] = "id"
     raw.setdefault("options", {})["max_delay"] = DELAY
@@ -125,30 +161,38 @@ def test_killed_and_restarted_stream_on_spark_matches_the_batch_run(tmp_path):
                "--checkpoint", checkpoint, "--engine", "spark", "--master", "local[2]",
                "--trigger", "0.5", "-q"]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    offsets, commits = checkpoint / "spark" / "offsets", checkpoint / "spark" / "commits"
-    follow = subprocess.Popen(command, env=env, stderr=subprocess.PIPE)
-    try:
-        for number in range(3):
-            drop(number)
-        _wait_for(lambda: _count(commits) >= 1, "no micro-batch committed", follow)
-        drop(3)
-        drop(4)  # then killed once a micro-batch is planned, before (or as) it commits
-        _wait_for(lambda: _count(offsets) > _count(commits) or _count(commits) >= 3,
-                  "no micro-batch planned", follow)
-        os.killpg(_spark_submit_of(follow.pid), signal.SIGKILL)
-        assert follow.wait(timeout=BOUND) != 0
-    finally:
-        follow.kill()
-        follow.wait()
-    for number in range(5, FILES):
+    offsets = checkpoint / "spark" / "offsets"
+    rng, dropped = random.Random(seed), 0
+    for _ in range(kills):  # the directory grows while the stream runs, and while it is down
+        follow = subprocess.Popen(command, env=env, stderr=subprocess.PIPE)
+        try:
+            planned = _count(offsets)
+            for _ in range(2):
+                drop(dropped)
+                dropped += 1
+            _wait_for(lambda planned=planned: _count(offsets) > planned,
+                      "no micro-batch planned", follow)
+            time.sleep(rng.uniform(0, 1.5))  # before, during or after its commit
+            os.killpg(_spark_submit_of(follow.pid), signal.SIGKILL)
+            assert follow.wait(timeout=BOUND) != 0
+        finally:
+            follow.kill()
+            follow.wait()
+    for number in range(dropped, FILES):
         drop(number)
     (source / "_END").touch()
-    done = subprocess.run(command, env=env, capture_output=True, timeout=BOUND)
-    assert done.returncode == 0, done.stderr.decode()
+    shown = _on_a_terminal([c for c in command if c != "-q"], env)  # its progress line
 
     batch = (tmp_path / "batch" / "matches" / "part-00000.jsonl").read_text().splitlines()
     streamed = _committed(out, "matches")
     assert Counter(streamed) == Counter(batch) and len(batch) > 100
+    assert json.loads((checkpoint / "key-groups.json").read_text()) == {"key_groups": 2}
+    tasks: dict[str, set[str]] = {}  # user: the tasks (part file numbers) its matches are in
+    for path, line in _committed(out, "matches", with_paths=True):
+        user = {e["user"] for e in json.loads(line)["events"].values()}.pop()
+        tasks.setdefault(user, set()).add(Path(path).name.split("-")[1])
+    assert all(len(found) == 1 for found in tasks.values())
+    assert {t for found in tasks.values() for t in found} == {"00000", "00001"}
     assert sorted(json.loads(e)["id"] for e in _committed(out, "late-events")) == sorted(
         int(row.rsplit(",", 1)[1]) for row in late)
     metrics = json.loads((out / "metrics.json").read_text())
@@ -156,6 +200,9 @@ def test_killed_and_restarted_stream_on_spark_matches_the_batch_run(tmp_path):
     assert metrics["rows_read"] == len(rows) + 1  # the malformed line too
     assert sum(metrics["rows_rejected"].values()) == 1
     assert metrics["stream"]["late_events"] == Counter(row.split(",")[0] for row in late)
+    last = [part for part in shown.split("\r") if "events/s" in part][-1]
+    assert f"matches {len(batch):,}  late {len(late):,}  state " in last, shown
+    assert re.search(r"latency p50/p99 \d+\.\d\d/\d+\.\d\ds", last), last
     latency = metrics["stream"]["detection_latency_seconds"]
     per_pattern = Counter(json.loads(line)["pattern"] for line in batch)
     assert {name: f["matches"] for name, f in latency.items()} == per_pattern

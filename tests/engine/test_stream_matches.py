@@ -80,12 +80,14 @@ def late_mask(stamps: np.ndarray, delay: float) -> np.ndarray:
 
 
 def stream(workload, data: dict, arrived: pd.DataFrame, delay: float, cuts: list[int],
-           folder: Path) -> tuple[dict, list[int], dict]:
-    """The arrivals cut at `cuts` into files, each read and matched as a micro-batch:
-    (matches, late events' ids, metrics)."""
+           folder: Path, owned=None) -> tuple[dict, list[int], dict]:
+    """The arrivals cut at `cuts` into files, each read and matched as a micro-batch (by a
+    matcher keeping the rows `owned` says, default all): (matches, late events' ids,
+    metrics)."""
     out = folder / "out"
     output = StreamOutput(out, {k: list(v) for k, v in data["types"].items()})
     matcher = StreamMatcher(job_from_json(data), delay, output, positional_ids=True)
+    matcher.owned = owned
     bounds = [0, *sorted(set(cuts)), len(arrived)]
     for number, (low, high) in enumerate(pairwise(bounds)):
         path = folder / f"part-{number:04d}.csv"

@@ -211,19 +211,27 @@ class _Progress:
         matches = sum(t.matches for t in matcher.totals.values())
         recent = [parts[-1] for parts in output.latency.values() if parts]
         values = np.concatenate(recent) if recent else np.empty(0)
-        latency = (f"{np.percentile(values, 50):.2f}/{np.percentile(values, 99):.2f}s"
-                   if len(values) else "-")
+        latency = (float(np.percentile(values, 50)), float(np.percentile(values, 99))) \
+            if len(values) else None
         watermark = _finite(matcher.watermark)
-        when = "-" if watermark is None else self.time_text(watermark)
-        sys.stderr.write(f"\r{rate:,.0f} events/s  watermark {when}  "
-                         f"matches {matches:,}  late {sum(matcher.late.values()):,}  "
-                         f"state {state:,} rows  latency p50/p99 {latency}"
-                         f"{self.adaptation.last_switch() if self.adaptation else ''}\x1b[K")
+        sys.stderr.write("\r" + progress_text(
+            rate, "-" if watermark is None else self.time_text(watermark), matches,
+            sum(matcher.late.values()), state, latency) +
+            f"{self.adaptation.last_switch() if self.adaptation else ''}\x1b[K")
         sys.stderr.flush()
 
     def done(self) -> None:
         if self.shown:
             sys.stderr.write("\n")
+
+
+def progress_text(rate: float, watermark: str, matches: int, late: int, state: int,
+                  latency: tuple[float, float] | None) -> str:
+    """A stream's progress line (in-process or on Spark): events/s, the watermark in the
+    input's time, matches, late events, the events kept and detection latency p50/p99."""
+    shown = "-" if latency is None else f"{latency[0]:.2f}/{latency[1]:.2f}s"
+    return (f"{rate:,.0f} events/s  watermark {watermark}  matches {matches:,}  "
+            f"late {late:,}  state {state:,} rows  latency p50/p99 {shown}")
 
 
 def _finite(value: float) -> float | None:

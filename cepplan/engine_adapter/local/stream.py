@@ -82,6 +82,9 @@ class StreamMatcher:
         self.wanted = wanted_columns(job)
         self.phases = [_Phase.of(job)]  # the current job last; earlier ones finishing
         self.observers: list[Callable[[Columns], None]] = []  # see every good row read
+        # which rows are this matcher's (on Spark, its key group's): the others count for the
+        # watermark, positions and span only, neither kept nor counted late
+        self.owned: Callable[[Columns], np.ndarray] | None = None
         self.held: list[Columns] = []  # tagged events not yet released
         self.arrived: list[np.ndarray] = []  # their arrival wall times, part by part
         self.state_rows = 0
@@ -143,17 +146,20 @@ class StreamMatcher:
             late = stamps < before - self.delay
             if len(stamps):
                 self.latest = max(self.latest, float(stamps.max()))
+            mine = self.owned(rows) if self.owned is not None else np.ones(len(rows), bool)
             if late.any():
-                late_parts.append(rows.take(late))
-                self.late.update(rows.take(late)[EVENT_TYPE].tolist())
-                rows = Columns({n: v[~late] for n, v in rows.data.items()}, rows.codes[~late],
-                               rows.types)
+                if (late & mine).any():
+                    late_parts.append(rows.take(late & mine))
+                    self.late.update(rows.take(late & mine)[EVENT_TYPE].tolist())
+                rows, mine = _kept(rows, ~late), mine[~late]
             if len(rows):
                 self.covered.add(float(rows[EVENT_TS].min()), float(rows[EVENT_TS].max()))
                 for observe in self.observers:
                     observe(rows)
             now = time.perf_counter()
             self.seconds["read"] += now - clock
+            if not mine.all():
+                rows = _kept(rows, mine)
             part = tagged_rows(rows, self.job, self.wanted)
             self.seconds["tag"] += time.perf_counter() - now
             if len(part):
@@ -227,6 +233,11 @@ class StreamMatcher:
         out["seconds"] = {k: round(v, 3) for k, v in self.seconds.items()}
         out["peak_memory_bytes"] = peak_resident()
         return out
+
+
+def _kept(rows: Columns, mask: np.ndarray) -> Columns:
+    """The rows of `mask`, their types still as codes."""
+    return Columns({n: v[mask] for n, v in rows.data.items()}, rows.codes[mask], rows.types)
 
 
 def looks_ahead(spec: PatternSpec) -> bool:

@@ -6,10 +6,11 @@ to this plan, source and output; the first SIGINT / SIGTERM ends the stream as `
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
-from cepplan.engine_adapter.local.follow import check_streamable, stop_on_signal
+from cepplan.engine_adapter.local.follow import check_streamable, progress_text, stop_on_signal
 from cepplan.engine_adapter.spark.generate import generate
 from cepplan.engine_adapter.spark.stream_job import (
     END_FOLDER,
@@ -20,6 +21,7 @@ from cepplan.engine_adapter.spark.stream_job import (
 from cepplan.engine_adapter.spark.submit import JobFailed, submit_stream
 from cepplan.errors import InputError
 from cepplan.interrupt import scratch_directory
+from cepplan.sources.time_text import time_writer
 
 
 def follow_on_spark(loaded, chosen, data: dict[str, Any], plan_file: str, follow: str,
@@ -40,14 +42,37 @@ def follow_on_spark(loaded, chosen, data: dict[str, Any], plan_file: str, follow
         claim_checkpoint(place, json.loads((job / "job.json").read_text()), follow, out)
         ends = place / END_FOLDER
         ends.mkdir(parents=True, exist_ok=True)
+        meter = _Progress(data) if not quiet and sys.stderr.isatty() else None
         try:
             with stop_on_signal(lambda: write_end_marker(ends, stop=True)):
                 submit_stream(job, follow, out, place, trigger=trigger, master=master,
-                              quiet=quiet, verbose=verbose)
+                              quiet=quiet, verbose=verbose, on_progress=meter)
         except JobFailed:
             _drop_empty_sink(out)
             raise
+        finally:
+            if meter is not None and meter.shown:
+                sys.stderr.write("\n")
     return json.loads((out / "metrics.json").read_text())
+
+
+class _Progress:
+    """The Spark stream's progress line on a terminal, rewritten per micro-batch, as the
+    in-process stream's (`progress_text`), the watermark in the input's time."""
+
+    def __init__(self, data: dict[str, Any]):
+        source = data["reader"]["source"]
+        self.time_text = time_writer(source.get("time_format"), data["reader"]["time_unit"])
+        self.shown = False
+
+    def __call__(self, figures: dict[str, Any]) -> None:
+        mark = figures["watermark"]
+        sys.stderr.write("\r" + progress_text(
+            figures["rate"], "-" if mark is None else self.time_text(mark), figures["matches"],
+            figures["late_events"], figures["state_rows"],
+            None if figures["latency"] is None else tuple(figures["latency"])) + "\x1b[K")
+        sys.stderr.flush()
+        self.shown = True
 
 
 def _drop_empty_sink(out: Path) -> None:

@@ -1,10 +1,11 @@
 """The generated Structured Streaming job (`cepplan generate PLAN --streaming`):
 
     spark-submit --py-files runtime.zip job.py --follow DIR|tcp://HOST:PORT --out DIR
-        --checkpoint DIR [--trigger SECONDS] [--verbose]
+        --checkpoint DIR [--trigger SECONDS] [--progress] [--verbose]
 
 `readStream` of the followed directory (each new file whole) or of a socket (lines), one
-stateful step per micro-batch (`stream_state.StreamStep`: the in-process stream matcher), a
+stateful step per micro-batch and key group (`stream_state.StreamStep`: the in-process
+stream matcher on the events of the keys the group holds), a
 JSON-lines file sink partitioned by output (`OUT/output=matches/`, `output=late-events/`, ...)
 with its checkpoint in `CHECKPOINT/spark`. The stream ends (matched to the end, as a finished
 file) once a file `_END` appears in the followed directory or a file appears in
@@ -32,14 +33,20 @@ from pyspark.sql.streaming.state import GroupStateTimeout
 from cepplan.engine_adapter.local.checkpoint import job_digest
 from cepplan.engine_adapter.local.stream_source import END_MARKER, tcp_address
 from cepplan.engine_adapter.runtime.arrivals import latency_figures
+from cepplan.engine_adapter.runtime.job import job_from_json
 from cepplan.engine_adapter.spark.stream_state import (
     FIGURES,
     INPUT,
     LATENCY,
     OUTPUT,
+    PROGRESS,
+    PROGRESS_LINE,
     STATE,
     StreamStep,
+    key_attributes,
+    merged_figures,
     numbered,
+    progress_figures,
 )
 from cepplan.errors import InputError
 from cepplan.fileio import write_bytes_atomic
@@ -47,6 +54,7 @@ from cepplan.terminal import echo
 
 END_FOLDER = "end"  # in the checkpoint: a file here ends the stream
 IDENTITY = "cepplan-stream.json"  # in the checkpoint: the job, source and output it is for
+KEY_GROUPS = "key-groups.json"  # in the checkpoint: how many key groups its state is in
 STOP_PREFIX = "stop-"  # an end marker written on SIGINT / SIGTERM (else "end-")
 
 
@@ -59,6 +67,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--checkpoint", required=True, help="the query's checkpoint")
     parser.add_argument("--trigger", type=float, default=1.0, help="seconds per micro-batch")
     parser.add_argument("--verbose", action="store_true", help="keep Spark's own log")
+    parser.add_argument("--progress", action="store_true",
+                        help=f"a line per micro-batch on the output ({PROGRESS_LINE.strip()} "
+                        "JSON)")
     args = parser.parse_args(argv)
     with open(args.job, encoding="utf-8") as handle:
         data = json.load(handle)
@@ -74,14 +85,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         .config("spark.sql.session.timeZone", "UTC").getOrCreate()
     if not args.verbose:
         spark.sparkContext.setLogLevel("ERROR")
-    spark.conf.set("spark.sql.shuffle.partitions", "1")  # the one group of the stream
+    values = group_values(spark, key_groups(data, Path(args.checkpoint),
+                                            spark.sparkContext.defaultParallelism))
+    spark.conf.set("spark.sql.shuffle.partitions", str(len(values)))  # a task per key group
     try:
-        query = stream_query(spark, data, args.follow, ends, args.trigger) \
+        query = stream_query(spark, data, args.follow, ends, args.trigger, values) \
+            .observe(PROGRESS, F.collect_list(F.when(F.col("output") == PROGRESS,
+                                                     F.col("value"))).alias("groups")) \
             .writeStream.format("text").partitionBy("output").outputMode("append") \
             .option("path", args.out) \
             .option("checkpointLocation", str(Path(args.checkpoint) / "spark")) \
             .trigger(processingTime=f"{args.trigger} seconds").start()
-        stopped = _until_the_end(spark, query, args.follow, ends, args.out, args.trigger)
+        meter = _Progress() if args.progress else None
+        stopped = _until_the_end(spark, query, args.follow, ends, args.out, args.trigger,
+                                 meter)
         metrics = committed_metrics(spark, args.out)
     except StreamingQueryException as err:
         if not args.follow.startswith("tcp://") or "Connection refused" not in str(err):
@@ -138,10 +155,38 @@ def _real(path: str) -> str:
     return path if "://" in path else os.path.realpath(path)
 
 
+def key_groups(data: dict[str, Any], checkpoint: Path, parallelism: int) -> int:
+    """How many key groups the stream is matched in: one without a key all patterns share,
+    else the number recorded in `checkpoint` (a restart keeps its groups' state), else
+    `parallelism` for a new stream and one for a stream a version without key groups
+    started (its state is one group's); recorded."""
+    if not key_attributes(job_from_json(data)):
+        return 1
+    recorded = checkpoint / KEY_GROUPS
+    if not recorded.exists():
+        started = (checkpoint / "spark" / "offsets").is_dir()
+        groups = 1 if started else max(parallelism, 1)
+        write_bytes_atomic(recorded, json.dumps({"key_groups": groups}).encode())
+    return int(json.loads(recorded.read_text())["key_groups"])
+
+
+def group_values(spark: SparkSession, groups: int) -> list[int]:
+    """A grouping value per key group, each hashed by Spark onto a shuffle partition of its
+    own (out of `groups`), so the groups run as separate tasks."""
+    if groups == 1:
+        return [0]
+    candidate = F.col("id").cast("int")
+    hashed = spark.range(64 * groups).select(
+        candidate.alias("value"), F.pmod(F.hash(candidate), F.lit(groups)).alias("task")) \
+        .groupBy("task").agg(F.min("value").alias("value")).toPandas()
+    first = dict(zip(hashed["task"], hashed["value"], strict=True))
+    return [int(first[task]) for task in range(groups)]
+
+
 def stream_query(spark: SparkSession, data: dict[str, Any], follow: str, ends: Path,
-                 trigger: float) -> DataFrame:
-    """The stream's rows (files or socket lines, and the end markers) through the stateful
-    step: rows of (output, JSON line)."""
+                 trigger: float, values: list[int]) -> DataFrame:
+    """The stream's rows (files or socket lines, and the end markers), each given to every
+    key group (grouping `values`), through the stateful step: rows of (output, JSON line)."""
     if follow.startswith("tcp://"):
         host, port = tcp_address(follow)
         lines = spark.readStream.format("socket").option("host", host) \
@@ -149,14 +194,15 @@ def stream_query(spark: SparkSession, data: dict[str, Any], follow: str, ends: P
             .option("numPartitions", 1).load()  # one partition: the lines in order
         lines = lines.mapInArrow(numbered, T.StructType([*lines.schema.fields,
                                                          T.StructField("line", T.LongType())]))
-        events = lines.select(F.lit(0).alias("key"), F.lit("").alias("source"), "line",
+        events = lines.select(F.lit("").alias("source"), "line",
                               F.col("timestamp").cast("double").alias("arrived"),
                               F.col("value"), F.lit(False).alias("end"))
     else:
         events = _whole_files(spark, follow, end=False)
-    both = events.unionByName(_whole_files(spark, str(ends), end=True))
+    both = events.unionByName(_whole_files(spark, str(ends), end=True)) \
+        .withColumn("key", F.explode(F.array(*[F.lit(v) for v in values])))
     return both.select([F.col(f.name).cast(f.dataType) for f in INPUT]).groupBy("key") \
-        .applyInPandasWithState(StreamStep(data, trigger), OUTPUT, STATE, "append",
+        .applyInPandasWithState(StreamStep(data, trigger, values), OUTPUT, STATE, "append",
                                 GroupStateTimeout.NoTimeout)
 
 
@@ -164,29 +210,58 @@ def _whole_files(spark: SparkSession, folder: str, *, end: bool) -> DataFrame:
     """Each new file of `folder` as one row: its path, modification time and text (names
     starting with `.` or `_` are not read: write hidden, then rename)."""
     files = spark.readStream.format("text").option("wholetext", True).load(folder)
-    return files.select(F.lit(0).alias("key"), F.col("_metadata.file_path").alias("source"),
+    return files.select(F.col("_metadata.file_path").alias("source"),
                         F.lit(0).alias("line"),
                         F.col("_metadata.file_modification_time").cast("double").alias("arrived"),
                         F.col("value"), F.lit(end).alias("end"))
 
 
 def _until_the_end(spark: SparkSession, query, follow: str, ends: Path, out: str,
-                   trigger: float) -> bool:
+                   trigger: float, meter: _Progress | None) -> bool:
     """Wait until the stream ends (`_END` in the followed directory, or an end marker) and
     the micro-batch that processed the marker is committed, then stop the query; whether a
     signal asked. (`processAllAvailable` can return before that micro-batch runs.)"""
     while query.isActive:
+        if meter is not None:
+            meter.show(query.lastProgress)
         markers = sorted(p.name for p in ends.iterdir() if p.name[:1] not in "._")
         if not markers and "://" not in follow and (Path(follow) / END_MARKER).exists():
             write_end_marker(ends, stop=False)
             continue
         if markers and _ended(spark, out):
             query.stop()
+            if meter is not None:  # the last micro-batch's
+                meter.show(query.lastProgress)
             return markers[0].startswith(STOP_PREFIX)
         query.awaitTermination(min(trigger, 0.5))
     if query.exception() is not None:
         raise query.exception()
     return False
+
+
+class _Progress:
+    """The query's progress, a line per micro-batch on the output (`PROGRESS_LINE` and
+    JSON: `cepplan run` shows it on a terminal): its key groups' figures, and events/s since
+    this start."""
+
+    def __init__(self) -> None:
+        self.batch = -1
+        self.first: tuple[float, int] | None = None  # (when, rows read) at the first shown
+
+    def show(self, progress) -> None:
+        if progress is None or progress["batchId"] == self.batch:
+            return
+        observed = progress["observedMetrics"].get(PROGRESS)
+        if observed is None or not observed["groups"]:  # a micro-batch of no arrival
+            return
+        self.batch = progress["batchId"]
+        figures = progress_figures([json.loads(v) for v in observed["groups"]])
+        now = time.monotonic()
+        if self.first is None:
+            self.first = (now, figures["rows_read"])
+        spent = now - self.first[0]
+        figures["rate"] = (figures["rows_read"] - self.first[1]) / spent if spent > 0 else 0.0
+        print(PROGRESS_LINE + json.dumps(figures), flush=True)
 
 
 def _ended(spark: SparkSession, out: str) -> bool:
@@ -207,9 +282,16 @@ def write_end_marker(ends: Path, *, stop: bool) -> None:
 def committed_metrics(spark: SparkSession, out: str) -> dict[str, Any]:
     """metrics.json from what the sink committed (its log, not every file in `out`): the
     last micro-batch's figures and each match's detection latency."""
-    rows = spark.read.text(out).where(F.col("output").isin(FIGURES, LATENCY)).toPandas()
-    figures = [json.loads(v) for v in rows.loc[rows["output"] == FIGURES, "value"]]
-    metrics = max(figures, key=lambda f: f["stream"]["micro_batches"])
+    rows = spark.read.text(out).where(F.col("output").isin(FIGURES, LATENCY, PROGRESS)) \
+        .toPandas()
+    metrics = merged_figures([json.loads(v) for v in rows.loc[rows["output"] == FIGURES,
+                                                              "value"]])
+    kept: dict[int, int] = {}  # the events kept after each micro-batch, over the key groups
+    for value in rows.loc[rows["output"] == PROGRESS, "value"]:
+        progress = json.loads(value)
+        kept[progress["micro_batch"]] = kept.get(progress["micro_batch"], 0) + \
+            progress["state_rows"]
+    metrics["stream"]["state_rows_max"] = max(kept.values(), default=0)
     seconds: dict[str, list[float]] = {}
     for value in rows.loc[rows["output"] == LATENCY, "value"]:
         pattern, spent = json.loads(value)

@@ -32,10 +32,13 @@ from cepplan.engine_adapter.local.engine import ROWS_READ
 from cepplan.engine_adapter.local.follow import read_counted
 from cepplan.engine_adapter.local.stream import StreamMatcher
 from cepplan.engine_adapter.runtime.arrivals import MatchArrivals, late_lines
-from cepplan.engine_adapter.runtime.job import PartitionOutput, job_from_json
+from cepplan.engine_adapter.runtime.job import Job, PartitionOutput, job_from_json
+from cepplan.engine_adapter.runtime.table import Columns
 
 MATCHES, LATE, LATENCY = "matches", "late-events", "latency"
 PROGRESS = "progress"  # per micro-batch, a few figures (small: a stream may run for days)
+PROGRESS_LINE = "cepplan-progress: "  # the job's progress on its output, for `cepplan run`
+LATENCY_SAMPLE = 200  # detection latencies a progress row keeps (evenly spaced ranks)
 FIGURES = "figures"  # metrics.json's figures, once the stream has ended
 # What reaches the step: per file (or socket line) its name ("" for a line), a line's number
 # in its micro-batch (grouping does not keep the order), its arrival wall time, its text, and
@@ -51,14 +54,47 @@ OUTPUT = T.StructType([T.StructField("output", T.StringType()),
 STATE = T.StructType([T.StructField("matcher", T.BinaryType())])
 
 
-class StreamStep:
-    """The function given to `applyInPandasWithState` (picklable: the job data only)."""
+def key_attributes(job: Job) -> tuple[str, ...]:
+    """The attributes every pattern partitions by (`partition_by`): a match's events share
+    their values, so the stream can be matched apart per value (none: one group)."""
+    common = set.intersection(*(set(p.partition_by) for p in job.patterns))
+    return tuple(sorted(common))
 
-    def __init__(self, data: dict[str, Any], trigger: float):
+
+def key_group(rows: Columns, attributes: tuple[str, ...], groups: int) -> np.ndarray:
+    """Each row's key group in [0, groups): a hash of its `attributes`' values as text, the
+    same in every process (a missing attribute counts as a missing value)."""
+    keys = pd.DataFrame({a: _key_text(rows.data[a]) if a in rows.data
+                         else np.full(len(rows), "None", dtype=object) for a in attributes})
+    return (pd.util.hash_pandas_object(keys, index=False).to_numpy() % groups).astype(np.int64)
+
+
+def _key_text(values: np.ndarray) -> np.ndarray:
+    """Key values as text, a whole number written alike whether read as an integer or a
+    double (a file's integer column is doubles when a value is missing): values the
+    matcher finds equal get the same text."""
+    if values.dtype.kind == "f":
+        whole = np.isfinite(values) & (values == np.round(values))
+        text = values.astype(str).astype(object)
+        text[whole] = values[whole].astype(np.int64).astype(str)
+        return text
+    if values.dtype.kind != "O":
+        return values.astype(str).astype(object)
+    return np.array([str(int(v)) if isinstance(v, float) and v.is_integer() else str(v)
+                     for v in values], dtype=object)
+
+
+class StreamStep:
+    """The function given to `applyInPandasWithState` (picklable: the job data only). Each
+    group is one key group: grouping value `values[i]` matches the events whose key hashes
+    to `i`, every group reading every arrival (docs/matching.md, "Live streams on Spark")."""
+
+    def __init__(self, data: dict[str, Any], trigger: float, values: list[int] | None = None):
         self.data = data
         self.trigger = trigger
+        self.values = values or [0]
 
-    def __call__(self, _key: tuple, frames: Iterator[pd.DataFrame], state) -> Iterator[
+    def __call__(self, key: tuple, frames: Iterator[pd.DataFrame], state) -> Iterator[
             pd.DataFrame]:
         rows = pd.concat(list(frames), ignore_index=True)
         data, reader = self.data, self.data["reader"]
@@ -67,6 +103,9 @@ class StreamStep:
         delay = float(data.get("options", {}).get("max_delay", 0.0))
         matcher = StreamMatcher(job, delay, collector,
                                 positional_ids=not reader["source"].get("id_column"))
+        if len(self.values) > 1:
+            group, attributes = self.values.index(int(key[0])), key_attributes(job)
+            matcher.owned = lambda part: key_group(part, attributes, len(self.values)) == group
         figures = {"micro_batches": 0, "state_rows_max": 0, "header": None}
         if state.exists:
             saved = decode(bytes(state.get[0]))
@@ -85,7 +124,8 @@ class StreamStep:
         figures["micro_batches"] += 1
         figures["state_rows_max"] = max(figures["state_rows_max"], state_rows)
         state.update((encode(matcher, {"figures": figures}),))
-        collector.add(PROGRESS, [json.dumps(_progress(matcher, figures, state_rows))])
+        collector.add(PROGRESS, [json.dumps(_progress(matcher, figures, state_rows,
+                                                      collector.seconds))])
         if final:
             collector.add(FIGURES, [json.dumps(self._metrics(matcher, figures))])
         yield pd.DataFrame({"output": collector.outputs, "value": collector.values})
@@ -128,6 +168,42 @@ class StreamStep:
         return out
 
 
+# metrics.json's figures that are counts over the matched events: summed over key groups
+# (the others, counts of what was read, are every group's alike)
+_PER_GROUP = ("rows_to_matchers", "rows_to_matchers_by_pattern", "matches",
+              "kleene_cap_hits", "negation_held_back", "chunk_splits", "partial_matches",
+              "seconds")
+
+
+def merged_figures(figures: list[dict[str, Any]]) -> dict[str, Any]:
+    """The stream's figures from its key groups' (each group's last micro-batch's)."""
+    last = max(f["stream"]["micro_batches"] for f in figures)
+    figures = [f for f in figures if f["stream"]["micro_batches"] == last]
+    merged = figures[0]
+    for other in figures[1:]:
+        for name in _PER_GROUP:
+            if name in other:
+                merged[name] = _added(merged.get(name), other[name])
+        merged["stream"]["late_events"] = _added(merged["stream"]["late_events"],
+                                                 other["stream"]["late_events"])
+        merged["peak_memory_bytes"] = max(merged["peak_memory_bytes"],
+                                          other["peak_memory_bytes"])
+    return merged
+
+
+def _added(one: Any, other: Any) -> Any:
+    """Two groups' counts added: numbers, lists (element-wise) and dicts of them."""
+    if one is None:
+        return other
+    if isinstance(one, dict):
+        return {k: _added(one.get(k), other.get(k)) if k in other else one[k]
+                for k in {**one, **other}}
+    if isinstance(one, list):
+        longer, shorter = (one, other) if len(one) >= len(other) else (other, one)
+        return [a + (shorter[i] if i < len(shorter) else 0) for i, a in enumerate(longer)]
+    return one + other
+
+
 def numbered(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """A micro-batch's socket lines (one partition, in the order received) with their
     numbers in the `line` column."""
@@ -147,6 +223,7 @@ class _Collector(MatchArrivals):
         super().__init__()
         self.outputs: list[str] = []
         self.values: list[str] = []
+        self.seconds: list[np.ndarray] = []  # the detection latencies, per range
 
     def add(self, output: str, values: list[str]) -> None:
         self.outputs += [output] * len(values)
@@ -158,18 +235,47 @@ class _Collector(MatchArrivals):
         emitted = time.time()
         self.add(MATCHES, out.texts())
         seconds = np.round(emitted - self.completed(out), 6)
+        self.seconds.append(seconds)
         self.add(LATENCY, [json.dumps([pattern, seconds.tolist()])])
 
 
-def _progress(matcher: StreamMatcher, figures: dict[str, Any], state_rows: int
-              ) -> dict[str, Any]:
+def _progress(matcher: StreamMatcher, figures: dict[str, Any], state_rows: int,
+              seconds: list[np.ndarray]) -> dict[str, Any]:
     """The stream so far, after a micro-batch: rows read, watermark, matches, late events,
-    the events kept."""
+    the events kept; and the micro-batch's detection latencies (their count, and at most
+    LATENCY_SAMPLE of them at evenly spaced ranks)."""
+    spent = np.sort(np.concatenate(seconds)) if seconds else np.empty(0)
+    ranks = np.unique(np.linspace(0, len(spent) - 1, LATENCY_SAMPLE).round().astype(int)) \
+        if len(spent) else np.empty(0, dtype=int)
     return {"micro_batch": figures["micro_batches"],
             "rows_read": matcher.counts.get(ROWS_READ, 0),
             "watermark": _finite(matcher.watermark),
             "matches": sum(t.matches for t in matcher.totals.values()),
-            "late_events": sum(matcher.late.values()), "state_rows": state_rows}
+            "late_events": sum(matcher.late.values()), "state_rows": state_rows,
+            "latency_matches": len(spent), "latency": spent[ranks].tolist()}
+
+
+def progress_figures(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """A micro-batch's progress over the key groups (their `progress` rows): rows read,
+    watermark, matches, late events, events kept, detection latency p50/p99 (None: no
+    match) from the groups' samples, each weighted by the matches it stands for."""
+    values, weights = [], []
+    for row in rows:
+        if row["latency"]:
+            values += row["latency"]
+            weights += [row["latency_matches"] / len(row["latency"])] * len(row["latency"])
+    latency = None
+    if values:
+        order = np.argsort(values)
+        ranked, cumulative = np.asarray(values)[order], np.cumsum(np.asarray(weights)[order])
+        latency = [float(ranked[np.searchsorted(cumulative, q * cumulative[-1])])
+                   for q in (0.5, 0.99)]
+    marks = [r["watermark"] for r in rows if r["watermark"] is not None]
+    return {"rows_read": max(r["rows_read"] for r in rows),
+            "watermark": max(marks) if marks else None,
+            "matches": sum(r["matches"] for r in rows),
+            "late_events": sum(r["late_events"] for r in rows),
+            "state_rows": sum(r["state_rows"] for r in rows), "latency": latency}
 
 
 def _warn(text: str) -> None:

@@ -8,12 +8,14 @@ exception, Spark's error message) is the message of `JobFailed`.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import sys
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
+from typing import Any
 
 import pyspark
 
@@ -73,18 +75,32 @@ def submit(job_dir: Path, events: list[str], out: Path, *, master: str = "local[
 
 def submit_stream(job_dir: Path, follow: str, out: Path, checkpoint: Path, *,
                   trigger: float = 1.0, master: str = "local[*]", quiet: bool = False,
-                  verbose: bool = False, conf: Mapping[str, str] | None = None) -> None:
+                  verbose: bool = False, conf: Mapping[str, str] | None = None,
+                  on_progress: Callable[[dict[str, Any]], None] | None = None) -> None:
     """Run the streaming job `job_dir/job.py` (`generate(..., streaming=True)`) on `follow`
-    until the stream ends; raise `JobFailed` on failure."""
+    until the stream ends; raise `JobFailed` on failure. `on_progress` gets the figures of
+    each micro-batch (`stream_job._Progress`)."""
+    from cepplan.engine_adapter.spark.stream_state import PROGRESS_LINE  # a stream's only
+
+    def progress(line: str) -> bool:
+        if on_progress is None or not line.startswith(PROGRESS_LINE):
+            return False
+        on_progress(json.loads(line.removeprefix(PROGRESS_LINE)))
+        return True
+
     _run_job(job_dir, ["--follow", follow, "--out", str(out), "--checkpoint", str(checkpoint),
-                       "--trigger", str(trigger)], master=master, quiet=quiet,
-             verbose=verbose, conf={"spark.ui.showConsoleProgress": "false", **(conf or {})})
+                       "--trigger", str(trigger), *(["--progress"] if on_progress else [])],
+             master=master, quiet=quiet, verbose=verbose,
+             conf={"spark.ui.showConsoleProgress": "false", **(conf or {})},
+             taken=progress)
 
 
 def _run_job(job_dir: Path, arguments: list[str], *, master: str, quiet: bool, verbose: bool,
-             conf: Mapping[str, str] | None) -> None:
+             conf: Mapping[str, str] | None,
+             taken: Callable[[str], bool] = lambda _line: False) -> None:
     """spark-submit `job_dir/job.py` with `arguments`, its output shown as `quiet` and
-    `verbose` say; `JobFailed` with the cause found in its output on failure."""
+    `verbose` say (but the lines `taken` takes); `JobFailed` with the cause found in its
+    output on failure."""
     archive = class_archive()  # a fast JVM start (jvm_start)
     if archive.writing is not None and not quiet:
         print("cepplan: this first Spark run also saves Spark's classes for a faster start "
@@ -99,6 +115,8 @@ def _run_job(job_dir: Path, arguments: list[str], *, master: str, quiet: bool, v
     tail: deque[str] = deque(maxlen=400)
 
     def on_line(line: str) -> None:
+        if taken(line):
+            return
         tail.append(line.rstrip("\n"))
         if verbose or (not quiet and _worth_showing(line)):
             bar = line[:len(line) - len(line.lstrip("\r"))]  # Spark's progress bar redraws
