@@ -209,7 +209,7 @@ class _Progress:
         rows = matcher.counts.get(ROWS_READ, 0)
         rate = rows / max(time.monotonic() - self.start, 1e-9)
         matches = sum(t.matches for t in matcher.totals.values())
-        recent = [parts[-1] for parts in output.latency.values() if parts]
+        recent = list(output.recent.values())
         values = np.concatenate(recent) if recent else np.empty(0)
         latency = (float(np.percentile(values, 50)), float(np.percentile(values, 99))) \
             if len(values) else None

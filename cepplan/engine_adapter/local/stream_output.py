@@ -16,18 +16,16 @@ import numpy as np
 
 from cepplan.engine_adapter.local.stream_parts import StreamParts
 from cepplan.engine_adapter.local.writer import BackgroundFile, line_buffers
-from cepplan.engine_adapter.runtime.arrivals import (
-    MatchArrivals,
-    late_lines,
-    latency_figures,
-)
+from cepplan.engine_adapter.runtime.arrivals import MatchArrivals, late_lines
 from cepplan.engine_adapter.runtime.job import PartitionOutput
+from cepplan.engine_adapter.runtime.latency_histogram import LatencyHistogram
 from cepplan.engine_adapter.runtime.match_rows import PatternColumns
 from cepplan.engine_adapter.runtime.table import Columns
 from cepplan.errors import InputError, OutputError
 
 MATCHES_FILE = "matches/part-00000.jsonl"
 LATE_FILE = "late-events.jsonl"
+LOG_PAIRS_READ = 1 << 20  # latencies read back at a time after a restart (16 MiB)
 
 
 def _naming_the_output(method: Callable) -> Callable:
@@ -76,7 +74,8 @@ class StreamOutput(MatchArrivals):
                          BackgroundFile(self.files["matches"], append=resume is not None))
         self._late = open(self.files["late"], mode)  # noqa: SIM115
         self.patterns = patterns or []
-        self.latency: dict[str, list[np.ndarray]] = {}  # per pattern, seconds per range
+        self.latency: dict[str, LatencyHistogram] = {}  # per pattern, every match's
+        self.recent: dict[str, np.ndarray] = {}  # per pattern, the last range's (seconds)
         self._log = None
         if log:
             if resume is not None and log.exists():
@@ -85,11 +84,13 @@ class StreamOutput(MatchArrivals):
 
     def _read_latency(self, log: Path) -> None:
         """The detection latency of the matches written before a restart, from `log`."""
-        pairs = np.fromfile(log, "<f8").reshape(-1, 2)
-        for number, name in enumerate(self.patterns):
-            seconds = pairs[pairs[:, 0] == number, 1]
-            if len(seconds):
-                self.latency[name] = [seconds]
+        with open(log, "rb") as handle:
+            while len(pairs := np.fromfile(handle, "<f8", LOG_PAIRS_READ * 2)):
+                pairs = pairs[:len(pairs) // 2 * 2].reshape(-1, 2)
+                for number, name in enumerate(self.patterns):
+                    seconds = pairs[pairs[:, 0] == number, 1]
+                    if len(seconds):
+                        self.latency.setdefault(name, LatencyHistogram()).add(seconds)
 
     @_naming_the_output
     def write(self, pattern: str, out: PartitionOutput) -> None:
@@ -102,7 +103,8 @@ class StreamOutput(MatchArrivals):
         else:
             self._matches.write(line_buffers(out))
         seconds = emitted - self.completed(out)
-        self.latency.setdefault(pattern, []).append(seconds)
+        self.latency.setdefault(pattern, LatencyHistogram()).add(seconds)
+        self.recent[pattern] = seconds
         if self._log:
             number = np.full(len(seconds), self.patterns.index(pattern), dtype="<f8")
             self._log.write(np.column_stack([number, seconds]).astype("<f8").tobytes())
@@ -136,7 +138,7 @@ class StreamOutput(MatchArrivals):
 
     def latency_figures(self) -> dict[str, dict[str, float | int]]:
         """Per pattern: detection latency p50, p99 and max in seconds, and how many matches."""
-        return latency_figures({p: np.concatenate(v) for p, v in self.latency.items()})
+        return {p: h.figures() for p, h in self.latency.items() if h.count}
 
 
 def _cut(path: Path, size: int) -> None:

@@ -66,6 +66,7 @@ SHIPPED = (
     "engine_adapter/local/stream_output.py",
     "engine_adapter/local/stream_parts.py",
     "engine_adapter/runtime/arrivals.py",
+    "engine_adapter/runtime/latency_histogram.py",
     "limits.py",
     "interrupt.py",
     "terminal.py",
