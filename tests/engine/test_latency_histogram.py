@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 
 from cepplan.engine_adapter.runtime.latency_histogram import LatencyHistogram
 
-LATENCY = st.one_of(st.floats(0.0, 1e-5), st.floats(1e-5, 8e4))  # up to a day; beyond, the maximum stands for them
+# up to a day; beyond it, the maximum stands for a latency
+LATENCY = st.one_of(st.floats(0.0, 1e-5), st.floats(1e-5, 8e4))
 
 
 @settings(max_examples=300, deadline=None)
@@ -28,6 +29,7 @@ def test_percentiles_within_half_a_percent_of_the_exact_ones(pieces):
     for q, key in ((50, "p50"), (99, "p99")):
         exact = float(np.percentile(values, q))
         assert abs(histogram.percentile(q) - exact) <= 0.005 * exact + 1e-6, (q, exact)
+        assert figures[key] == round(histogram.percentile(q), 6)
 
 
 def test_its_memory_does_not_grow_with_the_matches():
