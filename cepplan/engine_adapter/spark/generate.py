@@ -75,6 +75,7 @@ SHIPPED = (
     "engine_adapter/local/source.py",
     "errors.py",
     "sources/local_source.py",
+    "sources/csv_ranges.py",
     "sources/csv_lines.py",
     "sources/raw_batches.py",
     "sources/try_cast.py",
