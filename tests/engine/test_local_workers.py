@@ -182,6 +182,25 @@ def test_matches_across_a_byte_range_boundary(tmp_path_factory, seed, count):
     assert across or not any(expected.values())
 
 
+def test_events_out_of_time_order_are_read_by_this_process_and_say_so(tmp_path):
+    """Fraud events with rows late by 200 lines in the second byte range: on 2 workers the
+    run falls back to reading everything first, says why in metrics.json, and writes the
+    files of one worker."""
+    workload = load_workload(EXAMPLES / "fraud" / "workload.json")
+    lines = (EXAMPLES / "fraud" / "events.csv").read_text().splitlines(True)
+    body = lines[1:]
+    path = tmp_path / "late.csv"
+    path.write_text(lines[0] + "".join(body[:5000] + body[5200:] + body[5000:5200]))
+    data = job_data(workload, trivial_plan(workload))
+    one = _run(data, [str(path)], tmp_path / "w1", 1)
+    said: list[str] = []
+    two = _run(data, [str(path)], tmp_path / "w2", 2, said=said)
+    assert two["reading"] == one["reading"] == "by this process: the events are not in time order"
+    assert any("not in time order" in line for line in said)
+    assert _files(tmp_path / "w2") == _files(tmp_path / "w1")
+    assert sum(two["matches"].values()) > 0
+
+
 def test_hierarchy_and_contexts_run_on_one_worker_and_say_so(tmp_path):
     """A pattern reading another's matches needs them all, contexts their windows: one
     worker, said and counted in metrics.json."""

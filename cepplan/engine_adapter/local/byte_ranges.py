@@ -333,6 +333,7 @@ def match_by_byte_range(file: FileInput, job: Job, data: dict[str, Any], writer:
     if found is None:
         raise Miscounted
     share = max(1, budget() // len(found))
+    _keep_freed_heap()  # each chunk's text and arrays: reused, not mapped afresh
     with _RangeWorkers(found[1:], file, data, output_format, share, spill) as started:
         with _memory_budget(share):
             reads = [match_region(found[0], file, job, data, writer, figures)]

@@ -71,9 +71,12 @@ def run_local_job(data: dict[str, Any], events: Sequence[str], out: Path, *,
         try:
             return _run_in_time_order(job, data, events, out, output_format, say, workers)
         except (_OutOfOrder, Unordered):
-            say("the events are not in time order: matching them after reading them all")
-    elif workers > 1:
-        say(f"matching with one worker: {_why_one_worker(job, covering)}")
+            why = "the events are not in time order"
+            say(f"{why}: matching them after reading them all")
+    else:
+        why = _why_one_worker(job, covering)
+        if workers > 1:
+            say(f"matching with one worker: {why}")
     import pandas as pd
 
     from cepplan.engine_adapter.local.contexts import LocalContexts
@@ -102,7 +105,8 @@ def run_local_job(data: dict[str, Any], events: Sequence[str], out: Path, *,
                                "rows_rejected": dict(rejected), "rows_to_matchers": 0,
                                "rows_to_matchers_by_pattern": {}, "rows_shuffled": 0,
                                "matches": {}, "kleene_cap_hits": {}, "negation_held_back": {},
-                               "input_span": span_figures(covered), "workers": 1}
+                               "input_span": span_figures(covered), "workers": 1,
+                               "reading": f"by this process: {why}"}
     derived: dict[str, list[dict]] = {}
     sharing, shared, partials = sharing_plan(job), {}, {}
     partial_counts: dict[str, list[int]] = {}  # pattern -> partial matches per join prefix
