@@ -17,7 +17,9 @@ from cepplan.engine_adapter.job_spec import job_data
 from cepplan.engine_adapter.local import byte_ranges, engine, workers
 from cepplan.engine_adapter.local.source import read_batches
 from cepplan.engine_adapter.runtime.memory import MEMORY_VARIABLE, MatchMemoryError
+from cepplan.errors import InputError
 from cepplan.planner.plan import trivial_plan
+from cepplan.sources import text_input
 from cepplan.sources.csv_ranges import line_regions
 from cepplan.stats.synth import synthesize
 from cepplan.stats.synth_write import write_events
@@ -199,6 +201,28 @@ def test_events_out_of_time_order_are_read_by_this_process_and_say_so(tmp_path):
     assert any("not in time order" in line for line in said)
     assert _files(tmp_path / "w2") == _files(tmp_path / "w1")
     assert sum(two["matches"].values()) > 0
+
+
+def test_blank_lines_and_a_long_line_are_read_by_this_process(tmp_path, monkeypatch):
+    """Blank lines in a later byte range (its row ids cannot be counted ahead): on 2 workers
+    the file is read as one range by this process, the files of one worker, said why; a line
+    past the reader's limit there: the reader's error naming its line, as with one worker."""
+    workload = load_workload(EXAMPLES / "fraud" / "workload.json")
+    lines = (EXAMPLES / "fraud" / "events.csv").read_text().splitlines(True)
+    path = tmp_path / "blank.csv"
+    path.write_text("".join([*lines[:6000], "\n", *lines[6000:]]))
+    data = job_data(workload, trivial_plan(workload))
+    one = _run(data, [str(path)], tmp_path / "w1", 1)
+    two = _run(data, [str(path)], tmp_path / "w2", 2)
+    assert two["reading"] == "by this process: the CSV file has blank lines"
+    assert two["workers"] == 1 and one["reading"] == "by byte range in each worker"
+    assert _files(tmp_path / "w2") == _files(tmp_path / "w1")
+    monkeypatch.setattr(byte_ranges, "MAX_LINE_BYTES", 3000)
+    monkeypatch.setattr(text_input, "MAX_LINE_BYTES", 3000)
+    path.write_text("".join([*lines[:1000], "x" * 5000 + "\n", *lines[1000:]]))
+    for count in (1, 2):  # in the first range, which this process reads (and patched)
+        with pytest.raises(InputError, match="line 1001 is longer"):
+            _run(data, [str(path)], tmp_path / f"long{count}", count)
 
 
 def test_hierarchy_and_contexts_run_on_one_worker_and_say_so(tmp_path):

@@ -43,6 +43,7 @@ from cepplan.engine_adapter.runtime.memory import MEMORY_VARIABLE, budget, peak_
 from cepplan.engine_adapter.runtime.table import Columns
 from cepplan.interrupt import die_with_parent
 from cepplan.sources.csv_ranges import Region, header_columns, line_regions, line_start, plain_csv
+from cepplan.sources.text_input import MAX_LINE_BYTES
 from cepplan.workload.columns import EVENT_ID, EVENT_TS
 
 CHUNK_BYTES = 1 << 20  # whole lines read, parsed and tagged at once
@@ -54,9 +55,13 @@ class Unordered(Exception):
     """The rows of a range or its margins are not in time order."""
 
 
-class Miscounted(Exception):
-    """A range held another number of rows than its lines (blank lines): row ids would be
-    off."""
+class Unsplittable(Exception):
+    """The file cannot be read by byte range after all; `str()` says why (the other path
+    reads it, and reports its errors with their lines)."""
+
+
+BLANK_LINES = "the CSV file has blank lines"  # a range's rows fewer than its lines: ids off
+LONG_LINE = "the CSV file has a line too long to read"
 
 
 @dataclass(frozen=True)
@@ -137,7 +142,9 @@ class RangeReader:
                 if not text:
                     return
                 if not text.endswith(b"\n") and position + len(text) < end:
-                    text += handle.readline()  # `end` is a line start: the line ends by it
+                    text += handle.readline(MAX_LINE_BYTES + 1)  # the line ends by `end`
+                    if len(text) - text.rfind(b"\n") - 1 > MAX_LINE_BYTES:
+                        raise Unsplittable(LONG_LINE)
                 position += len(text)
                 base = before
                 for batch in read_batches([self.file.path], self.source, self.attributes,
@@ -236,7 +243,8 @@ def match_region(region: Region, file: FileInput, job: Job, data: Mapping[str, A
                  writer: Any, figures: RangeFigures) -> RangeRead:
     """The cells `region` owns matched into `writer`, their figures added to `figures`; what
     the region's own lines held. `Unordered` if its rows or margins are out of time order,
-    `Miscounted` if it holds another number of rows than `region.rows` says (when known)."""
+    `Unsplittable` if it holds another number of rows than `region.rows` says (when known)
+    or a line too long."""
     from cepplan.engine_adapter.local.engine import match_range
     from cepplan.engine_adapter.runtime.shared_nodes import used_sharing
 
@@ -260,7 +268,7 @@ def match_region(region: Region, file: FileInput, job: Job, data: Mapping[str, A
     for part in _chained(first, own):
         matching.add(part)
     if region.rows and reader.own.read != region.rows:
-        raise Miscounted
+        raise Unsplittable(BLANK_LINES)
     if not region.last and low < math.inf:
         for part in reader.chunks(region.end, region.size, region.before + region.rows):
             if len(part) and math.isinf(matching.high):
@@ -327,11 +335,11 @@ def match_by_byte_range(file: FileInput, job: Job, data: dict[str, Any], writer:
     """The file matched range by range: the first here, the others in up to `workers - 1`
     worker processes (one range each, at least `MIN_RANGE_BYTES`), their part files
     appended to `writer` in order. (what each range held, the processes that matched);
-    `Unordered` or `Miscounted` as `match_region` (the output then void)."""
+    `Unordered` or `Unsplittable` as `match_region` (the output then void)."""
     count = max(1, min(workers, os.path.getsize(file.path) // MIN_RANGE_BYTES))
     found = _regions(file, data, count)
     if found is None:
-        raise Miscounted
+        raise Unsplittable("the CSV file has lines ended by a lone carriage return")
     share = max(1, budget() // len(found))
     _keep_freed_heap()  # each chunk's text and arrays: reused, not mapped afresh
     with _RangeWorkers(found[1:], file, data, output_format, share, spill) as started:
@@ -381,8 +389,8 @@ class _RangeWorker:
             raise value
         if kind == "unordered":
             raise Unordered
-        if kind == "miscounted":
-            raise Miscounted
+        if kind == "unsplittable":
+            raise Unsplittable(value)
         return value
 
 
@@ -448,8 +456,8 @@ def _serve(job_file: str, region: Region, file: FileInput, output_format: str, s
         result: tuple = ("done", (read, figures))
     except Unordered:
         result = ("unordered", None)
-    except Miscounted:
-        result = ("miscounted", None)
+    except Unsplittable as err:
+        result = ("unsplittable", str(err))
     except Exception as err:  # raised by the parent
         result = ("error", _sendable(err))
     staged = Path(outcome + ".tmp")

@@ -20,9 +20,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from cepplan.engine_adapter.local.byte_ranges import (
+    LONG_LINE,
     FileInput,
-    Miscounted,
     Unordered,
+    Unsplittable,
     file_input,
     match_by_byte_range,
 )
@@ -222,25 +223,31 @@ def _run_in_time_order(job: Job, data: dict[str, Any], events: Sequence[str], ou
                        output_format: str, say: Callable[[str], None],
                        workers: int) -> dict[str, Any]:
     """The job over events expected in time order: one plain CSV file by byte range, each
-    range read by the process that matches it (`local.byte_ranges`); other input read here
-    and matched by time range (`_run_by_time_range`), said in `metrics.json`'s `reading`."""
+    range read by the process that matches it (`local.byte_ranges`), or as one range by
+    this process when its ranges' rows cannot be counted (the same files); other input read
+    here and matched by time range (`_run_by_time_range`). `metrics.json`'s `reading` says
+    which."""
     file = file_input(job, data, events)
     why = "the input is not one plain CSV file"
-    if file is not None:
+    for count in (workers, 1) if file is not None else ():
         try:
-            return _run_by_byte_range(file, job, data, out, output_format, say, workers)
-        except Miscounted:
-            why = "the CSV file has blank lines"
+            return _run_by_byte_range(file, job, data, out, output_format, say, count,
+                                      reading="by byte range in each worker" if count == workers
+                                      else f"by this process: {why}")
+        except Unsplittable as err:
+            why = str(err)
+            if why == LONG_LINE or count == 1:
+                break
+            say(f"reading the input in this process: {why}")
     if workers > 1:
         say(f"reading the input in this process: {why}")
-    metrics = _run_by_time_range(job, data, events, out, output_format, say, workers,
-                                 reading=f"by this process: {why}")
-    return metrics
+    return _run_by_time_range(job, data, events, out, output_format, say, workers,
+                              reading=f"by this process: {why}")
 
 
 def _run_by_byte_range(file: FileInput, job: Job, data: dict[str, Any], out: Path,
-                       output_format: str, say: Callable[[str], None],
-                       workers: int) -> dict[str, Any]:
+                       output_format: str, say: Callable[[str], None], workers: int,
+                       reading: str) -> dict[str, Any]:
     """The file matched by byte range in up to `workers` processes, each reading its own
     (`local.byte_ranges`); the output the same byte for byte whatever `workers`."""
     hold_pandas_back()
@@ -262,7 +269,7 @@ def _run_by_byte_range(file: FileInput, job: Job, data: dict[str, Any], out: Pat
             f"matched by time range as read, by {processes} "
             f"worker{'s' if processes > 1 else ''}, each reading its own byte range")
         _range_metrics(metrics, job, data, figures, covered, span, processes, say)
-        metrics["reading"] = "by byte range in each worker"
+        metrics["reading"] = reading
         finish(metrics)
     return metrics
 
