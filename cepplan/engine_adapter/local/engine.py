@@ -227,6 +227,7 @@ def _run_in_time_order(job: Job, data: dict[str, Any], events: Sequence[str], ou
     this process when its ranges' rows cannot be counted (the same files); other input read
     here and matched by time range (`_run_by_time_range`). `metrics.json`'s `reading` says
     which."""
+    hold_pandas_back()  # NumPy columns only: pandas is loaded when a stage needs it
     file = file_input(job, data, events)
     why = "the input is not one plain CSV file"
     for count in (workers, 1) if file is not None else ():
@@ -250,7 +251,6 @@ def _run_by_byte_range(file: FileInput, job: Job, data: dict[str, Any], out: Pat
                        reading: str) -> dict[str, Any]:
     """The file matched by byte range in up to `workers` processes, each reading its own
     (`local.byte_ranges`); the output the same byte for byte whatever `workers`."""
-    hold_pandas_back()
     figures = RangeFigures.empty(job)
     with staged_output(out, output_format, job) as (writer, finish):
         reads, processes = match_by_byte_range(file, job, data, writer, figures, workers,
