@@ -10,7 +10,7 @@ memory per row (`python -m cepplan run`, process start to files written).
 A row that stops at the budget says so (the error's figure); the rows whose output would be
 tens of GB at 10^5 rows (GOOG over 143 minutes, Kleene over 15) are best run at fewer rows.
 The table runs on one worker (`--workers 1`). Then the scaling curve: rows whose matching
-outweighs reading, at 10^6 rows, on 1 and 2 workers: wall time, the ratio, and the match
+outweighs reading, at 10^6 rows, on 1 and 2 workers: wall and CPU time, the ratio, and the match
 files compared byte for byte (the machine's load printed beside: the ratio needs idle cores).
 
     CEPPLAN_BENCH_WINDOWS= CEPPLAN_BENCH_SCALING=goog-14 python -m benchmarks windows
@@ -26,7 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.bench_engine import ROOT, RSS_WRAPPER
+from benchmarks.bench_engine import ROOT, RSS_WRAPPER, children_cpu
 from benchmarks.stock_bars import workload, write_bars
 
 GOOG = ["a.peak < b.peak", "b.peak < c.peak"]
@@ -99,13 +99,16 @@ def run_row(scratch: Path, bars: Path, name: str, budget: str, workers: int = 1)
 
 def scaling_row(scratch: Path, bars: Path, name: str, budget: str,
                 counts: tuple[int, ...] = (1, 2)) -> str:
-    """One row's wall time on each number of workers (`--workers`), the ratio to one worker,
-    the match files checked byte for byte against one worker's."""
+    """One row's wall and CPU time (cepplan's and its workers') on each number of workers
+    (`--workers`), the wall ratio to one worker, the match files checked byte for byte
+    against one worker's."""
     plan = plan_row(scratch, name)
     walls, first = [], None
     for count in counts:
         out = scratch / f"{name}.w{count}"
+        cpu = children_cpu()
         wall, peak, done = run_plan(plan, bars, out, budget, count)
+        cpu = children_cpu() - cpu
         if done.returncode:
             return f"{name:<10} --workers {count} failed (exit {done.returncode})"
         files = {p.name: p.read_bytes() for p in (out / "matches").iterdir()}
@@ -113,7 +116,7 @@ def scaling_row(scratch: Path, bars: Path, name: str, budget: str,
         if files != first:
             return f"{name:<10} --workers {count}: DIFFERENT matches from --workers 1"
         used = json.loads((out / "metrics.json").read_text())["workers"]
-        walls.append(f"{count} ({used} used): {wall:5.1f} s, {peak}")
+        walls.append(f"{count} ({used} used): {wall:5.1f} s wall, {cpu:5.1f} s CPU, {peak}")
         subprocess.run(["rm", "-rf", str(out)], check=True)
         if count == counts[0]:
             base = wall

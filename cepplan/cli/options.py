@@ -194,10 +194,10 @@ def memory_size(text: str) -> str:
 
 
 def workers() -> Any:
-    """`--workers N|auto`: worker processes of the in-process engine (default 1: reading and
-    writing stay in one process, so on a small input more workers cost more than they save)."""
+    """`--workers N|auto`: processes of the in-process engine (default 1: a worker costs a
+    fresh interpreter, so on a small input more workers cost more than they save)."""
     return typer.Option(1, "--workers", metavar="N|auto", parser=worker_count,
-                        help="Worker processes the in-process engine matches time ranges in "
+                        help="Processes the in-process engine reads and matches time ranges in "
                         f"(1 to {MAX_WORKERS}, or auto: the cores this process may use; "
                         "default 1).")
 

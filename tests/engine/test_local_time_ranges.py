@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from cepplan.engine_adapter.job_spec import job_data
-from cepplan.engine_adapter.local import engine
+from cepplan.engine_adapter.local import byte_ranges, engine
 from cepplan.engine_adapter.local import slices as local_slices
 from cepplan.engine_adapter.local.source import read_batches
 from cepplan.planner.plan import trivial_plan
@@ -39,6 +39,7 @@ def _run(data: dict, events: list[str], out: Path, monkeypatch, *, by_range: boo
     with monkeypatch.context() as patch:
         patch.setattr(engine, "match_range", counted)
         patch.setattr(engine, "read_batches", partial(read_batches, batch_bytes=batch_bytes))
+        patch.setattr(byte_ranges, "CHUNK_BYTES", batch_bytes)
         patch.setattr(engine, "REGION_ROWS", 40)
         patch.setattr(local_slices, "SLICE_ROWS", 16)
         if not by_range:

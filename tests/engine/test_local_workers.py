@@ -5,6 +5,7 @@ reaches the user as it would from one worker, the output left as it was."""
 
 from __future__ import annotations
 
+import gzip
 from functools import partial
 from pathlib import Path
 
@@ -13,10 +14,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cepplan.engine_adapter.job_spec import job_data
-from cepplan.engine_adapter.local import engine, workers
+from cepplan.engine_adapter.local import byte_ranges, engine, workers
 from cepplan.engine_adapter.local.source import read_batches
 from cepplan.engine_adapter.runtime.memory import MEMORY_VARIABLE, MatchMemoryError
+from cepplan.errors import InputError
 from cepplan.planner.plan import trivial_plan
+from cepplan.sources import text_input
+from cepplan.sources.csv_ranges import line_regions
 from cepplan.stats.synth import synthesize
 from cepplan.stats.synth_write import write_events
 from cepplan.workload import load_workload
@@ -40,6 +44,9 @@ def _run(data: dict, events: list[str], out: Path, workers: int, *, fmt: str = "
     try:
         patch.setattr(engine, "read_batches", partial(read_batches, batch_bytes=1024))
         patch.setattr(engine, "REGION_ROWS", 40)
+        patch.setattr(byte_ranges, "CHUNK_BYTES", 2048)
+        patch.setattr(byte_ranges, "MIN_RANGE_BYTES", 1)
+        patch.setattr(byte_ranges, "FIRST_MARGIN_BYTES", 512)
         return engine.run_local_job(data, events, out, output_format=fmt, workers=workers,
                                     say=(lambda _text: None) if said is None else said.append)
     finally:
@@ -95,8 +102,9 @@ def test_workers_write_the_same_parquet_files(tmp_path):
 
 
 def test_range_output_past_a_workers_memory_comes_back_whole(tmp_path, monkeypatch):
-    """A worker holds a range's output up to a limit and spills the rest to a file: with a
-    limit of 200 bytes, the JSON lines and the Parquet parts are still one worker's bytes."""
+    """Input read by the parent (compressed: not read by byte range): a worker holds a
+    range's output up to a limit and spills the rest to a file: with a limit of 200 bytes,
+    the JSON lines and the Parquet parts are still one worker's bytes."""
     monkeypatch.setattr(workers._RangeOutput, "HELD_BYTES", 200)
     spilled: list[str] = []
     append = workers.append_spill
@@ -108,10 +116,12 @@ def test_range_output_past_a_workers_memory_comes_back_whole(tmp_path, monkeypat
     monkeypatch.setattr(workers, "append_spill", counted)
     workload = load_workload(EXAMPLES / "fraud" / "workload.json")
     data = job_data(workload, trivial_plan(workload))
-    events = [str(EXAMPLES / "fraud" / "events.csv")]
+    events = [str(tmp_path / "events.csv.gz")]
+    Path(events[0]).write_bytes(gzip.compress((EXAMPLES / "fraud" / "events.csv").read_bytes()))
     for fmt in ("jsonl", "parquet"):
         one = _same_runs(data, events, tmp_path / fmt, (2,), fmt=fmt)
         assert sum(one["matches"].values()) > 10, fmt
+        assert one["reading"] == "by this process: the input is not one plain CSV file"
         assert fmt in spilled
     assert list(tmp_path.glob("**/spill")) == []
 
@@ -137,6 +147,82 @@ def test_random_streams_on_workers_match_the_reference(tmp_path_factory, seed):
     expected = {p: sorted(map(canonical, m)) for p, m in reference_matches(wl, events).items()}
     got = read_matches(tmp / "w1")
     assert {p: got.get(p, []) for p in expected} == expected
+
+
+def _ids(match: tuple) -> list[int]:
+    """The row ids a canonical match binds (a complex subevent's too)."""
+    found = []
+    for _var, items in match[1]:
+        for item in items:
+            found += _ids(item) if isinstance(item[1], tuple) else [item[1]]
+    return found
+
+
+@settings(max_examples=4, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 10_000), count=st.integers(2, 4))
+def test_matches_across_a_byte_range_boundary(tmp_path_factory, seed, count):
+    """Random workloads and streams, the file cut into 2 to 4 byte ranges, each read by its
+    own process: matches whose events lie on both sides of a cut (found from the rows before
+    each range) are there, as the reference has them, and the files are one worker's byte
+    for byte."""
+    tmp = tmp_path_factory.mktemp("cut")
+    workload = random_workload(seed)
+    path = tmp / "events.csv"
+    events = random_events(seed, 240, 90.0, path)
+    expected = {p: sorted(map(canonical, m))
+                for p, m in reference_matches(workload, events).items()}
+    one = _same_runs(_chosen(workload), [str(path)], tmp, (count,))
+    assert one["reading"] == "by byte range in each worker"
+    got = read_matches(tmp / f"w{count}")
+    assert {k: got.get(k, []) for k in expected} == expected
+    size = path.stat().st_size
+    found = line_regions(str(path), (), True, [size * i // count for i in range(count)])
+    cuts = [region.before for region in found[1:]]  # the first row of each later range
+    across = [m for matches in expected.values() for m in matches
+              if any(min(_ids(m)) < cut <= max(_ids(m)) for cut in cuts)]
+    assert across or not any(expected.values())
+
+
+def test_events_out_of_time_order_are_read_by_this_process_and_say_so(tmp_path):
+    """Fraud events with rows late by 200 lines in the second byte range: on 2 workers the
+    run falls back to reading everything first, says why in metrics.json, and writes the
+    files of one worker."""
+    workload = load_workload(EXAMPLES / "fraud" / "workload.json")
+    lines = (EXAMPLES / "fraud" / "events.csv").read_text().splitlines(True)
+    body = lines[1:]
+    path = tmp_path / "late.csv"
+    path.write_text(lines[0] + "".join(body[:5000] + body[5200:] + body[5000:5200]))
+    data = job_data(workload, trivial_plan(workload))
+    one = _run(data, [str(path)], tmp_path / "w1", 1)
+    said: list[str] = []
+    two = _run(data, [str(path)], tmp_path / "w2", 2, said=said)
+    assert two["reading"] == one["reading"] == "by this process: the events are not in time order"
+    assert any("not in time order" in line for line in said)
+    assert _files(tmp_path / "w2") == _files(tmp_path / "w1")
+    assert sum(two["matches"].values()) > 0
+
+
+def test_blank_lines_and_a_long_line_are_read_by_this_process(tmp_path, monkeypatch):
+    """Blank lines in a later byte range (its row ids cannot be counted ahead): on 2 workers
+    the file is read as one range by this process, the files of one worker, said why; a line
+    past the reader's limit there: the reader's error naming its line, as with one worker."""
+    workload = load_workload(EXAMPLES / "fraud" / "workload.json")
+    lines = (EXAMPLES / "fraud" / "events.csv").read_text().splitlines(True)
+    path = tmp_path / "blank.csv"
+    path.write_text("".join([*lines[:6000], "\n", *lines[6000:]]))
+    data = job_data(workload, trivial_plan(workload))
+    one = _run(data, [str(path)], tmp_path / "w1", 1)
+    two = _run(data, [str(path)], tmp_path / "w2", 2)
+    assert two["reading"] == "by this process: the CSV file has blank lines"
+    assert two["workers"] == 1 and one["reading"] == "by byte range in each worker"
+    assert _files(tmp_path / "w2") == _files(tmp_path / "w1")
+    monkeypatch.setattr(byte_ranges, "MAX_LINE_BYTES", 3000)
+    monkeypatch.setattr(text_input, "MAX_LINE_BYTES", 3000)
+    path.write_text("".join([*lines[:1000], "x" * 5000 + "\n", *lines[1000:]]))
+    for count in (1, 2):  # in the first range, which this process reads (and patched)
+        with pytest.raises(InputError, match="line 1001 is longer"):
+            _run(data, [str(path)], tmp_path / f"long{count}", count)
 
 
 def test_hierarchy_and_contexts_run_on_one_worker_and_say_so(tmp_path):

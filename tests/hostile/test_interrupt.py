@@ -445,7 +445,8 @@ def dense_bars(tmp_path_factory) -> tuple[Path, Path]:
 @pytest.mark.case_seconds(120)
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_local_run_with_workers_interrupted(tmp_path, dense_bars, signum):
-    """Interrupted while two worker processes match (SIGINT to the whole process group, as
+    """Interrupted while cepplan and two worker processes (`--workers 3`) match (SIGINT to
+    the whole process group, as
     the terminal's Ctrl-C sends it; SIGTERM to cepplan alone): no process of the run left,
     one line, the exit code, the earlier output byte for byte, no staging left."""
     plan, bars = dense_bars
@@ -455,7 +456,7 @@ def test_local_run_with_workers_interrupted(tmp_path, dense_bars, signum):
                CEPPLAN_MATCH_MEMORY="1G")
     process = subprocess.Popen([sys.executable, "-m", "cepplan", "run", str(plan), str(bars),
                                 "-o", str(out), "--quiet", "--engine", "local",
-                                "--workers", "2"], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                                "--workers", "3"], cwd=ROOT, env=env, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True, start_new_session=True)
     seen = _wait_for(process, lambda cmds, _tmp: sum("spawn_main" in c for c in cmds) == 2,
                      tmp_path, seconds=60)

@@ -19,6 +19,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from cepplan.engine_adapter.local.byte_ranges import (
+    LONG_LINE,
+    FileInput,
+    Unordered,
+    Unsplittable,
+    file_input,
+    match_by_byte_range,
+)
 from cepplan.engine_adapter.local.pandas_hold import hold_pandas_back
 from cepplan.engine_adapter.local.partial_counts import added, partial_metrics
 from cepplan.engine_adapter.local.slices import slices
@@ -63,11 +71,14 @@ def run_local_job(data: dict[str, Any], events: Sequence[str], out: Path, *,
     job = job_from_json(data)
     if not covering and streamable(job):
         try:
-            return _run_by_time_range(job, data, events, out, output_format, say, workers)
-        except _OutOfOrder:
-            say("the events are not in time order: matching them after reading them all")
-    elif workers > 1:
-        say(f"matching with one worker: {_why_one_worker(job, covering)}")
+            return _run_in_time_order(job, data, events, out, output_format, say, workers)
+        except (_OutOfOrder, Unordered):
+            why = "the events are not in time order"
+            say(f"{why}: matching them after reading them all")
+    else:
+        why = _why_one_worker(job, covering)
+        if workers > 1:
+            say(f"matching with one worker: {why}")
     import pandas as pd
 
     from cepplan.engine_adapter.local.contexts import LocalContexts
@@ -96,7 +107,8 @@ def run_local_job(data: dict[str, Any], events: Sequence[str], out: Path, *,
                                "rows_rejected": dict(rejected), "rows_to_matchers": 0,
                                "rows_to_matchers_by_pattern": {}, "rows_shuffled": 0,
                                "matches": {}, "kleene_cap_hits": {}, "negation_held_back": {},
-                               "input_span": span_figures(covered), "workers": 1}
+                               "input_span": span_figures(covered), "workers": 1,
+                               "reading": f"by this process: {why}"}
     derived: dict[str, list[dict]] = {}
     sharing, shared, partials = sharing_plan(job), {}, {}
     partial_counts: dict[str, list[int]] = {}  # pattern -> partial matches per join prefix
@@ -208,9 +220,95 @@ def _why_one_worker(job: Job, covering: Mapping[str, Any] | None) -> str:
     return "a pattern reads another pattern's matches"
 
 
+def _run_in_time_order(job: Job, data: dict[str, Any], events: Sequence[str], out: Path,
+                       output_format: str, say: Callable[[str], None],
+                       workers: int) -> dict[str, Any]:
+    """The job over events expected in time order: one plain CSV file by byte range, each
+    range read by the process that matches it (`local.byte_ranges`), or as one range by
+    this process when its ranges' rows cannot be counted (the same files); other input read
+    here and matched by time range (`_run_by_time_range`). `metrics.json`'s `reading` says
+    which."""
+    hold_pandas_back()  # NumPy columns only: pandas is loaded when a stage needs it
+    file = file_input(job, data, events)
+    why = "the input is not one plain CSV file"
+    for count in (workers, 1) if file is not None else ():
+        try:
+            return _run_by_byte_range(file, job, data, out, output_format, say, count,
+                                      reading="by byte range in each worker" if count == workers
+                                      else f"by this process: {why}")
+        except Unsplittable as err:
+            why = str(err)
+            if why == LONG_LINE or count == 1:
+                break
+            say(f"reading the input in this process: {why}")
+    if workers > 1:
+        say(f"reading the input in this process: {why}")
+    return _run_by_time_range(job, data, events, out, output_format, say, workers,
+                              reading=f"by this process: {why}")
+
+
+def _run_by_byte_range(file: FileInput, job: Job, data: dict[str, Any], out: Path,
+                       output_format: str, say: Callable[[str], None], workers: int,
+                       reading: str) -> dict[str, Any]:
+    """The file matched by byte range in up to `workers` processes, each reading its own
+    (`local.byte_ranges`); the output the same byte for byte whatever `workers`."""
+    figures = RangeFigures.empty(job)
+    with staged_output(out, output_format, job) as (writer, finish):
+        reads, processes = match_by_byte_range(file, job, data, writer, figures, workers,
+                                               output_format, writer.spill_directory())
+        rejected: Counter = Counter()
+        covered = Covered()
+        for read in reads:
+            rejected.update(read.rejected)
+            covered.add(*read.covered.span)
+        metrics = _new_metrics()
+        metrics["rows_read"] = sum(read.read for read in reads)
+        metrics["rows_rejected"] = dict(rejected)
+        firsts = [read.first for read in reads if read.first <= read.last]
+        span = (max(read.last for read in reads) - min(firsts)) if firsts else 0.0
+        say(f"read {metrics['rows_read']} rows ({sum(rejected.values())} rejected), "
+            f"matched by time range as read, by {processes} "
+            f"worker{'s' if processes > 1 else ''}, each reading its own byte range")
+        _range_metrics(metrics, job, data, figures, covered, span, processes, say)
+        metrics["reading"] = reading
+        finish(metrics)
+    return metrics
+
+
+def _new_metrics() -> dict[str, Any]:
+    """metrics.json's counts before any row is read (the in-process engine's layout)."""
+    return {"engine": "local", "rows_read": 0, "rows_rejected": {}, "rows_to_matchers": 0,
+            "rows_to_matchers_by_pattern": {}, "rows_shuffled": 0, "matches": {},
+            "kleene_cap_hits": {}, "negation_held_back": {}}
+
+
+def _range_metrics(metrics: dict[str, Any], job: Job, data: Mapping[str, Any],
+                   figures: RangeFigures, covered: Covered, span: float, workers: int,
+                   say: Callable[[str], None]) -> None:
+    """The figures of matching by range into `metrics`: the input's span, the workers, each
+    pattern's counts, shared nodes, partial matches, seconds and peak memory."""
+    metrics["input_span"] = span_figures(covered)
+    metrics["workers"] = workers
+    for spec in job.patterns:
+        total = figures.totals[spec.name]
+        count_pattern(metrics, spec.name, total.sent, total.matches, total.cap_hits,
+                      total.held_back, total.splits, say)
+    sharing = used_sharing(job)
+    if sharing is not None:
+        from cepplan.engine_adapter.runtime.shared_plan import node_summaries
+
+        metrics["shared_nodes"] = node_summaries(sharing, figures.partials, span)
+    if figures.built:
+        metrics["partial_matches"] = partial_metrics(job, figures.built, span)
+    metrics["plan"] = data.get("plan", {})
+    seconds = {**metrics.pop("seconds", {}), **figures.seconds}
+    metrics["seconds"] = {k: round(v, 3) for k, v in seconds.items()}
+    metrics["peak_memory_bytes"] = peak_resident() + sum(figures.worker_peaks.values())
+
+
 def _run_by_time_range(job: Job, data: dict[str, Any], events: Sequence[str], out: Path,
                        output_format: str, say: Callable[[str], None],
-                       workers: int = 1) -> dict[str, Any]:
+                       workers: int = 1, *, reading: str = "") -> dict[str, Any]:
     """The job over time-ordered events, matched and released range by range as they are
     read, so that memory holds about `REGION_ROWS` tagged rows and a margin, not the file
     (docs/engine.md, "Memory"); the ranges matched by up to `workers` processes, their
@@ -219,10 +317,7 @@ def _run_by_time_range(job: Job, data: dict[str, Any], events: Sequence[str], ou
     hold_pandas_back()  # NumPy columns only: pandas is loaded when a stage needs it
     seconds: dict[str, float] = {"read": 0.0, "tag": 0.0}
     counts: Counter = Counter()
-    metrics: dict[str, Any] = {"engine": "local", "rows_read": 0, "rows_rejected": {},
-                               "rows_to_matchers": 0, "rows_to_matchers_by_pattern": {},
-                               "rows_shuffled": 0, "matches": {}, "kleene_cap_hits": {},
-                               "negation_held_back": {}}
+    metrics = _new_metrics()
     figures = RangeFigures.empty(job)
     margin = window_margin(job)
     covered = Covered()  # the input's time so far: negations are decided within it
@@ -258,23 +353,10 @@ def _run_by_time_range(job: Job, data: dict[str, Any], events: Sequence[str], ou
         say(f"read {metrics['rows_read']} rows ({sum(counts.values())} rejected), "
             f"matched by time range as read, by {ranges.workers} "
             f"worker{'s' if ranges.workers > 1 else ''}")
-        metrics["input_span"] = span_figures(covered)
-        metrics["workers"] = ranges.workers
-        for spec in job.patterns:
-            total = figures.totals[spec.name]
-            count_pattern(metrics, spec.name, total.sent, total.matches, total.cap_hits,
-                   total.held_back, total.splits, say)
         span = (latest - first) if first is not None else 0.0
-        sharing = used_sharing(job)
-        if sharing is not None:
-            from cepplan.engine_adapter.runtime.shared_plan import node_summaries
-
-            metrics["shared_nodes"] = node_summaries(sharing, figures.partials, span)
-        if figures.built:
-            metrics["partial_matches"] = partial_metrics(job, figures.built, span)
-        metrics["plan"] = data.get("plan", {})
-        metrics["seconds"] = {k: round(v, 3) for k, v in {**seconds, **figures.seconds}.items()}
-        metrics["peak_memory_bytes"] = peak_resident() + sum(figures.worker_peaks.values())
+        metrics["seconds"] = seconds
+        _range_metrics(metrics, job, data, figures, covered, span, ranges.workers, say)
+        metrics["reading"] = reading
         finish(metrics)
     return metrics
 

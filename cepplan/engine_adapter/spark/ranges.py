@@ -19,7 +19,6 @@ the attempt void: its output is dropped and the job runs the shuffle plan (docs/
 
 from __future__ import annotations
 
-import itertools
 import json
 import math
 import os
@@ -27,7 +26,7 @@ import time
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
@@ -38,34 +37,16 @@ from pyspark.sql import types as T
 
 from cepplan.engine_adapter.runtime.job import Covered
 from cepplan.engine_adapter.spark.read import (
-    not_installed,
     plain_csv_splits,
     read_lines,
     task_numbers,
 )
+from cepplan.sources.csv_ranges import Region, line_regions, line_start, not_installed
 from cepplan.workload.columns import EVENT_ID, EVENT_TS
 
 ENABLED = "CEPPLAN_SPARK_RANGES"  # "0": always the shuffle plan
 FIRST_MARGIN_BYTES = 64 << 10  # the first guess of a margin's size, doubled until it holds
-_COUNT_BYTES = 16 << 20  # bytes counted at once by the driver
 _FIGURES = T.StructType([T.StructField("figures", T.StringType())])
-
-
-@dataclass(frozen=True)
-class Region:
-    """One task's lines: bytes [start, end) of the file, `rows` rows (non-blank lines) and
-    `before` rows ahead of them; `data_start` is where the file's rows begin (past a header)."""
-
-    number: int
-    path: str
-    start: int
-    end: int
-    data_start: int
-    size: int
-    before: int
-    rows: int
-    names: tuple[str, ...]
-    last: bool
 
 
 def ranges_apply(spark: SparkSession, data: Mapping[str, Any], events: Sequence[str]) -> bool:
@@ -106,54 +87,14 @@ def regions_ahead(data: Mapping[str, Any], events: Sequence[str]) -> Future | No
 
 def regions(data: Mapping[str, Any], events: Sequence[str], parallelism: int
             ) -> list[Region] | None:
-    """The file's byte ranges aligned on lines, with the rows before each (lines counted
-    here); None when the file's line ends are not plain `\\n` or `\\r\\n`, or the file
-    not one the in-process reader reads."""
+    """The file's byte ranges aligned on lines, with the rows before each (`line_regions`);
+    None when the file's line ends are not plain `\\n` or `\\r\\n`, or the file not one
+    the in-process reader reads."""
     splits = plain_csv_splits(data, events, parallelism)
     if splits is None:
         return None
-    path = splits[0].path
-    size = os.path.getsize(path)
-    with open(path, "rb") as handle:
-        data_start = 0
-        if splits[0].header:
-            handle.readline()
-            data_start = handle.tell()
-        bounds = [max(data_start, line_start(handle, s.start)) for s in splits] + [size]
-        counts = [count_rows(handle, a, b) for a, b in itertools.pairwise(bounds)]
-    if any(c is None for c in counts):
-        return None
-    before = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(int).tolist()
-    return [Region(i, path, bounds[i], bounds[i + 1], data_start, size, before[i], counts[i],
-                   s.names, i == len(splits) - 1) for i, s in enumerate(splits)]
-
-
-def line_start(handle, position: int) -> int:
-    """The first line start at or after `position`."""
-    if position <= 0:
-        return 0
-    handle.seek(position - 1)
-    if handle.read(1) == b"\n":
-        return position
-    handle.readline()
-    return handle.tell()
-
-
-def count_rows(handle, start: int, end: int) -> int | None:
-    """The lines in the whole lines of bytes [start, end): the CSV reader's rows unless some
-    are blank (the tasks check, see `run_ranges`); None if a lone `\\r` may end a line (the
-    reader would split there)."""
-    handle.seek(start)
-    rows, left = 0, end - start
-    while left > 0:
-        chunk = handle.read(min(left, _COUNT_BYTES))
-        if len(chunk) < left:
-            chunk += handle.readline()[:left - len(chunk)]  # whole lines per chunk
-        left -= len(chunk)
-        if b"\r" in chunk and chunk.count(b"\r") != chunk.count(b"\r\n"):
-            return None
-        rows += chunk.count(b"\n") + (not chunk.endswith(b"\n"))
-    return rows
+    return line_regions(splits[0].path, splits[0].names, splits[0].header,
+                        [s.start for s in splits])
 
 
 def run_ranges(spark: SparkSession, data: dict[str, Any], found: list[Region], staging: str,

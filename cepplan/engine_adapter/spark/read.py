@@ -29,6 +29,7 @@ from pyspark.sql import types as T
 
 from cepplan.engine_adapter.spark.match import ARROW_TYPES
 from cepplan.engine_adapter.spark.tags import TAGS, Layout, Tag
+from cepplan.sources.csv_ranges import header_columns, plain_csv
 from cepplan.workload.columns import (
     EVENT_ID,
     EVENT_TS,
@@ -36,7 +37,7 @@ from cepplan.workload.columns import (
     EVENT_ZONE,
     merged_attribute_types,
 )
-from cepplan.workload.input_files import compression, content_problem, header_names
+from cepplan.workload.input_files import content_problem
 from cepplan.workload.spark_source import SourceError, check_column_names, spark_type
 
 SPLIT_BYTES = 32 << 20  # at most this much of a file per task
@@ -73,23 +74,9 @@ def plain_csv_splits(data: Mapping[str, Any], events: Sequence[str], parallelism
                      local: bool = True) -> list[Split] | None:
     """The byte ranges to read, or None when this reader does not apply (see module doc;
     `local`: the master is local, so the tasks see the driver's files and Python)."""
+    if not local or not plain_csv(data, events):
+        return None
     source = data["reader"]["source"]
-    if not local or source["format"] != "csv" or data.get("contexts") or data.get("covering"):
-        return None
-    if not all("://" not in p and not p.startswith("file:") and os.path.isfile(p)
-               and compression(p) is None for p in events):  # byte ranges of plain files
-        return None
-    try:  # the in-process reader and what it imports (orjson among them) on this Python
-        from cepplan.engine_adapter.local.source import read_batches  # noqa: F401
-        from cepplan.sources.time_format import TimeFormatError, time_format_regex
-    except ImportError as err:
-        not_installed(err)
-        return None
-    if source.get("time_format"):
-        try:
-            time_format_regex(source["time_format"])
-        except TimeFormatError:  # a pattern letter it does not read
-            return None
     reader = data["reader"]
     header = bool(source.get("header", True))
     total = sum(os.path.getsize(p) for p in events)
@@ -112,23 +99,14 @@ def plain_csv_splits(data: Mapping[str, Any], events: Sequence[str], parallelism
     return splits
 
 
-def not_installed(err: ImportError) -> None:
-    """Re-raise `err` unless a library is missing on this Python (orjson: the job then takes
-    Spark's reader or the shuffle plan): a cepplan module missing from runtime.zip is the
-    job's own fault and must not turn, unseen, into a slower plan."""
-    if (err.name or "").split(".")[0] == "cepplan":
-        raise err
-
-
 def _header(path: str) -> list[str]:
-    """The column names on the file's first non-blank line (`input_files.header_names`)."""
-    from cepplan.sources.text_input import LineTooLong, first_line, open_text
+    """The column names on the file's first non-blank line (`csv_ranges.header_columns`)."""
+    from cepplan.sources.text_input import LineTooLong
 
     try:
-        line = first_line(open_text(path))
+        return header_columns(path)
     except LineTooLong as err:
         raise SourceError(str(err), path) from None
-    return header_names(line) if line is not None else []
 
 
 def read_and_tag(spark: SparkSession, data: Mapping[str, Any], splits: list[Split], job,

@@ -1,0 +1,126 @@
+"""A CSV file cut into byte ranges aligned on lines, with the rows before each: the Spark
+job's range-local tasks and the in-process engine's workers each read one range of a
+time-ordered file (and the neighbouring lines their matches need) by themselves.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, BinaryIO
+
+import numpy as np
+
+_COUNT_BYTES = 16 << 20  # bytes counted at once
+
+
+@dataclass(frozen=True)
+class Region:
+    """One task's lines: bytes [start, end) of the file, `rows` rows (non-blank lines) and
+    `before` rows ahead of them; `data_start` is where the file's rows begin (past a header)."""
+
+    number: int
+    path: str
+    start: int
+    end: int
+    data_start: int
+    size: int
+    before: int
+    rows: int
+    names: tuple[str, ...]
+    last: bool
+
+
+def line_regions(path: str, names: Sequence[str], header: bool, starts: Sequence[int]
+                 ) -> list[Region] | None:
+    """The file's ranges from each of `starts` (moved on to a line start) to the next, with
+    the rows before each (lines counted here); None when the
+    file's line ends are not plain `\\n` or `\\r\\n`."""
+    with open(path, "rb") as handle:
+        size = handle.seek(0, 2)
+        data_start = 0
+        if header:
+            handle.seek(0)
+            handle.readline()
+            data_start = handle.tell()
+        bounds = [max(data_start, line_start(handle, s)) for s in starts] + [size]
+        counts = [count_rows(handle, a, b) for a, b in itertools.pairwise(bounds)]
+    if any(c is None for c in counts):
+        return None
+    before = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(int).tolist()
+    return [Region(i, path, bounds[i], bounds[i + 1], data_start, size, before[i], counts[i],
+                   tuple(names), i == len(starts) - 1) for i in range(len(starts))]
+
+
+def line_start(handle: BinaryIO, position: int) -> int:
+    """The first line start at or after `position`."""
+    if position <= 0:
+        return 0
+    handle.seek(position - 1)
+    if handle.read(1) == b"\n":
+        return position
+    handle.readline()
+    return handle.tell()
+
+
+def count_rows(handle: BinaryIO, start: int, end: int) -> int | None:
+    """The lines in the whole lines of bytes [start, end): the CSV reader's rows unless some
+    are blank (the readers check); None if a lone `\\r` may end a line (the reader would
+    split there)."""
+    handle.seek(start)
+    rows, left = 0, end - start
+    while left > 0:
+        chunk = handle.read(min(left, _COUNT_BYTES))
+        if len(chunk) < left:
+            chunk += handle.readline()[:left - len(chunk)]  # whole lines per chunk
+        left -= len(chunk)
+        if b"\r" in chunk and chunk.count(b"\r") != chunk.count(b"\r\n"):
+            return None
+        rows += chunk.count(b"\n") + (not chunk.endswith(b"\n"))
+    return rows
+
+
+def plain_csv(data: Mapping[str, Any], events: Sequence[str]) -> bool:
+    """Whether the in-process reader can read `events` by byte range: CSV, local plain files
+    (not compressed), a `time_format` it translates, its modules importable (orjson among
+    them), and a plan without contexts or consumer queries (which read the input whole)."""
+    from cepplan.workload.input_files import compression
+
+    source = data["reader"]["source"]
+    if source["format"] != "csv" or data.get("contexts") or data.get("covering"):
+        return False
+    if not all("://" not in p and not p.startswith("file:") and os.path.isfile(p)
+               and compression(p) is None for p in events):
+        return False
+    try:
+        from cepplan.engine_adapter.local.source import read_batches  # noqa: F401
+        from cepplan.sources.time_format import TimeFormatError, time_format_regex
+    except ImportError as err:
+        not_installed(err)
+        return False
+    if source.get("time_format"):
+        try:
+            time_format_regex(source["time_format"])
+        except TimeFormatError:  # a pattern letter it does not read
+            return False
+    return True
+
+
+def not_installed(err: ImportError) -> None:
+    """Re-raise `err` unless a library is missing on this Python (orjson: the job then takes
+    Spark's reader or the shuffle plan): a cepplan module missing from runtime.zip is the
+    job's own fault and must not turn, unseen, into a slower plan."""
+    if (err.name or "").split(".")[0] == "cepplan":
+        raise err
+
+
+def header_columns(path: str) -> list[str]:
+    """The column names on the file's first non-blank line (`input_files.header_names`);
+    `LineTooLong` when that line passes the reader's limit."""
+    from cepplan.sources.text_input import first_line, open_text
+    from cepplan.workload.input_files import header_names
+
+    line = first_line(open_text(path))
+    return header_names(line) if line is not None else []
