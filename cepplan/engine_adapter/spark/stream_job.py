@@ -37,9 +37,9 @@ from cepplan.engine_adapter.spark.stream_state import (
     INPUT,
     LATENCY,
     OUTPUT,
-    STATE,
     StreamStep,
     numbered,
+    state_schema,
 )
 from cepplan.errors import InputError
 from cepplan.fileio import write_bytes_atomic
@@ -156,7 +156,7 @@ def stream_query(spark: SparkSession, data: dict[str, Any], follow: str, ends: P
         events = _whole_files(spark, follow, end=False)
     both = events.unionByName(_whole_files(spark, str(ends), end=True))
     return both.select([F.col(f.name).cast(f.dataType) for f in INPUT]).groupBy("key") \
-        .applyInPandasWithState(StreamStep(data, trigger), OUTPUT, STATE, "append",
+        .applyInPandasWithState(StreamStep(data, trigger), OUTPUT, state_schema(data), "append",
                                 GroupStateTimeout.NoTimeout)
 
 

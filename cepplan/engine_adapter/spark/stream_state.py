@@ -49,6 +49,13 @@ INPUT = T.StructType([T.StructField("key", T.IntegerType()),
 OUTPUT = T.StructType([T.StructField("output", T.StringType()),
                        T.StructField("value", T.StringType())])
 STATE = T.StructType([T.StructField("matcher", T.BinaryType())])
+# an adaptive stream's (job.json's `adaptive`): the online statistics' state beside
+ADAPTIVE_STATE = T.StructType([*STATE.fields, T.StructField("drift", T.BinaryType())])
+
+
+def state_schema(data: dict[str, Any]) -> T.StructType:
+    """The group state of the job `data`'s stream."""
+    return ADAPTIVE_STATE if data.get("adaptive") else STATE
 
 
 class StreamStep:
@@ -68,10 +75,16 @@ class StreamStep:
         matcher = StreamMatcher(job, delay, collector,
                                 positional_ids=not reader["source"].get("id_column"))
         figures = {"micro_batches": 0, "state_rows_max": 0, "header": None}
+        drift = _drift_check(data["adaptive"]) if data.get("adaptive") else None
+        if drift is not None:
+            matcher.observers.append(drift.observe)
+            figures["drifts"] = []
         if state.exists:
             saved = decode(bytes(state.get[0]))
             restore(matcher, saved)
             figures = saved["figures"]
+            if drift is not None:
+                drift.from_bytes(bytes(state.get[1]))
         files = rows[~rows["end"] & (rows["source"] != "")].sort_values("source", kind="stable")
         for name, text, arrived in zip(files["source"], files["value"], files["arrived"],
                                        strict=True):
@@ -84,8 +97,12 @@ class StreamStep:
         state_rows = matcher.advance(final=final)
         figures["micro_batches"] += 1
         figures["state_rows_max"] = max(figures["state_rows_max"], state_rows)
-        state.update((encode(matcher, {"figures": figures}),))
-        collector.add(PROGRESS, [json.dumps(_progress(matcher, figures, state_rows))])
+        progress = _progress(matcher, figures, state_rows)
+        if drift is not None:
+            progress.update(_checked(drift, matcher, figures))
+        state.update((encode(matcher, {"figures": figures}),
+                      *((drift.to_bytes(),) if drift is not None else ())))
+        collector.add(PROGRESS, [json.dumps(progress)])
         if final:
             collector.add(FIGURES, [json.dumps(self._metrics(matcher, figures))])
         yield pd.DataFrame({"output": collector.outputs, "value": collector.values})
@@ -125,7 +142,51 @@ class StreamStep:
                          "watermark": _finite(matcher.watermark),
                          "late_events": dict(matcher.late),
                          "state_rows_max": figures["state_rows_max"]}
+        if "drifts" in figures:
+            out["stream"].update({"adaptive": True, "horizon": self.data["adaptive"]["horizon"],
+                                  "drifts": figures["drifts"], "replans": [],
+                                  "statistics_seconds": round(figures["statistics_seconds"], 3)})
         return out
+
+
+def _drift_check(section: dict[str, Any]):
+    """The online statistics and drift rule of an adaptive job (its `adaptive` section: the
+    workload's text, the plan's invariants, the horizon)."""
+    from cepplan.adaptive.drift_check import DriftCheck
+    from cepplan.workload.loader import build_workload
+
+    workload = build_workload(json.loads(section["workload"]), file=section["workload_file"],
+                              file_digest=section["workload_sha256"])
+    return DriftCheck(workload, section["invariants"], section["horizon"])
+
+
+def _checked(drift, matcher: StreamMatcher, figures: dict[str, Any]) -> dict[str, Any]:
+    """When due, the statistics of the horizon below the watermark measured and checked:
+    the progress row's `statistics` (the rates measured, the statistics drifted at this
+    check) and, once a drift has lasted, its record in `figures["drifts"]` and the row's
+    `drift`. The Spark stream keeps its plan: a drift is reported (`cepplan run` prices the
+    plan it asks for), then not again within the cooldown, as a re-plan would be."""
+    watermark = matcher.watermark
+    if not drift.due(watermark, matcher.covered.first):
+        figures["statistics_seconds"] = drift.seconds
+        return {}
+    found, document = drift.check(watermark)
+    figures["statistics_seconds"] = drift.seconds
+    if document is None:
+        return {}
+    row: dict[str, Any] = {"statistics": {
+        "rates": {name: info["rate"] for name, info in document["types"].items()},
+        "drifted": sorted(drift.watch.runs)}}
+    if found:
+        record = {"micro_batch": figures["micro_batches"], "watermark": watermark,
+                  "since": drift.since(found), "reason": [v.describe() for v in found],
+                  "violations": [{"statistic": v.statistic, "measured": v.measured,
+                                  "low": v.low, "high": v.high} for v in found],
+                  "statistics": document}
+        figures["drifts"].append(record)
+        drift.watch.quiet_until = watermark + drift.rule.cooldown
+        row["drift"] = {k: v for k, v in record.items() if k != "statistics"}
+    return row
 
 
 def numbered(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
