@@ -37,6 +37,7 @@ from cepplan.engine_adapter.spark.stream_state import (
     INPUT,
     LATENCY,
     OUTPUT,
+    PROGRESS,
     StreamStep,
     numbered,
     state_schema,
@@ -206,10 +207,16 @@ def write_end_marker(ends: Path, *, stop: bool) -> None:
 
 def committed_metrics(spark: SparkSession, out: str) -> dict[str, Any]:
     """metrics.json from what the sink committed (its log, not every file in `out`): the
-    last micro-batch's figures and each match's detection latency."""
-    rows = spark.read.text(out).where(F.col("output").isin(FIGURES, LATENCY)).toPandas()
+    last micro-batch's figures, each match's detection latency and, of an adaptive stream,
+    the statistics each reported drift was measured with (from its progress row)."""
+    rows = spark.read.text(out).where(F.col("output").isin(FIGURES, LATENCY, PROGRESS)) \
+        .toPandas()
     figures = [json.loads(v) for v in rows.loc[rows["output"] == FIGURES, "value"]]
     metrics = max(figures, key=lambda f: f["stream"]["micro_batches"])
+    measured = {row["drift"]["micro_batch"]: row["drift"]["statistics"] for row in
+                map(json.loads, rows.loc[rows["output"] == PROGRESS, "value"]) if "drift" in row}
+    for record in metrics["stream"].get("drifts", []):  # an adaptive stream's reports
+        record["statistics"] = measured[record["micro_batch"]]
     seconds: dict[str, list[float]] = {}
     for value in rows.loc[rows["output"] == LATENCY, "value"]:
         pattern, spent = json.loads(value)

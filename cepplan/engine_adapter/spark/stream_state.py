@@ -163,9 +163,10 @@ def _drift_check(section: dict[str, Any]):
 def _checked(drift, matcher: StreamMatcher, figures: dict[str, Any]) -> dict[str, Any]:
     """When due, the statistics of the horizon below the watermark measured and checked:
     the progress row's `statistics` (the rates measured, the statistics drifted at this
-    check) and, once a drift has lasted, its record in `figures["drifts"]` and the row's
-    `drift`. The Spark stream keeps its plan: a drift is reported (`cepplan run` prices the
-    plan it asks for), then not again within the cooldown, as a re-plan would be."""
+    check) and, once a drift has lasted, its record in `figures["drifts"]` and, with the
+    statistics document measured, the row's `drift`. The Spark stream keeps its plan: a
+    drift is reported (`cepplan run` prices the plan it asks for), then not again within the
+    cooldown, as a re-plan would be."""
     watermark = matcher.watermark
     if not drift.due(watermark, matcher.covered.first):
         figures["statistics_seconds"] = drift.seconds
@@ -181,11 +182,12 @@ def _checked(drift, matcher: StreamMatcher, figures: dict[str, Any]) -> dict[str
         record = {"micro_batch": figures["micro_batches"], "watermark": watermark,
                   "since": drift.since(found), "reason": [v.describe() for v in found],
                   "violations": [{"statistic": v.statistic, "measured": v.measured,
-                                  "low": v.low, "high": v.high} for v in found],
-                  "statistics": document}
+                                  "low": v.low, "high": v.high} for v in found]}
         figures["drifts"].append(record)
         drift.watch.quiet_until = watermark + drift.rule.cooldown
-        row["drift"] = {k: v for k, v in record.items() if k != "statistics"}
+        # the statistics to re-plan for (with the keys, as the in-process re-plan measures
+        # them): in the sink once, not in the state carried from batch to batch
+        row["drift"] = {**record, "statistics": drift.online.measure(watermark)}
     return row
 
 
