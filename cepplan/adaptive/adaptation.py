@@ -8,25 +8,20 @@ re-planning"). Each plan that takes over is written to OUT/plans/plan-N.json."""
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from cepplan.adaptive.drift import DriftRule, DriftWatch
-from cepplan.adaptive.online_stats import (
-    OnlineStatistics,
-    interval_end,
-    statistics_of,
-)
+from cepplan.adaptive.drift import DriftWatch
+from cepplan.adaptive.drift_check import NO_INVARIANTS, DriftCheck
+from cepplan.adaptive.online_stats import statistics_of
 from cepplan.engine_adapter.job_spec import job_data
 from cepplan.engine_adapter.local.stream import StreamMatcher
 from cepplan.engine_adapter.runtime.job import job_from_json
 from cepplan.planner.plan import Plan, write_plan
 from cepplan.workload.model import Workload
 
-CHECKS_PER_HORIZON = 4  # statistics measured and checked each quarter horizon of event time
 STATISTICS_SHARE = 0.05  # checks wait while measuring took more than this share of the time
 MIN_GAIN = 1.1  # a new plan takes over when its modelled cost is at least this much lower
 THROUGHPUT_BATCHES = 10  # micro-batches on each side of a switch its throughputs are over
@@ -49,29 +44,24 @@ class Adaptation:
         self.horizon = horizon
         self.warn = warn
         self.time_limit = time_limit
-        self.online = OnlineStatistics(workload, horizon)
-        self.rule = DriftRule(cooldown=horizon, span=horizon / 2)
-        self.watch = self._watch(plan.invariants, -math.inf)
-        self.next_check = -math.inf
+        self.drift = self._drift(plan.invariants)
         self.samples: list[tuple[int, float]] = []  # per micro-batch: events read, seconds
         self.replans: list[dict[str, Any]] = []
         self.refused: list[str] = []
-        self.seconds = 0.0  # measuring and checking the statistics, re-planning
+        self.replanning = 0.0  # seconds re-planning (measuring and checking: `drift.seconds`)
         self.started = time.perf_counter()
         self.share = share
 
-    def _watch(self, invariants: Any, since: float) -> DriftWatch | None:
+    def _drift(self, invariants: Any) -> DriftCheck | None:
         if not invariants:
-            self.warn("the plan records no invariants (made by an older cepplan, or changed "
-                      "since it was planned): it runs as it is, without re-planning; run "
-                      "`cepplan optimize` again to have them")
+            self.warn(NO_INVARIANTS)
             return None
-        return DriftWatch(invariants, self.rule, since)
+        return DriftCheck(self.workload, invariants, self.horizon)
 
     def attach(self, matcher: StreamMatcher) -> None:
         """Measure every good event the matcher reads."""
-        if self.watch is not None:
-            matcher.observers.append(self.online.observe)
+        if self.drift is not None:
+            matcher.observers.append(self.drift.observe)
 
     def after_batch(self, matcher: StreamMatcher, number: int, events: int,
                     seconds: float) -> None:
@@ -79,24 +69,18 @@ class Adaptation:
         statistics when due; re-plan and switch when they have drifted."""
         self.samples.append((events, seconds))
         watermark = matcher.watermark
-        if self.watch is None or not watermark >= self.next_check or \
-                self.seconds > self.share * (time.perf_counter() - self.started):
+        if self.drift is None or self.seconds > self.share * (
+                time.perf_counter() - self.started) or \
+                not self.drift.due(watermark, matcher.covered.first):
             return
-        if self.next_check == -math.inf:  # the first check once a whole horizon was read
-            self.next_check = matcher.covered.first + self.horizon
-            if watermark < self.next_check:
-                return
-        clock = time.perf_counter()
-        self.next_check = watermark + self.horizon / CHECKS_PER_HORIZON
-        document = self.online.measure(watermark, per_key=False)
-        found = []
-        if document is not None:
-            point = statistics_of(document, self.workload)
-            found = self.watch.check(watermark, point, interval_end(document, point, 0),
-                                     interval_end(document, point, 1))
-        self.seconds += time.perf_counter() - clock
+        found, _ = self.drift.check(watermark)
         if found:
             self._replan(matcher, number, watermark, found)
+
+    @property
+    def seconds(self) -> float:
+        """Seconds spent measuring, checking and re-planning."""
+        return self.replanning + (self.drift.seconds if self.drift is not None else 0.0)
 
     def _replan(self, matcher: StreamMatcher, number: int, watermark: float,
                 found: list) -> None:
@@ -106,7 +90,8 @@ class Adaptation:
 
         clock = time.perf_counter()
         reason = [v.describe() for v in found]
-        statistics = statistics_of(self.online.measure(watermark), self.workload)  # + keys
+        statistics = statistics_of(self.drift.online.measure(watermark),  # with the keys
+                                   self.workload)
         try:
             made = replan(self.workload, self.plan, statistics, time_limit=self.time_limit)
         except ReplanRefused as err:
@@ -114,7 +99,7 @@ class Adaptation:
                 self.warn(f"re-planning refused at watermark {watermark:g}: {err.message}; "
                           "the stream goes on")
             self.refused.append(err.message)
-            self.watch.quiet_until = watermark + self.rule.cooldown
+            self.drift.watch.quiet_until = watermark + self.drift.rule.cooldown
             return
         switched = bool(made.changes) and made.gain >= MIN_GAIN
         plan_file = None
@@ -123,11 +108,11 @@ class Adaptation:
             matcher.switch(job_from_json(self.data))
             self.plan = made.plan.to_json()
             plan_file = self._keep(made.plan)
-            self.watch = DriftWatch(made.plan.invariants or {}, self.rule, watermark)
+            self.drift.watch = DriftWatch(made.plan.invariants or {}, self.drift.rule, watermark)
         else:  # no better plan: the old one stays, checked again after the cooldown
-            self.watch.quiet_until = watermark + self.rule.cooldown
+            self.drift.watch.quiet_until = watermark + self.drift.rule.cooldown
         took = time.perf_counter() - clock
-        self.seconds += took  # within the share of the run's time, as the checks
+        self.replanning += took  # within the share of the run's time, as the checks
         self.replans.append({
             "micro_batch": number, "watermark": watermark, "reason": reason,
             "changes": made.changes if switched else [], "switched": switched,
@@ -171,7 +156,7 @@ class Adaptation:
                             "throughput_batches": span})
         return {"replans": replans, "replans_refused": self.refused,
                 "horizon": self.horizon, "statistics_seconds": round(self.seconds, 3),
-                "adaptive": self.watch is not None or bool(self.replans)}
+                "adaptive": self.drift is not None}
 
 
 def _rate(samples: list[tuple[int, float]]) -> float | None:

@@ -50,10 +50,7 @@ def run_follow(plan: Path, events: list[str], output: Path, follow: str, trigger
                                 "once read")
     if replan_horizon is not None and not adaptive:
         raise InputError.single("--replan-horizon", "", "give it with --adaptive")
-    if adaptive and on_spark:
-        raise InputError.single("--adaptive", "", "re-planning runs in the in-process stream "
-                                "(--engine local); the Spark stream keeps its plan")
-    if adaptive and checkpoint is not None:
+    if adaptive and checkpoint is not None and not on_spark:
         raise InputError.single("--adaptive", "", "a checkpoint restarts the plan it recorded: "
                                 "an adaptive stream runs without --checkpoint")
     if checkpoint is not None:
@@ -71,25 +68,28 @@ def run_follow(plan: Path, events: list[str], output: Path, follow: str, trigger
     bounds = {p.name: {"max_steps": p.latency.max_steps, "max_time": p.latency.max_time,
                        "plan_steps": len(chosen.patterns[p.name].detection.steps)}
               for p in loaded.patterns if p.latency is not None}
-    adaptation = None
+    adaptation = section = None
     if adaptive:
-        from cepplan.adaptive.adaptation import Adaptation
-        from cepplan.adaptive.online_stats import default_horizon
-        from cepplan.cli.options import duration_value
+        horizon = replan_horizon_value(loaded, replan_horizon)
+        if on_spark:
+            from cepplan.adaptive.drift_check import job_section
 
-        horizon = (default_horizon(loaded) if replan_horizon is None else
-                   duration_value("--replan-horizon", replan_horizon, loaded.time_unit))
-        if not horizon > 0:
-            raise InputError.single("--replan-horizon", "", f"must be positive, got "
-                                    f"{replan_horizon}")
-        adaptation = Adaptation(loaded, chosen, horizon, warn=warn,
-                                share=_statistics_share(), out=output)
+            section = job_section(loaded, chosen.invariants, horizon, warn)
+        else:
+            from cepplan.adaptive.adaptation import Adaptation
+
+            adaptation = Adaptation(loaded, chosen, horizon, warn=warn,
+                                    share=_statistics_share(), out=output)
     output.mkdir(parents=True, exist_ok=True)
     if on_spark:
         metrics = follow_on_spark(loaded, chosen, data, str(plan), follow, output, checkpoint,
                                   trigger=trigger, master=master or "local[*]", quiet=quiet,
-                                  verbose=verbose)
+                                  verbose=verbose, adaptive=section)
         metrics["stream"]["latency_bound"] = bounds
+        if section is not None:
+            from cepplan.adaptive.drift_report import price_drifts
+
+            price_drifts(metrics["stream"], loaded, chosen, output, warn)
         write_bytes_atomic(output / "metrics.json", json.dumps(metrics, indent=2).encode())
     else:
         metrics = follow_stream(data, follow, output, str(plan), trigger=trigger,
@@ -116,6 +116,19 @@ def run_follow(plan: Path, events: list[str], output: Path, follow: str, trigger
             echo(line, lines=False)
         echo(f"matches and metrics.json written to {output}")
     sys.stdout.flush()
+
+
+def replan_horizon_value(loaded, text: str | None) -> float:
+    """`--replan-horizon`'s value in the workload's time unit (default: 100 times the largest
+    window); not positive: an error."""
+    from cepplan.adaptive.online_stats import default_horizon
+    from cepplan.cli.options import duration_value
+
+    horizon = (default_horizon(loaded) if text is None else
+               duration_value("--replan-horizon", text, loaded.time_unit))
+    if not horizon > 0:
+        raise InputError.single("--replan-horizon", "", f"must be positive, got {text}")
+    return horizon
 
 
 def _check_new_directory(output: Path, follow: str) -> None:
@@ -174,7 +187,20 @@ def switch_lines(stream: dict, time_text: Callable[[float], str]) -> list[str]:
                      f"{_rate(record['throughput_after'])} events/s")
         if record.get("plan_file"):
             lines.append(f"  the new plan: {record['plan_file']} in the output directory")
-    if not stream["replans"]:
+    for record in stream.get("drifts", []):  # a stream on Spark: reported, not switched
+        lines.append(f"statistics drifted at micro-batch {record['micro_batch']} (watermark "
+                     f"{time_text(record['watermark'])}, since {time_text(record['since'])}): "
+                     f"{'; '.join(record['reason'])}")
+        if "refused" in record:
+            lines.append(f"  re-planning refused: {record['refused']}")
+            continue
+        what = "; ".join(record["changes"]) if record["changes"] else "the plan would stay"
+        lines.append(f"  {what}; modelled gain {record['modelled_gain']:.2f}x; the Spark "
+                     "stream keeps its plan")
+        if record.get("plan_file"):
+            lines.append(f"  the plan to restart with: {record['plan_file']} in the output "
+                         "directory")
+    if not stream["replans"] and not stream.get("drifts"):
         lines.append("no re-plan: the statistics stayed within the plan's ranges")
     return lines
 

@@ -19,6 +19,12 @@ def generate_command(
                                          "trivial: the unoptimised baseline of its workload."),
     streaming: bool = typer.Option(False, "--streaming", help="A Structured Streaming job "
                                    "that follows a directory or a socket (docs/engine.md)."),
+    adaptive: bool = typer.Option(False, "--adaptive", help="With --streaming: the job "
+                                  "measures the statistics as the stream goes and reports "
+                                  "when they drift outside the ranges the plan holds for."),
+    replan_horizon: str | None = options.duration(
+        "--replan-horizon", None, "With --adaptive: how much event time the statistics are "
+        "measured over (default: 100 times the largest window)."),
     quiet: bool = options.quiet(),
 ) -> None:
     """Write the plan's PySpark job, to run with spark-submit anywhere, without cepplan.
@@ -29,6 +35,11 @@ def generate_command(
     from cepplan.engine_adapter.spark.generate import generate
     from cepplan.outputs import check_directory_output, written_directory
 
+    for flag, given, needs in (("--adaptive", adaptive and not streaming, "--streaming"),
+                               ("--replan-horizon", replan_horizon and not adaptive,
+                                "--adaptive")):
+        if given:
+            raise typer.BadParameter(f"give it with {needs}", param_hint=flag)
     trivial = plan_kind is PlanKind.trivial
     chosen, loaded = plan_and_workload(plan, workload, trivial=trivial, warn=warn)
     target = check_directory_output(output, "generate", [("plan", plan),
@@ -38,8 +49,16 @@ def generate_command(
         from cepplan.engine_adapter.local.follow import check_streamable
 
         check_streamable(job_data(loaded, chosen, plan_kind=plan_kind.value), str(plan))
+    section = None
+    if adaptive:
+        from cepplan.adaptive.drift_check import job_section
+        from cepplan.cli.follow_run import replan_horizon_value
+
+        section = job_section(loaded, chosen.invariants,
+                              replan_horizon_value(loaded, replan_horizon), warn)
     with written_directory(target) as staged:
-        generate(loaded, chosen, staged, plan_kind=plan_kind.value, streaming=streaming)
+        generate(loaded, chosen, staged, plan_kind=plan_kind.value, streaming=streaming,
+                 adaptive=section)
     if quiet:
         return
     if streaming:

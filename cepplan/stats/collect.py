@@ -20,12 +20,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
-from scipy import special
 
 import cepplan
 from cepplan.errors import InputError
 from cepplan.sources.local_source import REJECT, REJECT_TYPE_UNKNOWN
 from cepplan.stats.block_sample import block_index, fraction_of, in_blocks, threshold
+from cepplan.stats.distributions import T_975_29
 from cepplan.stats.keyed import keyed_patterns, keyed_section
 from cepplan.stats.model_choice import choose_model
 from cepplan.stats.rejected_rows import rejection_advice
@@ -46,6 +46,7 @@ from cepplan.workload.source_spec import attribute_types
 
 FORMAT = "cepplan.stats/1"
 RATE_BLOCKS = 30  # batch means over this many blocks of the observed span
+T_QUANTILE = T_975_29  # of the intervals over RATE_BLOCKS blocks: t, RATE_BLOCKS - 1 df
 MIN_BLOCKS = 50  # sample blocks are shortened so that the observed span holds this many
 PRESAMPLE_MARGIN = 1.25  # blocks gathered during the scan: this many times the expected need
 
@@ -304,12 +305,11 @@ def _types(per_type: dict[str, OrderedSteps], t_first: float, span: float,
     `RATE_BLOCKS` blocks and the t interval of the mean block count is scaled (robust to
     overdispersion and short-range dependence, unlike a Poisson interval)."""
     block_length = span / RATE_BLOCKS
-    quantile = float(special.stdtrit(RATE_BLOCKS - 1, 0.975))  # t quantile
     out = {}
     for name, steps in per_type.items():
         blocks = ordered_block_counts(steps, time_step, t_first, block_length, RATE_BLOCKS)
         per_block = blocks / block_length
-        half = quantile * per_block.std(ddof=1) / math.sqrt(RATE_BLOCKS)
+        half = T_QUANTILE * per_block.std(ddof=1) / math.sqrt(RATE_BLOCKS)
         n = steps.events
         rate = n / span
         out[name] = {"count": n, "rate": rate,

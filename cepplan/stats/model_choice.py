@@ -24,9 +24,9 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
-from scipy import special
 
 from cepplan.costmodels.markov import stationary
+from cepplan.stats.distributions import chi_square_survival
 from cepplan.stats.markov_chain import burstiness, fit_transition, log_likelihood
 
 STRONG_EVIDENCE = 6.0
@@ -68,7 +68,7 @@ def choose_model(steps: int, histogram: Mapping[int, int], transitions: np.ndarr
         "poisson": poisson, "bernoulli": bernoulli, "markov": markov,
         "choice": {"model": model, "reason": reason, "bic": bic,
                    "lrt": {"statistic": lrt, "df": df,
-                           "p_value": float(special.chdtrc(df, max(lrt, 0.0))) if df else 1.0},
+                           "p_value": chi_square_survival(df, max(lrt, 0.0)) if df else 1.0},
                    "entry": _entry(model, bernoulli["p"], markov, time_step)},
     }
 
@@ -78,11 +78,11 @@ def _poisson(counts: Mapping[int, int], steps: int, events: int) -> dict[str, An
     square = sum(c * c * k for c, k in counts.items())
     variance = (square - steps * mean * mean) / (steps - 1) if steps > 1 else 0.0
     dispersion = variance / mean if mean > 0 else float("nan")
-    p_over = (float(special.chdtrc(steps - 1, (steps - 1) * dispersion))
+    p_over = (chi_square_survival(steps - 1, (steps - 1) * dispersion)
               if mean > 0 and steps > 1 else float("nan"))
     loglik = 0.0
     if mean > 0:
-        loglik = sum(k * (c * math.log(mean) - mean - special.gammaln(c + 1))
+        loglik = sum(k * (c * math.log(mean) - mean - math.lgamma(c + 1))
                      for c, k in counts.items())
     return {"mean_per_step": mean, "variance_per_step": variance,
             "dispersion_index": dispersion, "p_overdispersed": p_over, "loglik": float(loglik)}

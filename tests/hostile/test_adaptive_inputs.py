@@ -1,5 +1,6 @@
 """`cepplan run --follow --adaptive` on bad input and in real runs: the options a re-planning
-stream cannot take (no --follow, a checkpoint, a bad horizon) get one error line each; a plan
+stream cannot take (no --follow, a checkpoint, a bad horizon, on Spark too; `generate
+--adaptive` without `--streaming`) get one error line each; a plan
 from an older version (no invariants) runs to the end after one warning, with the batch run's
 matches; a replayed fraud wave re-plans, switches and still gives the batch run's matches,
 with the switch in metrics.json and the end-of-run lines (no wall-clock assertion)."""
@@ -58,12 +59,46 @@ def test_adaptive_with_a_checkpoint(cli, fraud_plan, tmp_path):
     assert not (tmp_path / "out").exists()
 
 
-def test_adaptive_on_spark(cli, fraud_plan, tmp_path):
-    """The Spark stream keeps its plan: re-planning is refused there, before any JVM starts."""
+@pytest.mark.parametrize(("value", "fragment"), [("soon", "duration"), ("0", "positive")])
+def test_bad_replan_horizon_on_spark(cli, fraud_plan, tmp_path, value, fragment):
+    """Checked before any JVM starts: nothing is written."""
     (tmp_path / "in").mkdir()
     cli("run", fraud_plan, "--follow", tmp_path / "in", "-o", tmp_path / "out", "--adaptive",
-        "--engine", "spark", "-q").one_error("--adaptive", "--engine local")
+        f"--replan-horizon={value}", "--engine", "spark", "-q").one_error("--replan-horizon",
+                                                                          fragment)
     assert not (tmp_path / "out").exists()
+
+
+def test_generate_adaptive_without_streaming(cli, fraud_plan, tmp_path):
+    cli("generate", fraud_plan, "-o", tmp_path / "job", "--adaptive",
+        "-q").one_error("--adaptive", "--streaming")
+    cli("generate", fraud_plan, "-o", tmp_path / "job", "--streaming", "--replan-horizon",
+        "2h", "-q").one_error("--replan-horizon", "--adaptive")
+    assert not (tmp_path / "job").exists()
+
+
+def test_generate_adaptive_carries_the_horizon_and_invariants(cli, fraud_plan, tmp_path):
+    """The job's `adaptive` section: the horizon in the workload's unit (minutes), the plan's
+    invariants and the workload's own text."""
+    assert cli("generate", fraud_plan, "-o", tmp_path / "job", "--streaming", "--adaptive",
+               "--replan-horizon", "2h", "-q").code == 0
+    section = json.loads((tmp_path / "job" / "job.json").read_text())["adaptive"]
+    assert section["horizon"] == 120.0
+    assert section["invariants"] == json.loads(fraud_plan.read_text())["invariants"]
+    assert section["workload"] == WORKLOAD.read_text()
+
+
+def test_generate_adaptive_of_an_older_plan_warns_once(cli, fraud_plan, tmp_path):
+    """A plan without invariants: one warning, the job written without checking its
+    statistics."""
+    raw = json.loads(fraud_plan.read_text())
+    body = {k: v for k, v in raw.items() if k not in ("invariants", CONTENT_DIGEST)}
+    old = tmp_path / "old-plan.json"
+    old.write_text(json.dumps({**body, CONTENT_DIGEST: content_digest(body)}))
+    done = cli("generate", old, "-w", WORKLOAD, "-o", tmp_path / "job", "--streaming",
+               "--adaptive", "-q")
+    assert done.code == 0 and done.err.count("no invariants") == 1, done.err
+    assert "adaptive" not in json.loads((tmp_path / "job" / "job.json").read_text())
 
 
 @pytest.mark.parametrize(("value", "fragment"), [

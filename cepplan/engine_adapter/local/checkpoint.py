@@ -89,17 +89,9 @@ class Checkpoint:
 def encode(matcher: StreamMatcher, state: dict[str, Any]) -> bytes:
     """The matcher's state (watermark, counts, retained events with their arrival times) and
     `state` (JSON values) as the bytes of one Arrow IPC file."""
-    import pyarrow as pa
-
     pool, arrived = matcher.retained()
-    table = pa.table({**dict(_to_arrow(n, pool[n]) for n in pool.columns),
-                      _ARRIVED: pa.array(arrived, pa.float64())})
-    state = {**state, "matcher": _matcher_state(matcher)}
-    table = table.replace_schema_metadata({_META: json.dumps(state)})
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_file(sink, table.schema) as writer:
-        writer.write_table(table)
-    return sink.getvalue().to_pybytes()
+    return encode_columns(Columns({**{n: pool[n] for n in pool.columns}, _ARRIVED: arrived}),
+                          {**state, "matcher": _matcher_state(matcher)})
 
 
 def decode(blob: bytes) -> dict[str, Any]:
@@ -109,6 +101,27 @@ def decode(blob: bytes) -> dict[str, Any]:
     with pa.ipc.open_file(pa.BufferReader(blob)) as reader:
         table = reader.read_all()
     return {**json.loads(table.schema.metadata[_META]), "retained": table}
+
+
+def encode_columns(columns: Columns, state: dict[str, Any]) -> bytes:
+    """Events (`Columns`, exactly) and `state` (JSON values) as the bytes of one Arrow IPC
+    file."""
+    import pyarrow as pa
+
+    table = pa.table(dict(_to_arrow(n, columns[n]) for n in columns.columns))
+    table = table.replace_schema_metadata({_META: json.dumps(state)})
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_file(sink, table.schema) as writer:
+        writer.write_table(table)
+    return sink.getvalue().to_pybytes()
+
+
+def decode_columns(blob: bytes) -> tuple[Columns, dict[str, Any]]:
+    """What `encode_columns` wrote."""
+    state = decode(blob)
+    table = state.pop("retained")
+    return Columns({name.removeprefix(_JSON_PREFIX): _from_arrow(name, table[name])
+                    for name in table.column_names}), state
 
 
 def recorded_files(folder: Path) -> list[str]:

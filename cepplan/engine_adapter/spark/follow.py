@@ -26,9 +26,11 @@ from cepplan.sources.time_text import time_writer
 
 def follow_on_spark(loaded, chosen, data: dict[str, Any], plan_file: str, follow: str,
                     out: Path, checkpoint: Path | None, *, trigger: float, master: str,
-                    quiet: bool, verbose: bool) -> dict[str, Any]:
-    """Run the stream of the job `data` (of `chosen` on `loaded`) on Spark until it ends;
-    returns metrics.json's figures (`out` holds the sink: `output=matches/`,
+                    quiet: bool, verbose: bool,
+                    adaptive: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Run the stream of the job `data` (of `chosen` on `loaded`) on Spark until it ends
+    (`adaptive`: job.json's section for checking its statistics as it goes); returns
+    metrics.json's figures (`out` holds the sink: `output=matches/`,
     `output=late-events/`, ... and `metrics.json`)."""
     check_streamable(data, plan_file)
     if follow == "-":
@@ -37,8 +39,9 @@ def follow_on_spark(loaded, chosen, data: dict[str, Any], plan_file: str, follow
     check_source(data, follow)
     with scratch_directory() as scratch:
         place = checkpoint or scratch / "checkpoint"
+        # its job.json, as the job reads it, is what is claimed
         job = generate(loaded, chosen, scratch / "job", plan_kind=data["plan"]["kind"],
-                       streaming=True)  # its job.json, as the job reads it, is what is claimed
+                       streaming=True, adaptive=adaptive)
         claim_checkpoint(place, json.loads((job / "job.json").read_text()), follow, out)
         ends = place / END_FOLDER
         ends.mkdir(parents=True, exist_ok=True)

@@ -15,6 +15,7 @@ import io
 import json
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import orjson
 
@@ -119,11 +120,49 @@ SHIPPED = (
     "workload/expr/ast.py",
     "workload/expr/errors.py",
     "workload/expr/portable.py",
+    # an adaptive stream's online statistics and drift rule (`cepplan stats`' own code) and
+    # the workload's loader they are given the workload by
+    "adaptive/drift_check.py",
+    "adaptive/drift.py",
+    "adaptive/online_stats.py",
+    "planner/invariants.py",
+    "costmodels/markov.py",
+    "stats/block_sample.py",
+    "stats/collect.py",
+    "stats/cooccurrence.py",
+    "stats/distributions.py",
+    "stats/freed_memory.py",
+    "stats/keyed.py",
+    "stats/keyed_file.py",
+    "stats/local_scan.py",
+    "stats/markov_chain.py",
+    "stats/model_choice.py",
+    "stats/rejected_rows.py",
+    "stats/row_estimate.py",
+    "stats/scan.py",
+    "stats/selectivity.py",
+    "stats/stats_file.py",
+    "stats/step_counts.py",
+    "stats/step_tally.py",
+    "schema_check.py",
+    "file_kinds.py",
+    "workload/loader.py",
+    "workload/context_model.py",
+    "workload/expr/parser.py",
+    "workload/expr/printer.py",
+    "workload/expr/typecheck.py",
+    "workload/names.py",
+    "workload/sections.py",
+    "workload/statistics_section.py",
+    "workload/strategies.py",
+    "workload/structure.py",
 )
+SHIPPED_DATA = ("stats/stats.schema.json", "workload/workload.schema.json")  # read as resources
 TEMPLATE = PACKAGE_ROOT / "engine_adapter" / "spark" / "job_template.py"
 STREAM_TEMPLATE = PACKAGE_ROOT / "engine_adapter" / "spark" / "stream_template.py"
 EMPTY_PACKAGES = ("", "engine_adapter", "engine_adapter/local", "engine_adapter/spark",
-                  "workload", "workload/expr", "planner", "costmodels", "sources")
+                  "workload", "workload/expr", "planner", "costmodels", "sources", "adaptive",
+                  "stats")
 
 
 def runtime_zip() -> bytes:
@@ -138,6 +177,8 @@ def runtime_zip() -> bytes:
             archive.writestr(_entry(f"cepplan/{relative}"), source)
             archive.writestr(_entry(f"cepplan/{relative}c"),
                              compiled(source, f"runtime.zip/cepplan/{relative}"))
+        for relative in SHIPPED_DATA:
+            archive.writestr(_entry(f"cepplan/{relative}"), (PACKAGE_ROOT / relative).read_bytes())
     return buffer.getvalue()
 
 
@@ -155,12 +196,17 @@ def _entry(path: str) -> zipfile.ZipInfo:
 
 
 def generate(workload: Workload, plan: Plan, out_dir: str | Path, *,
-             plan_kind: str = "plan", streaming: bool = False) -> Path:
+             plan_kind: str = "plan", streaming: bool = False,
+             adaptive: dict[str, Any] | None = None) -> Path:
     """Write the job into the new directory `out_dir` (`cepplan generate` stages it and
     renames it over its output only once everything is written: `outputs.written_directory`);
-    `streaming`: the Structured Streaming job (`stream_job`) instead of the batch one."""
+    `streaming`: the Structured Streaming job (`stream_job`) instead of the batch one;
+    `adaptive`: its job.json's section for checking the statistics as it goes
+    (`cepplan.adaptive.drift_check.job_section`)."""
     out_dir = Path(out_dir)
     data = job_data(workload, plan, plan_kind=plan_kind)
+    if adaptive is not None:
+        data["adaptive"] = adaptive
     out_dir.mkdir(parents=True)
     write_bytes_atomic(out_dir / "job.json", orjson.dumps(data, option=orjson.OPT_INDENT_2))
     write_bytes_atomic(out_dir / "plan.json", json.dumps(plan.to_json(), indent=2).encode())

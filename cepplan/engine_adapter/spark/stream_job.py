@@ -41,12 +41,12 @@ from cepplan.engine_adapter.spark.stream_state import (
     OUTPUT,
     PROGRESS,
     PROGRESS_LINE,
-    STATE,
     StreamStep,
     key_attributes,
     merged_figures,
     numbered,
     progress_figures,
+    state_schema,
 )
 from cepplan.errors import InputError
 from cepplan.fileio import write_bytes_atomic
@@ -202,8 +202,8 @@ def stream_query(spark: SparkSession, data: dict[str, Any], follow: str, ends: P
     both = events.unionByName(_whole_files(spark, str(ends), end=True)) \
         .withColumn("key", F.explode(F.array(*[F.lit(v) for v in values])))
     return both.select([F.col(f.name).cast(f.dataType) for f in INPUT]).groupBy("key") \
-        .applyInPandasWithState(StreamStep(data, trigger, values), OUTPUT, STATE, "append",
-                                GroupStateTimeout.NoTimeout)
+        .applyInPandasWithState(StreamStep(data, trigger, values), OUTPUT, state_schema(data),
+                                "append", GroupStateTimeout.NoTimeout)
 
 
 def _whole_files(spark: SparkSession, folder: str, *, end: bool) -> DataFrame:
@@ -281,17 +281,24 @@ def write_end_marker(ends: Path, *, stop: bool) -> None:
 
 def committed_metrics(spark: SparkSession, out: str) -> dict[str, Any]:
     """metrics.json from what the sink committed (its log, not every file in `out`): the
-    last micro-batch's figures and each match's detection latency."""
+    last micro-batch's figures over the key groups, each match's detection latency and, of an
+    adaptive stream, the statistics each reported drift was measured with (from its progress
+    row)."""
     rows = spark.read.text(out).where(F.col("output").isin(FIGURES, LATENCY, PROGRESS)) \
         .toPandas()
     metrics = merged_figures([json.loads(v) for v in rows.loc[rows["output"] == FIGURES,
                                                               "value"]])
     kept: dict[int, int] = {}  # the events kept after each micro-batch, over the key groups
+    measured: dict[int, Any] = {}  # per drift report's micro-batch, its statistics
     for value in rows.loc[rows["output"] == PROGRESS, "value"]:
         progress = json.loads(value)
         kept[progress["micro_batch"]] = kept.get(progress["micro_batch"], 0) + \
             progress["state_rows"]
+        if "drift" in progress:
+            measured[progress["drift"]["micro_batch"]] = progress["drift"]["statistics"]
     metrics["stream"]["state_rows_max"] = max(kept.values(), default=0)
+    for record in metrics["stream"].get("drifts", []):  # an adaptive stream's reports
+        record["statistics"] = measured[record["micro_batch"]]
     seconds: dict[str, list[float]] = {}
     for value in rows.loc[rows["output"] == LATENCY, "value"]:
         pattern, spent = json.loads(value)

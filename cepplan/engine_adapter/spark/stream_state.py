@@ -52,6 +52,13 @@ INPUT = T.StructType([T.StructField("key", T.IntegerType()),
 OUTPUT = T.StructType([T.StructField("output", T.StringType()),
                        T.StructField("value", T.StringType())])
 STATE = T.StructType([T.StructField("matcher", T.BinaryType())])
+# an adaptive stream's (job.json's `adaptive`): the online statistics' state beside
+ADAPTIVE_STATE = T.StructType([*STATE.fields, T.StructField("drift", T.BinaryType())])
+
+
+def state_schema(data: dict[str, Any]) -> T.StructType:
+    """The group state of the job `data`'s stream."""
+    return ADAPTIVE_STATE if data.get("adaptive") else STATE
 
 
 def key_attributes(job: Job) -> tuple[str, ...]:
@@ -107,10 +114,18 @@ class StreamStep:
             group, attributes = self.values.index(int(key[0])), key_attributes(job)
             matcher.owned = lambda part: key_group(part, attributes, len(self.values)) == group
         figures = {"micro_batches": 0, "state_rows_max": 0, "header": None}
+        # every group observes every arrival: the first alone measures and reports drift
+        first = len(self.values) == 1 or self.values.index(int(key[0])) == 0
+        drift = _drift_check(data["adaptive"]) if data.get("adaptive") and first else None
+        if drift is not None:
+            matcher.observers.append(drift.observe)
+            figures["drifts"] = []
         if state.exists:
             saved = decode(bytes(state.get[0]))
             restore(matcher, saved)
             figures = saved["figures"]
+            if drift is not None:
+                drift.from_bytes(bytes(state.get[1]))
         files = rows[~rows["end"] & (rows["source"] != "")].sort_values("source", kind="stable")
         for name, text, arrived in zip(files["source"], files["value"], files["arrived"],
                                        strict=True):
@@ -123,9 +138,13 @@ class StreamStep:
         state_rows = matcher.advance(final=final)
         figures["micro_batches"] += 1
         figures["state_rows_max"] = max(figures["state_rows_max"], state_rows)
-        state.update((encode(matcher, {"figures": figures}),))
-        collector.add(PROGRESS, [json.dumps(_progress(matcher, figures, state_rows,
-                                                      collector.seconds))])
+        progress = _progress(matcher, figures, state_rows, collector.seconds)
+        if drift is not None:
+            progress.update(_checked(drift, matcher, figures))
+        state.update((encode(matcher, {"figures": figures}),
+                      *((b"" if drift is None else drift.to_bytes(),)
+                        if data.get("adaptive") else ())))
+        collector.add(PROGRESS, [json.dumps(progress)])
         if final:
             collector.add(FIGURES, [json.dumps(self._metrics(matcher, figures))])
         yield pd.DataFrame({"output": collector.outputs, "value": collector.values})
@@ -165,6 +184,10 @@ class StreamStep:
                          "watermark": _finite(matcher.watermark),
                          "late_events": dict(matcher.late),
                          "state_rows_max": figures["state_rows_max"]}
+        if "drifts" in figures:
+            out["stream"].update({"adaptive": True, "horizon": self.data["adaptive"]["horizon"],
+                                  "drifts": figures["drifts"], "replans": [],
+                                  "statistics_seconds": round(figures["statistics_seconds"], 3)})
         return out
 
 
@@ -179,6 +202,7 @@ def merged_figures(figures: list[dict[str, Any]]) -> dict[str, Any]:
     """The stream's figures from its key groups' (each group's last micro-batch's)."""
     last = max(f["stream"]["micro_batches"] for f in figures)
     figures = [f for f in figures if f["stream"]["micro_batches"] == last]
+    figures.sort(key=lambda f: "drifts" not in f["stream"])  # the group reporting drift first
     merged = figures[0]
     for other in figures[1:]:
         for name in _PER_GROUP:
@@ -202,6 +226,48 @@ def _added(one: Any, other: Any) -> Any:
         longer, shorter = (one, other) if len(one) >= len(other) else (other, one)
         return [a + (shorter[i] if i < len(shorter) else 0) for i, a in enumerate(longer)]
     return one + other
+
+
+def _drift_check(section: dict[str, Any]):
+    """The online statistics and drift rule of an adaptive job (its `adaptive` section: the
+    workload's text, the plan's invariants, the horizon)."""
+    from cepplan.adaptive.drift_check import DriftCheck
+    from cepplan.workload.loader import build_workload
+
+    workload = build_workload(json.loads(section["workload"]), file=section["workload_file"],
+                              file_digest=section["workload_sha256"])
+    return DriftCheck(workload, section["invariants"], section["horizon"])
+
+
+def _checked(drift, matcher: StreamMatcher, figures: dict[str, Any]) -> dict[str, Any]:
+    """When due, the statistics of the horizon below the watermark measured and checked:
+    the progress row's `statistics` (the rates measured, the statistics drifted at this
+    check) and, once a drift has lasted, its record in `figures["drifts"]` and, with the
+    statistics document measured, the row's `drift`. The Spark stream keeps its plan: a
+    drift is reported (`cepplan run` prices the plan it asks for), then not again within the
+    cooldown, as a re-plan would be."""
+    watermark = matcher.watermark
+    if not drift.due(watermark, matcher.covered.first):
+        figures["statistics_seconds"] = drift.seconds
+        return {}
+    found, document = drift.check(watermark)
+    figures["statistics_seconds"] = drift.seconds
+    if document is None:
+        return {}
+    row: dict[str, Any] = {"statistics": {
+        "rates": {name: info["rate"] for name, info in document["types"].items()},
+        "drifted": sorted(drift.watch.runs)}}
+    if found:
+        record = {"micro_batch": figures["micro_batches"], "watermark": watermark,
+                  "since": drift.since(found), "reason": [v.describe() for v in found],
+                  "violations": [{"statistic": v.statistic, "measured": v.measured,
+                                  "low": v.low, "high": v.high} for v in found]}
+        figures["drifts"].append(record)
+        drift.watch.quiet_until = watermark + drift.rule.cooldown
+        # the statistics to re-plan for (with the keys, as the in-process re-plan measures
+        # them): in the sink once, not in the state carried from batch to batch
+        row["drift"] = {**record, "statistics": drift.online.measure(watermark)}
+    return row
 
 
 def numbered(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
