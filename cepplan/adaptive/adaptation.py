@@ -15,7 +15,7 @@ from typing import Any
 
 from cepplan.adaptive.drift import DriftWatch
 from cepplan.adaptive.drift_check import NO_INVARIANTS, DriftCheck
-from cepplan.adaptive.online_stats import statistics_of
+from cepplan.adaptive.online_stats import interval_end, settled, statistics_of
 from cepplan.engine_adapter.job_spec import job_data
 from cepplan.engine_adapter.local.stream import StreamMatcher
 from cepplan.engine_adapter.runtime.job import job_from_json
@@ -90,8 +90,11 @@ class Adaptation:
 
         clock = time.perf_counter()
         reason = [v.describe() for v in found]
-        statistics = statistics_of(self.drift.online.measure(watermark),  # with the keys
-                                   self.workload)
+        document = self.drift.online.measure(watermark)  # with the keys
+        point = statistics_of(document, self.workload)
+        statistics = settled(point, interval_end(document, point, 0),
+                             interval_end(document, point, 1),
+                             (self.plan.get("invariants") or {}).get("basis") or {})
         try:
             made = replan(self.workload, self.plan, statistics, time_limit=self.time_limit)
         except ReplanRefused as err:

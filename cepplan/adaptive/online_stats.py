@@ -10,7 +10,7 @@ re-planning")."""
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -117,6 +117,29 @@ def interval_end(document: dict[str, Any], point: Statistics, side: int) -> Stat
         for pattern, entries in point.selectivities.items()}
     return replace(point, rates={**point.rates, **rates},
                    selectivities={**point.selectivities, **selectivities})
+
+
+def settled(point: Statistics, low: Statistics, high: Statistics,
+            basis: Mapping[str, Any]) -> Statistics:
+    """The statistics to re-plan for: each measured figure whose 95 % interval (`low` to
+    `high`) holds the plan's own (`basis`, plan.json's `invariants.basis`) keeps the plan's.
+    A figure from few events has a wide interval; taken as it was, the next plan's range
+    could be narrower than that interval, and the stream would switch back once more events
+    came (a flap the drift rule's hysteresis does not see)."""
+    def kept(own: float | None, value: float, lowest: float, highest: float) -> float:
+        return own if own is not None and lowest <= own <= highest else value
+
+    own_rates = basis.get("rates") or {}
+    own_selectivities = basis.get("selectivities") or {}
+    rates = {name: kept(own_rates.get(name), value, low.rates[name], high.rates[name])
+             for name, value in point.rates.items()}
+    selectivities = {
+        pattern: {text: kept((own_selectivities.get(pattern) or {}).get(text), value,
+                             low.selectivities[pattern][text],
+                             high.selectivities[pattern][text])
+                  for text, value in entries.items()}
+        for pattern, entries in point.selectivities.items()}
+    return replace(point, rates=rates, selectivities=selectivities)
 
 
 class _HeldScan(LocalScan):

@@ -102,3 +102,22 @@ def check_horizon(horizon: float, pieces: int, most: int, tmp_path: Path) -> Non
 def test_an_empty_horizon_measures_nothing():
     online = OnlineStatistics(FRAUD, 10.0)
     assert online.measure(5.0) is None
+
+
+def test_a_re_plan_keeps_the_plans_figures_the_measurement_cannot_tell_apart():
+    """`settled`: a figure whose 95 % interval holds the plan's own keeps the plan's (a
+    selectivity seen on a few events); one whose interval excludes it is the measured one."""
+    from cepplan.adaptive.online_stats import settled
+    from cepplan.workload.model import Statistics
+
+    def figures(rate_a: float, rate_b: float, share: float) -> Statistics:
+        return Statistics(rates={"A": rate_a, "B": rate_b},
+                          selectivities={"p": {"a.x < 2": share}})
+
+    point, low, high = figures(9.0, 2.2, 0.0005), figures(8.0, 1.5, 0.00001), \
+        figures(10.0, 3.0, 0.003)
+    basis = {"rates": {"A": 1.0, "B": 2.0}, "selectivities": {"p": {"a.x < 2": 0.0029}}}
+    kept = settled(point, low, high, basis)
+    assert kept.rates == {"A": 9.0, "B": 2.0}  # A changed beyond noise; B did not
+    assert kept.selectivities == {"p": {"a.x < 2": 0.0029}}
+    assert settled(point, low, high, {}).rates == point.rates  # no basis: as measured
