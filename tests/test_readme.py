@@ -85,12 +85,18 @@ def walk(workdir: Path) -> list[Command]:
             done = subprocess.run(["bash", "-c", command.text], cwd=workdir, env=env,
                                   capture_output=True, text=True, timeout=900)
         else:
-            with _environment(COLUMNS=env["COLUMNS"]):
-                done = cepplan(*argv, cwd=workdir)
+            done = run_in_process(argv, workdir, env)
         assert done.returncode == 0, (f"README command failed (exit {done.returncode}): "
                                       f"{command.text}\n{done.stderr[-3000:]}")
         command.stdout, command.stderr = done.stdout, done.stderr
     return commands
+
+
+def run_in_process(argv: list[str], workdir: Path,
+                   env: dict[str, str]) -> subprocess.CompletedProcess:
+    """`cepplan ARGV` in this process, in `workdir`, with the terminal width of `env`."""
+    with _environment(COLUMNS=env["COLUMNS"]):
+        return cepplan(*argv, cwd=workdir)
 
 
 def in_process_argv(text: str, workdir: Path) -> list[str] | None:
