@@ -8,12 +8,16 @@
    AND/SEQ of 4-8 subevents (target: mean <= 1.05).
 3. Transmission factor (§6.1) of the chosen plans vs the naive plan vs the minimum, measured
    by the plan simulator on synthetic Zipf-rated streams (skew 0.255, §6.1).
+4. What the invariants pass costs: `optimize` of each bundled example in-process with the
+   default settings (tabu search), without and with the pass, the least of 3 runs (2 with
+   --quick); the command line adds its start-up to both.
 """
 
 from __future__ import annotations
 
 import random
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -22,10 +26,14 @@ from cepplan.costmodels.operators import AND, SEQ, OperandModel, PatternModel
 from cepplan.planner import dp, heuristics
 from cepplan.planner.candidates import Option, cheapest_within
 from cepplan.planner.compose import Settings
+from cepplan.planner.evaluation import EvaluationSettings
 from cepplan.planner.optimize import optimize
 from cepplan.planner.simulator import simulate
 from cepplan.stats.synth import synthesize
+from cepplan.workload import load_workload
 from cepplan.workload.loader import build_workload
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
 
 def _model(rng: random.Random, operator: str, n: int) -> tuple[PatternModel, dict]:
@@ -96,8 +104,28 @@ def transmission_factors(quick: bool) -> None:
               f"{predicted / max(run.transmitted, 1):10.3f}")
 
 
+def invariants_cost(quick: bool) -> None:
+    print("Invariants pass: optimize of each example without and with it (least of "
+          f"{2 if quick else 3} runs):")
+    print(f"{'example':<14} {'patterns':>8} {'without':>9} {'with':>9} {'overhead':>9}")
+    for folder in sorted(p for p in EXAMPLES.iterdir() if (p / "workload.json").is_file()):
+        workload = load_workload(folder / "workload.json")
+        seconds = {}
+        for invariants in (False, True):
+            runs = []
+            for _ in range(2 if quick else 3):
+                start = time.perf_counter()
+                optimize(workload, workload.statistics, Settings(),
+                         evaluation_settings=EvaluationSettings(), invariants=invariants)
+                runs.append(time.perf_counter() - start)
+            seconds[invariants] = min(runs)
+        print(f"{folder.name:<14} {len(workload.patterns):>8} {seconds[False]:>8.2f}s "
+              f"{seconds[True]:>8.2f}s {seconds[True] - seconds[False]:>+8.2f}s")
+
+
 def main(quick: bool) -> None:
-    """Print the three measurements side by side."""
+    """Print the four measurements side by side."""
     dp_times(quick)
     heuristic_ratio(quick)
     transmission_factors(quick)
+    invariants_cost(quick)

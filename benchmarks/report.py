@@ -58,10 +58,10 @@ CITATIONS = {"0": "[Ottenwälder et al. 2014](references.md#ottenwalder-2014)",
 
 
 def describe(name: str) -> str:
-    """The first line of the benchmark module's docstring, its paper cited as the docs cite
-    it."""
-    doc = importlib.import_module(f"benchmarks.bench_{name}").__doc__ or ""
-    line = doc.strip().splitlines()[0] if doc.strip() else name
+    """The first paragraph of the benchmark module's docstring on one line (a sentence cut at
+    its line's end would be half a description), its paper cited as the docs cite it."""
+    doc = (importlib.import_module(f"benchmarks.bench_{name}").__doc__ or "").strip()
+    line = " ".join(doc.split("\n\n", 1)[0].split()) if doc else name
     return re.sub(r"\b[Ss]eed 00(\d)", lambda m: CITATIONS[m.group(1)], line)
 
 

@@ -1,12 +1,16 @@
 """Shared fixtures: one real local SparkSession for the whole test session (`local[2]`), and
-the hypothesis profile every property test runs under."""
+the hypothesis profile every property test runs under; every JVM the tests start compiles with
+the client compiler only, as `cepplan run --engine spark` starts its own."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
+
+from cepplan.engine_adapter.spark.jvm_start import FAST_JIT
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
@@ -16,6 +20,12 @@ EXAMPLES = ROOT / "examples"
 settings.register_profile("cepplan", deadline=None,
                           suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("cepplan")
+
+# spark-submit passes SPARK_SUBMIT_OPTS to the JVM it starts: the session below, `cepplan stats
+# --engine spark`, the spark-submit of the README and the other tests' own. A test's Spark work
+# is short, and the optimizing compiler's start-up would be about 40 % of each JVM's CPU time.
+os.environ["SPARK_SUBMIT_OPTS"] = " ".join(
+    filter(None, [os.environ.get("SPARK_SUBMIT_OPTS"), FAST_JIT]))
 
 
 @pytest.fixture(scope="session")

@@ -3,7 +3,15 @@ where and when they were measured; checked on given results, no timing."""
 
 from __future__ import annotations
 
-from benchmarks.report import Machine, Run, write_report
+import importlib
+import inspect
+import pkgutil
+import re
+from pathlib import Path
+
+import benchmarks
+from benchmarks.report import Machine, Run, describe, write_report
+from tests.conftest import ROOT
 
 MACHINE = Machine("lab-1", 2, "3.11.9", "2026-11-27 04:00 UTC", "abc1234", (3.5, 2.25, 1.0),
                   quick=True)
@@ -40,3 +48,32 @@ def test_a_new_page_replaces_the_old_one_whole(tmp_path):
     assert "old figures" not in text
     assert "- run: none" in text and "- not run this time: planner" in text
     assert [p.name for p in tmp_path.iterdir()] == ["benchmarks.md"]
+
+
+def test_every_benchmark_runs_quick_and_describes_itself():
+    """`--report` runs every `bench_*.py` by its `main(quick)` and heads it with its
+    description: each module has both."""
+    here = Path(benchmarks.__file__).parent
+    names = [m.name for m in pkgutil.iter_modules([str(here)]) if m.name.startswith("bench_")]
+    assert len(names) >= 18
+    for name in names:
+        module = importlib.import_module(f"benchmarks.{name}")
+        assert "quick" in inspect.signature(module.main).parameters, name
+        assert (module.__doc__ or "").strip(), f"{name} has no description"
+
+
+def test_docs_link_only_to_benchmarks_that_exist():
+    """A link `benchmarks.md#NAME` from the docs names a benchmark the page can hold."""
+    here = Path(benchmarks.__file__).parent
+    pages = [*ROOT.glob("docs/**/*.md"), ROOT / "README.md"]
+    links = {(page.name, name) for page in pages
+             for name in re.findall(r"benchmarks\.md#([\w-]+)", page.read_text())}
+    assert links
+    assert [link for link in links if not (here / f"bench_{link[1]}.py").is_file()] == []
+
+
+def test_a_description_is_its_first_paragraph_whole():
+    """A benchmark's docstring wraps its first sentence over lines: the page shows it whole
+    (language's used to stop at "SEQ of three GOOG")."""
+    assert describe("language").endswith("(target: next and strict at least 1x).")
+    assert "\n" not in describe("language")

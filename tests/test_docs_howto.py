@@ -1,6 +1,7 @@
 """Every how-to under docs/how-to/ holds on the bundled examples: each ```bash block runs, as one
 script (`set -euo pipefail`), in order, in a fresh copy of the examples, so the guides cannot go
-stale. ```sh blocks are shown, not run (they need a Spark cluster; each page says so).
+stale (a block of plain `cepplan` lines runs them in this process, one by one, each to exit 0).
+```sh blocks are shown, not run (they need a Spark cluster; each page says so).
 docs/index.md links every page of docs/ so none is lost from the map."""
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import subprocess
 
 import pytest
 
-from tests.test_readme import ROOT, prepared
+from tests.test_readme import ROOT, in_process_argv, prepared, run_in_process
 
 DOCS = ROOT / "docs"
 HOW_TO = sorted((DOCS / "how-to").glob("*.md"))
@@ -34,6 +35,15 @@ def test_every_bash_block_of_the_how_to_runs(page, tmp_path):
     scripts = bash_blocks(page.read_text())
     assert scripts, f"{page.name} has no ```bash block to run"
     for script in scripts:
+        commands = [" ".join(line.split()) for line in script.replace("\\\n", " ").splitlines()
+                    if line.strip()]
+        argvs = [in_process_argv(command, tmp_path) for command in commands]
+        if all(argv is not None for argv in argvs):  # plain cepplan lines: in this process
+            for argv in argvs:
+                done = run_in_process(argv, tmp_path, env)
+                assert done.returncode == 0, (f"{page.name}: `cepplan {' '.join(argv)}` failed "
+                                              f"(exit {done.returncode}):\n{done.stderr[-3000:]}")
+            continue
         done = subprocess.run(["bash", "-c", "set -euo pipefail\n" + script], cwd=tmp_path,
                               env=env, capture_output=True, text=True, timeout=600)
         assert done.returncode == 0, (f"{page.name}: block failed (exit {done.returncode}):\n"

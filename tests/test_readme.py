@@ -16,14 +16,18 @@ After a change that moves the figures, refresh them and read the diff:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from tests.in_process import cepplan
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 ROOT = README.parent
@@ -76,12 +80,55 @@ def walk(workdir: Path) -> list[Command]:
     env = prepared(workdir)
     commands = readme_commands(README.read_text())
     for command in commands:
-        done = subprocess.run(["bash", "-c", command.text], cwd=workdir, env=env,
-                              capture_output=True, text=True, timeout=900)
+        argv = in_process_argv(command.text, workdir)
+        if argv is None:
+            done = subprocess.run(["bash", "-c", command.text], cwd=workdir, env=env,
+                                  capture_output=True, text=True, timeout=900)
+        else:
+            done = run_in_process(argv, workdir, env)
         assert done.returncode == 0, (f"README command failed (exit {done.returncode}): "
                                       f"{command.text}\n{done.stderr[-3000:]}")
         command.stdout, command.stderr = done.stdout, done.stderr
     return commands
+
+
+def run_in_process(argv: list[str], workdir: Path,
+                   env: dict[str, str]) -> subprocess.CompletedProcess:
+    """`cepplan ARGV` in this process, in `workdir`, with the terminal width of `env`."""
+    with _environment(COLUMNS=env["COLUMNS"]):
+        return cepplan(*argv, cwd=workdir)
+
+
+def in_process_argv(text: str, workdir: Path) -> list[str] | None:
+    """The arguments of a plain `cepplan ...` command (its globs expanded in `workdir`), which
+    runs in the test process as the console script would run it; None for what needs a shell
+    or its own process: pipes and redirections, other programs, and Spark (a JVM writes to the
+    process's own stderr, which the Spark log check reads)."""
+    words = shlex.split(text)
+    if words[0] != "cepplan" or any(w in {"|", ">", "<", "&&", ";"} for w in words) \
+            or any("spark" in w or w == "--master" for w in words):
+        return None
+    expanded = []
+    for word in words[1:]:
+        found = sorted(str(p.relative_to(workdir)) for p in workdir.glob(word)) \
+            if any(c in word for c in "*?[") else []
+        expanded += found or [word]
+    return expanded
+
+
+@contextlib.contextmanager
+def _environment(**values: str):
+    """The process environment with `values` set, as the walk-through's shell sets them."""
+    saved = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def prepared(workdir: Path) -> dict[str, str]:

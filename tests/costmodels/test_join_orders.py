@@ -20,6 +20,7 @@ from benchmarks.bench_windows import BAND
 from benchmarks.stock_bars import workload as bars_workload
 from benchmarks.stock_bars import write_bars
 from cepplan.costmodels.join_orders import JoinCondition, by_steps, join_work
+from tests.in_process import cepplan
 
 ROOT = Path(__file__).resolve().parents[2]
 TOLERANCE = 0.12  # Poisson counts of ~1,000 per prefix: a few % of noise, the rest the model's
@@ -32,8 +33,11 @@ LESS_SELECTIVITY = (1 - 1 / VALUES) / 2  # P(a.x < c.x)
 
 
 def _cepplan(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    done = subprocess.run([sys.executable, "-m", "cepplan", *args], cwd=ROOT, text=True,
-                          capture_output=True, env={**os.environ, **(env or {})}, timeout=300)
+    """`cepplan ARGS` in this process, or in a child process with `env` (a memory budget
+    is the process's own)."""
+    done = cepplan(*args) if env is None else subprocess.run(
+        [sys.executable, "-m", "cepplan", *args], cwd=ROOT, text=True, capture_output=True,
+        env={**os.environ, **env}, timeout=300)
     assert done.returncode == 0, done.stderr
     return done
 

@@ -24,6 +24,7 @@ from cepplan.planner.plan import trivial_plan
 from tests.engine.reference_matcher import reference_matches
 from tests.engine.test_matcher_vs_reference import EVENT, frame, same_matches, with_orders
 from tests.engine.workloads import TEMPLATES, workload
+from tests.in_process import cepplan
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -88,9 +89,7 @@ def test_a_run_that_passed_the_budget_completes_under_it(tmp_path):
     text = json.loads(wl.read_text())
     text["patterns"][0]["within"] = GOOG_WINDOW
     wl.write_text(json.dumps(text))
-    subprocess.run([sys.executable, "-m", "cepplan", "optimize", str(wl), "-o",
-                    str(tmp_path / "plan.json"), "--quiet"], cwd=ROOT, check=True,
-                   env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=300)
+    assert cepplan("optimize", wl, "-o", tmp_path / "plan.json", "--quiet").returncode == 0
     free = _run(tmp_path, "free", "1T")
     assert free.returncode == 0, free.stderr
     bounded = _run(tmp_path, "bounded", "300M")

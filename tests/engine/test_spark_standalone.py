@@ -20,16 +20,17 @@ from pathlib import Path
 import pyspark
 import pytest
 
-from cepplan.engine_adapter.spark.submit import submit
+from cepplan.engine_adapter.spark.jvm_start import FAST_JIT
+from cepplan.engine_adapter.spark.submit import JOB_SETTINGS, submit
 from tests.conftest import EXAMPLES
 from tests.engine.test_local_engine import SAME, read_matches
+from tests.in_process import cepplan
 
 SPARK_HOME = Path(pyspark.__file__).parent
 DAEMON = SPARK_HOME / "sbin" / "spark-daemon.sh"  # what start-master.sh / start-worker.sh run
 MASTER = "org.apache.spark.deploy.master.Master"
 WORKER = "org.apache.spark.deploy.worker.Worker"
 START_SECONDS = 180  # a loaded 2-core machine starts three JVMs slowly
-CLI = [sys.executable, "-m", "cepplan"]
 
 
 def free_port() -> int:
@@ -88,6 +89,7 @@ def cluster(tmp_path_factory) -> Iterator[Cluster]:
                SPARK_LOG_DIR=str(root / "logs"), SPARK_PID_DIR=str(root / "pids"),
                SPARK_WORKER_DIR=str(root / "work"), SPARK_LOCAL_DIRS=str(root / "local"),
                SPARK_IDENT_STRING="cepplan-test", PYSPARK_PYTHON=sys.executable,
+               SPARK_DAEMON_JAVA_OPTS=FAST_JIT,  # master and workers: a test's short work
                CEPPLAN_TEST_CLUSTER=str(root))
     env.pop("PYTHONPATH", None)  # the executors import cepplan from the job's runtime.zip
     port = free_port()
@@ -153,15 +155,15 @@ def test_generated_job_on_a_standalone_cluster_equals_the_in_process_engine(clus
                                                                               tmp_path):
     files = split_csv(EXAMPLES / "fraud" / "events.csv", tmp_path, 3)
     plan = tmp_path / "plan.json"
-    subprocess.run([*CLI, "optimize", str(EXAMPLES / "fraud" / "workload.json"), "-o",
-                    str(plan), "-q"], check=True)
-    subprocess.run([*CLI, "generate", str(plan), "-o", str(tmp_path / "job")], check=True,
-                   capture_output=True)
-    subprocess.run([*CLI, "run", str(plan), *files, "-o", str(tmp_path / "local"),
-                    "--engine", "local", "-q"], check=True)
+    for args in (["optimize", EXAMPLES / "fraud" / "workload.json", "-o", plan, "-q"],
+                 ["generate", plan, "-o", tmp_path / "job"],
+                 ["run", plan, *files, "-o", tmp_path / "local", "--engine", "local", "-q"]):
+        done = cepplan(*args)
+        assert done.returncode == 0, done.stderr
+    executor_options = f"{JOB_SETTINGS['spark.executor.extraJavaOptions']} {FAST_JIT}"
     submit(tmp_path / "job", files, tmp_path / "cluster", master=cluster.url, quiet=True,
            conf={"spark.driver.memory": "1g", "spark.executor.memory": "512m",
-                 "spark.cores.max": "2"})
+                 "spark.cores.max": "2", "spark.executor.extraJavaOptions": executor_options})
     local = json.loads((tmp_path / "local" / "metrics.json").read_text())
     remote = json.loads((tmp_path / "cluster" / "metrics.json").read_text())
     assert {k: local[k] for k in SAME} == {k: remote[k] for k in SAME}

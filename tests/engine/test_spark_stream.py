@@ -29,6 +29,7 @@ from collections import Counter
 from itertools import pairwise
 from pathlib import Path
 
+from tests.in_process import cepplan
 from tests.processes import children
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -41,10 +42,8 @@ LATE_EVERY = 1500  # an event copied far behind the latest after every this many
 
 
 def _cepplan(*args: object) -> None:
-    done = subprocess.run([sys.executable, "-m", "cepplan", *map(str, args)],
-                          env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True,
-                          timeout=BOUND)
-    assert done.returncode == 0, done.stderr.decode()
+    done = cepplan(*args)
+    assert done.returncode == 0, done.stderr
 
 
 def _stream(tmp: Path) -> tuple[list[str], list[str], list[str]]:

@@ -71,7 +71,7 @@ def test_job_runs_without_cepplan_and_runs_no_workload_text(tmp_path):
     spark_submit = Path(pyspark.__file__).parent / "bin" / "spark-submit"
     env = {"PATH": os.environ["PATH"], "JAVA_HOME": os.environ.get("JAVA_HOME", ""),
            "PYSPARK_PYTHON": str(python), "PYSPARK_DRIVER_PYTHON": str(python),
-           "HOME": str(tmp_path)}
+           "HOME": str(tmp_path), "SPARK_SUBMIT_OPTS": os.environ.get("SPARK_SUBMIT_OPTS", "")}
     run = subprocess.run([str(spark_submit), "--master", "local[2]", "--conf",
                           "spark.ui.enabled=false", "--py-files", str(job / "runtime.zip"),
                           str(job / "job.py"), "--events", str(source), "--out",

@@ -28,6 +28,7 @@ from cepplan.interrupt import (
     staged_directory,
 )
 from tests.hostile.conftest import EXAMPLES, ROOT
+from tests.in_process import cepplan
 
 FRAUD = EXAMPLES / "fraud"
 
@@ -234,6 +235,12 @@ def _snapshot(folder: Path) -> dict[str, bytes]:
     return {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
 
 
+def _made(*args: object) -> None:
+    """A fixture's input, made by `cepplan ARGS...` in this process (not what is tested)."""
+    done = cepplan(*args)
+    assert done.returncode == 0, done.stderr
+
+
 POINTS = {  # (command lines of the descendants, the run's TMPDIR) -> reached
     "job-generated": lambda cmds, tmp: any(tmp.iterdir()),  # cepplan-job-*: before Spark
     "jvm-started": lambda cmds, tmp: any("java" in c for c in cmds),
@@ -245,8 +252,7 @@ CODES = {signal.SIGINT: 130, signal.SIGTERM: 143}
 @pytest.fixture(scope="module")
 def plan(tmp_path_factory) -> Path:
     folder = tmp_path_factory.mktemp("plan")
-    subprocess.run([sys.executable, "-m", "cepplan", "optimize", FRAUD / "workload.json", "-o",
-                    folder / "plan.json", "--quiet"], check=True, cwd=ROOT, timeout=120)
+    _made("optimize", FRAUD / "workload.json", "-o", folder / "plan.json", "--quiet")
     return folder / "plan.json"
 
 
@@ -355,9 +361,8 @@ def big_fraud(tmp_path_factory) -> Path:
     """Fraud events for 400,000 minutes (about 3.2 million rows): long enough in-process to
     be interrupted while reading, matching or writing (the run takes about 7 s here, idle)."""
     events = tmp_path_factory.mktemp("big") / "events.csv"
-    subprocess.run([sys.executable, "-m", "cepplan", "synth", FRAUD / "workload.json", "-o",
-                    events, "--duration", "400000", "--seed", "3", "-q"], check=True, cwd=ROOT,
-                   timeout=300)
+    _made("synth", FRAUD / "workload.json", "-o", events, "--duration", "400000", "--seed", "3",
+          "-q")
     return events
 
 
@@ -437,8 +442,7 @@ def dense_bars(tmp_path_factory) -> tuple[Path, Path]:
     wl["patterns"] = [{"name": "p", "structure": ["SEQ", "a:GOOG", "b:GOOG", "c:GOOG"],
                        "where": ["a.peak < b.peak", "b.peak < c.peak"], "within": 50}]
     (folder / "workload.json").write_text(json.dumps(wl))
-    subprocess.run([sys.executable, "-m", "cepplan", "optimize", folder / "workload.json",
-                    "-o", folder / "plan.json", "--quiet"], check=True, cwd=ROOT, timeout=120)
+    _made("optimize", folder / "workload.json", "-o", folder / "plan.json", "--quiet")
     return folder / "plan.json", folder / "bars.txt"
 
 

@@ -5,10 +5,6 @@ carry over is refused with one error naming it, exit code 2."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -22,6 +18,7 @@ from cepplan.errors import InputError
 from cepplan.planner.plan import trivial_plan
 from cepplan.workload import build_workload
 from cepplan.workload.sql_import import import_query
+from tests.in_process import cepplan
 from tests.workload.reference_match_recognize import reference_matches
 
 COLUMNS = {"symbol": "string", "ts": "long", "price": "double", "volume": "long"}
@@ -151,11 +148,6 @@ def test_what_cannot_be_carried_over_is_refused(query, place, fragment):
         import_query(query, COLUMNS, file="q.sql", sample_format="csv")
     (problem,) = caught.value.problems
     assert problem.path.startswith(place) and fragment in problem.message, problem
-
-
-def cepplan(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "cepplan", *args], capture_output=True,
-                          text=True, env={**os.environ, "PYTHONPATH": str(Path.cwd())})
 
 
 def test_import_command_writes_a_valid_workload_or_one_error(tmp_path):
