@@ -37,7 +37,8 @@ def _run(data: dict, events: list[str], out: Path, monkeypatch, *, by_range: boo
         return match_range(*args, **kwargs)
 
     with monkeypatch.context() as patch:
-        patch.setattr(engine, "match_range", counted)
+        patch.setattr(engine, "match_range", counted)  # a whole file, or time ranges
+        patch.setattr(byte_ranges, "match_range", counted)  # one CSV file by byte range
         patch.setattr(engine, "read_batches", partial(read_batches, batch_bytes=batch_bytes))
         patch.setattr(byte_ranges, "CHUNK_BYTES", batch_bytes)
         patch.setattr(engine, "REGION_ROWS", 40)

@@ -29,6 +29,13 @@ from typing import Any
 import numpy as np
 
 from cepplan.engine_adapter.local.pandas_hold import hold_pandas_back
+from cepplan.engine_adapter.local.range_match import (
+    EMPTY_POOL_COLUMNS,
+    match_range,
+    tagged_rows,
+    wanted_columns,
+    window_margin,
+)
 from cepplan.engine_adapter.local.source import read_batches
 from cepplan.engine_adapter.local.workers import (
     RangeFigures,
@@ -38,8 +45,10 @@ from cepplan.engine_adapter.local.workers import (
     _sendable,
     append_spill,
 )
+from cepplan.engine_adapter.runtime.contiguity import Timeline, timelines
 from cepplan.engine_adapter.runtime.job import Covered, Job, job_from_json
 from cepplan.engine_adapter.runtime.memory import MEMORY_VARIABLE, budget, peak_resident
+from cepplan.engine_adapter.runtime.shared_nodes import used_sharing
 from cepplan.engine_adapter.runtime.table import Columns
 from cepplan.interrupt import die_with_parent
 from cepplan.sources.csv_ranges import Region, header_columns, line_regions, line_start, plain_csv
@@ -90,7 +99,7 @@ class Cells:
 @dataclass(frozen=True)
 class FileInput:
     """What every range's reader needs of the file: its path and columns, the cells and
-    the window margin (`engine.window_margin`)."""
+    the window margin (`range_match.window_margin`)."""
 
     path: str
     names: tuple[str, ...]
@@ -114,26 +123,32 @@ class RangeReader:
     """Reads and tags lines of the file with the in-process reader and tagging, a chunk of
     whole lines at a time; row ids are positions over the file."""
 
-    def __init__(self, job: Job, data: Mapping[str, Any], file: FileInput):
-        from cepplan.engine_adapter.local.engine import wanted_columns
-
+    def __init__(self, job: Job, data: Mapping[str, Any], file: FileInput, *,
+                 stamped: bool = False):
         self.job, self.file = job, file
         reader = data["reader"]
         self.source = {**reader["source"], "header": False, "columns": list(file.names)}
         self.attributes, self.time_unit = reader["attributes"], reader["time_unit"]
         self.positions = not reader["source"].get("id_column")
         self.used = {o.type for p in job.patterns for o in p.operands}
-        self.wanted = wanted_columns(job)
+        self.timelines = self.stamping() if stamped else []
+        self.wanted = wanted_columns(job) + [t.column for t in self.timelines]
         self.covered = Covered()  # the good rows' time, margins included (`Job.span`)
         self.own = RangeRead()
         self.rows_seen = 0
+
+    def stamping(self) -> list[Timeline]:
+        """The timelines stamping each event with its partition's latest earlier time
+        (`contiguity`), for a reader that reads the file in order from its first row: the
+        first range's. A later range reads its own first lines before the margin before
+        them, so its events are not stamped, and strict contiguity is checked there by the
+        pattern's hidden negations instead (the same matches)."""
+        return [] if used_sharing(self.job) else timelines(self.job.patterns, self.job.stages)
 
     def chunks(self, start: int, end: int, before: int, *, own: bool = False
                ) -> Iterator[Columns]:
         """The tagged rows of the lines in [start, end) (line starts), chunk by chunk; the
         first line is row `before` of the file; counted in `own` if `own`."""
-        from cepplan.engine_adapter.local.engine import tagged_rows
-
         with open(self.file.path, "rb") as handle:
             handle.seek(start)
             position = start
@@ -159,6 +174,8 @@ class RangeReader:
                     frame = batch.columns()
                     if self.positions:
                         frame.data[EVENT_ID] = frame.data[EVENT_ID] + base
+                    for timeline in self.timelines:
+                        timeline.stamp(frame)
                     part = tagged_rows(frame, self.job, self.wanted)
                     if own and len(part):
                         stamps = part[EVENT_TS]
@@ -169,8 +186,6 @@ class RangeReader:
     def back(self, region: Region, low: float) -> Columns:
         """The tagged rows before the region from a margin before `low` on (as Spark's range
         tasks read them: a guess of the bytes, doubled until it holds)."""
-        from cepplan.engine_adapter.local.engine import EMPTY_POOL_COLUMNS
-
         size, margin = FIRST_MARGIN_BYTES, self.file.margin
         while True:
             with open(self.file.path, "rb") as handle:
@@ -222,8 +237,6 @@ class CellMatching:
     def _match_until(self, cut: float) -> None:
         if cut <= self.low:
             return
-        from cepplan.engine_adapter.local.engine import EMPTY_POOL_COLUMNS
-
         pool = Columns.concat(self._held, EMPTY_POOL_COLUMNS)
         stamps = pool[EVENT_TS]
         owned = stamps[np.searchsorted(stamps, self.low, "left"):
@@ -245,10 +258,7 @@ def match_region(region: Region, file: FileInput, job: Job, data: Mapping[str, A
     the region's own lines held. `Unordered` if its rows or margins are out of time order,
     `Unsplittable` if it holds another number of rows than `region.rows` says (when known)
     or a line too long."""
-    from cepplan.engine_adapter.local.engine import match_range
-    from cepplan.engine_adapter.runtime.shared_nodes import used_sharing
-
-    reader = RangeReader(job, data, file)
+    reader = RangeReader(job, data, file, stamped=region.start <= region.data_start)
     sharing = used_sharing(job)
 
     def match(pool: Columns, owned: tuple[float, float]) -> None:
@@ -285,12 +295,12 @@ def _chained(first: list[Columns], rest: Iterator[Columns]) -> Iterable[Columns]
     yield from rest
 
 
-def file_input(job: Job, data: Mapping[str, Any], events: Sequence[str]) -> FileInput | None:
+def file_input(job: Job, data: Mapping[str, Any], events: Sequence[str],
+               region_rows: int) -> FileInput | None:
     """The file and its cells when the input is one plain CSV file the in-process reader
     reads by byte range; None otherwise (or when its column names cannot be read here: the
     reader says why on the other path). The cells are wide enough for the window margin and
-    for about `engine.REGION_ROWS` tagged rows, as the file's first chunk holds them."""
-    from cepplan.engine_adapter.local import engine
+    for about `region_rows` tagged rows, as the file's first chunk holds them."""
     from cepplan.sources.text_input import LineTooLong
 
     if len(events) != 1 or not plain_csv(data, events):
@@ -303,7 +313,7 @@ def file_input(job: Job, data: Mapping[str, Any], events: Sequence[str]) -> File
         return None
     if not names:
         return None
-    margin = engine.window_margin(job)
+    margin = window_margin(job)
     probe = FileInput(events[0], tuple(names), Cells(margin), margin)
     whole = _regions(probe, data, 1)[0]
     reader = RangeReader(job, data, probe)
@@ -313,7 +323,7 @@ def file_input(job: Job, data: Mapping[str, Any], events: Sequence[str]) -> File
                             or [np.empty(0)])
     width = margin
     if len(stamps) > 1 and stamps[-1] > stamps[0]:
-        width = max(margin, engine.REGION_ROWS * float(stamps[-1] - stamps[0]) / len(stamps))
+        width = max(margin, region_rows * float(stamps[-1] - stamps[0]) / len(stamps))
     return replace(probe, cells=Cells(width))
 
 

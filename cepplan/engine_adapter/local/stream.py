@@ -26,17 +26,15 @@ from typing import Any
 
 import numpy as np
 
-from cepplan.engine_adapter.local.engine import (
+from cepplan.engine_adapter.local.engine import ROWS_READ, count_pattern, span_figures
+from cepplan.engine_adapter.local.partial_counts import partial_metrics
+from cepplan.engine_adapter.local.range_match import (
     EMPTY_POOL_COLUMNS,
-    ROWS_READ,
-    count_pattern,
     match_range,
-    span_figures,
     tagged_rows,
     wanted_columns,
     window_margin,
 )
-from cepplan.engine_adapter.local.partial_counts import partial_metrics
 from cepplan.engine_adapter.local.source import Batch
 from cepplan.engine_adapter.local.totals import PatternTotals
 from cepplan.engine_adapter.runtime.job import Covered, Job

@@ -69,6 +69,7 @@ SHIPPED = (
     "engine_adapter/local/stream_parts.py",
     "engine_adapter/runtime/arrivals.py",
     "engine_adapter/runtime/latency_histogram.py",
+    "engine_adapter/local/range_match.py",
     "limits.py",
     "interrupt.py",
     "terminal.py",
@@ -155,6 +156,9 @@ SHIPPED = (
     "workload/sections.py",
     "workload/statistics_section.py",
     "workload/strategies.py",
+    "workload/alternation.py",
+    "workload/optional.py",
+    "workload/expr/evaluate.py",
     "workload/structure.py",
 )
 SHIPPED_DATA = ("stats/stats.schema.json", "workload/workload.schema.json")  # read as resources

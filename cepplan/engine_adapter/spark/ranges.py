@@ -191,7 +191,7 @@ class RangeTask:
                                              names=["figures"])
 
     def _run(self, region: Region, job, sharing) -> dict[str, Any]:
-        from cepplan.engine_adapter.local.engine import (
+        from cepplan.engine_adapter.local.range_match import (
             EMPTY_POOL_COLUMNS,
             match_range,
             window_margin,
@@ -257,7 +257,7 @@ class _Reader:
     tagging; row ids are positions over the file."""
 
     def __init__(self, region: Region, data: Mapping[str, Any], job):
-        from cepplan.engine_adapter.local.engine import wanted_columns
+        from cepplan.engine_adapter.local.range_match import wanted_columns
 
         self.region = region
         self.reader = data["reader"]
@@ -272,7 +272,7 @@ class _Reader:
     def rows(self, start: int, end: int, before: int):
         """(the tagged rows of the lines in [start, end), rows read, rejected by reason); the
         first line is row `before` of the file."""
-        from cepplan.engine_adapter.local.engine import EMPTY_POOL_COLUMNS, tagged_rows
+        from cepplan.engine_adapter.local.range_match import EMPTY_POOL_COLUMNS, tagged_rows
         from cepplan.engine_adapter.runtime.table import Columns
 
         clock = time.perf_counter()
