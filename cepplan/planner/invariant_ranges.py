@@ -39,6 +39,7 @@ from cepplan.workload.model import FILTER, JOIN, Pattern, Statistics, Workload
 
 MAX_FACTOR = 1000.0  # scaled further than this either way, a side is unbounded
 PRECISION = 1.02  # a bound is within this factor of where the plan stops holding
+LADDER = 4.0  # a side is tested every factor of 4 up to its limit (plans can change back)
 RATE, SELECTIVITY = "rate", "selectivity"
 
 
@@ -248,15 +249,29 @@ def holding_range(derivation: Derivation,
 
 def _side(derivation: Derivation, statistic: Statistic, limit: float) -> float | None:
     """The bound towards `limit` (a factor of the basis), None when every plan holds there.
-    The patterns planned together (a unit) are taken in turn, each tested at the bound the
-    units before proved, and bisected below it only when it fails there."""
+    The patterns planned together (a unit) are taken in turn, each tested at the steps of
+    `ladder` up to the bound the units before proved, and bisected below the first step
+    where it fails. A plan may change and change back as one statistic grows (a hierarchy's
+    parent: one plan at 12-300x a rate, the first again at 1000x), so the far end alone
+    does not prove the range."""
     reach, bounded = limit, False
     for unit in dict.fromkeys(derivation.linked[name] for name in sorted(statistic.patterns)):
         probe = _Probe(derivation, statistic, unit)
-        if probe.holds(reach):
+        failing = next((step for step in ladder(reach) if not probe.holds(step)), None)
+        if failing is None:
             continue
-        reach, bounded = probe.bound(reach), True
+        reach, bounded = probe.bound(failing), True
     return statistic.basis * reach if bounded else None
+
+
+def ladder(limit: float) -> list[float]:
+    """Factors from 1 towards `limit`, `LADDER` apart, ending at `limit`."""
+    steps, step = [], LADDER if limit > 1.0 else 1.0 / LADDER
+    factor = step
+    while abs(math.log(factor)) < abs(math.log(limit)):
+        steps.append(factor)
+        factor *= step
+    return [*steps, limit]
 
 
 @dataclass(frozen=True)

@@ -121,3 +121,24 @@ def test_a_statistic_measured_0_holds_up_to_a_usable_bound(raw, data):
     assert _steps(workload, statistic.at(zeroed, inside)) == before
     if bounds["high"] is not None and bounds["high"] * 1.05 <= top:
         assert _steps(workload, statistic.at(zeroed, bounds["high"] * 1.05)) != before
+
+
+def test_a_plan_that_changes_and_changes_back_gets_the_first_change_as_its_bound():
+    """A hierarchy's parent whose plan changes between 12x and 300x the rate of D and is the
+    first again at 1000x (found by the test above): testing the side's far end alone said
+    the plan holds for any rate of D above its low bound."""
+    raw = {"format": "cepplan.workload/1", "name": "w", "time_unit": "s",
+           "event_types": {t: {"attributes": {"x": "double"}} for t in "ABCD"},
+           "patterns": [{"name": "p0", "structure": ["AND", "v0:D", "v1:B", "v2:C"],
+                         "within": "14s", "emit": {"x": "v0.x"}},
+                        {"name": "p1", "structure": ["SEQ", "v0:D", "v1:B", "v2:p0"],
+                         "within": "10s", "emit": {"x": "v0.x"}}],
+           "statistics": {"rates": {"A": 1.0, "B": 1.0, "C": 0.167, "D": 1.0}}}
+    workload = build_workload(raw)
+    planned = optimize(workload, workload.statistics, SETTINGS).plan
+    before = {name: p.detection.steps for name, p in planned.patterns.items()}
+    (statistic, bounds), = [(s, b) for s, b in _statistics(workload, planned.invariants)
+                            if s.key == ("D",)]
+    assert _steps(workload, statistic.at(workload.statistics, 20.0)) != before
+    assert bounds["high"] is not None and bounds["high"] < 20.0
+    assert _steps(workload, statistic.at(workload.statistics, bounds["high"])) == before
