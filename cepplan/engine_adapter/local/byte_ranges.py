@@ -36,6 +36,7 @@ from cepplan.engine_adapter.local.range_match import (
     wanted_columns,
     window_margin,
 )
+from cepplan.engine_adapter.local.readable import plain_csv
 from cepplan.engine_adapter.local.source import read_batches
 from cepplan.engine_adapter.local.workers import (
     RangeFigures,
@@ -51,7 +52,7 @@ from cepplan.engine_adapter.runtime.memory import MEMORY_VARIABLE, budget, peak_
 from cepplan.engine_adapter.runtime.shared_nodes import used_sharing
 from cepplan.engine_adapter.runtime.table import Columns
 from cepplan.interrupt import die_with_parent
-from cepplan.sources.csv_ranges import Region, header_columns, line_regions, line_start, plain_csv
+from cepplan.sources.csv_ranges import Region, header_columns, line_regions, line_start
 from cepplan.sources.text_input import MAX_LINE_BYTES
 from cepplan.workload.columns import EVENT_ID, EVENT_TS
 

@@ -35,13 +35,14 @@ import pyarrow as pa
 from pyspark.sql import SparkSession
 from pyspark.sql import types as T
 
+from cepplan.engine_adapter.local.readable import not_installed
 from cepplan.engine_adapter.runtime.job import Covered
 from cepplan.engine_adapter.spark.read import (
     plain_csv_splits,
     read_lines,
     task_numbers,
 )
-from cepplan.sources.csv_ranges import Region, line_regions, line_start, not_installed
+from cepplan.sources.csv_ranges import Region, line_regions, line_start
 from cepplan.workload.columns import EVENT_ID, EVENT_TS
 
 ENABLED = "CEPPLAN_SPARK_RANGES"  # "0": always the shuffle plan

@@ -27,9 +27,10 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from cepplan.engine_adapter.local.readable import plain_csv
 from cepplan.engine_adapter.spark.match import ARROW_TYPES
 from cepplan.engine_adapter.spark.tags import TAGS, Layout, Tag
-from cepplan.sources.csv_ranges import header_columns, plain_csv
+from cepplan.sources.csv_ranges import header_columns
 from cepplan.workload.columns import (
     EVENT_ID,
     EVENT_TS,
