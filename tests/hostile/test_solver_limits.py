@@ -387,7 +387,9 @@ def test_service_request_time_limit_bounds_its_covering():
     print(f"service job: {cpu:.2f} s of CPU, {building:.2f} s of it building the workload, "
           f"limit {limit} s")
     assert status == 200, body[:500]
-    assert cpu <= 1.1 * limit + 1.5 * building
+    # 2.35 s idle; a deadline is wall time, and on a busy machine the same wall time costs
+    # more CPU (2.58 s beside a benchmark); the bug was 10 s per covering batch
+    assert cpu <= 1.25 * limit + 1.5 * building
     (group,) = json.loads(body)["covering"]["groups"]
     assert estimated_times(group) < 120
 
