@@ -106,7 +106,7 @@ def test_range_output_past_a_workers_memory_comes_back_whole(tmp_path, monkeypat
     """Input read by the parent (compressed: not read by byte range): a worker holds a
     range's output up to a limit and spills the rest to a file: with a limit of 200 bytes,
     the JSON lines and the Parquet parts are still one worker's bytes."""
-    monkeypatch.setattr(workers._RangeOutput, "HELD_BYTES", 200)
+    monkeypatch.setattr(workers.RangeOutput, "HELD_BYTES", 200)
     spilled: list[str] = []
     append = workers.append_spill
 

@@ -19,7 +19,6 @@ import math
 import multiprocessing
 import os
 import pickle
-import signal
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -28,7 +27,6 @@ from typing import Any
 
 import numpy as np
 
-from cepplan.engine_adapter.local.pandas_hold import hold_pandas_back
 from cepplan.engine_adapter.local.range_match import (
     EMPTY_POOL_COLUMNS,
     match_range,
@@ -40,18 +38,18 @@ from cepplan.engine_adapter.local.readable import plain_csv
 from cepplan.engine_adapter.local.source import read_batches
 from cepplan.engine_adapter.local.workers import (
     RangeFigures,
+    RangeOutput,
     WorkerError,
-    _keep_freed_heap,
-    _RangeOutput,
-    _sendable,
     append_spill,
+    keep_freed_heap,
+    sendable,
+    started_as_worker,
 )
 from cepplan.engine_adapter.runtime.contiguity import Timeline, timelines
 from cepplan.engine_adapter.runtime.job import Covered, Job, job_from_json
 from cepplan.engine_adapter.runtime.memory import MEMORY_VARIABLE, budget, peak_resident
 from cepplan.engine_adapter.runtime.shared_nodes import used_sharing
 from cepplan.engine_adapter.runtime.table import Columns
-from cepplan.interrupt import die_with_parent
 from cepplan.sources.csv_ranges import Region, header_columns, line_regions, line_start
 from cepplan.sources.text_input import MAX_LINE_BYTES
 from cepplan.workload.columns import EVENT_ID, EVENT_TS
@@ -352,7 +350,7 @@ def match_by_byte_range(file: FileInput, job: Job, data: dict[str, Any], writer:
     if found is None:
         raise Unsplittable("the CSV file has lines ended by a lone carriage return")
     share = max(1, budget() // len(found))
-    _keep_freed_heap()  # each chunk's text and arrays: reused, not mapped afresh
+    keep_freed_heap()  # each chunk's text and arrays: reused, not mapped afresh
     with _RangeWorkers(found[1:], file, data, output_format, share, spill) as started:
         with _memory_budget(share):
             reads = [match_region(found[0], file, job, data, writer, figures)]
@@ -446,19 +444,14 @@ def _serve(job_file: str, region: Region, file: FileInput, output_format: str, s
            part: str, outcome: str, parent: int) -> None:
     """A worker: its range matched into the part file, its outcome (counts and figures, or
     the error that stopped it) pickled into `outcome`."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C
-    die_with_parent(signal.SIGKILL)
-    if os.getppid() != parent:  # the parent ended before the line above
+    if not started_as_worker(share, parent):
         return
-    os.environ[MEMORY_VARIABLE] = str(share)
-    _keep_freed_heap()
-    hold_pandas_back()
     from cepplan.engine_adapter.runtime.match_rows import match_layouts
 
     data = json.loads(Path(job_file).read_text())
     job = job_from_json(data)
     layouts = match_layouts(job) if output_format == "parquet" else None
-    output = _RangeOutput(Path(part), layouts, 0)  # every match straight to the part file
+    output = RangeOutput(Path(part), layouts, 0)  # every match straight to the part file
     figures = RangeFigures.empty(job)
     try:
         read = match_region(region, file, job, data, output, figures)
@@ -470,7 +463,7 @@ def _serve(job_file: str, region: Region, file: FileInput, output_format: str, s
     except Unsplittable as err:
         result = ("unsplittable", str(err))
     except Exception as err:  # raised by the parent
-        result = ("error", _sendable(err))
+        result = ("error", sendable(err))
     staged = Path(outcome + ".tmp")
     staged.write_bytes(pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL))
     staged.rename(outcome)

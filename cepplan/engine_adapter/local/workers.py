@@ -187,7 +187,7 @@ class _WorkerPool:
         self._output_format, self._spill = output_format, spill
         # a bad CEPPLAN_MATCH_MEMORY is reported here, once; a share is at least a byte
         self._share = max(1, budget() // count)
-        _keep_freed_heap()  # the workers' chunks received, written and freed
+        keep_freed_heap()  # the workers' chunks received, written and freed
         self._connections: list = []
         self._outboxes: list[queue.SimpleQueue] = []
         self.processes: list = []
@@ -201,7 +201,7 @@ class _WorkerPool:
         process = context.Process(target=_serve, name=f"cepplan-worker-{len(self.processes)}",
                                   args=(theirs, self._match, str(self._job_file),
                                         self._output_format, self._share,
-                                        _RangeOutput.HELD_BYTES, os.getpid()),
+                                        RangeOutput.HELD_BYTES, os.getpid()),
                                   daemon=True)
         process.start()
         theirs.close()
@@ -222,7 +222,7 @@ class _WorkerPool:
         self._submitted += 1
 
     def append_oldest(self, writer: Any, output_format: str) -> RangeFigures:
-        """The oldest pending range's matches appended to the output (`_RangeOutput`); its
+        """The oldest pending range's matches appended to the output (`RangeOutput`); its
         figures returned, or the worker's error raised."""
         index = self._taken % self._count
         connection = self._connections[index]
@@ -284,26 +284,21 @@ def _serve(connection: Any, match: MatchRange, job_file: str, output_format: str
            share: int, held: int, parent: int) -> None:
     """A worker: match each range sent, send back its figures and its matches (or the error
     that stopped it), until told to end."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C
-    die_with_parent(signal.SIGKILL)
-    if os.getppid() != parent:  # the parent ended before the line above
+    if not started_as_worker(share, parent):
         return
-    os.environ[MEMORY_VARIABLE] = str(share)
-    _keep_freed_heap()
-    hold_pandas_back()  # as in the parent: pyarrow would import pandas (0.3 s) otherwise
     job = job_from_json(json.loads(Path(job_file).read_text()))
     layouts = match_layouts(job) if output_format == "parquet" else None
     sharing = used_sharing(job)
     for task in _received(connection):
         pool, span, owned, path = task
         figures = RangeFigures.empty(job)
-        output = _RangeOutput(Path(path), layouts, held)
+        output = RangeOutput(Path(path), layouts, held)
         try:
             match_range(match, pool, replace(job, span=span), owned, output, figures, sharing)
             output.close()
             figures.worker_peaks[os.getpid()] = peak_resident()
         except Exception as err:  # sent to the parent, which raises it
-            connection.send(("error", _sendable(err)))
+            connection.send(("error", sendable(err)))
             continue
         connection.send(("done", (figures, len(output.chunks),
                                   None if output.spill is None else str(output.path))))
@@ -329,7 +324,7 @@ def _received(connection: Any) -> Iterator[tuple]:
         yield task
 
 
-class _RangeOutput:
+class RangeOutput:
     """The writer a worker hands the matcher: JSON lines as their bytes, or Parquet rows as
     pickled (pattern, record batches); held in memory up to `held` bytes (the parent's
     `HELD_BYTES`), the rest written to the range's spill file (a range's output can pass any
@@ -374,7 +369,21 @@ class _RangeOutput:
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
 
 
-def _keep_freed_heap() -> None:
+def started_as_worker(share: int, parent: int) -> bool:
+    """Set a spawned worker process up: Ctrl-C left to the parent, killed with it, its share
+    of the memory budget, freed memory kept for reuse, pandas held back as in the parent
+    (pyarrow would import it, 0.3 s, otherwise). False when the parent has already ended."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C
+    die_with_parent(signal.SIGKILL)
+    if os.getppid() != parent:  # the parent ended before the line above
+        return False
+    os.environ[MEMORY_VARIABLE] = str(share)
+    keep_freed_heap()
+    hold_pandas_back()
+    return True
+
+
+def keep_freed_heap() -> None:
     """glibc keeps freed blocks (up to 32 MiB each, its largest setting: NumPy arrays, the
     chunks of output received) for reuse instead of unmapping them: a fresh worker otherwise
     faults in new pages for every range's arrays, which on a virtual machine cost it more
@@ -386,7 +395,7 @@ def _keep_freed_heap() -> None:
         mallopt(_M_TRIM_THRESHOLD, 1 << 30)
 
 
-def _sendable(err: Exception) -> Exception:
+def sendable(err: Exception) -> Exception:
     """`err` if it survives pickling whole, else a `CepplanError` with its message."""
     try:
         return pickle.loads(pickle.dumps(err))
@@ -410,7 +419,7 @@ def _append_chunk(writer: Any, chunk: bytes, output_format: str) -> None:
     if output_format != "parquet":
         writer.append_bytes(chunk)
         return
-    pattern, batches = pickle.loads(chunk)  # written by our own worker (`_RangeOutput`)
+    pattern, batches = pickle.loads(chunk)  # written by our own worker (`RangeOutput`)
     writer.write(pattern, _SpilledRows(batches, sum(b.num_rows for b in batches)))
 
 
