@@ -22,7 +22,7 @@ from cepplan.engine_adapter.runtime.job import job_from_json
 from cepplan.planner.plan import Plan, write_plan
 from cepplan.workload.model import Workload
 
-STATISTICS_SHARE = 0.05  # checks wait while measuring took more than this share of the time
+STATISTICS_SHARE = 0.02  # checks wait while measuring took more than this share of the time
 MIN_GAIN = 1.1  # a new plan takes over when its modelled cost is at least this much lower
 THROUGHPUT_BATCHES = 10  # micro-batches on each side of a switch its throughputs are over
 

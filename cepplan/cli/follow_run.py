@@ -154,7 +154,7 @@ def _check_checkpoint_place(checkpoint: Path, follow: str, output: Path) -> None
 
 def _statistics_share() -> float:
     """`CEPPLAN_STATISTICS_SHARE`: of the run's time, the most the online statistics may take
-    (0 < share <= 1; default 0.05)."""
+    (0 < share <= 1; default 0.02)."""
     from cepplan.adaptive.adaptation import STATISTICS_SHARE
 
     text = os.environ.get(SHARE_VARIABLE)
