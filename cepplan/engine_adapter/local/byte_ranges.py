@@ -299,7 +299,8 @@ def file_input(job: Job, data: Mapping[str, Any], events: Sequence[str],
     """The file and its cells when the input is one plain CSV file the in-process reader
     reads by byte range; None otherwise (or when its column names cannot be read here: the
     reader says why on the other path). The cells are wide enough for the window margin and
-    for about `region_rows` tagged rows, as the file's first chunk holds them."""
+    for about `region_rows` tagged rows, as the file's first chunk holds them read as the
+    first range reads them (stamped: the types only strict contiguity reads are not tagged)."""
     from cepplan.sources.text_input import LineTooLong
 
     if len(events) != 1 or not plain_csv(data, events):
@@ -315,7 +316,7 @@ def file_input(job: Job, data: Mapping[str, Any], events: Sequence[str],
     margin = window_margin(job)
     probe = FileInput(events[0], tuple(names), Cells(margin), margin)
     whole = _regions(probe, data, 1)[0]
-    reader = RangeReader(job, data, probe)
+    reader = RangeReader(job, data, probe, stamped=True)
     with open(events[0], "rb") as handle:
         end = line_start(handle, whole.start + CHUNK_BYTES)
     stamps = np.concatenate([p[EVENT_TS] for p in reader.chunks(whole.start, end, 0)]
