@@ -45,7 +45,7 @@ from cepplan.engine_adapter.local.workers import (
     sendable,
     started_as_worker,
 )
-from cepplan.engine_adapter.runtime.contiguity import Timeline, timelines
+from cepplan.engine_adapter.runtime.contiguity import Timeline, stamp_only, timelines
 from cepplan.engine_adapter.runtime.job import Covered, Job, job_from_json
 from cepplan.engine_adapter.runtime.memory import MEMORY_VARIABLE, budget, peak_resident
 from cepplan.engine_adapter.runtime.shared_nodes import used_sharing
@@ -129,8 +129,9 @@ class RangeReader:
         self.source = {**reader["source"], "header": False, "columns": list(file.names)}
         self.attributes, self.time_unit = reader["attributes"], reader["time_unit"]
         self.positions = not reader["source"].get("id_column")
-        self.used = {o.type for p in job.patterns for o in p.operands}
         self.timelines = self.stamping() if stamped else []
+        self.timing = stamp_only(job.patterns, job.stages, self.timelines)
+        self.used = {o.type for p in job.patterns for o in p.operands} - self.timing.types
         self.wanted = wanted_columns(job) + [t.column for t in self.timelines]
         self.covered = Covered()  # the good rows' time, margins included (`Job.span`)
         self.own = RangeRead()
@@ -162,7 +163,8 @@ class RangeReader:
                 position += len(text)
                 base = before
                 for batch in read_batches([self.file.path], self.source, self.attributes,
-                                          self.time_unit, only_types=self.used, text=text):
+                                          self.time_unit, only_types=self.used,
+                                          stamp_only=self.timing, text=text):
                     before += batch.read
                     self.rows_seen += batch.read
                     self.covered.add(*batch.covered)
@@ -173,8 +175,7 @@ class RangeReader:
                     frame = batch.columns()
                     if self.positions:
                         frame.data[EVENT_ID] = frame.data[EVENT_ID] + base
-                    for timeline in self.timelines:
-                        timeline.stamp(frame)
+                    batch.stamp(self.timelines)
                     part = tagged_rows(frame, self.job, self.wanted)
                     if own and len(part):
                         stamps = part[EVENT_TS]
