@@ -90,6 +90,8 @@ def _bounds(operand: Operand) -> dict[str, int]:
 def _pattern(pattern: Pattern, plan: Plan) -> dict[str, Any]:
     chosen = plan.patterns[pattern.name]
     reported = {"reported_as": pattern.reported_as} if pattern.reported_as else {}
+    if pattern.timed_out:
+        reported["timed_out"] = pattern.timed_out
     return {
         **reported,
         "name": pattern.name,

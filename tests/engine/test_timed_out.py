@@ -1,0 +1,77 @@
+"""Timed-out partial matches (`"timed_out": true`) on the in-process engine equal the
+brute-force reference written from their definition, on random streams with equal timestamps
+and several partition keys, under every evaluation order."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from cepplan.engine_adapter.job_spec import job_data
+from cepplan.engine_adapter.runtime.job import job_from_json
+from cepplan.engine_adapter.runtime.local import run_local
+from cepplan.planner.plan import trivial_plan
+from tests.engine.reference_matcher import canonical
+from tests.engine.reference_timed_out import timed_out_matches
+from tests.engine.test_matcher_vs_reference import frame, with_orders
+from tests.engine.workloads import TYPES, workload
+
+SEQUENCES = {
+    "join": {"name": "p", "structure": ["SEQ", "a:A", "b:B", "c:C"],
+             "where": ["a.v < b.v", "c.v > 1"], "within": 4},
+    "same_type": {"name": "p", "structure": ["SEQ", "a:A", "b:A", "c:A"],
+                  "where": ["a.v <= b.v", "c.w > a.w"], "within": 3},
+    "keyed": {"name": "p", "structure": ["SEQ", "a:A", "b:B", "c:A", "d:C"],
+              "where": ["b.v > a.v", "c.v != b.v", "d.w >= a.w"],
+              "partition_by": ["k"], "within": 5},
+    "pair": {"name": "p", "structure": ["SEQ", "a:B", "b:B"], "where": ["b.v == a.v"],
+             "within": 2},
+}
+
+EVENT = st.tuples(st.sampled_from(TYPES), st.integers(0, 8), st.integers(0, 4),
+                  st.sampled_from([0.5, 2.0]), st.sampled_from(["x", "y", "z"]))
+
+
+def found(result) -> list:
+    """The timed-out partial matches a run wrote, each as (k, timeout, its events)."""
+    return sorted((m["timed_out"]["k"], m["timed_out"]["at"], canonical(m))
+                  for name, matches in result.matches.items() for m in matches
+                  if "timed_out" in m)
+
+
+@pytest.mark.parametrize("ties", ["strict", "allow"])
+@pytest.mark.parametrize("name", sorted(SEQUENCES))
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(rows=st.lists(EVENT, max_size=12), chunk=st.integers(1, 5), data=st.data())
+def test_timed_out_equals_reference(name, ties, rows, chunk, data):
+    spec = copy.deepcopy(SEQUENCES[name])
+    plain = workload([spec], seq_ties=ties)
+    wl = workload([spec | {"timed_out": True}], seq_ties=ties)
+    events = frame(rows)
+    plan = with_orders(trivial_plan(wl), wl, data)
+    result = run_local(events, job_from_json(job_data(wl, plan)), chunk_events=chunk)
+    expected = sorted((m["timed_out"]["k"], m["timed_out"]["at"], canonical(m))
+                      for m in timed_out_matches(plain, "p", events))
+    assert found(result) == expected
+    assert len(set(expected)) == len(expected)
+    full = run_local(events, job_from_json(job_data(plain, trivial_plan(plain))))
+    assert sorted(map(canonical, result.matches["p"])) == \
+        sorted(map(canonical, full.matches["p"])), "timed_out changed the pattern's matches"
+
+
+def test_worked_example():
+    """A(v=1)@0, B(v=2)@1, A(v=3)@2, C(v=0)@3, B(v=0)@9, C(v=5)@12 under
+    SEQ(a:A, b:B, c:C) with a.v < b.v, c.v > 1 within 4: (A@0, B@1) is never followed by a C
+    with v > 1 within 4 (times out at 4, k=2); A@2 has no later B with v > 3 within 4 (times
+    out at 6, k=1); A@0 alone was extended by B@1."""
+    rows = [("A", 0, 1, 0.5, "x"), ("B", 1, 2, 0.5, "x"), ("A", 2, 3, 0.5, "x"),
+            ("C", 3, 0, 0.5, "x"), ("B", 9, 0, 0.5, "x"), ("C", 12, 5, 0.5, "x")]
+    wl = workload([SEQUENCES["join"] | {"timed_out": True}])
+    result = run_local(frame(rows), job_from_json(job_data(wl, trivial_plan(wl))))
+    written = sorted((m["timed_out"]["k"], m["timed_out"]["at"],
+                      [e["id"] for e in m["events"].values()])
+                     for matches in result.matches.values() for m in matches)
+    assert written == [(1, 6.0, [2]), (2, 4.0, [0, 1])]
