@@ -62,6 +62,11 @@ def check_parquet_output(workload: Workload, plan: Plan) -> None:
                                 f"patterns[{workload.pattern(err.pattern).index}]",
                                 err.problem) from None
     for pattern in workload.patterns:
+        if pattern.timed_out:
+            raise InputError.single(workload.path or "<workload>",
+                                    f"patterns[{pattern.index}].timed_out",
+                                    f"{pattern.reported_as}'s timed-out partial matches are "
+                                    "written as JSON lines only: drop --format parquet")
         if pattern.reported_as:
             raise InputError.single(workload.path or "<workload>",
                                     f"patterns[{pattern.index}].structure",

@@ -12,6 +12,7 @@ matches written under NAME with `k` and the timeout.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
 from types import MappingProxyType
 
@@ -23,11 +24,16 @@ def timed_out_name(name: str, k: int) -> str:
     return f"{name}__timed_out_{k}"
 
 
-def timed_out_problem(pattern: Pattern, spec_strategy: object, has_contexts: bool) -> str | None:
+def timed_out_problem(pattern: Pattern, spec_strategy: str | Mapping[str, str],
+                      has_contexts: bool) -> str | None:
     """Why `pattern` (the user's, as built) cannot report timed-out partial matches, or None."""
     if pattern.operator != "SEQ":
         return (f"timed-out partial matches are prefixes of a sequence: {pattern.operator} "
                 "patterns have none; use SEQ")
+    named = [spec_strategy] if isinstance(spec_strategy, str) else [*spec_strategy.values()]
+    if set(named) - {"any"}:
+        return ("timed-out partial matches are defined under strategy \"any\" only (a next "
+                "or strict strategy changes which events extend a prefix)")
     if pattern.negated:
         return ("timed-out partial matches are not supported with NOT operands ("
                 + ", ".join(o.var for o in pattern.negated) + ")")
@@ -41,9 +47,6 @@ def timed_out_problem(pattern: Pattern, spec_strategy: object, has_contexts: boo
                 f"{what}")
     if len(pattern.positive) < 2:
         return "the pattern binds one event: a partial match of it cannot time out"
-    if spec_strategy != "any":
-        return ("timed-out partial matches are defined under strategy \"any\" only (a next "
-                "or strict strategy changes which events extend a prefix)")
     if has_contexts:
         return "timed-out partial matches are not supported in a workload with contexts"
     return None

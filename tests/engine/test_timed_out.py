@@ -5,6 +5,8 @@ and several partition keys, under every evaluation order."""
 from __future__ import annotations
 
 import copy
+import tempfile
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -13,10 +15,12 @@ from hypothesis import strategies as st
 from cepplan.engine_adapter.job_spec import job_data
 from cepplan.engine_adapter.runtime.job import job_from_json
 from cepplan.engine_adapter.runtime.local import run_local
+from cepplan.engine_adapter.runtime.timed_out_counts import with_timed_out
 from cepplan.planner.plan import trivial_plan
 from tests.engine.reference_matcher import canonical
 from tests.engine.reference_timed_out import timed_out_matches
 from tests.engine.test_matcher_vs_reference import frame, with_orders
+from tests.engine.test_stream_matches import stream
 from tests.engine.workloads import TYPES, workload
 
 SEQUENCES = {
@@ -75,3 +79,33 @@ def test_worked_example():
                       [e["id"] for e in m["events"].values()])
                      for matches in result.matches.values() for m in matches)
     assert written == [(1, 6.0, [2]), (2, 4.0, [0, 1])]
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(rows=st.lists(EVENT, max_size=12), cuts=st.lists(st.integers(1, 11), max_size=4))
+def test_a_stream_writes_the_reference_timed_out_matches(rows, cuts):
+    """Fed as a live stream in micro-batches (in time order, no delay), the matches written
+    are the batch reference's: a partial match is written once the watermark passes its
+    timeout, and metrics.json counts them per prefix length."""
+    rows = sorted(rows, key=lambda r: r[1])  # ids are arrival positions
+    spec = SEQUENCES["keyed"]
+    plain = workload([spec])
+    wl = positional(workload([spec | {"timed_out": True}], csv=True))
+    events = frame(rows)
+    with tempfile.TemporaryDirectory() as folder:
+        data = job_data(wl, trivial_plan(wl))
+        got, late, metrics = stream(wl, data, events, 0.0, cuts, Path(folder))
+    assert late == []
+    expected = timed_out_matches(plain, "p", events)
+    full = run_local(events, job_from_json(job_data(plain, trivial_plan(plain))))
+    assert got.get("p", []) == sorted(map(canonical, expected + full.matches["p"]))
+    by_k = {str(k): sum(m["timed_out"]["k"] == k for m in expected) for k in (1, 2, 3)}
+    assert with_timed_out(metrics, data["patterns"])["timed_out"] == {"p": by_k}
+
+
+def positional(wl):
+    """`wl` reading its CSV events without their id column: ids are row positions, continued
+    over the stream's reads (`StreamMatcher`'s `positional_ids`)."""
+    from dataclasses import replace
+
+    return replace(wl, source=replace(wl.source, id_column=None))
