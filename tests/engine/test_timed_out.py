@@ -5,6 +5,7 @@ and several partition keys, under every evaluation order."""
 from __future__ import annotations
 
 import copy
+import json
 import tempfile
 from pathlib import Path
 
@@ -109,3 +110,36 @@ def positional(wl):
     from dataclasses import replace
 
     return replace(wl, source=replace(wl.source, id_column=None))
+
+
+def test_cepplan_run_names_them_by_their_pattern(tmp_path):
+    """`cepplan run`: the worked example plus an A at 10, whose timeout (14) lies past the
+    last event (12): the table names the hidden patterns by the user's pattern and k, that A
+    is warned of in the pattern's words, and metrics.json counts per k."""
+    from cepplan.stats.synth_write import write_events
+    from tests.engine.workloads import CSV_SOURCE
+    from tests.in_process import cepplan
+
+    rows = [("A", 0, 1, 0.5, "x"), ("B", 1, 2, 0.5, "x"), ("A", 2, 3, 0.5, "x"),
+            ("C", 3, 0, 0.5, "x"), ("B", 9, 0, 0.5, "x"), ("A", 10, 9, 0.5, "x"),
+            ("C", 12, 5, 0.5, "x")]
+    raw = {"format": "cepplan.workload/1", "time_unit": "s", "source": CSV_SOURCE,
+           "event_types": {t: {"attributes": {"v": "long", "w": "double", "k": "string"}}
+                           for t in TYPES},
+           "patterns": [SEQUENCES["join"] | {"timed_out": True}],
+           "statistics": {"rates": {"A": 1, "B": 1, "C": 1}}}
+    (tmp_path / "workload.json").write_text(json.dumps(raw))
+    write_events(frame(rows), workload(raw["patterns"], csv=True), tmp_path / "events.csv")
+    assert cepplan("optimize", "workload.json", "-o", "plan.json", "-q",
+                   cwd=tmp_path).returncode == 0
+    run = cepplan("run", "plan.json", "events.csv", "-o", "out", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    assert "p timed out k=1 " in run.stdout and "p timed out k=2 " in run.stdout
+    assert "__timed_out" not in run.stdout + run.stderr
+    assert "warning: pattern p: 1 partial match(es) of 1 event(s) not timed out yet" in \
+        run.stderr
+    metrics = json.loads((tmp_path / "out" / "metrics.json").read_text())
+    assert metrics["timed_out"] == {"p": {"1": 1, "2": 1}}
+    lines = (tmp_path / "out" / "matches" / "part-00000.jsonl").read_text().splitlines()
+    assert sorted(json.loads(line).get("timed_out", {}).get("at", -1) for line in lines) == \
+        [4.0, 6.0]
