@@ -143,3 +143,20 @@ def test_cepplan_run_names_them_by_their_pattern(tmp_path):
     lines = (tmp_path / "out" / "matches" / "part-00000.jsonl").read_text().splitlines()
     assert sorted(json.loads(line).get("timed_out", {}).get("at", -1) for line in lines) == \
         [4.0, 6.0]
+
+
+def test_show_lists_the_hidden_patterns_under_their_pattern():
+    """`cepplan show`: each hidden pattern one line under the user's pattern, not a pattern
+    of its own (the detection graph, the planner's view, still has them)."""
+    from cepplan.cli.show_cmd import describe
+
+    lines = describe(workload([SEQUENCES["join"] | {"timed_out": True}]))
+    at = lines.index("  p = SEQ(a:A, b:B, c:C)  within 4 s")
+    hidden = [line for line in lines[at:] if line.startswith("    timed-out")]
+    assert hidden == ["    timed-out partial matches of 1 event(s): SEQ(a:A, !b:B), planned as "
+                      "p__timed_out_1",
+                      "    timed-out partial matches of 2 event(s): SEQ(a:A, b:B, !c:C), "
+                      "planned as p__timed_out_2"]
+    listed = lines[lines.index("patterns:"):next(i for i, line in enumerate(lines)
+                                                  if line.startswith("detection graph"))]
+    assert not any(line.startswith("  p__timed_out") for line in listed)
