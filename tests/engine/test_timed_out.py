@@ -113,8 +113,9 @@ def positional(wl):
 
 
 def test_cepplan_run_names_them_by_their_pattern(tmp_path):
-    """`cepplan run`: the worked example plus an A at 10, whose timeout (14) lies past the
-    last event (12): the table names the hidden patterns by the user's pattern and k, that A
+    """`cepplan optimize` and `run`: the worked example plus an A at 10, whose timeout (14)
+    lies past the last event (12): the tables name the hidden patterns by the user's pattern
+    and k, that A
     is warned of in the pattern's words, and metrics.json counts per k."""
     from cepplan.stats.synth_write import write_events
     from tests.engine.workloads import CSV_SOURCE
@@ -130,8 +131,9 @@ def test_cepplan_run_names_them_by_their_pattern(tmp_path):
            "statistics": {"rates": {"A": 1, "B": 1, "C": 1}}}
     (tmp_path / "workload.json").write_text(json.dumps(raw))
     write_events(frame(rows), workload(raw["patterns"], csv=True), tmp_path / "events.csv")
-    assert cepplan("optimize", "workload.json", "-o", "plan.json", "-q",
-                   cwd=tmp_path).returncode == 0
+    planned = cepplan("optimize", "workload.json", "-o", "plan.json", cwd=tmp_path)
+    assert planned.returncode == 0, planned.stderr
+    assert "p timed out k=1 " in planned.stdout and "__timed_out" not in planned.stdout
     run = cepplan("run", "plan.json", "events.csv", "-o", "out", cwd=tmp_path)
     assert run.returncode == 0, run.stderr
     assert "p timed out k=1 " in run.stdout and "p timed out k=2 " in run.stdout
