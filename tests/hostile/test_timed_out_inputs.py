@@ -60,13 +60,17 @@ def test_contexts_are_refused(cli, fraud):
     cli("validate", path).one_error(f"{path}: patterns[0].timed_out: ", "contexts")
 
 
-def test_parquet_output_is_refused(cli, fraud):
+@pytest.mark.parametrize("follow", [False, True])
+def test_parquet_output_is_refused(cli, fraud, follow):
+    """A batch run and a live stream alike: before anything runs."""
     path = fraud / "workload.json"
     workload = json.loads(path.read_text())
     workload["patterns"][0]["timed_out"] = True
     path.write_text(json.dumps(workload))
     plan, out = fraud / "plan.json", fraud / "out"
     assert cli("optimize", path, "-o", plan, "-q").code == 0
-    result = cli("run", plan, fraud / "events.csv", "-o", out, "--format", "parquet", "-q")
+    (fraud / "in").mkdir()
+    events = ("--follow", fraud / "in") if follow else (fraud / "events.csv",)
+    result = cli("run", plan, *events, "-o", out, "--format", "parquet", "-q")
     result.one_error(f"{path}: patterns[0].timed_out: ", "JSON lines only")
     assert not out.exists()
