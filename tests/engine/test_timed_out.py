@@ -162,3 +162,29 @@ def test_show_lists_the_hidden_patterns_under_their_pattern():
     listed = lines[lines.index("patterns:"):next(i for i, line in enumerate(lines)
                                                   if line.startswith("detection graph"))]
     assert not any(line.startswith("  p__timed_out") for line in listed)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_shared_plan_finds_the_reference_timed_out_matches(seed):
+    """Planned with sharing (tabu search), the hidden patterns share the pattern's prefix
+    subtrees: the same lines with and without sharing, the reference's."""
+    import random
+
+    from cepplan.engine_adapter.runtime.shared_nodes import sharing_plan
+    from cepplan.planner.evaluation import EvaluationSettings, evaluation
+
+    rng = random.Random(seed)
+    rows = [(rng.choice(TYPES), rng.randint(0, 14), rng.randint(0, 4), 0.5, "x")
+            for _ in range(30)]
+    spec = SEQUENCES["join"]
+    plain = workload([spec], seq_ties="allow")
+    wl = workload([spec | {"timed_out": True}], seq_ties="allow")
+    plan = evaluation(wl, wl.statistics, trivial_plan(wl),
+                      EvaluationSettings("tabu", "edge", 0.5, seed=1))
+    job = job_from_json(job_data(wl, plan))
+    assert sharing_plan(job).uses, "no subtree was shared"
+    events = frame(rows)
+    expected = sorted((m["timed_out"]["k"], m["timed_out"]["at"], canonical(m))
+                      for m in timed_out_matches(plain, "p", events))
+    for share in (True, False):
+        assert found(run_local(events, job, share=share)) == expected, share
