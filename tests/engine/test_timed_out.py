@@ -188,3 +188,26 @@ def test_a_shared_plan_finds_the_reference_timed_out_matches(seed):
                       for m in timed_out_matches(plain, "p", events))
     for share in (True, False):
         assert found(run_local(events, job, share=share)) == expected, share
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_pattern_above_sees_only_the_matches(seed):
+    """A pattern binding one with `timed_out` (a hierarchy) gets its complete matches as
+    events, never its timed-out partial matches: the reference's matches, with and without."""
+    import random
+
+    from tests.engine.reference_matcher import reference_matches
+
+    low = {"name": "low", "structure": ["SEQ", "a:A", "b:B"], "where": ["a.v < b.v"],
+           "within": 3, "emit": {"s": "a.v + b.v"}}
+    high = {"name": "high", "structure": ["SEQ", "p:low", "c:C"], "where": ["c.v < p.s"],
+            "within": 4}
+    rng = random.Random(seed)
+    events = frame([(rng.choice(TYPES), rng.randint(0, 12), rng.randint(0, 4), 0.5, "x")
+                    for _ in range(25)])
+    wl = workload([low | {"timed_out": True}, high])
+    result = run_local(events, job_from_json(job_data(wl, trivial_plan(wl))))
+    expected = reference_matches(workload([low, high]), events)
+    for name in ("low", "high"):
+        assert sorted(map(canonical, result.matches[name])) == \
+            sorted(map(canonical, expected[name])), name
