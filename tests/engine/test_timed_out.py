@@ -211,3 +211,31 @@ def test_a_pattern_above_sees_only_the_matches(seed):
     for name in ("low", "high"):
         assert sorted(map(canonical, result.matches[name])) == \
             sorted(map(canonical, expected[name])), name
+
+
+def test_workers_write_the_reference_timed_out_matches(tmp_path):
+    """`--workers 2` (many small byte ranges): the same files and counts as one worker, and
+    the reference's timed-out partial matches."""
+    import random
+
+    from cepplan.stats.synth_write import write_events
+    from tests.engine.test_local_engine import read_matches
+    from tests.engine.test_local_workers import _run, _same_runs
+
+    rng = random.Random(7)
+    rows = sorted([(rng.choice(TYPES), rng.randint(0, 150), rng.randint(0, 4), 0.5,
+                    rng.choice("xyz")) for _ in range(300)], key=lambda r: r[1])
+    spec = SEQUENCES["keyed"]
+    wl = workload([spec | {"timed_out": True}], csv=True)
+    events = frame(rows)
+    path = tmp_path / "events.csv"
+    write_events(events, wl, path)
+    data = job_data(wl, trivial_plan(wl))
+    one = _same_runs(data, [str(path)], tmp_path, (2,))
+    assert _run(data, [str(path)], tmp_path / "again", 2)["timed_out"] == one["timed_out"]
+    plain = workload([spec])
+    expected = timed_out_matches(plain, "p", events)
+    full = run_local(events, job_from_json(job_data(plain, trivial_plan(plain))))
+    assert read_matches(tmp_path / "w1")["p"] == \
+        sorted(map(canonical, expected + full.matches["p"]))
+    assert sum(one["timed_out"]["p"].values()) == len(expected) > 20
