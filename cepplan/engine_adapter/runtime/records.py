@@ -172,8 +172,8 @@ class Renderer:
         sizes = [len(ranks) for ranks in used.values()]
         label_texts = _repeated([labels[v] for v in used], sizes)
         if spec.timed_out:  # the first event's piece opens with its timeout
-            label_texts = pa.concat_arrays([self._timed_out_heads(spec, used[names[0]]),
-                                            label_texts[sizes[0]:]])
+            label_texts = pa.concat_arrays([
+                self._timed_out_heads(spec, names[0], used[names[0]]), label_texts[sizes[0]:]])
         fixed = pc.binary_join_element_wise(
             label_texts,
             self.event_texts(np.concatenate([np.empty(0, np.int64), *used.values()])),
@@ -207,10 +207,10 @@ class Renderer:
                 last - first, pa.py_buffer(np.ascontiguousarray(offsets)), pieces.buffers()[2]))
         return pa.chunked_array(chunks, pa.large_string())
 
-    def _timed_out_heads(self, spec: PatternSpec, ranks: np.ndarray) -> pa.LargeStringArray:
-        """A timed-out partial match's opening, per event its first variable binds: the user's
-        pattern, `k` and the timeout (that event's timestamp plus the window)."""
-        first = next(o.var for o in spec.operands if o.position == 0)
+    def _timed_out_heads(self, spec: PatternSpec, first: str,
+                         ranks: np.ndarray) -> pa.LargeStringArray:
+        """A timed-out partial match's opening, per event its first variable `first` binds:
+        the user's pattern, `k` and the timeout (that event's timestamp plus the window)."""
         head = (f'{{"pattern": {json.dumps(spec.output_name)}, "timed_out": '
                 f'{{"k": {spec.timed_out}, "at": ')
         tail = f'}}, "events": {{{json.dumps(first)}: '
