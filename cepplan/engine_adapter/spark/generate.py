@@ -110,6 +110,7 @@ SHIPPED = (
     "engine_adapter/runtime/spec.py",
     "engine_adapter/runtime/table.py",
     "engine_adapter/runtime/tagging.py",
+    "engine_adapter/runtime/timed_out_counts.py",
     "workload/columns.py",
     "workload/expr/bounds.py",
     "workload/durations.py",
@@ -159,6 +160,7 @@ SHIPPED = (
     "workload/strategies.py",
     "workload/alternation.py",
     "workload/optional.py",
+    "workload/timed_out.py",
     "workload/expr/evaluate.py",
     "workload/structure.py",
 )

@@ -34,6 +34,7 @@ from cepplan.engine_adapter.local.checkpoint import job_digest
 from cepplan.engine_adapter.local.stream_source import END_MARKER, tcp_address
 from cepplan.engine_adapter.runtime.arrivals import latency_figures
 from cepplan.engine_adapter.runtime.job import job_from_json
+from cepplan.engine_adapter.runtime.timed_out_counts import with_timed_out
 from cepplan.engine_adapter.spark.stream_state import (
     FIGURES,
     INPUT,
@@ -108,6 +109,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         spark.stop()
     metrics["stream"]["stopped_by_signal"] = stopped
+    with_timed_out(metrics, data["patterns"])
     write_bytes_atomic(Path(args.out) / "metrics.json", json.dumps(metrics, indent=2).encode())
     return 0
 
