@@ -2,10 +2,12 @@
 job reports (on its progress line) re-planned as the in-process stream re-plans
 (`adaptation.replan_for`), and a plan worth a switch published to the checkpoint's plans
 folder (`stream_plans.py`), where the job takes it up at its next micro-batch, and kept as
-OUT/plans/plan-N.json. What was published is the record: a restart goes on from it."""
+OUT/plans/plan-N.json. The plans published, and the re-plans that published none
+(CHECKPOINT/replans-kept.json), are the record: a restart goes on from it."""
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -14,8 +16,11 @@ from typing import Any
 from cepplan.adaptive.adaptation import MIN_GAIN, replan_for
 from cepplan.engine_adapter.job_spec import job_data
 from cepplan.engine_adapter.spark.stream_plans import PLANS_FOLDER, publish_plan, published
+from cepplan.fileio import write_bytes_atomic
 from cepplan.planner.plan import Plan, read_plan, write_plan
 from cepplan.workload.model import Workload
+
+KEPT = "replans-kept.json"  # in the checkpoint: the re-plans that published no plan
 
 
 class StreamReplanner:
@@ -31,8 +36,10 @@ class StreamReplanner:
         self.records = [p["replan"] for p in published(self.folder)]  # a restart's too
         last = [r["plan_file"] for r in self.records]
         self.plan = read_plan(out / last[-1]).to_json() if last else plan.to_json()
-        self.kept: list[dict[str, Any]] = []  # the re-plans that published nothing
-        self.handled = {r["reported_at"] for r in self.records}
+        self.kept_file = checkpoint / KEPT  # the re-plans that published nothing
+        self.kept: list[dict[str, Any]] = json.loads(self.kept_file.read_text()) \
+            if self.kept_file.exists() else []
+        self.handled = {r["reported_at"] for r in self.records + self.kept}
 
     def __call__(self, figures: dict[str, Any]) -> None:
         """Re-plan for the drift a micro-batch reported, if any (once each)."""
@@ -53,22 +60,27 @@ class StreamReplanner:
             if not any("refused" in r for r in self.kept):
                 self.warn(f"re-planning refused at watermark {drift['watermark']:g}: "
                           f"{err.message}; the stream goes on")
-            self.kept.append({**record, "refused": err.message})
+            self._keep({**record, "refused": err.message})
             return
         record.update(modelled_gain=made.gain,
                       replan_seconds=round(time.perf_counter() - clock, 3))
         if not (made.changes and made.gain >= MIN_GAIN):
-            self.kept.append(record)
+            self._keep(record)
             return
         number = len(self.records) + 1
         record.update(changes=made.changes, plan_file=f"plans/plan-{number}.json")
         (self.out / "plans").mkdir(parents=True, exist_ok=True)
         write_plan(made.plan, self.out / record["plan_file"])
         data = job_data(self.workload, made.plan, plan_kind=self.job["plan"]["kind"])
-        data["adaptive"] = {**self.job["adaptive"], "invariants": made.plan.invariants}
+        self.plan = made.plan.to_json()
+        data["adaptive"] = {**self.job["adaptive"], "invariants": self.plan["invariants"]}
         publish_plan(self.folder, number, {**data, "replan": record})
         self.records.append(record)
-        self.plan = made.plan.to_json()
+
+    def _keep(self, record: dict[str, Any]) -> None:
+        """Record a re-plan that published nothing (in the checkpoint: a restart keeps it)."""
+        self.kept.append(record)
+        write_bytes_atomic(self.kept_file, json.dumps(self.kept).encode())
 
     def finish(self, stream: dict[str, Any]) -> None:
         """metrics.json's `stream.replans`: each re-plan, a published one with where the
