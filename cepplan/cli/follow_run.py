@@ -177,9 +177,6 @@ def switch_lines(stream: dict, time_text: Callable[[float], str]) -> list[str]:
         lines.append(f"re-planned at micro-batch {record['micro_batch']} (watermark "
                      f"{time_text(record['watermark'])})"
                      f"{_took(record.get('replan_seconds'))}: {'; '.join(record['reason'])}")
-        if "refused" in record:
-            lines.append(f"  re-planning refused: {record['refused']}; the plan stayed")
-            continue
         what = "; ".join(record["changes"]) if record["changes"] else "the plan stayed the same"
         measured = f"; throughput {_rate(record['throughput_before'])} -> " \
             f"{_rate(record['throughput_after'])} events/s" if "throughput_before" in record \

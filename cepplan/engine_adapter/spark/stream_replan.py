@@ -85,7 +85,8 @@ class StreamReplanner:
     def finish(self, stream: dict[str, Any]) -> None:
         """metrics.json's `stream.replans`: each re-plan, a published one with where the
         stream switched to it (`micro_batch`, `watermark`) or `switched` false when the
-        stream ended first; each drift record's statistics document traded for its rates."""
+        stream ended first, and `stream.replans_refused` (the planner's reasons), as the
+        in-process stream's; each drift record's statistics document traded for its rates."""
         switches = {s["plan_file"]: s for s in stream.get("switches", [])}
         replans = []
         for record in self.records:
@@ -93,7 +94,9 @@ class StreamReplanner:
             replans.append({**record, "switched": switch is not None,
                             **({"micro_batch": switch["micro_batch"],
                                 "watermark": switch["watermark"]} if switch else {})})
-        stream["replans"] = sorted(replans + self.kept, key=lambda r: r["reported_at"])
+        kept = [r for r in self.kept if "refused" not in r]
+        stream["replans"] = sorted(replans + kept, key=lambda r: r["reported_at"])
+        stream["replans_refused"] = [r["refused"] for r in self.kept if "refused" in r]
         for record in stream.get("drifts", []):
             document = record.pop("statistics", None)
             if document is not None:
