@@ -158,3 +158,17 @@ def test_a_published_plan_is_whole_and_read_back_in_order(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == \
         ["plan-1.json", "plan-10.json", "plan-2.json"]  # no temporary left, none hidden
     assert [p["n"] for p in published(tmp_path)] == [1, 2, 10]
+
+
+def test_the_progress_line_shows_the_last_switch(capsys):
+    from cepplan.engine_adapter.spark.follow import _Progress
+
+    meter = _Progress(PLANS[0])
+    figures = {"rate": 10.0, "watermark": 60.0, "matches": 3, "late_events": 0,
+               "state_rows": 5, "latency": None}
+    meter(figures)
+    meter({**figures, "switch": {"micro_batch": 8, "watermark": 59.0, "plan_file": "plan-1"}})
+    meter(figures)
+    before, *after = capsys.readouterr().err.split("\r")[1:]
+    assert "switched" not in before
+    assert all("  plan switched at batch 8\x1b[K" in line for line in after), after
