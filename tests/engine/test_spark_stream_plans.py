@@ -157,7 +157,11 @@ def test_a_published_plan_is_whole_and_read_back_in_order(tmp_path):
             f"plan-{number}.json"
     assert sorted(p.name for p in tmp_path.iterdir()) == \
         ["plan-1.json", "plan-10.json", "plan-2.json"]  # no temporary left, none hidden
-    assert [p["n"] for p in published(tmp_path)] == [1, 2, 10]
+    (tmp_path / "plan-3.json").write_text("{")  # dropped by hand, half-written
+    (tmp_path / "plan-x.json").write_text("{}")
+    assert {n: p and p["n"] for n, p in published(tmp_path).items()} == \
+        {1: 1, 2: 2, 3: None, 10: 10}
+    assert list(published(tmp_path)) == [1, 2, 3, 10]
 
 
 def test_the_progress_line_shows_the_last_switch(capsys):

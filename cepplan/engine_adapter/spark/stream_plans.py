@@ -36,12 +36,18 @@ def publish_plan(folder: Path, number: int, data: dict[str, Any]) -> str:
     return name
 
 
-def published(folder: Path) -> list[dict[str, Any]]:
-    """The job data of the plans in `folder`, in their order (`plan-N.json` by N)."""
-    files = sorted(folder.glob("plan-*.json"),
-                   key=lambda p: int(p.stem.removeprefix("plan-")) if
-                   p.stem.removeprefix("plan-").isdigit() else -1)
-    return [json.loads(p.read_text()) for p in files]
+def published(folder: Path) -> dict[int, dict[str, Any] | None]:
+    """The plans in `folder` by N (`plan-N.json`), in order: each one's JSON (None: not
+    JSON, a file dropped by hand)."""
+    found: dict[int, dict[str, Any] | None] = {}
+    for path in folder.glob("plan-*.json"):
+        number = path.stem.removeprefix("plan-")
+        if number.isdigit():
+            try:
+                found[int(number)] = json.loads(path.read_text())
+            except ValueError:
+                found[int(number)] = None
+    return dict(sorted(found.items()))
 
 
 def plan_to_switch(text: str, name: str, data: dict[str, Any]) -> tuple[Job, dict[str, Any]]:

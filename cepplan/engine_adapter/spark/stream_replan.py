@@ -33,7 +33,10 @@ class StreamReplanner:
         self.workload, self.job, self.out, self.warn = workload, job, out, warn
         self.folder = checkpoint / PLANS_FOLDER
         self.folder.mkdir(parents=True, exist_ok=True)
-        self.records = [p["replan"] for p in published(self.folder)]  # a restart's too
+        plans = published(self.folder)  # a restart's too, and any dropped by hand
+        self.number = max(plans, default=0)
+        self.records = [p["replan"] for p in plans.values()
+                        if isinstance(p, dict) and "replan" in p]
         last = [r["plan_file"] for r in self.records]
         self.plan = read_plan(out / last[-1]).to_json() if last else plan.to_json()
         self.kept_file = checkpoint / KEPT  # the re-plans that published nothing
@@ -67,14 +70,14 @@ class StreamReplanner:
         if not (made.changes and made.gain >= MIN_GAIN):
             self._keep(record)
             return
-        number = len(self.records) + 1
-        record.update(changes=made.changes, plan_file=f"plans/plan-{number}.json")
+        self.number += 1
+        record.update(changes=made.changes, plan_file=f"plans/plan-{self.number}.json")
         (self.out / "plans").mkdir(parents=True, exist_ok=True)
         write_plan(made.plan, self.out / record["plan_file"])
         data = job_data(self.workload, made.plan, plan_kind=self.job["plan"]["kind"])
         self.plan = made.plan.to_json()
         data["adaptive"] = {**self.job["adaptive"], "invariants": self.plan["invariants"]}
-        publish_plan(self.folder, number, {**data, "replan": record})
+        publish_plan(self.folder, self.number, {**data, "replan": record})
         self.records.append(record)
 
     def _keep(self, record: dict[str, Any]) -> None:
