@@ -176,3 +176,35 @@ def test_the_progress_line_shows_the_last_switch(capsys):
     before, *after = capsys.readouterr().err.split("\r")[1:]
     assert "switched" not in before
     assert all("  plan switched at batch 8\x1b[K" in line for line in after), after
+
+
+def test_a_restarted_driver_keeps_its_records_and_numbers_on(tmp_path):
+    """`cepplan run` restarted from the checkpoint: the re-plans it published and those it
+    kept are its record, a drift it handled is not re-planned again (Spark replays the
+    micro-batch that reported it), and its next plan comes after every plan-N.json."""
+    from cepplan.engine_adapter.spark.stream_replan import KEPT, StreamReplanner
+    from cepplan.planner.plan import write_plan
+
+    fraud = load_workload(EXAMPLES / "fraud" / "workload.json")
+    plan = trivial_plan(fraud)
+    checkpoint, out = tmp_path / "ckpt", tmp_path / "out"
+    (checkpoint / "plans").mkdir(parents=True)
+    write_plan(plan, out / "plans" / "plan-1.json")
+    published_record = {"reported_at": 5, "micro_batch": 5, "watermark": 500.0,
+                        "reason": ["why"], "changes": ["what"], "switched": False,
+                        "plan_file": "plans/plan-1.json", "modelled_gain": 3.0,
+                        "replan_seconds": 1.0}
+    kept_record = {**published_record, "reported_at": 9, "micro_batch": 9, "changes": [],
+                   "plan_file": None, "modelled_gain": 1.0}
+    publish_plan(checkpoint / "plans", 1, {**job_data(fraud, plan), "replan": published_record})
+    publish_plan(checkpoint / "plans", 4, job_data(fraud, plan))  # dropped by hand
+    (checkpoint / KEPT).write_text(json.dumps([kept_record]))
+    replanner = StreamReplanner(fraud, plan, job_data(fraud, plan), checkpoint, out, print)
+    assert replanner.number == 4 and replanner.handled == {5, 9}
+    replanner({"drift": {"micro_batch": 9, "watermark": 900.0, "reason": ["again"]}})
+    stream = {"switches": [{"micro_batch": 7, "watermark": 650.0, "plan_file": "plan-1.json"}],
+              "drifts": [{"micro_batch": 5, "statistics": {"types": {"A": {"rate": 2.0}}}}]}
+    replanner.finish(stream)
+    assert stream["replans"] == [{**published_record, "switched": True, "micro_batch": 7,
+                                  "watermark": 650.0}, kept_record]
+    assert stream["replans_refused"] == [] and stream["drifts"][0]["rates"] == {"A": 2.0}
