@@ -171,11 +171,12 @@ def test_the_progress_line_shows_the_last_switch(capsys):
     figures = {"rate": 10.0, "watermark": 60.0, "matches": 3, "late_events": 0,
                "state_rows": 5, "latency": None}
     meter(figures)
-    meter({**figures, "switch": {"micro_batch": 8, "watermark": 59.0, "plan_file": "plan-1"}})
+    meter({**figures, "switch": {"micro_batch": 8, "watermark": 59.0, "plan_file": "plan-1",
+                                 "modelled_gain": 2.5}})
     meter(figures)
     before, *after = capsys.readouterr().err.split("\r")[1:]
     assert "switched" not in before
-    assert all("  plan switched at batch 8\x1b[K" in line for line in after), after
+    assert all("  plan switched at batch 8 (2.50x)\x1b[K" in line for line in after), after
 
 
 def test_a_restarted_driver_keeps_its_records_and_numbers_on(tmp_path):
@@ -202,6 +203,9 @@ def test_a_restarted_driver_keeps_its_records_and_numbers_on(tmp_path):
     replanner = StreamReplanner(fraud, plan, job_data(fraud, plan), checkpoint, out, print)
     assert replanner.number == 4 and replanner.handled == {5, 9}
     replanner({"drift": {"micro_batch": 9, "watermark": 900.0, "reason": ["again"]}})
+    switch = {"micro_batch": 7, "watermark": 650.0, "plan_file": "plan-1.json"}
+    replanner({"switch": switch})
+    assert switch["modelled_gain"] == 3.0  # for the progress line
     stream = {"switches": [{"micro_batch": 7, "watermark": 650.0, "plan_file": "plan-1.json"}],
               "drifts": [{"micro_batch": 5, "statistics": {"types": {"A": {"rate": 2.0}}}}]}
     replanner.finish(stream)

@@ -85,7 +85,9 @@ class _Progress:
     def __call__(self, figures: dict[str, Any]) -> None:
         mark = figures["watermark"]
         if "switch" in figures:
-            self.switch = f"  plan switched at batch {figures['switch']['micro_batch']}"
+            switch = figures["switch"]
+            gain = f" ({switch['modelled_gain']:.2f}x)" if "modelled_gain" in switch else ""
+            self.switch = f"  plan switched at batch {switch['micro_batch']}{gain}"
         sys.stderr.write("\r" + progress_text(
             figures["rate"], "-" if mark is None else self.time_text(mark), figures["matches"],
             figures["late_events"], figures["state_rows"],

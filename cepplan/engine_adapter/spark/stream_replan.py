@@ -45,7 +45,12 @@ class StreamReplanner:
         self.handled = {r["reported_at"] for r in self.records + self.kept}
 
     def __call__(self, figures: dict[str, Any]) -> None:
-        """Re-plan for the drift a micro-batch reported, if any (once each)."""
+        """Re-plan for the drift a micro-batch reported, if any (once each); a switch it
+        reports gains its re-plan's modelled gain (for the progress line)."""
+        if "switch" in figures:
+            for record in self.records:
+                if Path(record["plan_file"]).name == figures["switch"]["plan_file"]:
+                    figures["switch"]["modelled_gain"] = record["modelled_gain"]
         drift = figures.get("drift")
         if drift is None or drift["micro_batch"] in self.handled:
             return
