@@ -9,7 +9,11 @@ a. drift: the fraud workload planned from its inline rates, streamed over a phas
    the matches, which must be the batch run's;
 b. a stationary stream of 10^7 events (10^6 with --quick): re-plans (target 0) and the
    overhead of the online statistics, adaptive vs static (target <= 5 %), the median of
-   interleaved pairs of runs.
+   interleaved pairs of runs;
+c. the drift of a. (--quick's size) on Spark (`--engine spark --master local[2]`): the
+   stream dropped into a directory a file per 250 minutes of event time, each after the last
+   micro-batch committed, static vs adaptive: the stateful step's throughput (events per
+   second of its work), the switch, and the matches, which must be the batch run's.
 """
 
 from __future__ import annotations
@@ -151,8 +155,79 @@ def stationary(scratch: Path, quick: bool) -> None:
           f" load {_load()}")
 
 
+def on_spark(scratch: Path) -> None:
+    workload = fraud_workload()
+    calm, wave, piece = 3_000.0, 3_000.0, 250.0
+    events = drifting_events(workload, [(calm, {}), (wave, WAVE)], seed=1)
+    path, plan = scratch / "spark-drift.csv", scratch / "plan-spark.json"
+    write_events(events, workload, path)
+    _run(["optimize", str(FRAUD), "-o", str(plan), "-q"])
+    _run(["run", str(plan), "-w", str(FRAUD), str(path), "-o", str(scratch / "spark-batch"),
+          "-q"])
+    print(f"\nc. the drift on Spark (local[2]): {len(events):,} events, {calm:g} min at the "
+          f"planned rates, then {wave:g} min of the wave, a file per {piece:g} min; load "
+          f"{_load()}")
+    print(f"{'run':<34} {'wall s':>7} {'work s':>7} {'events/s of work':>17} "
+          f"{'micro-batches':>14}")
+    runs = {}
+    for label, name, extra in (("--engine spark (static plan)", "spark-static", ()),
+                               ("--engine spark --adaptive", "spark-adaptive", ("--adaptive",))):
+        wall, metrics = _spark_stream(events, workload, plan, scratch / name, piece, extra)
+        work = sum(metrics["seconds"].values())
+        runs[label] = (work, metrics)
+        print(f"{label:<34} {wall:>7.1f} {work:>7.2f} {len(events) / work:>17,.0f} "
+              f"{metrics['stream']['micro_batches']:>14}")
+        same = _spark_matches(scratch / name / "out") == _matches(scratch / "spark-batch")
+        print(f"{'':<34} matches equal to the batch run's: {same}")
+    (static, _), (adaptive, metrics) = runs.values()
+    print(f"adaptive / static throughput of the stateful step: {static / adaptive:.2f}x; "
+          f"load {_load()}")
+    for record in metrics["stream"]["replans"]:
+        print(f"  drift reported at micro-batch {record['reported_at']}, re-planned in "
+              f"{record['replan_seconds']:.2f} s, switched: {record['switched']} at "
+              f"micro-batch {record['micro_batch']} (watermark {record['watermark']:,.0f} "
+              f"min); modelled gain {record['modelled_gain']:.2f}x")
+
+
+def _spark_stream(events, workload, plan: Path, folder: Path, piece: float,
+                  extra: tuple[str, ...]) -> tuple[float, dict]:
+    """The events through `cepplan run --follow DIR --engine spark`, a file per `piece`
+    minutes each dropped once the micro-batch before committed: wall seconds, metrics."""
+    source, out, checkpoint = folder / "in", folder / "out", folder / "ckpt"
+    source.mkdir(parents=True)
+    pieces = (events["__ts"] // piece).to_numpy()
+    start = time.perf_counter()
+    follow = subprocess.Popen([*CLI, "run", str(plan), "-w", str(FRAUD), "--follow",
+                               str(source), "-o", str(out), "--checkpoint", str(checkpoint),
+                               "--engine", "spark", "--master", "local[2]", "--trigger", "0.5",
+                               "-q", *extra], env=_env(), cwd=ROOT)
+    try:
+        for number, value in enumerate(sorted(set(pieces))):
+            hidden = source / f".part-{number:03d}.csv"
+            write_events(events[pieces == value], workload, hidden)
+            hidden.rename(source / f"part-{number:03d}.csv")
+            while sum(1 for _ in (checkpoint / "spark" / "commits").glob("[0-9]*")) <= number:
+                if follow.poll() is not None:
+                    raise RuntimeError(f"the stream stopped (exit {follow.returncode})")
+                time.sleep(0.1)
+        (source / "_END").touch()
+        follow.wait()
+    finally:
+        follow.kill()
+        follow.wait()
+    return time.perf_counter() - start, json.loads((out / "metrics.json").read_text())
+
+
+def _spark_matches(out: Path) -> list[str]:
+    """The matches the Spark stream's sink wrote, as `_matches` gives them."""
+    lines = [line for part in sorted((out / "output=matches").glob("part-*"))
+             for line in part.read_text().splitlines()]
+    return sorted(json.dumps(json.loads(line), sort_keys=True) for line in lines)
+
+
 def main(quick: bool = False) -> None:
     print(f"load average at start: {_load()} (a shared machine: wall figures move with it)")
     with tempfile.TemporaryDirectory() as folder:
         drift(Path(folder), quick)
         stationary(Path(folder), quick)
+        on_spark(Path(folder))

@@ -86,17 +86,13 @@ class Adaptation:
                 found: list) -> None:
         """Re-plan for the drifted statistics; switch when the plan changes and its modelled
         cost under them is at least `MIN_GAIN` times lower."""
-        from cepplan.planner.replan import ReplanRefused, replan  # only when re-planning
+        from cepplan.planner.replan import ReplanRefused  # only when re-planning
 
         clock = time.perf_counter()
         reason = [v.describe() for v in found]
         document = self.drift.online.measure(watermark)  # with the keys
-        point = statistics_of(document, self.workload)
-        statistics = settled(point, interval_end(document, point, 0),
-                             interval_end(document, point, 1),
-                             (self.plan.get("invariants") or {}).get("basis") or {})
         try:
-            made = replan(self.workload, self.plan, statistics, time_limit=self.time_limit)
+            made = replan_for(self.workload, self.plan, document, self.time_limit)
         except ReplanRefused as err:
             if not self.refused:
                 self.warn(f"re-planning refused at watermark {watermark:g}: {err.message}; "
@@ -160,6 +156,19 @@ class Adaptation:
         return {"replans": replans, "replans_refused": self.refused,
                 "horizon": self.horizon, "statistics_seconds": round(self.seconds, 3),
                 "adaptive": self.drift is not None}
+
+
+def replan_for(workload: Workload, plan: dict[str, Any], document: dict[str, Any],
+               time_limit: float | None = None):
+    """`planner.replan` of `plan` (its JSON) for the statistics `document` measured on the
+    stream (keys included), each settled within its interval towards the plan's basis."""
+    from cepplan.planner.replan import replan
+
+    point = statistics_of(document, workload)
+    statistics = settled(point, interval_end(document, point, 0),
+                         interval_end(document, point, 1),
+                         (plan.get("invariants") or {}).get("basis") or {})
+    return replan(workload, plan, statistics, time_limit=time_limit)
 
 
 def _rate(samples: list[tuple[int, float]]) -> float | None:

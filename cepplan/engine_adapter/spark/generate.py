@@ -61,6 +61,7 @@ SHIPPED = (
     # the live stream's job: the in-process stream matcher per micro-batch
     "engine_adapter/spark/stream_job.py",
     "engine_adapter/spark/stream_state.py",
+    "engine_adapter/spark/stream_plans.py",
     "engine_adapter/local/stream.py",
     "engine_adapter/local/checkpoint.py",
     "engine_adapter/local/follow.py",
