@@ -359,11 +359,14 @@ def match_by_byte_range(file: FileInput, job: Job, data: dict[str, Any], writer:
                        standby) as started:
         with _memory_budget(share):
             reads = [match_region(found[0], file, job, data, writer, figures)]
+        if output_format != "parquet":  # copied as the workers write them
+            for worker in started:
+                writer.append_growing(worker.spill, worker.outcome.exists)
         for worker in started:
             read, more = worker.result()
             figures.add(more)
             reads.append(read)
-            if worker.spill.exists():
+            if output_format == "parquet" and worker.spill.exists():
                 append_spill(writer, worker.spill, output_format)
     return reads, len(found)
 
