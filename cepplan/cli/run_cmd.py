@@ -73,12 +73,15 @@ def run_command(
                                  param_hint="EVENTS")
     from cepplan.engine_adapter.engine_choice import choose_engine
     from cepplan.engine_adapter.inputs import event_paths, plan_and_workload
+    from cepplan.engine_adapter.local.standby import standby_workers
     from cepplan.engine_adapter.metrics_table import metrics_lines, run_warnings
     from cepplan.outputs import check_directory_output, event_inputs, written_directory
     from cepplan.sources.time_text import time_writer
     from cepplan.stats.rejected_rows import check_rejected
 
     trivial = plan_kind is PlanKind.trivial
+    # byte-range workers spawned first: they import the engine while the plan loads
+    standby = standby_workers(events, workers, engine.value, master)
     chosen, loaded = plan_and_workload(plan, workload, trivial=trivial, warn=warn)
     files = event_paths(events)
     target = check_directory_output(output, "run", [("plan", plan), ("workload", loaded.path),
@@ -92,7 +95,7 @@ def run_command(
     with written_directory(target) as staged:  # renamed over --output only on success
         if which == "local":
             _run_local(loaded, chosen, plan_kind.value, files, staged,
-                       output_format.value, progress, workers)
+                       output_format.value, progress, workers, standby)
         else:
             _run_spark(loaded, chosen, plan_kind.value, files, staged, output_format.value,
                        master or "local[*]", driver_memory, progress, verbose)
@@ -114,15 +117,16 @@ def run_command(
 
 
 def _run_local(loaded, chosen, plan_kind: str, files: list[str], out: Path,
-               output_format: str, progress: bool, workers: int) -> None:
-    """The in-process engine (pyarrow, NumPy; no JVM), on `workers` processes."""
+               output_format: str, progress: bool, workers: int, standby=None) -> None:
+    """The in-process engine (pyarrow, NumPy; no JVM), on `workers` processes (`standby`:
+    byte-range workers already spawned)."""
     from cepplan.engine_adapter.job_spec import job_data
     from cepplan.engine_adapter.local.engine import run_local_job
 
     data = job_data(loaded, chosen, plan_kind=plan_kind)
     say = (lambda text: echo(text, err=True)) if progress else (lambda _text: None)
     run_local_job(data, files, out, output_format=output_format, covering=chosen.covering,
-                  say=say, workers=workers)
+                  say=say, workers=workers, standby=standby)
 
 
 def _run_spark(loaded, chosen, plan_kind: str, files: list[str], out: Path,

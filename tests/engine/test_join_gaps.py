@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cepplan.engine_adapter.job_spec import job_data
-from cepplan.engine_adapter.local import byte_ranges, engine
+from cepplan.engine_adapter.local import byte_ranges, engine, range_cut
 from cepplan.engine_adapter.local.source import read_batches
 from cepplan.engine_adapter.runtime.contiguity import StampOnly, Timeline
 from cepplan.engine_adapter.runtime.gaps import join_gaps
@@ -189,7 +189,7 @@ def test_strict_read_by_byte_ranges_equals_reference(name, rows):
         write_events(events, wl, path)
         patch.setattr(engine, "REGION_ROWS", 8)
         patch.setattr(byte_ranges, "CHUNK_BYTES", 128)
-        patch.setattr(byte_ranges, "MIN_RANGE_BYTES", 1)
+        patch.setattr(range_cut, "MIN_RANGE_BYTES", 1)
         patch.setattr(byte_ranges, "FIRST_MARGIN_BYTES", 64)
         metrics = engine.run_local_job(job_data(wl, trivial_plan(wl)), [str(path)],
                                        Path(scratch) / "out", say=lambda _text: None,

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cepplan.engine_adapter.job_spec import job_data
-from cepplan.engine_adapter.local import byte_ranges, engine, workers
+from cepplan.engine_adapter.local import byte_ranges, engine, range_cut, workers
 from cepplan.engine_adapter.local.source import read_batches
 from cepplan.engine_adapter.runtime.memory import MEMORY_VARIABLE, MatchMemoryError
 from cepplan.errors import InputError
@@ -46,7 +46,7 @@ def _run(data: dict, events: list[str], out: Path, workers: int, *, fmt: str = "
         patch.setattr(engine, "read_batches", partial(read_batches, batch_bytes=1024))
         patch.setattr(engine, "REGION_ROWS", 40)
         patch.setattr(byte_ranges, "CHUNK_BYTES", 2048)
-        patch.setattr(byte_ranges, "MIN_RANGE_BYTES", 1)
+        patch.setattr(range_cut, "MIN_RANGE_BYTES", 1)
         patch.setattr(byte_ranges, "FIRST_MARGIN_BYTES", 512)
         return engine.run_local_job(data, events, out, output_format=fmt, workers=workers,
                                     say=(lambda _text: None) if said is None else said.append)

@@ -23,10 +23,11 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from cepplan.engine_adapter.local.range_cut import range_count
 from cepplan.engine_adapter.local.range_match import (
     EMPTY_POOL_COLUMNS,
     match_range,
@@ -54,8 +55,10 @@ from cepplan.sources.csv_ranges import Region, header_columns, line_regions, lin
 from cepplan.sources.text_input import MAX_LINE_BYTES
 from cepplan.workload.columns import EVENT_ID, EVENT_TS
 
+if TYPE_CHECKING:
+    from cepplan.engine_adapter.local.standby import Standby
+
 CHUNK_BYTES = 1 << 20  # whole lines read, parsed and tagged at once
-MIN_RANGE_BYTES = 2 << 20  # input per process: a worker costs ~0.3 s of CPU to start
 FIRST_MARGIN_BYTES = 64 << 10  # the first guess of a margin's size, doubled until it holds
 
 
@@ -342,25 +345,30 @@ def _regions(file: FileInput, data: Mapping[str, Any], count: int) -> list[Regio
 
 def match_by_byte_range(file: FileInput, job: Job, data: dict[str, Any], writer: Any,
                         figures: RangeFigures, workers: int, output_format: str,
-                        spill: Path) -> tuple[list[RangeRead], int]:
+                        spill: Path, standby: Standby | None = None
+                        ) -> tuple[list[RangeRead], int]:
     """The file matched range by range: the first here, the others in up to `workers - 1`
-    worker processes (one range each, at least `MIN_RANGE_BYTES`), their part files
-    appended to `writer` in order. (what each range held, the processes that matched);
-    `Unordered` or `Unsplittable` as `match_region` (the output then void)."""
-    count = max(1, min(workers, os.path.getsize(file.path) // MIN_RANGE_BYTES))
-    found = _regions(file, data, count)
+    worker processes (one range each, at least `range_cut.MIN_RANGE_BYTES`), their part files
+    appended to `writer` in order (`standby`: processes spawned ahead, taken first). (what
+    each range held, the processes that matched); `Unordered` or `Unsplittable` as
+    `match_region` (the output then void)."""
+    found = _regions(file, data, range_count(file.path, workers))
     if found is None:
         raise Unsplittable("the CSV file has lines ended by a lone carriage return")
     share = max(1, budget() // len(found))
     keep_freed_heap()  # each chunk's text and arrays: reused, not mapped afresh
-    with _RangeWorkers(found[1:], file, data, output_format, share, spill) as started:
+    with _RangeWorkers(found[1:], file, data, output_format, share, spill,
+                       standby) as started:
         with _memory_budget(share):
             reads = [match_region(found[0], file, job, data, writer, figures)]
+        if output_format != "parquet":  # copied as the workers write them
+            for worker in started:
+                writer.append_growing(worker.spill, worker.outcome.exists)
         for worker in started:
             read, more = worker.result()
             figures.add(more)
             reads.append(read)
-            if worker.spill.exists():
+            if output_format == "parquet" and worker.spill.exists():
                 append_spill(writer, worker.spill, output_format)
     return reads, len(found)
 
@@ -410,8 +418,8 @@ class _RangeWorkers:
     ends with an exception (an interruption included)."""
 
     def __init__(self, found: list[Region], file: FileInput, data: Mapping[str, Any],
-                 output_format: str, share: int, spill: Path):
-        self.found, self.file, self.data = found, file, data
+                 output_format: str, share: int, spill: Path, standby: Standby | None):
+        self.found, self.file, self.data, self.standby = found, file, data, standby
         self.output_format, self.share, self.spill = output_format, share, spill
         self.started: list[_RangeWorker] = []
 
@@ -424,11 +432,13 @@ class _RangeWorkers:
         for region in self.found:
             part = self.spill / f"range-{region.number:05d}"
             outcome = self.spill / f"range-{region.number:05d}.outcome"
-            process = context.Process(
-                target=_serve, name=f"cepplan-worker-{region.number}", daemon=True,
-                args=(str(job_file), region, self.file, self.output_format, self.share,
-                      str(part), str(outcome), os.getpid()))
-            process.start()
+            task = (str(job_file), region, self.file, self.output_format, self.share,
+                    str(part), str(outcome), os.getpid())
+            process = self.standby.take(task) if self.standby is not None else None
+            if process is None:
+                process = context.Process(target=serve_region, args=task, daemon=True,
+                                          name=f"cepplan-worker-{region.number}")
+                process.start()
             self.started.append(_RangeWorker(process, part, outcome))
         return self.started
 
@@ -442,7 +452,7 @@ class _RangeWorkers:
             worker.process.join()
 
 
-def _serve(job_file: str, region: Region, file: FileInput, output_format: str, share: int,
+def serve_region(job_file: str, region: Region, file: FileInput, output_format: str, share: int,
            part: str, outcome: str, parent: int) -> None:
     """A worker: its range matched into the part file, its outcome (counts and figures, or
     the error that stopped it) pickled into `outcome`."""

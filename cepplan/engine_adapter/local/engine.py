@@ -57,6 +57,8 @@ from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_TYPE
 if TYPE_CHECKING:  # the time-range path runs on NumPy `Columns`; pandas only for the others
     import pandas as pd
 
+    from cepplan.engine_adapter.local.standby import Standby
+
 
 
 REGION_ROWS = 1 << 13  # tagged rows matched and released together, time-ordered input
@@ -64,16 +66,30 @@ REGION_ROWS = 1 << 13  # tagged rows matched and released together, time-ordered
 
 def run_local_job(data: dict[str, Any], events: Sequence[str], out: Path, *,
                   output_format: str = "jsonl", covering: Mapping[str, Any] | None = None,
-                  say: Callable[[str], None] = print, workers: int = 1) -> dict[str, Any]:
+                  say: Callable[[str], None] = print, workers: int = 1,
+                  standby: Standby | None = None) -> dict[str, Any]:
     """Evaluate every pattern of the job over the event files, and the consumer queries of
     the plan's `covering` section if given; write matches, results and metrics.json into
     `out` (replaced only on success). Returns the metrics. Time-ordered input of windowed
     patterns is matched range by range by up to `workers` processes (`local.workers`);
-    every other path by this process alone, said in `metrics.json`'s `workers`."""
+    every other path by this process alone, said in `metrics.json`'s `workers`. `standby`:
+    byte-range workers spawned ahead (`local.standby`), ended here if not used."""
+    try:
+        return _run_job(data, events, out, output_format, covering, say, workers, standby)
+    finally:
+        if standby is not None:
+            standby.close()
+
+
+def _run_job(data: dict[str, Any], events: Sequence[str], out: Path, output_format: str,
+             covering: Mapping[str, Any] | None, say: Callable[[str], None], workers: int,
+             standby: Standby | None) -> dict[str, Any]:
+    """`run_local_job`'s work."""
     job = job_from_json(data)
     if not covering and streamable(job):
         try:
-            return _run_in_time_order(job, data, events, out, output_format, say, workers)
+            return _run_in_time_order(job, data, events, out, output_format, say, workers,
+                                      standby)
         except (_OutOfOrder, Unordered):
             why = "the events are not in time order"
             say(f"{why}: matching them after reading them all")
@@ -217,7 +233,7 @@ def _why_one_worker(job: Job, covering: Mapping[str, Any] | None) -> str:
 
 def _run_in_time_order(job: Job, data: dict[str, Any], events: Sequence[str], out: Path,
                        output_format: str, say: Callable[[str], None],
-                       workers: int) -> dict[str, Any]:
+                       workers: int, standby: Standby | None = None) -> dict[str, Any]:
     """The job over events expected in time order: one plain CSV file by byte range, each
     range read by the process that matches it (`local.byte_ranges`), or as one range by
     this process when its ranges' rows cannot be counted (the same files); other input read
@@ -230,7 +246,7 @@ def _run_in_time_order(job: Job, data: dict[str, Any], events: Sequence[str], ou
         try:
             return _run_by_byte_range(file, job, data, out, output_format, say, count,
                                       reading="by byte range in each worker" if count == workers
-                                      else f"by this process: {why}")
+                                      else f"by this process: {why}", standby=standby)
         except Unsplittable as err:
             why = str(err)
             if why == LONG_LINE or count == 1:
@@ -244,13 +260,14 @@ def _run_in_time_order(job: Job, data: dict[str, Any], events: Sequence[str], ou
 
 def _run_by_byte_range(file: FileInput, job: Job, data: dict[str, Any], out: Path,
                        output_format: str, say: Callable[[str], None], workers: int,
-                       reading: str) -> dict[str, Any]:
+                       reading: str, standby: Standby | None = None) -> dict[str, Any]:
     """The file matched by byte range in up to `workers` processes, each reading its own
     (`local.byte_ranges`); the output the same byte for byte whatever `workers`."""
     figures = RangeFigures.empty(job)
     with staged_output(out, output_format, job) as (writer, finish):
         reads, processes = match_by_byte_range(file, job, data, writer, figures, workers,
-                                               output_format, writer.spill_directory())
+                                               output_format, writer.spill_directory(),
+                                               standby)
         rejected: Counter = Counter()
         covered = Covered()
         for read in reads:

@@ -52,6 +52,7 @@ SHIPPED = (
     "engine_adapter/local/writer.py",
     "engine_adapter/local/workers.py",
     "engine_adapter/local/byte_ranges.py",
+    "engine_adapter/local/range_cut.py",
     "engine_adapter/local/totals.py",
     "engine_adapter/local/partial_counts.py",
     "engine_adapter/local/slices.py",
