@@ -109,6 +109,8 @@ class Pattern:
     strategy: str | Mapping[str, str] = "any"
     # the user's pattern this core pattern is one alternative of (alternation.py), else ""
     reported_as: str = ""
+    # after-match skip (after_match.py): (kind, variable or ""); applied to the user's pattern
+    after_match: tuple[str, str] = ("any", "")
 
     @property
     def output_name(self) -> str:

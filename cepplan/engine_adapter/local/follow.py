@@ -134,6 +134,11 @@ def check_streamable(data: dict[str, Any], plan_file: str) -> Job:
         raise InputError.single(plan_file, "", "--follow runs plans whose patterns all have "
                                 "a window and read events only (not another pattern's "
                                 "matches, contexts or consumer queries)")
+    if data.get("after_match"):
+        name, rule = next(iter(data["after_match"].items()))
+        raise InputError.single(plan_file, f"patterns.{name}", f"after_match {rule['kind']!r}"
+                                " is applied to a finished run's matches: run the plan on "
+                                "event files, not --follow (or drop after_match)")
     return job
 
 

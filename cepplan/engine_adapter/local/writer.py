@@ -19,6 +19,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from cepplan.engine_adapter.runtime.after_match import apply_skips
 from cepplan.engine_adapter.runtime.job import Job, PartitionOutput
 from cepplan.engine_adapter.runtime.match_rows import match_layouts
 from cepplan.engine_adapter.runtime.parquet_parts import ParquetParts, complete_parts
@@ -110,6 +111,7 @@ def staged_output(out: Path, output_format: str,
         def finish(metrics: dict[str, Any]) -> None:
             writer.close()
             writer.fill()
+            apply_skips(staging, job.data if job is not None else {}, metrics)
             write_bytes_atomic(staging / "metrics.json", json.dumps(metrics, indent=2).encode())
 
         try:

@@ -1,0 +1,132 @@
+"""After-match skip (format doc, "After-match skip") over a run's matches as written.
+
+Per user pattern and partition key, its matches are taken in one fixed order — by their last
+event, then their first, then all their events, events ordered by (ts, id) — and each is kept
+unless it starts before the point where an earlier kept match resumes. One sequential pass
+over all the run's match files at its end, so the matches kept are the same whatever the
+time ranges, workers, engine or plan that found them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+Event = tuple[float, int]  # (ts, id): the order of events
+Bound = tuple[Event, int]  # a match starting at event e is skipped when (e, 0) < the bound
+
+
+@dataclass(frozen=True)
+class SkipRule:
+    """One user pattern's skip: kind (to_next_event, past_last_event, to_first, to_last),
+    the variable a `to_first`/`to_last` names, and the pattern's partition key."""
+
+    kind: str
+    var: str
+    partition_by: tuple[str, ...]
+
+
+def skip_rules(data: Mapping[str, Any]) -> dict[str, SkipRule]:
+    """The job's skips (`after_match` in the job data), by the name matches are written under."""
+    return {name: SkipRule(rule["kind"], rule.get("var", ""), tuple(rule["partition_by"]))
+            for name, rule in (data.get("after_match") or {}).items()}
+
+
+def _events(match: Mapping[str, Any], var: str | None = None) -> list[Event]:
+    """The (ts, id) of the events the match binds (to `var` alone, if given)."""
+    out = []
+    for name, bound in match["events"].items():
+        if var is None or name == var:
+            for event in bound if isinstance(bound, list) else (bound,):
+                out.append((event["ts"], event["id"]))
+    return out
+
+
+def _key(match: Mapping[str, Any], rule: SkipRule) -> tuple:
+    """The match's partition key (every event of a match has the same)."""
+    bound = next(iter(match["events"].values()))
+    event = bound[0] if isinstance(bound, list) else bound
+    return tuple(event[k] for k in rule.partition_by)
+
+
+def _order(events: list[Event]) -> tuple:
+    ordered = sorted(events)
+    return ordered[-1], ordered[0], tuple(ordered)
+
+
+def _bound(match: Mapping[str, Any], rule: SkipRule, events: list[Event]) -> Bound:
+    """Where the next match may start after `match` is kept: after its first event
+    (to_next_event), after its last (past_last_event), at the first or the last event of
+    `rule.var` (to_first, to_last)."""
+    if rule.kind == "to_next_event":
+        return min(events), 1
+    if rule.kind == "past_last_event":
+        return max(events), 1
+    own = sorted(_events(match, rule.var))
+    return (own[0] if rule.kind == "to_first" else own[-1]), 0
+
+
+def kept(matches: Sequence[Mapping[str, Any]], rule: SkipRule) -> list[bool]:
+    """Which of one pattern's matches its skip keeps (module doc)."""
+    events = [_events(m) for m in matches]
+    groups: dict[tuple, list[int]] = {}
+    for index, match in enumerate(matches):
+        groups.setdefault(_key(match, rule), []).append(index)
+    keep = [False] * len(matches)
+    for indices in groups.values():
+        bound: Bound | None = None
+        for index in sorted(indices, key=lambda i: _order(events[i])):
+            if bound is not None and (min(events[index]), 0) < bound:
+                continue
+            keep[index] = True
+            here = _bound(matches[index], rule, events[index])
+            bound = here if bound is None else max(bound, here)
+    return keep
+
+
+def skip_in_files(paths: Sequence[Path], rules: Mapping[str, SkipRule]) -> dict[str, int]:
+    """Drop from the JSON-lines files `paths` (one run's) the matches the skips do not keep,
+    each file rewritten by rename; the matches dropped per pattern."""
+    heads = {('{"pattern": ' + json.dumps(name) + ",").encode(): name for name in rules}
+    found: dict[str, list[tuple[int, int, dict]]] = {name: [] for name in rules}
+    for file_index, path in enumerate(paths):
+        with open(path, "rb") as lines:
+            for line_index, line in enumerate(lines):
+                name = next((n for h, n in heads.items() if line.startswith(h)), None)
+                if name is not None:
+                    found[name].append((file_index, line_index, json.loads(line)))
+    dropped: dict[int, set[int]] = {}
+    counts = {}
+    for name, entries in found.items():
+        keep = kept([match for _, _, match in entries], rules[name])
+        counts[name] = keep.count(False)
+        for (file_index, line_index, _), kept_it in zip(entries, keep, strict=True):
+            if not kept_it:
+                dropped.setdefault(file_index, set()).add(line_index)
+    for file_index, lines in dropped.items():
+        _drop_lines(paths[file_index], lines)
+    return counts
+
+
+def _drop_lines(path: Path, lines: set[int]) -> None:
+    """Rewrite `path` without the lines numbered `lines` (a temporary file renamed over it)."""
+    temporary = path.with_name(path.name + ".skip")
+    with open(path, "rb") as source, open(temporary, "wb") as target:
+        for index, line in enumerate(source):
+            if index not in lines:
+                target.write(line)
+    os.replace(temporary, path)
+
+
+def apply_skips(staging: Path, data: Mapping[str, Any], metrics: dict[str, Any]) -> None:
+    """The job's skips applied to the JSON lines under `staging/matches/` (a run's output
+    before it is published); the matches each dropped go into `metrics`
+    (`after_match_skipped`)."""
+    rules = skip_rules(data)
+    if rules:
+        paths = sorted((staging / "matches").glob("*.jsonl"))
+        metrics["after_match_skipped"] = skip_in_files(paths, rules)
