@@ -140,3 +140,50 @@ def test_worked_example():
         kept[skip] = sorted((m[1][0][1][0][1], m[1][1][1][0][1]) for m in found["p"])
     assert kept == {"past_last_event": [(0, 2), (4, 5), (6, 7)],
                     "to_next_event": [(0, 2), (1, 2), (4, 5), (6, 7)]}
+
+
+SHARED = [  # one SEQ prefix under every skip: candidates for shared subtrees
+    {"name": f"{prefix}_{skip if isinstance(skip, str) else 'to_last'}", "structure": structure,
+     "where": ["a.v < b.v"], "within": 4, "partition_by": ["k"],
+     **({"after_match": skip} if skip != "any" else {})}
+    for prefix, structure in (("abc", ["SEQ", "a:A", "b:B", "c:C"]), ("ab", ["SEQ", "a:A", "b:B"]))
+    for skip in ("any", "to_next_event", "past_last_event", {"to_last": "b"})]
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_shared_plan_skips_each_pattern_alone(seed):
+    """Patterns that differ only in their skip, planned with sharing (tabu search): the plan
+    is the plan without the skips, subtrees are shared, and each pattern's matches are the
+    reference's under its own skip (none of another's)."""
+    import random
+
+    from cepplan.engine_adapter.runtime.shared_nodes import sharing_plan
+    from cepplan.planner.evaluation import EvaluationSettings, evaluation
+
+    def planned(patterns):
+        wl = workload(patterns, csv=True)
+        return wl, evaluation(wl, wl.statistics, trivial_plan(wl),
+                              EvaluationSettings("tabu", "edge", 0.5, seed=1))
+
+    rng = random.Random(seed)
+    rows = sorted(((rng.choice(TYPES), rng.randint(0, 14), rng.randint(0, 4), 0.5,
+                    rng.choice("xy")) for _ in range(40)), key=lambda r: r[1])
+    events = frame(rows)
+    plain = [{k: v for k, v in p.items() if k != "after_match"} for p in SHARED]
+    wl, plan = planned(SHARED)
+    _, plain_plan = planned(plain)
+    assert plan.to_json()["patterns"] == plain_plan.to_json()["patterns"]
+    timed = ("trace", "search")  # the search's own timings
+    assert {k: v for k, v in plan.sharing.items() if k not in timed} == \
+        {k: v for k, v in plain_plan.sharing.items() if k not in timed}
+    assert sharing_plan(engine.job_from_json(job_data(wl, plan))).uses, "nothing shared"
+    with tempfile.TemporaryDirectory() as scratch:
+        path = Path(scratch) / "events.csv"
+        write_events(events, wl, path)
+        engine.run_local_job(job_data(wl, plan), [str(path)], Path(scratch) / "out",
+                             say=lambda _text: None)
+        found = read_matches(Path(scratch) / "out")
+    every = reference_matches(workload(plain), events)
+    for pattern in SHARED:
+        want = reference_skip(every[pattern["name"]], pattern.get("after_match", "any"), ["k"])
+        assert found.get(pattern["name"], []) == sorted(map(canonical, want)), pattern["name"]
