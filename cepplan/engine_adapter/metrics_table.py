@@ -49,6 +49,9 @@ def metrics_lines(metrics: dict[str, Any], time_unit: str = "") -> list[str]:
                      f"{metrics.get('kleene_cap_hits', {}).get(name, 0):>9,} "
                      f"{_number(model.get('expected_cost')):>16} "
                      f"{_number(model.get('naive_cost')):>12}")
+    for name, dropped in metrics.get("after_match_skipped", {}).items():
+        lines.append(f"  {name}: {dropped:,} of the matches above dropped by its after-match "
+                     "skip")
     stage_width = max([32, *map(len, metrics["seconds"])])
     lines += ["", f"{'stage':<{stage_width}} {'seconds':>9}"]
     for stage, seconds in metrics["seconds"].items():

@@ -187,3 +187,32 @@ def test_shared_plan_skips_each_pattern_alone(seed):
     for pattern in SHARED:
         want = reference_skip(every[pattern["name"]], pattern.get("after_match", "any"), ["k"])
         assert found.get(pattern["name"], []) == sorted(map(canonical, want)), pattern["name"]
+
+
+def test_run_command_writes_the_kept_matches_and_says_what_it_dropped(tmp_path):
+    """`cepplan optimize` then `cepplan run` (the worked example's past_last_event): the
+    kept matches in the file, and the summary says how many the skip dropped."""
+    import json
+
+    from tests.in_process import cepplan
+
+    template = {"structure": ["SEQ", "a:A", "b:B"], "partition_by": ["k"], "within": 10}
+    document = {"format": "cepplan.workload/1", "time_unit": "s",
+                "source": {"format": "csv", "header": True, "type_column": "kind",
+                           "time_column": "ts", "id_column": "id"},
+                "event_types": {t: {"attributes": {"k": "string"}} for t in ("A", "B")},
+                "patterns": patterns(template, "past_last_event"),
+                "statistics": {"rates": {"A": 1, "B": 1}}}
+    (tmp_path / "w.json").write_text(json.dumps(document))
+    (tmp_path / "e.csv").write_text("id,kind,ts,k\n1,A,1,x\n2,A,2,x\n3,B,3,x\n4,B,4,x\n"
+                                    "5,A,5,y\n6,B,6,y\n7,A,7,x\n8,B,8,x\n")
+    assert cepplan("optimize", str(tmp_path / "w.json"), "-o", str(tmp_path / "plan.json"),
+                   "-q").returncode == 0
+    done = cepplan("run", str(tmp_path / "plan.json"), str(tmp_path / "e.csv"), "-o",
+                   str(tmp_path / "out"))
+    assert done.returncode == 0, done.stderr
+    found = read_matches(tmp_path / "out")
+    assert sorted(tuple(i for _, ((_, i),) in m[1]) for m in found["p"]) == \
+        [(1, 3), (5, 6), (7, 8)]
+    assert len(found["q"]) == 8
+    assert "p: 5 of the matches above dropped by its after-match skip" in done.stdout
