@@ -216,3 +216,5 @@ def test_run_command_writes_the_kept_matches_and_says_what_it_dropped(tmp_path):
         [(1, 3), (5, 6), (7, 8)]
     assert len(found["q"]) == 8
     assert "p: 5 of the matches above dropped by its after-match skip" in done.stdout
+    shown = cepplan("show", str(tmp_path / "w.json")).stdout
+    assert "after match: past_last_event (its matches as found, skipped when written)" in shown

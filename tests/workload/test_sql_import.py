@@ -182,6 +182,11 @@ def test_import_command_writes_a_valid_workload_or_one_error(tmp_path):
                            "strict contiguity but for the last, the first after them that "
                            "qualifies\n"), done.stderr
     assert json.loads(out.read_text())["patterns"][0]["strategy"] == {"E": "next"}
+    query.write_text(QUERIES["skip_to_last"][0])
+    done = cepplan("import", str(query), str(sample), "-o", str(out))
+    assert done.stdout == (f"wrote {out}: pattern Ticker_match = SEQ of 3 Ticker rows in "
+                           "strict contiguity, after a match to_last C\n"), done.stderr
+    assert json.loads(out.read_text())["patterns"][0]["after_match"] == {"to_last": "C"}
 
 
 @pytest.mark.parametrize("name", sorted(QUERIES))
