@@ -56,7 +56,8 @@ def test_a_skipped_pattern_cannot_be_bound(cli, fraud):
 
 @pytest.mark.parametrize("option", [("--format", "parquet"), ("--follow", "FOLLOWED")])
 def test_outputs_that_cannot_skip(cli, fraud, option):
-    """Parquet output and a live stream: refused before any work, `--output` not made."""
+    """Parquet output and a live stream on Spark: refused before any work (no JVM started),
+    `--output` not made."""
     path, _ = _with(fraud, SEQ, "past_last_event")
     plan, out = fraud / "plan.json", fraud / "out"
     assert cli("optimize", path, "-o", plan, "-q").code == 0
@@ -64,9 +65,20 @@ def test_outputs_that_cannot_skip(cli, fraud, option):
     if value == "FOLLOWED":
         value = fraud / "followed"
         value.mkdir()
-        result = cli("run", plan, "-o", out, flag, value, "-q")
-        result.one_error(f"{plan}: patterns.account_takeover: ", "not --follow")
+        result = cli("run", plan, "-o", out, flag, value, "--engine", "spark", "-q")
+        result.one_error(f"{plan}: patterns.account_takeover: ", "in-process stream only")
     else:
         result = cli("run", plan, fraud / "events.csv", "-o", out, flag, value, "-q")
         result.one_error(f"{path}: patterns[0].after_match: ", "JSON lines only")
+    assert not out.exists()
+
+
+def test_a_generated_stream_job_cannot_skip(cli, fraud):
+    """`cepplan generate --streaming` (the Spark stream): refused, the job directory not
+    made."""
+    path, _ = _with(fraud, SEQ, {"to_last": "w"})
+    plan, out = fraud / "plan.json", fraud / "job"
+    assert cli("optimize", path, "-o", plan, "-q").code == 0
+    cli("generate", plan, "-o", out, "--streaming").one_error(
+        f"{plan}: patterns.account_takeover: ", "in-process stream only")
     assert not out.exists()

@@ -70,21 +70,25 @@ def _bound(match: Mapping[str, Any], rule: SkipRule, events: list[Event]) -> Bou
     return (own[0] if rule.kind == "to_first" else own[-1]), 0
 
 
-def kept(matches: Sequence[Mapping[str, Any]], rule: SkipRule) -> list[bool]:
-    """Which of one pattern's matches its skip keeps (module doc)."""
+def kept(matches: Sequence[Mapping[str, Any]], rule: SkipRule,
+         bounds: dict[tuple, Bound] | None = None) -> list[bool]:
+    """Which of one pattern's matches its skip keeps (module doc); `bounds` (partition key
+    -> where the next match may start), when given, holds what earlier calls kept (a live
+    stream's matches arrive in batches, each after every match that completes earlier) and
+    is updated."""
+    bounds = {} if bounds is None else bounds
     events = [_events(m) for m in matches]
     groups: dict[tuple, list[int]] = {}
     for index, match in enumerate(matches):
         groups.setdefault(_key(match, rule), []).append(index)
     keep = [False] * len(matches)
-    for indices in groups.values():
-        bound: Bound | None = None
+    for key, indices in groups.items():
         for index in sorted(indices, key=lambda i: _order(events[i])):
-            if bound is not None and (min(events[index]), 0) < bound:
+            if key in bounds and (min(events[index]), 0) < bounds[key]:
                 continue
             keep[index] = True
             here = _bound(matches[index], rule, events[index])
-            bound = here if bound is None else max(bound, here)
+            bounds[key] = max(bounds[key], here) if key in bounds else here
     return keep
 
 

@@ -62,6 +62,7 @@ SHIPPED = (
     "engine_adapter/spark/stream_job.py",
     "engine_adapter/spark/stream_state.py",
     "engine_adapter/local/stream.py",
+    "engine_adapter/local/stream_skip.py",
     "engine_adapter/local/checkpoint.py",
     "engine_adapter/local/follow.py",
     "engine_adapter/local/stream_source.py",
