@@ -11,10 +11,16 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+try:  # faster parsing; optional, as Spark executors need only numpy, pandas and pyarrow
+    from orjson import loads as _loads
+except ImportError:
+    from json import loads as _loads
 
 Event = tuple[float, int]  # (ts, id): the order of events
 Bound = tuple[Event, int]  # a match starting at event e is skipped when (e, 0) < the bound
@@ -53,60 +59,70 @@ def _key(match: Mapping[str, Any], rule: SkipRule) -> tuple:
     return tuple(event[k] for k in rule.partition_by)
 
 
-def _order(events: list[Event]) -> tuple:
-    ordered = sorted(events)
-    return ordered[-1], ordered[0], tuple(ordered)
+Summary = tuple[tuple, list[Event], Bound]  # a match's key, its events in order, its bound
+
+
+def summary(match: Mapping[str, Any], rule: SkipRule) -> Summary:
+    """What the skip reads of a match: its partition key, its events in order and where the
+    next match may start if it is kept."""
+    events = sorted(_events(match))
+    return _key(match, rule), events, _bound(match, rule, events)
 
 
 def _bound(match: Mapping[str, Any], rule: SkipRule, events: list[Event]) -> Bound:
     """Where the next match may start after `match` is kept: after its first event
     (to_next_event), after its last (past_last_event), at the first or the last event of
-    `rule.var` (to_first, to_last)."""
+    `rule.var` (to_first, to_last); `events` in order."""
     if rule.kind == "to_next_event":
-        return min(events), 1
+        return events[0], 1
     if rule.kind == "past_last_event":
-        return max(events), 1
+        return events[-1], 1
     own = sorted(_events(match, rule.var))
     return (own[0] if rule.kind == "to_first" else own[-1]), 0
 
 
 def kept(matches: Sequence[Mapping[str, Any]], rule: SkipRule,
          bounds: dict[tuple, Bound] | None = None) -> list[bool]:
-    """Which of one pattern's matches its skip keeps (module doc); `bounds` (partition key
-    -> where the next match may start), when given, holds what earlier calls kept (a live
-    stream's matches arrive in batches, each after every match that completes earlier) and
-    is updated."""
+    """Which of one pattern's matches its skip keeps (`kept_summaries`)."""
+    return kept_summaries([summary(m, rule) for m in matches], bounds)
+
+
+def kept_summaries(summaries: Sequence[Summary],
+                   bounds: dict[tuple, Bound] | None = None) -> list[bool]:
+    """Which of one pattern's matches (their `summary`) its skip keeps (module doc);
+    `bounds` (partition key -> where the next match may start), when given, holds what
+    earlier calls kept (a live stream's matches arrive in batches, each after every match
+    that completes earlier) and is updated."""
     bounds = {} if bounds is None else bounds
-    events = [_events(m) for m in matches]
-    groups: dict[tuple, list[int]] = {}
-    for index, match in enumerate(matches):
-        groups.setdefault(_key(match, rule), []).append(index)
-    keep = [False] * len(matches)
-    for key, indices in groups.items():
-        for index in sorted(indices, key=lambda i: _order(events[i])):
-            if key in bounds and (min(events[index]), 0) < bounds[key]:
-                continue
-            keep[index] = True
-            here = _bound(matches[index], rule, events[index])
-            bounds[key] = max(bounds[key], here) if key in bounds else here
+    keep = [False] * len(summaries)
+    order = sorted(range(len(summaries)), key=lambda i: (summaries[i][1][-1],
+                                                         summaries[i][1][0], summaries[i][1]))
+    for index in order:
+        key, events, here = summaries[index]
+        if key in bounds and (events[0], 0) < bounds[key]:
+            continue
+        keep[index] = True
+        bounds[key] = max(bounds[key], here) if key in bounds else here
     return keep
 
 
 def skip_in_files(paths: Sequence[Path], rules: Mapping[str, SkipRule]) -> dict[str, int]:
     """Drop from the JSON-lines files `paths` (one run's) the matches the skips do not keep,
-    each file rewritten by rename; the matches dropped per pattern."""
+    each file rewritten by rename; the matches dropped per pattern. Only each match's
+    `summary` and place are held, not the match."""
     heads = {('{"pattern": ' + json.dumps(name) + ",").encode(): name for name in rules}
-    found: dict[str, list[tuple[int, int, dict]]] = {name: [] for name in rules}
+    found: dict[str, list[tuple[int, int, Summary]]] = {name: [] for name in rules}
     for file_index, path in enumerate(paths):
         with open(path, "rb") as lines:
             for line_index, line in enumerate(lines):
                 name = next((n for h, n in heads.items() if line.startswith(h)), None)
                 if name is not None:
-                    found[name].append((file_index, line_index, json.loads(line)))
+                    found[name].append((file_index, line_index,
+                                        summary(_loads(line), rules[name])))
     dropped: dict[int, set[int]] = {}
     counts = {}
     for name, entries in found.items():
-        keep = kept([match for _, _, match in entries], rules[name])
+        keep = kept_summaries([entry[2] for entry in entries])
         counts[name] = keep.count(False)
         for (file_index, line_index, _), kept_it in zip(entries, keep, strict=True):
             if not kept_it:
@@ -132,5 +148,8 @@ def apply_skips(staging: Path, data: Mapping[str, Any], metrics: dict[str, Any])
     (`after_match_skipped`)."""
     rules = skip_rules(data)
     if rules:
+        clock = time.perf_counter()
         paths = sorted((staging / "matches").glob("*.jsonl"))
         metrics["after_match_skipped"] = skip_in_files(paths, rules)
+        metrics.setdefault("seconds", {})["after-match skip"] = round(
+            time.perf_counter() - clock, 3)
