@@ -2,8 +2,9 @@
 against `cepplan run` on the same file (process start to files written; one run):
 
 a. throughput: the GOOG and MSFT patterns of the engine benchmark over synthetic minute
-   bars, streamed as fast as the replay writes (micro-batches of --trigger 1 s or 8 MiB of
-   input) vs the batch engine (target >= 70 %); the matches are the batch run's;
+   bars, and the fraud example's workload over events at its rates, streamed as fast as the
+   replay writes (micro-batches of --trigger 1 s or 8 MiB of input) vs the batch engine
+   (target >= 70 %); the matches are the batch run's;
 b. detection latency p99 at half the rate the stream sustained in (a), 1 s micro-batches
    (target <= 2 micro-batch intervals);
 c. state: the most tagged rows the stream held, over replays of 1x, 2x and 4x the rows
@@ -58,22 +59,25 @@ def timed(run):
 
 
 @timed
-def batch(plan: Path, bars: Path, out: Path) -> float:
-    """Wall seconds of `cepplan run` on the file."""
+def batch(plan: Path, bars: Path, out: Path, *run: str) -> float:
+    """Wall seconds of `cepplan run` on the file (`run`: more of its options)."""
     start = time.perf_counter()
-    subprocess.run([*CLI, "run", str(plan), str(bars), "-o", str(out), "-q"], check=True,
-                   env=bench_env(), cwd=ROOT)
+    subprocess.run([*CLI, "run", str(plan), str(bars), "-o", str(out), "-q", *run],
+                   check=True, env=bench_env(), cwd=ROOT)
     return time.perf_counter() - start
 
 
 @timed
-def streamed(plan: Path, workload: Path, bars: Path, out: Path, *replay: str) -> float:
-    """Wall seconds of `cepplan replay ... --to - | cepplan run --follow - ...`."""
+def streamed(plan: Path, workload: Path, bars: Path, out: Path, *replay: str,
+             run: tuple[str, ...] = ()) -> float:
+    """Wall seconds of `cepplan replay ... --to - | cepplan run --follow - ...` (`run`: more
+    of its options)."""
     start = time.perf_counter()
     feed = subprocess.Popen([*CLI, "replay", str(bars), "-w", str(workload), "--to", "-", "-q",
                              *replay], stdout=subprocess.PIPE, env=bench_env(), cwd=ROOT)
     follow = subprocess.run([*CLI, "run", str(plan), "--follow", "-", "-o", str(out), "-q",
-                             "--trigger", "1"], stdin=feed.stdout, env=bench_env(), cwd=ROOT)
+                             "--trigger", "1", *run], stdin=feed.stdout, env=bench_env(),
+                            cwd=ROOT)
     feed.stdout.close()
     if feed.wait() or follow.returncode:
         raise RuntimeError("the streamed run failed")
@@ -81,13 +85,14 @@ def streamed(plan: Path, workload: Path, bars: Path, out: Path, *replay: str) ->
 
 
 @timed
-def followed(plan: Path, events: Path, out: Path) -> float:
+def followed(plan: Path, events: Path, out: Path, *run: str) -> float:
     """Wall seconds of `cepplan run --follow - < FILE`: the stream without a replay process
-    beside it (standard input already in ts order)."""
+    beside it (standard input already in ts order; `run`: more of its options)."""
     start = time.perf_counter()
     with events.open("rb") as stdin:
         subprocess.run([*CLI, "run", str(plan), "--follow", "-", "-o", str(out), "-q",
-                        "--trigger", "1"], stdin=stdin, check=True, env=bench_env(), cwd=ROOT)
+                        "--trigger", "1", *run], stdin=stdin, check=True, env=bench_env(),
+                       cwd=ROOT)
     return time.perf_counter() - start
 
 
@@ -155,6 +160,47 @@ def planned_bars(scratch: Path, rows: int) -> tuple[Path, Path, Path]:
     return workload, plan, bars
 
 
+def throughput(scratch: Path, plan: Path, workload: Path, events: Path, rows: int,
+               *run: str) -> float:
+    """Print the batch run, the replayed stream and the stream read from standard input,
+    side by side; the replayed stream's wall seconds."""
+    scratch.mkdir()
+    batch_s = batch(plan, events, scratch / "batch", *run)
+    stream_s = streamed(plan, workload, events, scratch / "stream", run=run)
+    alone_s = followed(plan, events, scratch / "alone", *run)
+    same = (sorted_matches(scratch / "batch") == sorted_matches(scratch / "stream")
+            == sorted_matches(scratch / "alone"))
+    stream = read_metrics(scratch / "stream")["stream"]
+    cpu = dict(zip(("batch", "stream", "alone"), CPU[-3:], strict=True))
+    print(f"{'run':<30} {'seconds':>8} {'rows/s':>10} {'of batch':>9} {'cpu s':>7} "
+          f"{'of batch (cpu)':>15}")
+    for label, seconds, key in (("cepplan run (batch)", batch_s, "batch"),
+                                ("replay | run --follow -", stream_s, "stream"),
+                                ("run --follow - < file", alone_s, "alone")):
+        print(f"{label:<30} {seconds:>8.2f} {rows / seconds:>10,.0f} "
+              f"{batch_s / seconds:>9.0%} {cpu[key]:>7.2f} {cpu['batch'] / cpu[key]:>15.0%}")
+    print("(the replay row's CPU includes the replay process: reading, sorting, writing)")
+    print(f"target: streaming >= 70 % of batch; micro-batches: {stream['micro_batches']}; "
+          f"matches {len(sorted_matches(scratch / 'batch')):,}, the same in all three: {same}")
+    return stream_s
+
+
+def planned_fraud(scratch: Path, rows: int) -> tuple[Path, Path, Path, int]:
+    """The fraud example's workload, its plan, about `rows` events at its rates and their
+    number."""
+    from benchmarks.bench_adaptive import RATE
+    from benchmarks.drifting_fraud import FRAUD, drifting_events, fraud_workload
+    from cepplan.stats.synth_write import write_events
+
+    plan, events = scratch / "fraud-plan.json", scratch / "fraud.csv"
+    subprocess.run([*CLI, "optimize", str(FRAUD), "-o", str(plan), "-q"], check=True,
+                   env=bench_env(), cwd=ROOT)
+    workload = fraud_workload()
+    frame = drifting_events(workload, [(rows / RATE, {})], seed=7)
+    write_events(frame, workload, events)
+    return FRAUD, plan, events, len(frame)
+
+
 def main(quick: bool = False) -> None:
     rows = 100_000 if quick else 1_000_000
     print(f"load average at start: {os.getloadavg()[0]:.1f} (a shared machine: wall figures "
@@ -164,23 +210,10 @@ def main(quick: bool = False) -> None:
         workload, plan, bars = planned_bars(scratch, rows)
 
         print(f"\na. throughput, GOOG + MSFT patterns, {rows:,} minute bars")
-        batch_s = batch(plan, bars, scratch / "batch")
-        stream_s = streamed(plan, workload, bars, scratch / "stream")
-        alone_s = followed(plan, bars, scratch / "alone")
-        same = (sorted_matches(scratch / "batch") == sorted_matches(scratch / "stream")
-                == sorted_matches(scratch / "alone"))
-        stream = read_metrics(scratch / "stream")["stream"]
-        cpu = dict(zip(("batch", "stream", "alone"), CPU[-3:], strict=True))
-        print(f"{'run':<30} {'seconds':>8} {'rows/s':>10} {'of batch':>9} {'cpu s':>7} "
-              f"{'of batch (cpu)':>15}")
-        for label, seconds, key in (("cepplan run (batch)", batch_s, "batch"),
-                                    ("replay | run --follow -", stream_s, "stream"),
-                                    ("run --follow - < file", alone_s, "alone")):
-            print(f"{label:<30} {seconds:>8.2f} {rows / seconds:>10,.0f} "
-                  f"{batch_s / seconds:>9.0%} {cpu[key]:>7.2f} {cpu['batch'] / cpu[key]:>15.0%}")
-        print("(the replay row's CPU includes the replay process: reading, sorting, writing)")
-        print(f"target: streaming >= 70 % of batch; micro-batches: {stream['micro_batches']}; "
-              f"same matches: {same}")
+        stream_s = throughput(scratch / "bars", plan, workload, bars, rows)
+        fraud, fraud_plan, fraud_events, events = planned_fraud(scratch, rows)
+        print(f"\na. throughput, the fraud example's workload, {events:,} events at its rates")
+        throughput(scratch / "fraud", fraud_plan, fraud, fraud_events, events, "-w", str(fraud))
 
         rate = max(rows / stream_s / 2, 100.0)
         lat_rows = min(rows, int(rate * (20 if quick else 60)))

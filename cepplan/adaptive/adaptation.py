@@ -22,7 +22,7 @@ from cepplan.engine_adapter.runtime.job import job_from_json
 from cepplan.planner.plan import Plan, write_plan
 from cepplan.workload.model import Workload
 
-STATISTICS_SHARE = 0.05  # checks wait while measuring took more than this share of the time
+STATISTICS_SHARE = 0.02  # checks wait while measuring took more than this share of the time
 MIN_GAIN = 1.1  # a new plan takes over when its modelled cost is at least this much lower
 THROUGHPUT_BATCHES = 10  # micro-batches on each side of a switch its throughputs are over
 
@@ -86,17 +86,13 @@ class Adaptation:
                 found: list) -> None:
         """Re-plan for the drifted statistics; switch when the plan changes and its modelled
         cost under them is at least `MIN_GAIN` times lower."""
-        from cepplan.planner.replan import ReplanRefused, replan  # only when re-planning
+        from cepplan.planner.replan import ReplanRefused  # only when re-planning
 
         clock = time.perf_counter()
         reason = [v.describe() for v in found]
         document = self.drift.online.measure(watermark)  # with the keys
-        point = statistics_of(document, self.workload)
-        statistics = settled(point, interval_end(document, point, 0),
-                             interval_end(document, point, 1),
-                             (self.plan.get("invariants") or {}).get("basis") or {})
         try:
-            made = replan(self.workload, self.plan, statistics, time_limit=self.time_limit)
+            made = replan_for(self.workload, self.plan, document, self.time_limit)
         except ReplanRefused as err:
             if not self.refused:
                 self.warn(f"re-planning refused at watermark {watermark:g}: {err.message}; "
@@ -160,6 +156,19 @@ class Adaptation:
         return {"replans": replans, "replans_refused": self.refused,
                 "horizon": self.horizon, "statistics_seconds": round(self.seconds, 3),
                 "adaptive": self.drift is not None}
+
+
+def replan_for(workload: Workload, plan: dict[str, Any], document: dict[str, Any],
+               time_limit: float | None = None):
+    """`planner.replan` of `plan` (its JSON) for the statistics `document` measured on the
+    stream (keys included), each settled within its interval towards the plan's basis."""
+    from cepplan.planner.replan import replan
+
+    point = statistics_of(document, workload)
+    statistics = settled(point, interval_end(document, point, 0),
+                         interval_end(document, point, 1),
+                         (plan.get("invariants") or {}).get("basis") or {})
+    return replan(workload, plan, statistics, time_limit=time_limit)
 
 
 def _rate(samples: list[tuple[int, float]]) -> float | None:

@@ -91,12 +91,8 @@ def run_follow(plan: Path, events: list[str], output: Path, follow: str, trigger
     if on_spark:
         metrics = follow_on_spark(loaded, chosen, data, str(plan), follow, output, checkpoint,
                                   trigger=trigger, master=master or "local[*]", quiet=quiet,
-                                  verbose=verbose, adaptive=section)
+                                  verbose=verbose, adaptive=section, warn=warn)
         metrics["stream"]["latency_bound"] = bounds
-        if section is not None:
-            from cepplan.adaptive.drift_report import price_drifts
-
-            price_drifts(metrics["stream"], loaded, chosen, output, warn)
         write_bytes_atomic(output / "metrics.json", json.dumps(metrics, indent=2).encode())
     else:
         metrics = follow_stream(data, follow, output, str(plan), trigger=trigger,
@@ -161,7 +157,7 @@ def _check_checkpoint_place(checkpoint: Path, follow: str, output: Path) -> None
 
 def _statistics_share() -> float:
     """`CEPPLAN_STATISTICS_SHARE`: of the run's time, the most the online statistics may take
-    (0 < share <= 1; default 0.05)."""
+    (0 < share <= 1; default 0.02)."""
     from cepplan.adaptive.adaptation import STATISTICS_SHARE
 
     text = os.environ.get(SHARE_VARIABLE)
@@ -180,36 +176,31 @@ def _statistics_share() -> float:
 def switch_lines(stream: dict, time_text: Callable[[float], str]) -> list[str]:
     """The end-of-run lines of an adaptive stream: each re-plan, when (its watermark as
     `time_text` writes times), why, what changed, the modelled gain and the throughput
-    measured before and after."""
+    measured before and after (in-process)."""
     if not stream.get("adaptive"):
         return []
     lines = []
     for record in stream["replans"]:
-        what = "; ".join(record["changes"]) if record["changes"] else "the plan stayed the same"
         lines.append(f"re-planned at micro-batch {record['micro_batch']} (watermark "
-                     f"{time_text(record['watermark'])}) in {record['replan_seconds']:.2f}s: "
-                     f"{'; '.join(record['reason'])}")
-        lines.append(f"  {what}; modelled gain {record['modelled_gain']:.2f}x; throughput "
-                     f"{_rate(record['throughput_before'])} -> "
-                     f"{_rate(record['throughput_after'])} events/s")
-        if record.get("plan_file"):
+                     f"{time_text(record['watermark'])})"
+                     f"{_took(record.get('replan_seconds'))}: {'; '.join(record['reason'])}")
+        what = "; ".join(record["changes"]) if record["changes"] else "the plan stayed the same"
+        measured = f"; throughput {_rate(record['throughput_before'])} -> " \
+            f"{_rate(record['throughput_after'])} events/s" if "throughput_before" in record \
+            else ""
+        lines.append(f"  {what}; modelled gain {record['modelled_gain']:.2f}x{measured}")
+        if record.get("plan_file") and not record["switched"]:
+            lines.append(f"  the stream ended before it took over; the plan to restart with: "
+                         f"{record['plan_file']} in the output directory")
+        elif record.get("plan_file"):
             lines.append(f"  the new plan: {record['plan_file']} in the output directory")
-    for record in stream.get("drifts", []):  # a stream on Spark: reported, not switched
-        lines.append(f"statistics drifted at micro-batch {record['micro_batch']} (watermark "
-                     f"{time_text(record['watermark'])}, since {time_text(record['since'])}): "
-                     f"{'; '.join(record['reason'])}")
-        if "refused" in record:
-            lines.append(f"  re-planning refused: {record['refused']}")
-            continue
-        what = "; ".join(record["changes"]) if record["changes"] else "the plan would stay"
-        lines.append(f"  {what}; modelled gain {record['modelled_gain']:.2f}x; the Spark "
-                     "stream keeps its plan")
-        if record.get("plan_file"):
-            lines.append(f"  the plan to restart with: {record['plan_file']} in the output "
-                         "directory")
-    if not stream["replans"] and not stream.get("drifts"):
+    if not stream["replans"]:
         lines.append("no re-plan: the statistics stayed within the plan's ranges")
     return lines
+
+
+def _took(seconds: float | None) -> str:
+    return "" if seconds is None else f" in {seconds:.2f}s"
 
 
 def _rate(value: float | None) -> str:

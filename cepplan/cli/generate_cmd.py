@@ -20,8 +20,9 @@ def generate_command(
     streaming: bool = typer.Option(False, "--streaming", help="A Structured Streaming job "
                                    "that follows a directory or a socket (docs/engine.md)."),
     adaptive: bool = typer.Option(False, "--adaptive", help="With --streaming: the job "
-                                  "measures the statistics as the stream goes and reports "
-                                  "when they drift outside the ranges the plan holds for."),
+                                  "measures the statistics as the stream goes, reports when "
+                                  "they drift outside the ranges the plan holds for, and "
+                                  "switches to a plan's job.json dropped in CHECKPOINT/plans/."),
     replan_horizon: str | None = options.duration(
         "--replan-horizon", None, "With --adaptive: how much event time the statistics are "
         "measured over (default: 100 times the largest window)."),

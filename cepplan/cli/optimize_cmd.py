@@ -161,7 +161,10 @@ def summary(result: Optimized, workload: Workload) -> list[str]:
         chosen = " -> ".join(",".join(sorted(step)) for step in plan.detection.steps)
         cost, naive = plan.detection.expected_cost, plan.naive_cost
         saving = f"{max(0.0, 100 * (1 - cost / naive)):.0f}%" if naive else "-"
-        rows.append((name, chosen, str(plan.detection.latency), f"{cost:.4g}", f"{naive:.4g}",
+        pattern = workload.pattern(name)
+        shown = (f"{pattern.reported_as} timed out k={pattern.timed_out}" if pattern.timed_out
+                 else name)  # a hidden pattern (cepplan/workload/timed_out.py)
+        rows.append((shown, chosen, str(plan.detection.latency), f"{cost:.4g}", f"{naive:.4g}",
                      saving, plan.solver))
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()

@@ -45,8 +45,7 @@ def run_command(
     adaptive: bool = typer.Option(False, "--adaptive", help="With --follow: measure the "
                                   "statistics as the stream goes and re-plan, switching "
                                   "plans at the watermark, when they drift outside the "
-                                  "ranges the plan holds for (on Spark: report the drift "
-                                  "and the plan to restart with)."),
+                                  "ranges the plan holds for (in-process or on Spark)."),
     replan_horizon: str | None = options.duration(
         "--replan-horizon", None, "With --adaptive: how much event time the statistics are "
         "measured over (default: 100 times the largest window)."),

@@ -43,6 +43,10 @@ def describe(workload: Workload) -> list[str]:
     lines += ["", "patterns:"]
     for pattern in workload.patterns:
         operands = ", ".join(_operand(o) for o in pattern.operands)
+        if pattern.timed_out:  # a hidden pattern: listed under its user pattern, above it
+            lines.append(f"    timed-out partial matches of {pattern.timed_out} event(s): "
+                         f"{pattern.operator}({operands}), planned as {pattern.name}")
+            continue
         window = (f"within {pattern.window:g} {workload.time_unit}" if pattern.window
                   else "no window")
         lines.append(f"  {pattern.name} = {pattern.operator}({operands})  {window}")

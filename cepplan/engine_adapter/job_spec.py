@@ -70,6 +70,11 @@ def check_parquet_output(workload: Workload, plan: Plan) -> None:
                                     f"patterns[{pattern.index}].after_match",
                                     f"{pattern.output_name}'s after-match skip is applied to "
                                     "matches written as JSON lines only: drop --format parquet")
+        if pattern.timed_out:
+            raise InputError.single(workload.path or "<workload>",
+                                    f"patterns[{pattern.index}].timed_out",
+                                    f"{pattern.reported_as}'s timed-out partial matches are "
+                                    "written as JSON lines only: drop --format parquet")
         if pattern.reported_as:
             raise InputError.single(workload.path or "<workload>",
                                     f"patterns[{pattern.index}].structure",
@@ -109,6 +114,8 @@ def _bounds(operand: Operand) -> dict[str, int]:
 def _pattern(pattern: Pattern, plan: Plan) -> dict[str, Any]:
     chosen = plan.patterns[pattern.name]
     reported = {"reported_as": pattern.reported_as} if pattern.reported_as else {}
+    if pattern.timed_out:
+        reported["timed_out"] = pattern.timed_out
     return {
         **reported,
         "name": pattern.name,

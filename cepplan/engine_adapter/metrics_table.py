@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from cepplan.workload.timed_out import timed_out_name
+
 NOT_USED = "unknown type"  # the reader's reason for rows of types the workload lacks
 
 
@@ -39,12 +41,13 @@ def metrics_lines(metrics: dict[str, Any], time_unit: str = "") -> list[str]:
     lines.append("")
     predicted = metrics.get("plan", {}).get("predicted", {})
     unit = f"/{time_unit}" if time_unit else ""
-    width = max([24, *map(len, metrics["matches"])])
+    shown = shown_names(metrics)
+    width = max([24, *map(len, shown.values())])
     lines.append(f"{'pattern':<{width}} {'matches':>10} {'rows in':>10} {'cap cuts':>9} "
                  f"{'model cost' + unit:>16} {'naive' + unit:>12}")
     for name, count in metrics["matches"].items():
         model = predicted.get(name, {})
-        lines.append(f"{name:<{width}} {count:>10,} "
+        lines.append(f"{shown[name]:<{width}} {count:>10,} "
                      f"{metrics['rows_to_matchers_by_pattern'].get(name, 0):>10,} "
                      f"{metrics.get('kleene_cap_hits', {}).get(name, 0):>9,} "
                      f"{_number(model.get('expected_cost')):>16} "
@@ -52,10 +55,12 @@ def metrics_lines(metrics: dict[str, Any], time_unit: str = "") -> list[str]:
     for name, dropped in metrics.get("after_match_skipped", {}).items():
         lines.append(f"  {name}: {dropped:,} of the matches above dropped by its after-match "
                      "skip")
-    stage_width = max([32, *map(len, metrics["seconds"])])
+    stages = {stage: " ".join(shown.get(word, word) for word in stage.split(" "))
+              for stage in metrics["seconds"]}  # "match NAME": its pattern as shown
+    stage_width = max([32, *map(len, stages.values())])
     lines += ["", f"{'stage':<{stage_width}} {'seconds':>9}"]
     for stage, seconds in metrics["seconds"].items():
-        lines.append(f"{stage:<{stage_width}} {seconds:>9.2f}")
+        lines.append(f"{stages[stage]:<{stage_width}} {seconds:>9.2f}")
     if metrics.get("contexts"):
         lines += ["", *contexts_lines(metrics["contexts"])]
     if metrics.get("covering"):
@@ -85,8 +90,15 @@ def run_warnings(metrics: dict[str, Any], kleene_cap: int,
                      "operators may run more often than needed (optimize "
                      "--covering-time-limit)")
     span = metrics.get("input_span")
+    hidden = timed_out_patterns(metrics)
     for name, held in metrics.get("negation_held_back", {}).items():
-        if held and span:
+        if held and span and name in hidden:
+            user, k = hidden[name]
+            lines.append(f"warning: pattern {user}: {held:,} partial match(es) of {k} "
+                         f"event(s) not timed out yet: their timeout lies past the events "
+                         f"given ({time_text(span[0])} to {time_text(span[1])}), so they are "
+                         "not reported (add the events after the input to decide them)")
+        elif held and span:
             lines.append(f"warning: pattern {name}: {held:,} match(es) held back: their NOT "
                          f"window reaches beyond the events given ({time_text(span[0])} to "
                          f"{time_text(span[1])}), so nothing shows the NOT holds there; they "
@@ -139,3 +151,18 @@ def _counted(counts: dict[str, int]) -> str:
 
 def _number(value: float | None) -> str:
     return "-" if value is None else f"{value:.4g}"
+
+
+def timed_out_patterns(metrics: dict[str, Any]) -> dict[str, tuple[str, int]]:
+    """Each hidden pattern finding timed-out partial matches -> (its user pattern, k), from
+    metrics.json's `timed_out` (cepplan/workload/timed_out.py)."""
+    return {timed_out_name(user, int(k)): (user, int(k))
+            for user, by_k in metrics.get("timed_out", {}).items() for k in by_k}
+
+
+def shown_names(metrics: dict[str, Any]) -> dict[str, str]:
+    """Each pattern of `matches` as the run's table names it: a hidden timed-out pattern as
+    its user pattern and k."""
+    hidden = timed_out_patterns(metrics)
+    return {name: (f"{hidden[name][0]} timed out k={hidden[name][1]}" if name in hidden
+                   else name) for name in metrics["matches"]}

@@ -53,6 +53,7 @@ from cepplan.workload.sections import read_consumers, read_contexts, read_source
 from cepplan.workload.statistics_section import read_statistics
 from cepplan.workload.strategies import apply_strategy, strategy_problem
 from cepplan.workload.structure import RawOperand, read_structure
+from cepplan.workload.timed_out import timed_out_patterns, timed_out_problem
 
 
 @lru_cache(maxsize=1)
@@ -309,7 +310,24 @@ class _Builder:
                 pattern = without(pattern, absent)  # None: no match leaves them unbound
             if pattern is not None:
                 core.append(self.with_strategy(pattern, event_types, path))
+        if spec.get("timed_out") and core and core[0] is not None:
+            core += self.timed_out(spec, core[0], names, path)
         return [] if len(self.problems) > before else [p for p in core if p is not None]
+
+    def timed_out(self, spec: Mapping[str, Any], pattern: Pattern,
+                  names: Mapping[str, int], path: tuple) -> list[Pattern]:
+        """The hidden patterns finding the pattern's timed-out partial matches (timed_out.py);
+        none when it cannot have them (reported)."""
+        problem = timed_out_problem(pattern, spec.get("strategy", "any"), "contexts" in self.raw)
+        if problem:
+            self.error((*path, "timed_out"), problem)
+            return []
+        hidden = timed_out_patterns(pattern)
+        for p in hidden:
+            if p.name in names:
+                self.error((*path, "timed_out"), f"its timed-out partial matches are planned as "
+                           f"pattern {p.name!r}, a name patterns[{names[p.name]}] already has")
+        return hidden
 
     def alternation_checks(self, spec: Mapping[str, Any], operands: list[Operand],
                            names: Mapping[str, int], path: tuple) -> None:
@@ -357,6 +375,9 @@ class _Builder:
         if problem is None and after_match[0] != "any" and "contexts" in self.raw:
             problem = ("after_match is not supported in a workload with contexts, whose "
                        "windows are derived from every match")
+        if problem is None and after_match[0] != "any" and spec.get("timed_out"):
+            problem = ("after_match is not supported with \"timed_out\": true (whether a "
+                       "partial match times out would depend on the matches skipped)")
         if problem:
             self.error((*path, "after_match"), problem)
         if len(self.problems) > before:

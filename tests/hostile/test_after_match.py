@@ -24,6 +24,13 @@ CASES = [  # (structure, after_match, what the error says)
 ]
 
 
+def test_skip_with_timed_out_refused(cli, fraud):
+    path, workload = _with(fraud, SEQ, "past_last_event")
+    workload["patterns"][0]["timed_out"] = True
+    path.write_text(json.dumps(workload))
+    cli("validate", path).one_error(f"{path}: patterns[0].after_match: ", "timed_out")
+
+
 def _with(fraud, structure, after_match):
     path = fraud / "workload.json"
     workload = json.loads(path.read_text())

@@ -45,7 +45,7 @@ from cepplan.engine_adapter.local.workers import (
     sendable,
     started_as_worker,
 )
-from cepplan.engine_adapter.runtime.contiguity import Timeline, timelines
+from cepplan.engine_adapter.runtime.contiguity import Timeline, stamp_only, timelines
 from cepplan.engine_adapter.runtime.job import Covered, Job, job_from_json
 from cepplan.engine_adapter.runtime.memory import MEMORY_VARIABLE, budget, peak_resident
 from cepplan.engine_adapter.runtime.shared_nodes import used_sharing
@@ -129,8 +129,9 @@ class RangeReader:
         self.source = {**reader["source"], "header": False, "columns": list(file.names)}
         self.attributes, self.time_unit = reader["attributes"], reader["time_unit"]
         self.positions = not reader["source"].get("id_column")
-        self.used = {o.type for p in job.patterns for o in p.operands}
         self.timelines = self.stamping() if stamped else []
+        self.timing = stamp_only(job.patterns, job.stages, self.timelines)
+        self.used = {o.type for p in job.patterns for o in p.operands} - self.timing.types
         self.wanted = wanted_columns(job) + [t.column for t in self.timelines]
         self.covered = Covered()  # the good rows' time, margins included (`Job.span`)
         self.own = RangeRead()
@@ -162,7 +163,8 @@ class RangeReader:
                 position += len(text)
                 base = before
                 for batch in read_batches([self.file.path], self.source, self.attributes,
-                                          self.time_unit, only_types=self.used, text=text):
+                                          self.time_unit, only_types=self.used,
+                                          stamp_only=self.timing, text=text):
                     before += batch.read
                     self.rows_seen += batch.read
                     self.covered.add(*batch.covered)
@@ -173,8 +175,7 @@ class RangeReader:
                     frame = batch.columns()
                     if self.positions:
                         frame.data[EVENT_ID] = frame.data[EVENT_ID] + base
-                    for timeline in self.timelines:
-                        timeline.stamp(frame)
+                    batch.stamp(self.timelines)
                     part = tagged_rows(frame, self.job, self.wanted)
                     if own and len(part):
                         stamps = part[EVENT_TS]
@@ -299,7 +300,8 @@ def file_input(job: Job, data: Mapping[str, Any], events: Sequence[str],
     """The file and its cells when the input is one plain CSV file the in-process reader
     reads by byte range; None otherwise (or when its column names cannot be read here: the
     reader says why on the other path). The cells are wide enough for the window margin and
-    for about `region_rows` tagged rows, as the file's first chunk holds them."""
+    for about `region_rows` tagged rows, as the file's first chunk holds them read as the
+    first range reads them (stamped: the types only strict contiguity reads are not tagged)."""
     from cepplan.sources.text_input import LineTooLong
 
     if len(events) != 1 or not plain_csv(data, events):
@@ -315,7 +317,7 @@ def file_input(job: Job, data: Mapping[str, Any], events: Sequence[str],
     margin = window_margin(job)
     probe = FileInput(events[0], tuple(names), Cells(margin), margin)
     whole = _regions(probe, data, 1)[0]
-    reader = RangeReader(job, data, probe)
+    reader = RangeReader(job, data, probe, stamped=True)
     with open(events[0], "rb") as handle:
         end = line_start(handle, whole.start + CHUNK_BYTES)
     stamps = np.concatenate([p[EVENT_TS] for p in reader.chunks(whole.start, end, 0)]

@@ -41,7 +41,7 @@ from cepplan.engine_adapter.local.source import read_batches
 from cepplan.engine_adapter.local.workers import RangeFigures, range_matching
 from cepplan.engine_adapter.local.writer import staged_output
 from cepplan.engine_adapter.runtime.acquire import acquire
-from cepplan.engine_adapter.runtime.contiguity import Timeline, timelines
+from cepplan.engine_adapter.runtime.contiguity import Timeline, stamp_only, timelines
 from cepplan.engine_adapter.runtime.job import (
     Covered,
     Job,
@@ -410,8 +410,10 @@ def _tagged_batches(job: Job, reader: dict[str, Any], events: Sequence[str],
     exclude the consumer's work between batches. Time-ordered `plain` batches are stamped
     by the `timelines` first (`contiguity`)."""
     wanted = wanted_columns(job) + [t.column for t in timelines]
-    used = None if observers else {o.type for p in job.patterns for o in p.operands}
-    batches = read_batches(events, **reader, only_types=used)
+    timing = stamp_only(job.patterns, job.stages, timelines)
+    used = None if observers else {o.type for p in job.patterns for o in p.operands
+                                   } - timing.types
+    batches = read_batches(events, **reader, only_types=used, stamp_only=timing)
     while True:
         clock = time.perf_counter()
         batch = next(batches, None)
@@ -426,8 +428,7 @@ def _tagged_batches(job: Job, reader: dict[str, Any], events: Sequence[str],
             observe(frame)
         now = time.perf_counter()
         seconds["read"] += now - clock
-        for timeline in timelines:
-            timeline.stamp(frame)
+        batch.stamp(timelines)
         part = tagged_rows(frame, job, wanted)
         seconds["tag"] += time.perf_counter() - now
         yield part

@@ -27,6 +27,7 @@ from cepplan.engine_adapter.local.stream_source import (
 )
 from cepplan.engine_adapter.runtime.job import Job, job_from_json
 from cepplan.engine_adapter.runtime.match_rows import match_layouts
+from cepplan.engine_adapter.runtime.timed_out_counts import with_timed_out
 from cepplan.errors import InputError
 from cepplan.fileio import write_bytes_atomic
 from cepplan.interrupt import scratch_directory
@@ -135,6 +136,7 @@ def follow_stream(data: dict[str, Any], source: str, out: Path, plan_file: str, 
                          "detection_latency_seconds": output.latency_figures(),
                          "latency_bound": bounds or {},
                          **(adaptation.figures() if adaptation is not None else {})}
+    with_timed_out(metrics, data["patterns"])
     write_bytes_atomic(out / "metrics.json", json.dumps(metrics, indent=2).encode())
     return metrics
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from cepplan.engine_adapter.runtime.contiguity import StampOnly, Timeline
 from cepplan.engine_adapter.runtime.table import Columns, whole_numbers
 from cepplan.errors import InputError
 from cepplan.sources.local_source import (
@@ -47,6 +48,10 @@ class Batch:
     read: int = 0  # rows read: good (handed over or not), rejected, malformed
     # the first and last timestamp of the good rows of every event type, handed over or not
     covered: tuple[float, float] = (math.inf, -math.inf)
+    # with stamp-only types: the good rows of those and of the types handed over, as their
+    # timestamps and partition keys, and which of them are the `good` rows
+    timing: Columns | None = None
+    handed: np.ndarray | None = None
 
     @property
     def events(self) -> pd.DataFrame:
@@ -57,15 +62,22 @@ class Batch:
         """The good rows as NumPy columns (`column_values` form), without pandas."""
         return self.good
 
+    def stamp(self, timelines: Sequence[Timeline]) -> None:
+        """The good rows stamped by each timeline among all the events it reads."""
+        for timeline in timelines:
+            timeline.stamp(self.good, self.timing, self.handed)
+
 
 def read_batches(paths: Sequence[str], source: Mapping[str, Any],
                  attributes: Mapping[str, Mapping[str, str]], time_unit: str, *,
                  batch_bytes: int = BATCH_BYTES, only_types: Collection[str] | None = None,
-                 text: bytes | None = None) -> Iterator[Batch]:
+                 stamp_only: StampOnly | None = None, text: bytes | None = None
+                 ) -> Iterator[Batch]:
     """The files as canonical batches; `InputError` (naming the file) when a file cannot be
     read as the source says. Row ids without an `id_column`: positions over all files.
-    With `only_types`, good rows of other types are counted but not handed over. With
-    `text`, whole CSV lines of the one file in `paths` (a Spark task's byte range)."""
+    With `only_types`, good rows of other types are counted but not handed over, but for
+    the `stamp_only` types' timestamps and keys (`Batch.timing`). With `text`, whole CSV
+    lines of the one file in `paths` (a Spark task's byte range)."""
     batches = read_canonical(paths, source, attributes, time_unit, batch_bytes=batch_bytes,
                              text=text)
     types = list(attributes)
@@ -77,20 +89,25 @@ def read_batches(paths: Sequence[str], source: Mapping[str, Any],
                                     err.message) from None
         if batch is None:
             return
-        yield _batch(batch, types, only_types)
+        yield _batch(batch, types, only_types, stamp_only)
 
 
-def _batch(batch: Canonical, types: list[str], only_types: Collection[str] | None) -> Batch:
+def _batch(batch: Canonical, types: list[str], only_types: Collection[str] | None,
+           stamp_only: StampOnly | None = None) -> Batch:
     """The good rows (of `only_types`) as `Columns`, the type as codes into `types` (the
-    workload's event types, fixed for every batch), and the rejected rows by reason."""
+    workload's event types, fixed for every batch), the `stamp_only` types' timing, and
+    the rejected rows by reason."""
     good = batch.reject < 0
     rejected = Counter({reason: int(count) for reason, count in zip(
         batch.reasons, np.bincount(batch.reject[~good], minlength=len(batch.reasons)),
         strict=True) if count})
     codes = np.full(len(batch.type_names) + 1, -1, dtype=np.int32)  # batch's -> workload's
+    timed = np.zeros(len(batch.type_names) + 1, dtype=bool)  # handed over or stamp-only
     for index, name in enumerate(batch.type_names):
         if name in types and (only_types is None or name in only_types):
             codes[index] = types.index(name)
+        timed[index] = codes[index] >= 0 or (stamp_only is not None and name in types
+                                             and name in stamp_only.types)
     codes = codes[batch.type_codes]
     rows = np.flatnonzero(good & (codes >= 0))
     data = {EVENT_TS: batch.ts[rows], EVENT_ID: batch.ids[rows]}
@@ -102,7 +119,21 @@ def _batch(batch: Canonical, types: list[str], only_types: Collection[str] | Non
     stamps = batch.ts[good]
     covered = (float(stamps.min()), float(stamps.max())) if len(stamps) else (math.inf,
                                                                               -math.inf)
-    return Batch(Columns(data, codes=codes[rows], types=types), rejected, len(batch), covered)
+    out = Batch(Columns(data, codes=codes[rows], types=types), rejected, len(batch), covered)
+    if stamp_only is not None and stamp_only.types:
+        both = np.flatnonzero(good & timed[batch.type_codes])
+        out.timing = Columns({EVENT_TS: batch.ts[both],
+                              **{k: _key_column(batch, k, both) for k in stamp_only.keys}})
+        out.handed = codes[both] >= 0
+    return out
+
+
+def _key_column(batch: Canonical, key: str, rows: np.ndarray) -> np.ndarray:
+    """A partition key's values at `rows`: a key column of the source or an attribute."""
+    if key in batch.keys:
+        return batch.keys[key][rows]
+    values, ok = batch.attributes[key]
+    return _column(values[rows], ok[rows], batch.attribute_types[key])
 
 
 def _column(values: np.ndarray, ok: np.ndarray, kind: str) -> np.ndarray:

@@ -127,6 +127,17 @@ class StreamMatcher:
             plain = pool.take(slice(None), [c for c in pool.columns if "\t" not in c])
             self.held, self.arrived = [tagged_rows(plain, job, self.wanted)], [arrived]
 
+    def phase_bounds(self) -> list[tuple[float, float, dict[str, list[int]]]]:
+        """Each job's part of the stream, oldest first: (start, end, partial matches built),
+        for `resume_phases` (a state kept between micro-batches, on Spark)."""
+        return [(p.start, p.end, p.built) for p in self.phases]
+
+    def resume_phases(self, jobs: list[Job],
+                      bounds: list[tuple[float, float, dict[str, list[int]]]]) -> None:
+        """Put back the jobs (oldest first) and parts `phase_bounds` recorded."""
+        self.phases = [replace(_Phase.of(job, start), end=end, built=built)
+                       for job, (start, end, built) in zip(jobs, bounds, strict=True)]
+
     def add(self, batches: Iterable[Batch], arrived: float) -> Columns | None:
         """One read's batches (a file, or the lines of a micro-batch), arrived at wall time
         `arrived`: the late events returned (None: none), the others tagged and kept."""

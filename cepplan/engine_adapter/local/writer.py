@@ -24,6 +24,7 @@ from cepplan.engine_adapter.runtime.job import Job, PartitionOutput
 from cepplan.engine_adapter.runtime.match_rows import match_layouts
 from cepplan.engine_adapter.runtime.parquet_parts import ParquetParts, complete_parts
 from cepplan.engine_adapter.runtime.records import lines_data
+from cepplan.engine_adapter.runtime.timed_out_counts import with_timed_out
 from cepplan.fileio import write_bytes_atomic
 from cepplan.interrupt import staged_directory
 
@@ -111,6 +112,8 @@ def staged_output(out: Path, output_format: str,
         def finish(metrics: dict[str, Any]) -> None:
             writer.close()
             writer.fill()
+            if job is not None:
+                with_timed_out(metrics, job.data.get("patterns", ()))
             apply_skips(staging, job.data if job is not None else {}, metrics)
             write_bytes_atomic(staging / "metrics.json", json.dumps(metrics, indent=2).encode())
 

@@ -110,7 +110,8 @@ def skip_in_files(paths: Sequence[Path], rules: Mapping[str, SkipRule]) -> dict[
     """Drop from the JSON-lines files `paths` (one run's) the matches the skips do not keep,
     each file rewritten by rename; the matches dropped per pattern. Only each match's
     `summary` and place are held, not the match."""
-    heads = {('{"pattern": ' + json.dumps(name) + ",").encode(): name for name in rules}
+    heads = {('{"pattern": ' + json.dumps(name) + ', "events"').encode(): name
+             for name in rules}  # matches, not the lines of timed-out partial matches
     found: dict[str, list[tuple[int, int, Summary]]] = {name: [] for name in rules}
     for file_index, path in enumerate(paths):
         with open(path, "rb") as lines:

@@ -9,12 +9,14 @@ between two consecutive plain variables, with no condition but the gap's own end
 covering every primitive type that can share the pattern's key. Where the events carry the
 stamp (`timeline_column`), those negations' events are not tagged for the matchers (the
 stamp stands for them) and the matcher bounds the join by it (`gaps`); without it they are
-ordinary negations.
+ordinary negations. The types no other variable reads are read for their timestamps and keys
+alone (`stamp_only`): the reader converts their rows' attributes but copies none of them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
 from itertools import pairwise
 
 import numpy as np
@@ -83,10 +85,14 @@ class Timeline:
         self.last = np.empty(0)  # per partition: its latest timestamp so far
         self.before_last = np.empty(0)  # and the latest one before that
 
-    def stamp(self, frame: Columns) -> None:
-        """Add the column to a batch whose events come after (or at) every event before."""
-        ts = np.asarray(frame[EVENT_TS], dtype=np.float64)
-        parts = self._partitions(frame)
+    def stamp(self, frame: Columns, timing: Columns | None = None,
+              handed: np.ndarray | None = None) -> None:
+        """Add the column to a batch whose events come after (or at) every event before;
+        with `timing` (timestamps and keys of a batch's events, the frame's rows among them
+        where `handed` says), stamped among those events."""
+        events = frame if timing is None else timing
+        ts = np.asarray(events[EVENT_TS], dtype=np.float64)
+        parts = self._partitions(events)
         out = np.full(len(ts), np.nan)
         rows = np.flatnonzero(parts >= 0)  # in time order: sorted by partition, stably
         order = rows[np.argsort(parts[rows], kind="stable")] if self.keys else rows
@@ -107,7 +113,7 @@ class Timeline:
         last[:-1] = pair_part[:-1] != pair_part[1:]
         self.before_last[pair_part[last]] = previous[last]
         self.last[pair_part[last]] = pair_ts[last]
-        frame.data[self.column] = out
+        frame.data[self.column] = out if handed is None else out[handed]
 
     def _partitions(self, frame: Columns) -> np.ndarray:
         """Per row, its partition's number, kept across batches (-1: a key value missing)."""
@@ -139,3 +145,25 @@ def timelines(patterns: Sequence[PatternSpec], stages: Mapping[str, Stages]) -> 
     """A timeline per partitioning of the patterns with contiguous pairs."""
     keys = dict.fromkeys(p.partition_by for p in patterns if stages[p.name].contiguous)
     return [Timeline(k) for k in keys]
+
+
+@dataclass(frozen=True)
+class StampOnly:
+    """The event types no variable reads but stamped ones (`contiguous_pairs`), whose events
+    the timelines alone need: read for their timestamps and partition `keys`, not tagged."""
+
+    types: frozenset[str]
+    keys: tuple[str, ...]
+
+
+def stamp_only(patterns: Sequence[PatternSpec], stages: Mapping[str, Stages],
+               stamping: Sequence[Timeline]) -> StampOnly:
+    """The types only the `stamping` timelines read (none without timelines)."""
+    stamped: set[str] = set()
+    read: set[str] = set()
+    for spec in patterns:
+        hidden = set().union(*stages[spec.name].contiguous.values()) if stamping else set()
+        for operand in spec.operands:
+            (stamped if operand.var in hidden else read).add(operand.type)
+    keys = tuple(dict.fromkeys(k for t in stamping for k in t.keys))
+    return StampOnly(frozenset(stamped - read), keys)

@@ -164,13 +164,18 @@ class Renderer:
         lines in order: no Python string per match, no array the size of the table
         per chunk (docs/matching.md, "Output cost")."""
         head = '{"pattern": ' + json.dumps(spec.output_name) + ', "events": {'
-        names = [*matches.single, *matches.kleene]
+        single = _first_in_sequence(spec, matches.single) if spec.timed_out else matches.single
+        names = [*single, *matches.kleene]
         labels = {v: f"{', ' if i else head}{json.dumps(v)}: " for i, v in enumerate(names)}
         ends = {v: "}}\n" if v == names[-1] else "" for v in names}
-        used = {v: np.flatnonzero(self._mask(ranks)) for v, ranks in matches.single.items()}
+        used = {v: np.flatnonzero(self._mask(ranks)) for v, ranks in single.items()}
         sizes = [len(ranks) for ranks in used.values()]
+        label_texts = _repeated([labels[v] for v in used], sizes)
+        if spec.timed_out:  # the first event's piece opens with its timeout
+            label_texts = pa.concat_arrays([
+                self._timed_out_heads(spec, names[0], used[names[0]]), label_texts[sizes[0]:]])
         fixed = pc.binary_join_element_wise(
-            _repeated([labels[v] for v in used], sizes),
+            label_texts,
             self.event_texts(np.concatenate([np.empty(0, np.int64), *used.values()])),
             _repeated([ends[v] for v in used], sizes), _scalar(""))
         views, buffers = _views(fixed)
@@ -187,10 +192,10 @@ class Renderer:
         for first in range(0, matches.count, RENDER_ROWS):
             last = min(matches.count, first + RENDER_ROWS)
             laid = np.empty((last - first, len(names)), dtype=views.dtype)
-            for i, ranks in enumerate(matches.single.values()):
+            for i, ranks in enumerate(single.values()):
                 laid[:, i] = by_rank[i][ranks[first:last]]
             more = list(buffers)
-            for i, var in enumerate(matches.kleene, start=len(matches.single)):
+            for i, var in enumerate(matches.kleene, start=len(single)):
                 lists, own = _views(_kleene_texts(texts, at, *sets[var], first, last,
                                                   labels[var], ends[var]))
                 laid[:, i] = _rebased(lists, len(more))
@@ -201,6 +206,16 @@ class Renderer:
             chunks.append(pa.LargeStringArray.from_buffers(
                 last - first, pa.py_buffer(np.ascontiguousarray(offsets)), pieces.buffers()[2]))
         return pa.chunked_array(chunks, pa.large_string())
+
+    def _timed_out_heads(self, spec: PatternSpec, first: str,
+                         ranks: np.ndarray) -> pa.LargeStringArray:
+        """A timed-out partial match's opening, per event its first variable `first` binds:
+        the user's pattern, `k` and the timeout (that event's timestamp plus the window)."""
+        head = (f'{{"pattern": {json.dumps(spec.output_name)}, "timed_out": '
+                f'{{"k": {spec.timed_out}, "at": ')
+        tail = f'}}, "events": {{{json.dumps(first)}: '
+        timeouts = (self.table.ts[ranks] + spec.window).tolist()
+        return pa.array([f"{head}{t!r}{tail}" for t in timeouts], pa.large_string())
 
     def _mask(self, ranks: np.ndarray) -> np.ndarray:
         """Which of the table's events `ranks` holds."""
@@ -271,6 +286,12 @@ def _strings(views: np.ndarray, buffers: list[pa.Buffer]) -> pa.LargeStringArray
     array = pa.Array.from_buffers(pa.string_view(), len(views),
                                   [None, pa.py_buffer(views), *buffers])
     return array.cast(pa.large_string())
+
+
+def _first_in_sequence(spec: PatternSpec, single: dict) -> dict:
+    """`single` with the SEQ's first variable first (a timed-out match opens with it)."""
+    first = next(o.var for o in spec.operands if o.position == 0)
+    return {first: single[first]} | single
 
 
 def _repeated(texts: Sequence[str], counts: Sequence[int]) -> pa.LargeStringArray:

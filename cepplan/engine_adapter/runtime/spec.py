@@ -77,6 +77,7 @@ class PatternSpec:
     kleene_cap: int = 16
     match_bytes: int = 0  # one match as held until written (`memory.match_bytes`; 0: not set)
     reported_as: str = ""  # the user's pattern this one is an alternative of (alternation)
+    timed_out: int = 0  # k > 0: it finds the timed-out partial matches of k events
 
     @property
     def output_name(self) -> str:
@@ -157,7 +158,8 @@ def pattern_from_json(data: Mapping[str, Any], *, seq_ties: str = "strict",
         order=tuple(_name(v) for v in data.get("order") or [o.var for o in operands]),
         steps=tuple(tuple(_name(v) for v in s) for s in data.get("steps", ())),
         emit=emit, seq_ties=seq_ties, kleene_cap=int(kleene_cap),
-        reported_as=_name(data["reported_as"]) if data.get("reported_as") else "")
+        reported_as=_name(data["reported_as"]) if data.get("reported_as") else "",
+        timed_out=int(data.get("timed_out", 0)))
 
 
 @dataclass

@@ -35,9 +35,10 @@ def tag_masks(frame: pd.DataFrame | Columns, job: Job) -> dict[str, np.ndarray]:
     types = None if plain else frame[EVENT_TYPE]  # a Series: fast when it is categorical
     for spec in job.patterns:
         stages = job.stages[spec.name]
-        stamped = timeline_column(spec.partition_by) in frame.columns
+        stamped = (set().union(*stages.contiguous.values())
+                   if timeline_column(spec.partition_by) in frame.columns else set())
         for operand in spec.operands:
-            if stamped and any(operand.var in v for v in stages.contiguous.values()):
+            if operand.var in stamped:
                 masks[tag(spec.name, operand.var)] = np.zeros(len(frame), dtype=bool)
                 continue  # the events' stamps stand for it (`contiguity`)
             rows = np.flatnonzero(frame.type_mask(operand.type) if plain else

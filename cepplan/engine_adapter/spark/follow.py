@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ from cepplan.engine_adapter.spark.stream_job import (
     claim_checkpoint,
     write_end_marker,
 )
+from cepplan.engine_adapter.spark.stream_replan import StreamReplanner
 from cepplan.engine_adapter.spark.submit import JobFailed, submit_stream
 from cepplan.errors import InputError
 from cepplan.interrupt import scratch_directory
@@ -32,9 +34,11 @@ from cepplan.sources.time_text import time_writer
 def follow_on_spark(loaded, chosen, data: dict[str, Any], plan_file: str, follow: str,
                     out: Path, checkpoint: Path | None, *, trigger: float, master: str,
                     quiet: bool, verbose: bool,
-                    adaptive: dict[str, Any] | None = None) -> dict[str, Any]:
+                    adaptive: dict[str, Any] | None = None,
+                    warn: Callable[[str], None] = print) -> dict[str, Any]:
     """Run the stream of the job `data` (of `chosen` on `loaded`) on Spark until it ends
-    (`adaptive`: job.json's section for checking its statistics as it goes); returns
+    (`adaptive`: job.json's section for checking its statistics as it goes; each drift it
+    reports re-planned, a better plan switched to: `stream_replan.py`); returns
     metrics.json's figures (`out` holds the sink: `output=matches/`,
     `output=late-events/`, ... and `metrics.json`)."""
     check_streamable(data, plan_file)
@@ -48,21 +52,30 @@ def follow_on_spark(loaded, chosen, data: dict[str, Any], plan_file: str, follow
         # its job.json, as the job reads it, is what is claimed
         job = generate(loaded, chosen, scratch / "job", plan_kind=data["plan"]["kind"],
                        streaming=True, adaptive=adaptive)
-        claim_checkpoint(place, json.loads((job / "job.json").read_text()), follow, out)
+        written = json.loads((job / "job.json").read_text())
+        claim_checkpoint(place, written, follow, out)
         ends = place / END_FOLDER
         ends.mkdir(parents=True, exist_ok=True)
+        replanner = StreamReplanner(loaded, chosen, written, place, out, warn) \
+            if adaptive is not None else None
         meter = _Progress(data) if not quiet and sys.stderr.isatty() else None
+        watchers = [w for w in (replanner, meter) if w is not None]
         try:
             with stop_on_signal(lambda: write_end_marker(ends, stop=True)):
                 submit_stream(job, follow, out, place, trigger=trigger, master=master,
-                              quiet=quiet, verbose=verbose, on_progress=meter)
+                              quiet=quiet, verbose=verbose,
+                              on_progress=(lambda figures: [w(figures) for w in watchers])
+                              if watchers else None)
         except JobFailed:
             _drop_empty_sink(out)
             raise
         finally:
             if meter is not None and meter.shown:
                 sys.stderr.write("\n")
-    return json.loads((out / "metrics.json").read_text())
+        metrics = json.loads((out / "metrics.json").read_text())
+        if replanner is not None:
+            replanner.finish(metrics["stream"])
+    return metrics
 
 
 class _Progress:
@@ -73,13 +86,19 @@ class _Progress:
         source = data["reader"]["source"]
         self.time_text = time_writer(source.get("time_format"), data["reader"]["time_unit"])
         self.shown = False
+        self.switch = ""  # the last plan switch's words
 
     def __call__(self, figures: dict[str, Any]) -> None:
         mark = figures["watermark"]
+        if "switch" in figures:
+            switch = figures["switch"]
+            gain = f" ({switch['modelled_gain']:.2f}x)" if "modelled_gain" in switch else ""
+            self.switch = f"  plan switched at batch {switch['micro_batch']}{gain}"
         sys.stderr.write("\r" + progress_text(
             figures["rate"], "-" if mark is None else self.time_text(mark), figures["matches"],
             figures["late_events"], figures["state_rows"],
-            None if figures["latency"] is None else tuple(figures["latency"])) + "\x1b[K")
+            None if figures["latency"] is None else tuple(figures["latency"])) +
+            f"{self.switch}\x1b[K")
         sys.stderr.flush()
         self.shown = True
 

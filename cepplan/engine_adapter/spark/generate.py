@@ -61,6 +61,7 @@ SHIPPED = (
     # the live stream's job: the in-process stream matcher per micro-batch
     "engine_adapter/spark/stream_job.py",
     "engine_adapter/spark/stream_state.py",
+    "engine_adapter/spark/stream_plans.py",
     "engine_adapter/local/stream.py",
     "engine_adapter/local/stream_skip.py",
     "engine_adapter/local/checkpoint.py",
@@ -112,6 +113,7 @@ SHIPPED = (
     "engine_adapter/runtime/spec.py",
     "engine_adapter/runtime/table.py",
     "engine_adapter/runtime/tagging.py",
+    "engine_adapter/runtime/timed_out_counts.py",
     "workload/columns.py",
     "workload/expr/bounds.py",
     "workload/durations.py",
@@ -162,6 +164,7 @@ SHIPPED = (
     "workload/after_match.py",
     "workload/alternation.py",
     "workload/optional.py",
+    "workload/timed_out.py",
     "workload/expr/evaluate.py",
     "workload/structure.py",
 )

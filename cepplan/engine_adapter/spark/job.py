@@ -48,6 +48,7 @@ from cepplan.engine_adapter.runtime.match_rows import PatternColumns, match_layo
 from cepplan.engine_adapter.runtime.parquet_parts import complete_parts
 from cepplan.engine_adapter.runtime.records import MATCH_COLUMN
 from cepplan.engine_adapter.runtime.spec import SpecError
+from cepplan.engine_adapter.runtime.timed_out_counts import with_timed_out
 from cepplan.engine_adapter.spark.acquire import prefilter
 from cepplan.engine_adapter.spark.match import (
     PATTERN,
@@ -158,7 +159,7 @@ def _by_ranges(spark: SparkSession, data: dict[str, Any], events: Sequence[str],
         metrics["plan"] = data.get("plan", {})
         metrics["seconds"] = {"read, tag and match by range": round(
             time.perf_counter() - clock, 3)}
-        _publish(staging, out_dir, metrics, data)
+        _publish(staging, out_dir, with_timed_out(metrics, data["patterns"]), data)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
@@ -311,7 +312,7 @@ def _write(outputs: list[DataFrame], staging: str, out_dir: str,
     metrics["plan"] = data.get("plan", {})
     metrics["seconds"] = {k: round(v, 3) for k, v in seconds.items()}
     stages.finish(metrics, staging)
-    _publish(staging, out_dir, metrics, data)
+    _publish(staging, out_dir, with_timed_out(metrics, data["patterns"]), data)
 
 
 def _write_parquet(union: DataFrame, target: str, layouts: dict[str, PatternColumns],

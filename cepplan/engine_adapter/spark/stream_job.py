@@ -34,6 +34,8 @@ from cepplan.engine_adapter.local.checkpoint import job_digest
 from cepplan.engine_adapter.local.stream_source import END_MARKER, tcp_address
 from cepplan.engine_adapter.runtime.arrivals import latency_figures
 from cepplan.engine_adapter.runtime.job import job_from_json
+from cepplan.engine_adapter.runtime.timed_out_counts import with_timed_out
+from cepplan.engine_adapter.spark.stream_plans import PLANS_FOLDER
 from cepplan.engine_adapter.spark.stream_state import (
     FIGURES,
     INPUT,
@@ -81,6 +83,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     ends = Path(args.checkpoint) / END_FOLDER
     ends.mkdir(parents=True, exist_ok=True)
+    (Path(args.checkpoint) / PLANS_FOLDER).mkdir(exist_ok=True)
     spark = SparkSession.builder.appName(f"cepplan {data['workload'].get('name', '')} stream") \
         .config("spark.sql.session.timeZone", "UTC").getOrCreate()
     if not args.verbose:
@@ -108,6 +111,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         spark.stop()
     metrics["stream"]["stopped_by_signal"] = stopped
+    with_timed_out(metrics, data["patterns"])
     write_bytes_atomic(Path(args.out) / "metrics.json", json.dumps(metrics, indent=2).encode())
     return 0
 
@@ -197,23 +201,29 @@ def stream_query(spark: SparkSession, data: dict[str, Any], follow: str, ends: P
         events = lines.select(F.lit("").alias("source"), "line",
                               F.col("timestamp").cast("double").alias("arrived"),
                               F.col("value"), F.lit(False).alias("end"))
+        events = events.withColumn("plan", F.lit(False))
     else:
         events = _whole_files(spark, follow, end=False)
-    both = events.unionByName(_whole_files(spark, str(ends), end=True)) \
-        .withColumn("key", F.explode(F.array(*[F.lit(v) for v in values])))
+    both = events.unionByName(_whole_files(spark, str(ends), end=True))
+    if data.get("adaptive"):  # the plans to switch to (`stream_plans.py`)
+        both = both.unionByName(_whole_files(spark, str(ends.parent / PLANS_FOLDER),
+                                             end=False, plan=True))
+    both = both.withColumn("key", F.explode(F.array(*[F.lit(v) for v in values])))
     return both.select([F.col(f.name).cast(f.dataType) for f in INPUT]).groupBy("key") \
         .applyInPandasWithState(StreamStep(data, trigger, values), OUTPUT, state_schema(data),
                                 "append", GroupStateTimeout.NoTimeout)
 
 
-def _whole_files(spark: SparkSession, folder: str, *, end: bool) -> DataFrame:
+def _whole_files(spark: SparkSession, folder: str, *, end: bool,
+                 plan: bool = False) -> DataFrame:
     """Each new file of `folder` as one row: its path, modification time and text (names
-    starting with `.` or `_` are not read: write hidden, then rename)."""
+    starting with `.` or `_` are not read: write hidden, then rename), marked as an end
+    marker (`end`), a plan (`plan`) or events."""
     files = spark.readStream.format("text").option("wholetext", True).load(folder)
     return files.select(F.col("_metadata.file_path").alias("source"),
                         F.lit(0).alias("line"),
                         F.col("_metadata.file_modification_time").cast("double").alias("arrived"),
-                        F.col("value"), F.lit(end).alias("end"))
+                        F.col("value"), F.lit(end).alias("end"), F.lit(plan).alias("plan"))
 
 
 def _until_the_end(spark: SparkSession, query, follow: str, ends: Path, out: str,
@@ -223,15 +233,15 @@ def _until_the_end(spark: SparkSession, query, follow: str, ends: Path, out: str
     signal asked. (`processAllAvailable` can return before that micro-batch runs.)"""
     while query.isActive:
         if meter is not None:
-            meter.show(query.lastProgress)
+            meter.show(query.recentProgress)
         markers = sorted(p.name for p in ends.iterdir() if p.name[:1] not in "._")
         if not markers and "://" not in follow and (Path(follow) / END_MARKER).exists():
             write_end_marker(ends, stop=False)
             continue
         if markers and _ended(spark, out):
             query.stop()
-            if meter is not None:  # the last micro-batch's
-                meter.show(query.lastProgress)
+            if meter is not None:  # the last micro-batches'
+                meter.show(query.recentProgress)
             return markers[0].startswith(STOP_PREFIX)
         query.awaitTermination(min(trigger, 0.5))
     if query.exception() is not None:
@@ -248,14 +258,21 @@ class _Progress:
         self.batch = -1
         self.first: tuple[float, int] | None = None  # (when, rows read) at the first shown
 
-    def show(self, progress) -> None:
-        if progress is None or progress["batchId"] == self.batch:
-            return
+    def show(self, recent) -> None:
+        """A line for each micro-batch of `recent` (the query's recent progress) not shown."""
+        for progress in recent:
+            if progress["batchId"] > self.batch:
+                self._line(progress)
+
+    def _line(self, progress) -> None:
         observed = progress["observedMetrics"].get(PROGRESS)
         if observed is None or not observed["groups"]:  # a micro-batch of no arrival
             return
         self.batch = progress["batchId"]
-        figures = progress_figures([json.loads(v) for v in observed["groups"]])
+        rows = [json.loads(v) for v in observed["groups"]]
+        figures = progress_figures(rows)
+        for row in rows:  # an adaptive stream's drift and switch (the first group's)
+            figures.update({k: v for k, v in row.items() if k in ("drift", "switch")})
         now = time.monotonic()
         if self.first is None:
             self.first = (now, figures["rows_read"])

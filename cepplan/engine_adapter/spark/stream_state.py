@@ -34,6 +34,7 @@ from cepplan.engine_adapter.local.stream import StreamMatcher
 from cepplan.engine_adapter.runtime.arrivals import MatchArrivals, late_lines
 from cepplan.engine_adapter.runtime.job import Job, PartitionOutput, job_from_json
 from cepplan.engine_adapter.runtime.table import Columns
+from cepplan.engine_adapter.spark.stream_plans import PlanRefused, plan_to_switch
 
 MATCHES, LATE, LATENCY = "matches", "late-events", "latency"
 PROGRESS = "progress"  # per micro-batch, a few figures (small: a stream may run for days)
@@ -42,13 +43,14 @@ LATENCY_SAMPLE = 200  # detection latencies a progress row keeps (evenly spaced 
 FIGURES = "figures"  # metrics.json's figures, once the stream has ended
 # What reaches the step: per file (or socket line) its name ("" for a line), a line's number
 # in its micro-batch (grouping does not keep the order), its arrival wall time, its text, and
-# whether it is the end-of-stream marker
+# whether it is the end-of-stream marker or a plan to switch to (`stream_plans.py`)
 INPUT = T.StructType([T.StructField("key", T.IntegerType()),
                       T.StructField("source", T.StringType()),
                       T.StructField("line", T.LongType()),
                       T.StructField("arrived", T.DoubleType()),
                       T.StructField("value", T.StringType()),
-                      T.StructField("end", T.BooleanType())])
+                      T.StructField("end", T.BooleanType()),
+                      T.StructField("plan", T.BooleanType())])
 OUTPUT = T.StructType([T.StructField("output", T.StringType()),
                        T.StructField("value", T.StringType())])
 STATE = T.StructType([T.StructField("matcher", T.BinaryType())])
@@ -114,18 +116,29 @@ class StreamStep:
             group, attributes = self.values.index(int(key[0])), key_attributes(job)
             matcher.owned = lambda part: key_group(part, attributes, len(self.values)) == group
         figures = {"micro_batches": 0, "state_rows_max": 0, "header": None}
-        # every group observes every arrival: the first alone measures and reports drift
-        first = len(self.values) == 1 or self.values.index(int(key[0])) == 0
-        drift = _drift_check(data["adaptive"]) if data.get("adaptive") and first else None
-        if drift is not None:
-            matcher.observers.append(drift.observe)
-            figures["drifts"] = []
+        plans: list[dict[str, Any] | None] = [None]  # per plan the matcher holds, its job
+        # data (None: job.json's), the oldest first
         if state.exists:
             saved = decode(bytes(state.get[0]))
             restore(matcher, saved)
-            figures = saved["figures"]
-            if drift is not None:
+            figures, plans = saved["figures"], saved.get("plans", plans)
+            if len(plans) > 1:
+                matcher.resume_phases([job_from_json(p or data) for p in plans],
+                                      saved["phases"])
+        # every group observes every arrival: the first alone measures and reports drift
+        first = len(self.values) == 1 or self.values.index(int(key[0])) == 0
+        invariants = (plans[-1] or data).get("adaptive", {}).get("invariants")
+        drift = _drift_check(data["adaptive"], invariants) if data.get("adaptive") and \
+            first and invariants else None
+        if drift is not None:
+            matcher.observers.append(drift.observe)
+            figures.setdefault("drifts", [])
+            if state.exists and state.get[1]:
                 drift.from_bytes(bytes(state.get[1]))
+        switched = self._switch(matcher, rows[rows["plan"]], plans, figures)
+        if switched and drift is not None:  # the new plan's ranges, watched from here
+            drift = _rewatched(drift, matcher, plans[-1].get("adaptive", {}).get("invariants"))
+        rows = rows[~rows["plan"]]
         files = rows[~rows["end"] & (rows["source"] != "")].sort_values("source", kind="stable")
         for name, text, arrived in zip(files["source"], files["value"], files["arrived"],
                                        strict=True):
@@ -139,15 +152,41 @@ class StreamStep:
         figures["micro_batches"] += 1
         figures["state_rows_max"] = max(figures["state_rows_max"], state_rows)
         progress = _progress(matcher, figures, state_rows, collector.seconds)
+        if switched:
+            progress["switch"] = switched
         if drift is not None:
             progress.update(_checked(drift, matcher, figures))
-        state.update((encode(matcher, {"figures": figures}),
+        plans = plans[-len(matcher.phases):]  # the plans that finished are forgotten
+        state.update((encode(matcher, {"figures": figures, "plans": plans,
+                                       "phases": matcher.phase_bounds()}),
                       *((b"" if drift is None else drift.to_bytes(),)
                         if data.get("adaptive") else ())))
         collector.add(PROGRESS, [json.dumps(progress)])
         if final:
             collector.add(FIGURES, [json.dumps(self._metrics(matcher, figures))])
         yield pd.DataFrame({"output": collector.outputs, "value": collector.values})
+
+    def _switch(self, matcher: StreamMatcher, arrived: pd.DataFrame,
+                plans: list[dict[str, Any] | None], figures: dict[str, Any]
+                ) -> dict[str, Any] | None:
+        """Switch the matcher, at the watermark reached, to each plan that `arrived` (rows
+        of the checkpoint's plans folder, by name) and can take over (else a warning and a
+        record of `figures["plans_refused"]`); the last switch's record (None: none)."""
+        switched = None
+        for name, text in zip(arrived["source"], arrived["value"], strict=True):
+            name = os.path.basename(name)
+            try:
+                job, new = plan_to_switch(text, name, self.data)
+            except PlanRefused as err:
+                _warn(err.message)
+                figures.setdefault("plans_refused", []).append(err.message)
+                continue
+            matcher.switch(job)
+            plans.append(new)
+            switched = {"micro_batch": figures["micro_batches"] + 1,
+                        "watermark": _finite(matcher.evaluated), "plan_file": name}
+            figures.setdefault("switches", []).append(switched)
+        return switched
 
     def _add(self, matcher: StreamMatcher, collector: _Collector, name: str, text: bytes,
              arrived: float) -> None:
@@ -184,6 +223,8 @@ class StreamStep:
                          "watermark": _finite(matcher.watermark),
                          "late_events": dict(matcher.late),
                          "state_rows_max": figures["state_rows_max"]}
+        for name in ("switches", "plans_refused"):  # the plans that arrived
+            out["stream"][name] = figures.get(name, [])
         if "drifts" in figures:
             out["stream"].update({"adaptive": True, "horizon": self.data["adaptive"]["horizon"],
                                   "drifts": figures["drifts"], "replans": [],
@@ -228,24 +269,38 @@ def _added(one: Any, other: Any) -> Any:
     return one + other
 
 
-def _drift_check(section: dict[str, Any]):
+def _drift_check(section: dict[str, Any], invariants: dict[str, Any]):
     """The online statistics and drift rule of an adaptive job (its `adaptive` section: the
-    workload's text, the plan's invariants, the horizon)."""
+    workload's text, the horizon) watching `invariants` (the plan in force's)."""
     from cepplan.adaptive.drift_check import DriftCheck
     from cepplan.workload.loader import build_workload
 
     workload = build_workload(json.loads(section["workload"]), file=section["workload_file"],
                               file_digest=section["workload_sha256"])
-    return DriftCheck(workload, section["invariants"], section["horizon"])
+    return DriftCheck(workload, invariants, section["horizon"])
+
+
+def _rewatched(drift, matcher: StreamMatcher, invariants: dict[str, Any] | None):
+    """After a switch, `drift` watching the new plan's `invariants` from the watermark
+    reached, as a re-plan in-process does; None (no more checks) for a plan without."""
+    from cepplan.adaptive.drift import DriftWatch
+
+    if not invariants:
+        _warn("the plan switched to records no invariants: the stream stops checking its "
+              "statistics")
+        matcher.observers.remove(drift.observe)
+        return None
+    drift.watch = DriftWatch(invariants, drift.rule, matcher.evaluated)
+    return drift
 
 
 def _checked(drift, matcher: StreamMatcher, figures: dict[str, Any]) -> dict[str, Any]:
     """When due, the statistics of the horizon below the watermark measured and checked:
     the progress row's `statistics` (the rates measured, the statistics drifted at this
     check) and, once a drift has lasted, its record in `figures["drifts"]` and, with the
-    statistics document measured, the row's `drift`. The Spark stream keeps its plan: a
-    drift is reported (`cepplan run` prices the plan it asks for), then not again within the
-    cooldown, as a re-plan would be."""
+    statistics document measured, the row's `drift`. The job has no planner: a drift is
+    reported (`cepplan run` re-plans for it and publishes the plan to switch to:
+    `stream_replan.py`), then not again within the cooldown, as a re-plan would be."""
     watermark = matcher.watermark
     if not drift.due(watermark, matcher.covered.first):
         figures["statistics_seconds"] = drift.seconds

@@ -1,0 +1,68 @@
+"""Timed-out partial matches on the Spark job: every template of the in-process tests, in
+one job over a keyed stream full of equal timestamps, under the trivial and a many-step plan,
+equal the brute-force reference written from their definition; the patterns' own matches are
+unchanged, and metrics.json counts the timed-out ones per prefix length."""
+
+from __future__ import annotations
+
+import json
+import random
+
+from cepplan.engine_adapter.job_spec import job_data
+from cepplan.engine_adapter.spark.job import run_job
+from cepplan.planner.plan import trivial_plan
+from cepplan.stats.synth_write import write_events
+from tests.engine import workloads
+from tests.engine.example_data import stepwise_plan
+from tests.engine.reference_matcher import canonical, reference_matches
+from tests.engine.reference_timed_out import timed_out_matches
+from tests.engine.test_matcher_vs_reference import frame
+from tests.engine.test_timed_out import SEQUENCES
+from tests.engine.workloads import TYPES
+
+
+def timed_out_workload(timed_out: bool):
+    """Each template as pattern NAME, with or without `timed_out`."""
+    return workloads.workload(
+        [spec | {"name": name} | ({"timed_out": True} if timed_out else {})
+         for name, spec in sorted(SEQUENCES.items())], seq_ties="allow", csv=True)
+
+
+def written(folder) -> list[tuple]:
+    """Every line under OUT/matches/: (pattern, its timed_out object or None, canonical)."""
+    out = []
+    for part in sorted((folder / "matches").iterdir()):
+        if not part.name.startswith((".", "_")):
+            for line in part.read_text().splitlines():
+                obj = json.loads(line)
+                timed = obj.get("timed_out")
+                out.append((obj["pattern"], timed and (timed["k"], timed["at"]),
+                            canonical(obj)))
+    return sorted(out, key=repr)
+
+
+def test_spark_timed_out_equals_reference(spark, tmp_path):
+    rng = random.Random(5)
+    rows = [(rng.choice(TYPES), rng.randint(0, 14), rng.randint(0, 4),
+             rng.choice([0.5, 2.0]), rng.choice("xyz")) for _ in range(40)]
+    plain, events = timed_out_workload(False), frame(rows)
+    workload = timed_out_workload(True)
+    path = tmp_path / "events.csv"
+    write_events(events, workload, path)
+    full = reference_matches(plain, events)
+    expected, counts = [], {}
+    for name in SEQUENCES:
+        expected += [(name, None, canonical(m)) for m in full[name]]
+        for m in timed_out_matches(plain, name, events):
+            k = m["timed_out"]["k"]
+            expected.append((name, (k, m["timed_out"]["at"]), canonical(m)))
+            counts.setdefault(name, {}).setdefault(str(k), 0)
+            counts[name][str(k)] += 1
+    expected.sort(key=repr)
+    assert sum(1 for e in expected if e[1]) >= 10, "too few timed-out matches to compare"
+    for kind, plan in (("trivial", trivial_plan(workload)), ("steps", stepwise_plan(workload))):
+        metrics = run_job(spark, job_data(workload, plan), [str(path)], str(tmp_path / kind),
+                          say=lambda _: None)
+        assert written(tmp_path / kind) == expected, kind
+        assert {n: {k: c for k, c in by_k.items() if c}
+                for n, by_k in metrics["timed_out"].items()} == counts, kind
