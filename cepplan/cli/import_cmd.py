@@ -52,8 +52,11 @@ def import_command(
         (pattern,) = doc["patterns"]
         order = ("in strict contiguity" if pattern["strategy"] == "strict" else
                  "in strict contiguity but for the last, the first after them that qualifies")
+        skip = pattern.get("after_match")
+        skip_text = "" if skip is None else ", after a match " + (
+            skip if isinstance(skip, str) else " ".join(*skip.items()))
         echo(f"wrote {output}: pattern {pattern['name']} = SEQ of "
-             f"{len(pattern['structure']) - 1} {doc['source']['type']} rows {order}")
+             f"{len(pattern['structure']) - 1} {doc['source']['type']} rows {order}{skip_text}")
 
 
 def sample_columns(path: Path) -> tuple[str, dict[str, str]]:

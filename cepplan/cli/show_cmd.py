@@ -57,6 +57,9 @@ def describe(workload: Workload) -> list[str]:
                 f"{var}: {name}" for var, name in pattern.strategy.items())
             lines.append(f"    strategy: {strategy} (the operands marked '!__' are the events "
                          "it excludes)")
+        if pattern.after_match[0] != "any":
+            lines.append(f"    after match: {' '.join(pattern.after_match).strip()} (its matches "
+                         "as found, skipped when written)")
         if pattern.latency:
             bounds = []
             if pattern.latency.max_steps is not None:

@@ -40,6 +40,9 @@ def job_data(workload: Workload, plan: Plan, *, plan_kind: str = "plan") -> dict
                                       "naive_cost": p.naive_cost, "solver": p.solver}
                                for name, p in plan.patterns.items()}},
     }
+    skips = _after_match(workload)
+    if skips:
+        data["after_match"] = skips  # applied to the written matches (runtime/after_match.py)
     if plan.covering:
         data["covering"] = dict(plan.covering)  # consumer queries, run by the Spark job
     if plan.sharing:
@@ -62,6 +65,11 @@ def check_parquet_output(workload: Workload, plan: Plan) -> None:
                                 f"patterns[{workload.pattern(err.pattern).index}]",
                                 err.problem) from None
     for pattern in workload.patterns:
+        if pattern.after_match[0] != "any":
+            raise InputError.single(workload.path or "<workload>",
+                                    f"patterns[{pattern.index}].after_match",
+                                    f"{pattern.output_name}'s after-match skip is applied to "
+                                    "matches written as JSON lines only: drop --format parquet")
         if pattern.timed_out:
             raise InputError.single(workload.path or "<workload>",
                                     f"patterns[{pattern.index}].timed_out",
@@ -73,6 +81,17 @@ def check_parquet_output(workload: Workload, plan: Plan) -> None:
                                     f"{pattern.reported_as} has alternatives (\"x:A|B\"), whose "
                                     "matches are written as JSON lines only: drop --format "
                                     "parquet")
+
+
+def _after_match(workload: Workload) -> dict[str, dict[str, Any]]:
+    """Per user pattern with an after-match skip: its kind, variable and partition key."""
+    out = {}
+    for pattern in workload.patterns:
+        kind, var = pattern.after_match
+        if kind != "any":
+            out[pattern.output_name] = {"kind": kind, "var": var,
+                                        "partition_by": list(pattern.partition_by)}
+    return out
 
 
 def _bottom_up(workload: Workload) -> list[str]:

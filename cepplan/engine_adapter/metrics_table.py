@@ -52,6 +52,9 @@ def metrics_lines(metrics: dict[str, Any], time_unit: str = "") -> list[str]:
                      f"{metrics.get('kleene_cap_hits', {}).get(name, 0):>9,} "
                      f"{_number(model.get('expected_cost')):>16} "
                      f"{_number(model.get('naive_cost')):>12}")
+    for name, dropped in metrics.get("after_match_skipped", {}).items():
+        lines.append(f"  {name}: {dropped:,} of the matches above dropped by its after-match "
+                     "skip")
     stages = {stage: " ".join(shown.get(word, word) for word in stage.split(" "))
               for stage in metrics["seconds"]}  # "match NAME": its pattern as shown
     stage_width = max([32, *map(len, stages.values())])

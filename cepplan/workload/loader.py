@@ -24,6 +24,7 @@ import orjson
 from cepplan.errors import InputError, Problem, json_path
 from cepplan.file_kinds import check_kind
 from cepplan.fileio import parse_json, read_input
+from cepplan.workload.after_match import after_match_problem, read_after_match
 from cepplan.workload.alternation import MAX_CHOICES, choice_count, choices
 from cepplan.workload.context_model import context_issues
 from cepplan.workload.durations import SECONDS_PER_UNIT, DurationError, parse_duration
@@ -369,6 +370,16 @@ class _Builder:
                 self.error((*path, "partition_by"), f"partition attribute {attr!r} is missing "
                            f"from the type of {', '.join(missing)}")
         emit, emit_types = self.emit(spec.get("emit", {}), variables, path)
+        after_match = read_after_match(spec.get("after_match", "any"))
+        problem = after_match_problem(after_match, operator, operands)
+        if problem is None and after_match[0] != "any" and "contexts" in self.raw:
+            problem = ("after_match is not supported in a workload with contexts, whose "
+                       "windows are derived from every match")
+        if problem is None and after_match[0] != "any" and spec.get("timed_out"):
+            problem = ("after_match is not supported with \"timed_out\": true (whether a "
+                       "partial match times out would depend on the matches skipped)")
+        if problem:
+            self.error((*path, "after_match"), problem)
         if len(self.problems) > before:
             return None
         pattern = Pattern(
@@ -379,7 +390,7 @@ class _Builder:
             emit=MappingProxyType(emit), emit_types=MappingProxyType(emit_types),
             weight=float(spec.get("weight", 1.0)), index=index,
             strategy=_frozen(spec.get("strategy", "any")),
-            reported_as="" if name == spec["name"] else spec["name"],
+            reported_as="" if name == spec["name"] else spec["name"], after_match=after_match,
         )
         return pattern
 
@@ -430,6 +441,11 @@ class _Builder:
             elif item.type_name in names:
                 if item.type_name not in done:
                     blocked = True
+                    continue
+                if done[item.type_name].after_match[0] != "any":
+                    self.error(where, f"pattern {item.type_name!r} has an after_match skip, "
+                               "applied to its matches as written: another pattern cannot "
+                               "bind it")
                     continue
                 complex_ = True
             else:

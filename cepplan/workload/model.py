@@ -109,6 +109,8 @@ class Pattern:
     strategy: str | Mapping[str, str] = "any"
     # the user's pattern this core pattern is one alternative of (alternation.py), else ""
     reported_as: str = ""
+    # after-match skip (after_match.py): (kind, variable or ""); applied to the user's pattern
+    after_match: tuple[str, str] = ("any", "")
     # k > 0: a hidden pattern finding the user's pattern's timed-out partial matches of its
     # first k events (timed_out.py); 0 for every other pattern
     timed_out: int = 0

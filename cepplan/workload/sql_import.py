@@ -4,8 +4,8 @@ The query is parsed by sqlglot (a maintained SQL parser); what it carries over k
 query's meaning (docs/import.md): `PATTERN` of single-row variables in strict contiguity
 (`strategy: strict`), an `X*?` before the last one as skip-till-next-match (sql_pattern),
 `PARTITION BY`, `ORDER BY` one numeric time column, `DEFINE` with `PREV`/`NEXT`/`FIRST`/`LAST`,
-`MEASURES` (as `emit`), `AFTER MATCH SKIP TO NEXT ROW` or a skip that cannot change the
-matches (sql_skip) and Flink's `WITHIN` (which sqlglot does not read: it is taken from the text
+`MEASURES` (as `emit`), `AFTER MATCH SKIP` (as `after_match`; with `X*?` only TO NEXT ROW)
+and Flink's `WITHIN` (which sqlglot does not read: it is taken from the text
 after `PATTERN`).
 Every other clause is refused with a `Problem` naming it.
 """
@@ -76,7 +76,7 @@ class _Query:
             raise _Refused("PATTERN", str(err)) from None
         self.variables, self.gap = pattern_read.variables, pattern_read.gap
         self.time_column = self.order_column(args.get("order"))
-        self.check_skip(args.get("after"), args.get("define") or ())
+        skip = self.after_match(args.get("after"))
         rows = args.get("rows")
         if rows is not None and rows.name.upper() != "ONE ROW PER MATCH":
             raise _Refused("ROWS PER MATCH", f"{rows.name!r} is not supported: cepplan writes "
@@ -142,6 +142,8 @@ class _Query:
             pattern["within"] = self.within
         if emit:
             pattern["emit"] = emit
+        if skip is not None:
+            pattern["after_match"] = skip
         attributes = {c: t for c, t in self.columns.items() if c != self.time_column
                       and (c not in RESERVED_ATTRIBUTES or self.ids_column(c))}
         return {"format": "cepplan.workload/1", "name": pattern["name"],
@@ -152,36 +154,34 @@ class _Query:
                 "event_types": {self.table: {"attributes": attributes}},
                 "patterns": [pattern]}
 
-    def check_skip(self, after, define) -> None:
-        """Refuse an AFTER MATCH SKIP that could find other matches than cepplan's every
-        match (TO NEXT ROW); one whose matches cannot overlap finds the same (sql_skip)."""
-        from cepplan.workload.sql_skip import matches_cannot_overlap
-
+    def after_match(self, after) -> str | dict[str, str] | None:
+        """The pattern's `after_match` for the query's AFTER MATCH SKIP (None: TO NEXT ROW,
+        every match). With single-row variables in strict contiguity a start row has one
+        match and matches complete in the order they start, so cepplan's skip (which takes
+        matches by completion) keeps SQL's; with `X*?` they may complete out of that order."""
         shown = " ".join(after.name.upper().split()) if after is not None else \
             "AFTER MATCH SKIP PAST LAST ROW"
         if shown == "AFTER MATCH SKIP TO NEXT ROW":
-            return
+            return None
         if self.gap is not None:
             raise _Refused("AFTER MATCH SKIP", f"{shown!r}"
                            + (_DEFAULT_SKIP if after is None else "")
-                           + f" is not supported with {self.gap}*?: cepplan reports every "
-                           "match, as AFTER MATCH SKIP TO NEXT ROW does; write that clause to "
-                           "import the query")
-        target = re.fullmatch(r"AFTER MATCH SKIP TO (?:(?:FIRST|LAST) )?(\w+)", shown)
-        if target:
-            var = next((v for v in self.variables if v.upper() == target.group(1)), None)
-            if var is None:
-                raise _Refused("AFTER MATCH SKIP", f"{target.group(1)!r} is not a variable of "
-                               f"the PATTERN ({' '.join(self.variables)})")
-            if var == self.variables[0]:
-                raise _Refused("AFTER MATCH SKIP", f"{shown!r} resumes at the match's first "
-                               "row, which SQL reports as an error")
-        if not matches_cannot_overlap(self.variables, {d.alias: d.this for d in define}):
-            raise _Refused("AFTER MATCH SKIP", f"{shown!r}"
-                           + (_DEFAULT_SKIP if after is None else "")
-                           + " is not supported: cepplan reports every match, as AFTER MATCH "
-                           "SKIP TO NEXT ROW does, and matches of this PATTERN may share rows "
-                           "(docs/import.md); write that clause to import the query")
+                           + f" is not supported with {self.gap}*?: SQL skips from the match "
+                           "that starts first, cepplan from the one that completes first, and "
+                           "with X*? they differ; write TO NEXT ROW to import the query")
+        if shown == "AFTER MATCH SKIP PAST LAST ROW":
+            return "past_last_event"
+        target = re.fullmatch(r"AFTER MATCH SKIP TO (FIRST|LAST) (\w+)", shown)
+        if target is None:
+            raise _Refused("AFTER MATCH SKIP", f"{shown!r} is not supported")
+        var = next((v for v in self.variables if v.upper() == target.group(2)), None)
+        if var is None:
+            raise _Refused("AFTER MATCH SKIP", f"{target.group(2)!r} is not a variable of "
+                           f"the PATTERN ({' '.join(self.variables)})")
+        if var == self.variables[0]:
+            raise _Refused("AFTER MATCH SKIP", f"{shown!r} resumes at the match's first "
+                           "row, which SQL reports as an error")
+        return {"to_first" if target.group(1) == "FIRST" else "to_last": var}
 
     def order_column(self, order) -> str:
         from sqlglot import exp

@@ -54,6 +54,18 @@ QUERIES = {  # name: (query, WITHIN in seconds or None)
     "skip_till_next_only": ("""SELECT * FROM Ticker MATCH_RECOGNIZE (ORDER BY ts
         AFTER MATCH SKIP TO NEXT ROW PATTERN (S GAP*? E) WITHIN INTERVAL '12' SECOND
         DEFINE S AS S.volume = 0, GAP AS TRUE, E AS E.price >= S.price + 2)""", 12),
+    "overlapping_default_skip": ("""SELECT * FROM Ticker MATCH_RECOGNIZE (PARTITION BY symbol
+        ORDER BY ts PATTERN (A B) WITHIN INTERVAL '5' SECOND
+        DEFINE B AS B.price >= A.price)""", 5),
+    "overlapping_past_last_row": ("""SELECT * FROM Ticker MATCH_RECOGNIZE (ORDER BY ts
+        AFTER MATCH SKIP PAST LAST ROW PATTERN (A B C) WITHIN INTERVAL '9' SECOND
+        DEFINE B AS B.volume >= A.volume, C AS C.price > 1)""", 9),
+    "skip_to_last": ("""SELECT * FROM Ticker MATCH_RECOGNIZE (PARTITION BY symbol ORDER BY ts
+        AFTER MATCH SKIP TO LAST C PATTERN (A B C) WITHIN INTERVAL '9' SECOND
+        DEFINE B AS B.price <= A.price + 1)""", 9),
+    "skip_to_first": ("""SELECT * FROM Ticker MATCH_RECOGNIZE (ORDER BY ts
+        AFTER MATCH SKIP TO FIRST B PATTERN (A B C) WITHIN INTERVAL '9' SECOND
+        DEFINE C AS C.volume >= B.volume)""", 9),
     "defined_as_true": ("""SELECT * FROM Ticker MATCH_RECOGNIZE (ORDER BY ts
         AFTER MATCH SKIP TO NEXT ROW PATTERN (U D) WITHIN INTERVAL '3' SECOND
         DEFINE U AS TRUE, D AS D.price < U.price)""", 3),
@@ -95,9 +107,6 @@ BASE = QUERIES["drop"][0]
 
 
 @pytest.mark.parametrize(("query", "place", "fragment"), [
-    (BASE.replace("AFTER MATCH SKIP TO NEXT ROW", ""), "AFTER MATCH SKIP",
-     "(the SQL standard's default; Flink's is TO NEXT ROW)"),
-    (BASE.replace("TO NEXT ROW", "PAST LAST ROW"), "AFTER MATCH SKIP", "PAST LAST ROW"),
     (BASE.replace("(HIGH LOW)", "(HIGH LOW+)"), "PATTERN", "quantifier '+' on LOW"),
     (BASE.replace("(HIGH LOW)", "(HIGH | LOW)"), "PATTERN", "alternation"),
     (BASE.replace("(HIGH LOW)", "(HIGH LOW HIGH)"), "PATTERN", "HIGH appears twice"),
@@ -116,7 +125,6 @@ BASE = QUERIES["drop"][0]
      "a row the single-row variable does not have"),
     (BASE.replace("TO NEXT ROW", "TO FIRST HIGH"), "AFTER MATCH SKIP", "first row"),
     (BASE.replace("TO NEXT ROW", "TO LAST Z"), "AFTER MATCH SKIP", "'Z' is not a variable"),
-    (BASE.replace("TO NEXT ROW", "TO LAST LOW"), "AFTER MATCH SKIP", "may share rows"),
     (BASE.replace("(HIGH LOW)", "(X*? HIGH LOW)"), "PATTERN", "quantifier '*?' on X"),
     (BASE.replace("(HIGH LOW)", "(HIGH X* LOW)"), "PATTERN", "quantifier '*' on X"),
     (BASE.replace("(HIGH LOW)", "(HIGH X*? LOW)").replace("LOW AS", "X AS X.price > 1, LOW AS"),
@@ -128,6 +136,8 @@ BASE = QUERIES["drop"][0]
      "DEFINE LOW", "reads the rows X*? skips"),
     (BASE.replace("(HIGH LOW)", "(HIGH X*? LOW)").replace("TO NEXT ROW", "PAST LAST ROW"),
      "AFTER MATCH SKIP", "not supported with X*?"),
+    (BASE.replace("(HIGH LOW)", "(HIGH X*? LOW)").replace("AFTER MATCH SKIP TO NEXT ROW", ""),
+     "AFTER MATCH SKIP", "(the SQL standard's default; Flink's is TO NEXT ROW)"),
     (BASE.replace("HIGH.price > 2", "1 = 1"), "DEFINE HIGH", "reads no column"),
     (BASE.replace("LOW AS", "HIGH AS HIGH.price > 3, LOW AS"), "DEFINE HIGH",
      "HIGH is defined twice"),
@@ -172,6 +182,11 @@ def test_import_command_writes_a_valid_workload_or_one_error(tmp_path):
                            "strict contiguity but for the last, the first after them that "
                            "qualifies\n"), done.stderr
     assert json.loads(out.read_text())["patterns"][0]["strategy"] == {"E": "next"}
+    query.write_text(QUERIES["skip_to_last"][0])
+    done = cepplan("import", str(query), str(sample), "-o", str(out))
+    assert done.stdout == (f"wrote {out}: pattern Ticker_match = SEQ of 3 Ticker rows in "
+                           "strict contiguity, after a match to_last C\n"), done.stderr
+    assert json.loads(out.read_text())["patterns"][0]["after_match"] == {"to_last": "C"}
 
 
 @pytest.mark.parametrize("name", sorted(QUERIES))
@@ -217,27 +232,3 @@ def test_within_option_is_a_duration_checked_where_it_is_given(tmp_path):
     good = cepplan("import", str(query), str(sample), "-o", str(out), "--within", "2min")
     assert good.returncode == 0, good.stderr
     assert build_workload(json.loads(out.read_text())).patterns[0].window == 120
-
-
-@settings(max_examples=150, deadline=None)
-@given(names=st.lists(st.sampled_from(["a", "b", None]), min_size=2, max_size=4),
-       rows=st.lists(st.sampled_from("ab"), max_size=12))
-def test_matches_proved_apart_share_no_row(names, rows):
-    """The proof that lets a skip other than TO NEXT ROW through (sql_skip) is sound: when it
-    holds, no two matches of every row's attempt share a row."""
-    import sqlglot
-    from sqlglot import exp
-
-    from cepplan.workload.sql_skip import matches_cannot_overlap
-
-    variables = [f"V{i}" for i in range(len(names))]
-    define = ", ".join(f"{v} AS (name = '{n}' AND {v}.volume >= 0)"
-                       for v, n in zip(variables, names, strict=True) if n)
-    sql = (f"SELECT * FROM T MATCH_RECOGNIZE (ORDER BY ts AFTER MATCH SKIP TO NEXT ROW "
-           f"PATTERN ({' '.join(variables)}) DEFINE {define or 'V0 AS TRUE'})")
-    match = sqlglot.parse_one(sql, read="trino").find(exp.MatchRecognize)
-    if not matches_cannot_overlap(variables, {d.alias: d.this for d in match.args["define"]}):
-        return
-    table = [{"id": i, "ts": i, "name": n, "volume": 1} for i, n in enumerate(rows)]
-    used = [i for m in reference_matches(sql, table) for _, i in m]
-    assert len(used) == len(set(used))

@@ -79,10 +79,11 @@ class Checkpoint:
         return state
 
     def save(self, matcher: StreamMatcher, lengths: dict[str, int], files: list[str],
-             figures: dict[str, int]) -> None:
-        """Record the state after a micro-batch whose outputs are on disk at `lengths`."""
+             figures: dict[str, int], skips: dict[str, Any] | None = None) -> None:
+        """Record the state after a micro-batch whose outputs are on disk at `lengths`
+        (and `skips`, the after-match skips' state, `StreamSkips.state`)."""
         state = {**self.identity, "files_read": files, "output_bytes": lengths,
-                 "figures": figures}
+                 "figures": figures, **({"after_match": skips} if skips else {})}
         write_bytes_atomic(self.path, encode(matcher, state))
 
 

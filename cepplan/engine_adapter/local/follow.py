@@ -5,6 +5,7 @@ micro-batch per trigger interval, until the input ends or SIGINT / SIGTERM asks 
 from __future__ import annotations
 
 import json
+import math
 import signal
 import sys
 import time
@@ -18,6 +19,7 @@ from cepplan.engine_adapter.local.engine import ROWS_READ, streamable
 from cepplan.engine_adapter.local.source import read_batches
 from cepplan.engine_adapter.local.stream import StreamMatcher
 from cepplan.engine_adapter.local.stream_output import StreamOutput
+from cepplan.engine_adapter.local.stream_skip import StreamSkips, decided_below
 from cepplan.engine_adapter.local.stream_source import (
     DirectorySource,
     LinesSource,
@@ -91,7 +93,10 @@ def follow_stream(data: dict[str, Any], source: str, out: Path, plan_file: str, 
                               log=saver.latency_log if saver else None,
                               patterns=[p.name for p in job.patterns],
                               parquet=match_layouts(job) if output_format == "parquet" else None)
-        matcher.writer = output
+        skips = StreamSkips(data, job, output) if data.get("after_match") else None
+        if skips is not None and resumed is not None:
+            skips.restore(resumed["after_match"])
+        matcher.writer = skips or output
         while True:
             taken = feed.take(trigger)
             clock, read_before = time.perf_counter(), matcher.counts[ROWS_READ]
@@ -102,6 +107,8 @@ def follow_stream(data: dict[str, Any], source: str, out: Path, plan_file: str, 
                 if isinstance(feed, LinesSource):  # a spooled micro-batch: read, not kept
                     Path(path).unlink()
             state = matcher.advance()
+            if skips is not None:
+                skips.release(decided_below(matcher))
             output.flush()
             batches += 1
             if adaptation is not None:
@@ -109,14 +116,19 @@ def follow_stream(data: dict[str, Any], source: str, out: Path, plan_file: str, 
                                        read_before, time.perf_counter() - clock)
             meter.show(matcher, output, state)
             if saver:
-                saver.save(matcher, output.sync(), sorted(feed.seen), _figures(batches, meter))
+                saver.save(matcher, output.sync(), sorted(feed.seen), _figures(batches, meter),
+                           skips.state() if skips is not None else None)
             if feed.ended or stop():
                 break
         matcher.advance(final=True)
+        if skips is not None:
+            skips.release(math.inf)
         output.flush()
         output.close()
         meter.done()
     metrics = matcher.metrics(adaptation.in_force(data) if adaptation is not None else data)
+    if skips is not None:
+        metrics["after_match_skipped"] = skips.dropped
     metrics["stream"] = {"max_delay": delay, "trigger_seconds": trigger,
                          "micro_batches": batches, "watermark": _finite(matcher.watermark),
                          "late_events": dict(matcher.late),
@@ -137,6 +149,16 @@ def check_streamable(data: dict[str, Any], plan_file: str) -> Job:
                                 "a window and read events only (not another pattern's "
                                 "matches, contexts or consumer queries)")
     return job
+
+
+def check_no_skips(data: dict[str, Any], plan_file: str) -> None:
+    """An `InputError` naming the pattern when the job has after-match skips, which the
+    Spark stream does not apply (the in-process stream does)."""
+    if data.get("after_match"):
+        name, rule = next(iter(data["after_match"].items()))
+        raise InputError.single(plan_file, f"patterns.{name}", f"after_match {rule['kind']!r}"
+                                " is applied by the in-process stream only: drop --engine "
+                                "spark and --master (or drop after_match)")
 
 
 def _figures(batches: int, meter: _Progress) -> dict[str, int]:

@@ -93,8 +93,10 @@ class StreamOutput(MatchArrivals):
                         self.latency.setdefault(name, LatencyHistogram()).add(seconds)
 
     @_naming_the_output
-    def write(self, pattern: str, out: PartitionOutput) -> None:
-        """Append one range's matches; record each one's detection latency."""
+    def write(self, pattern: str, out: PartitionOutput,
+              completed: np.ndarray | None = None) -> None:
+        """Append one range's matches; record each one's detection latency (from
+        `completed`, the arrival of each match's last event, when the matches were held)."""
         if not out.count:
             return
         emitted = time.time()
@@ -102,7 +104,7 @@ class StreamOutput(MatchArrivals):
             self._matches.write(pattern, out)
         else:
             self._matches.write(line_buffers(out))
-        seconds = emitted - self.completed(out)
+        seconds = emitted - (self.completed(out) if completed is None else completed)
         self.latency.setdefault(pattern, LatencyHistogram()).add(seconds)
         self.recent[pattern] = seconds
         if self._log:

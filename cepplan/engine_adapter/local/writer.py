@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cepplan.engine_adapter.runtime.after_match import apply_skips
 from cepplan.engine_adapter.runtime.job import Job, PartitionOutput
 from cepplan.engine_adapter.runtime.match_rows import match_layouts
 from cepplan.engine_adapter.runtime.parquet_parts import ParquetParts, complete_parts
@@ -122,6 +123,7 @@ def staged_output(out: Path, output_format: str,
             writer.fill()
             if job is not None:
                 with_timed_out(metrics, job.data.get("patterns", ()))
+            apply_skips(staging, job.data if job is not None else {}, metrics)
             write_bytes_atomic(staging / "metrics.json", json.dumps(metrics, indent=2).encode())
 
         try:

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, replace
 
 import pandas as pd
 
+from cepplan.engine_adapter.runtime.after_match import kept, skip_rules
 from cepplan.engine_adapter.runtime.contexts import has_contexts, run_with_contexts
 from cepplan.engine_adapter.runtime.job import Job, evaluate_partition, partitions
 from cepplan.engine_adapter.runtime.matcher import CHUNK_EVENTS
@@ -70,4 +71,16 @@ def run_local(events: pd.DataFrame, job: Job, *, chunk_events: int = CHUNK_EVENT
         result.cap_hits[spec.name] = hits
         result.held_back[spec.name] = held
         complex_frames += made
+    _skip(result, job)
     return result
+
+
+def _skip(result: LocalResult, job: Job) -> None:
+    """The job's after-match skips applied to `result.matches`, over all core patterns
+    written under one name together (as `after_match.skip_in_files` does to a run's files)."""
+    for name, rule in skip_rules(job.data).items():
+        cores = [s.name for s in job.patterns if s.output_name == name]
+        found = [m for core in cores for m in result.matches[core]]
+        keep = iter(kept(found, rule))
+        for core in cores:
+            result.matches[core] = [m for m in result.matches[core] if next(keep)]

@@ -30,7 +30,7 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import replace
 from pathlib import Path
@@ -42,6 +42,7 @@ from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 
+from cepplan.engine_adapter.runtime.after_match import apply_skips
 from cepplan.engine_adapter.runtime.job import job_from_json, needed_attributes, zoned_times
 from cepplan.engine_adapter.runtime.match_rows import PatternColumns, match_layouts, text_rows
 from cepplan.engine_adapter.runtime.parquet_parts import complete_parts
@@ -158,7 +159,7 @@ def _by_ranges(spark: SparkSession, data: dict[str, Any], events: Sequence[str],
         metrics["plan"] = data.get("plan", {})
         metrics["seconds"] = {"read, tag and match by range": round(
             time.perf_counter() - clock, 3)}
-        _publish(staging, out_dir, with_timed_out(metrics, data["patterns"]))
+        _publish(staging, out_dir, with_timed_out(metrics, data["patterns"]), data)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
@@ -311,7 +312,7 @@ def _write(outputs: list[DataFrame], staging: str, out_dir: str,
     metrics["plan"] = data.get("plan", {})
     metrics["seconds"] = {k: round(v, 3) for k, v in seconds.items()}
     stages.finish(metrics, staging)
-    _publish(staging, out_dir, with_timed_out(metrics, data["patterns"]))
+    _publish(staging, out_dir, with_timed_out(metrics, data["patterns"]), data)
 
 
 def _write_parquet(union: DataFrame, target: str, layouts: dict[str, PatternColumns],
@@ -349,8 +350,11 @@ class TextRows:
             yield from text_rows(layout, batch.column(0).to_pylist())
 
 
-def _publish(staging: str, out_dir: str, metrics: dict[str, Any]) -> None:
-    """metrics.json into `staging`, then `staging` renamed over `out_dir`."""
+def _publish(staging: str, out_dir: str, metrics: dict[str, Any],
+             data: Mapping[str, Any]) -> None:
+    """The after-match skips applied and metrics.json written in `staging`, then `staging`
+    renamed over `out_dir`."""
+    apply_skips(Path(staging), data, metrics)
     with open(os.path.join(staging, "metrics.json"), "w", encoding="utf-8") as handle:
         json.dump(metrics, handle, indent=2)
     if os.path.isdir(out_dir):

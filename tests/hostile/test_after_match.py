@@ -1,0 +1,91 @@
+"""After-match skips a pattern cannot have, and the outputs and runs that cannot apply one:
+one error line naming the file, the pattern and the key, exit 2, nothing written."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+SEQ = ["SEQ", "r:PasswordReset", "l:Login", "w:Withdrawal"]
+
+CASES = [  # (structure, after_match, what the error says)
+    (SEQ, {"to_first": "x"}, "'x' is not a variable of this pattern"),
+    (SEQ, {"to_last": "r"}, "may bind the match's first event"),
+    (["SEQ", ["OPTIONAL", "r:PasswordReset"], "l:Login", "w:Withdrawal"], {"to_first": "l"},
+     "may bind the match's first event"),
+    (["SEQ", "r:PasswordReset", ["OPTIONAL", "l:Login"], "w:Withdrawal"], {"to_first": "l"},
+     "'l' is optional"),
+    (["SEQ", "r:PasswordReset", ["KLEENE", "l:Login", {"min": 0}], "w:Withdrawal"],
+     {"to_last": "l"}, "KLEENE with min 0"),
+    (["SEQ", "r:PasswordReset", ["NOT", "l:Login"], "w:Withdrawal"], {"to_first": "l"},
+     "'l' is negated"),
+    (["AND", "r:PasswordReset", "l:Login", "w:Withdrawal"], {"to_last": "w"}, "needs a SEQ"),
+]
+
+
+def test_skip_with_timed_out_refused(cli, fraud):
+    path, workload = _with(fraud, SEQ, "past_last_event")
+    workload["patterns"][0]["timed_out"] = True
+    path.write_text(json.dumps(workload))
+    cli("validate", path).one_error(f"{path}: patterns[0].after_match: ", "timed_out")
+
+
+def _with(fraud, structure, after_match):
+    path = fraud / "workload.json"
+    workload = json.loads(path.read_text())
+    workload["patterns"][0].update(structure=structure, after_match=after_match)
+    path.write_text(json.dumps(workload))
+    return path, workload
+
+
+@pytest.mark.parametrize(("structure", "after_match", "fragment"), CASES,
+                         ids=[c[2] for c in CASES])
+def test_skip_refused(cli, fraud, structure, after_match, fragment):
+    path, _ = _with(fraud, structure, after_match)
+    cli("validate", path).one_error(f"{path}: patterns[0].after_match: ", fragment)
+
+
+def test_unknown_skip_is_a_shape_error(cli, fraud):
+    path, _ = _with(fraud, SEQ, "to_next_row")
+    cli("validate", path).one_error(f"{path}: patterns[0].after_match: ")
+
+
+def test_a_skipped_pattern_cannot_be_bound(cli, fraud):
+    path, workload = _with(fraud, SEQ, "past_last_event")
+    workload["patterns"][0]["emit"] = {"amount": "w.amount", "user": "w.user"}
+    workload["patterns"].append({"name": "higher", "within": "5min", "partition_by": ["user"],
+                                 "structure": ["SEQ", "t:account_takeover", "s:Swipe"]})
+    path.write_text(json.dumps(workload))
+    cli("validate", path).one_error(f"{path}: patterns[3].structure[1]: ",
+                                    "has an after_match skip")
+
+
+@pytest.mark.parametrize("option", [("--format", "parquet"), ("--follow", "FOLLOWED")])
+def test_outputs_that_cannot_skip(cli, fraud, option):
+    """Parquet output and a live stream on Spark: refused before any work (no JVM started),
+    `--output` not made."""
+    path, _ = _with(fraud, SEQ, "past_last_event")
+    plan, out = fraud / "plan.json", fraud / "out"
+    assert cli("optimize", path, "-o", plan, "-q").code == 0
+    flag, value = option
+    if value == "FOLLOWED":
+        value = fraud / "followed"
+        value.mkdir()
+        result = cli("run", plan, "-o", out, flag, value, "--engine", "spark", "-q")
+        result.one_error(f"{plan}: patterns.account_takeover: ", "in-process stream only")
+    else:
+        result = cli("run", plan, fraud / "events.csv", "-o", out, flag, value, "-q")
+        result.one_error(f"{path}: patterns[0].after_match: ", "JSON lines only")
+    assert not out.exists()
+
+
+def test_a_generated_stream_job_cannot_skip(cli, fraud):
+    """`cepplan generate --streaming` (the Spark stream): refused, the job directory not
+    made."""
+    path, _ = _with(fraud, SEQ, {"to_last": "w"})
+    plan, out = fraud / "plan.json", fraud / "job"
+    assert cli("optimize", path, "-o", plan, "-q").code == 0
+    cli("generate", plan, "-o", out, "--streaming").one_error(
+        f"{plan}: patterns.account_takeover: ", "in-process stream only")
+    assert not out.exists()
