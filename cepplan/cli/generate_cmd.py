@@ -42,6 +42,9 @@ def generate_command(
             raise typer.BadParameter(f"give it with {needs}", param_hint=flag)
     trivial = plan_kind is PlanKind.trivial
     chosen, loaded = plan_and_workload(plan, workload, trivial=trivial, warn=warn)
+    from cepplan.engine_adapter.job_spec import check_count_windows
+
+    check_count_windows(loaded, "the generated Spark job")
     target = check_directory_output(output, "generate", [("plan", plan),
                                                          ("workload", loaded.path)])
     if streaming:

@@ -43,7 +43,8 @@ def describe(workload: Workload) -> list[str]:
     lines += ["", "patterns:"]
     for pattern in workload.patterns:
         operands = ", ".join(_operand(o) for o in pattern.operands)
-        window = (f"within {pattern.window:g} {workload.time_unit}" if pattern.window
+        window = (f"within {pattern.window_events} events" if pattern.window_events
+                  else f"within {pattern.window:g} {workload.time_unit}" if pattern.window
                   else "no window")
         lines.append(f"  {pattern.name} = {pattern.operator}({operands})  {window}")
         if pattern.partition_by:

@@ -70,6 +70,19 @@ def check_parquet_output(workload: Workload, plan: Plan) -> None:
                                     "parquet")
 
 
+def check_count_windows(workload: Workload, runner: str) -> None:
+    """`InputError` naming the first pattern with a count window, which `runner` (the Spark
+    job, a live stream) does not evaluate: positions are numbered over the whole input, read
+    by one process (docs/workload-format.md, "Count windows")."""
+    for pattern in workload.patterns:
+        if pattern.window_events:
+            raise InputError.single(workload.path or "<workload>",
+                                    f"patterns[{pattern.index}].within",
+                                    f"pattern {pattern.output_name!r} has a count window, "
+                                    f"which {runner} does not evaluate: run it on event files "
+                                    "with the in-process engine (--engine local)")
+
+
 def _bottom_up(workload: Workload) -> list[str]:
     """Pattern names, children first (`bottom_up_order`); without hierarchy that order is
     the names in reverse, found without building the graph (networkx loads slowly)."""
@@ -103,4 +116,5 @@ def _pattern(pattern: Pattern, plan: Plan) -> dict[str, Any]:
         "steps": [sorted(step) for step in chosen.detection.steps],
         "emit": {attr: to_portable(expr) for attr, expr in pattern.emit.items()},
         "emit_types": dict(pattern.emit_types),
+        **({"window_events": pattern.window_events} if pattern.window_events else {}),
     }

@@ -97,7 +97,7 @@ class Pattern:
     operator: str  # SEQ, AND or OR
     operands: tuple[Operand, ...]
     predicates: tuple[Predicate, ...]
-    window: float | None  # in time_unit; None only for OR
+    window: float | None  # in time_unit; None only for OR and count windows
     partition_by: tuple[str, ...] = ()
     latency: Latency | None = None
     contexts: tuple[str, ...] = ()
@@ -109,6 +109,7 @@ class Pattern:
     strategy: str | Mapping[str, str] = "any"
     # the user's pattern this core pattern is one alternative of (alternation.py), else ""
     reported_as: str = ""
+    window_events: int | None = None  # a count window: positions apart (count_windows.py)
 
     @property
     def output_name(self) -> str:

@@ -136,8 +136,8 @@ class KleeneStage:
         table = self.table
         cand = self.cands[operand.var]
         cand_ts = table.ts[cand]
-        latest = np.max(np.vstack([table.ts[a] for a in rows.values()]), axis=0)
-        low = np.searchsorted(cand_ts, latest - self.window, "left")
+        latest = np.max(np.vstack([self.clock[a] for a in rows.values()]), axis=0)
+        low = np.searchsorted(self.clock[cand], latest - self.window, "left")
         high = np.searchsorted(cand, rows[operand.var], "left")
         if self.seq:
             before = [rows[o.var] for o in operands if o.position < operand.position]
