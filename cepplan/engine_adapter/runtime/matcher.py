@@ -200,7 +200,8 @@ class MatchContext(KleeneStage, NegationStage, GapStage):
         per_row = (width + 1) * memory.JOIN_BYTES
         if width == len(self.spec.positive):
             per_row = max(per_row, self.match_bytes(width))
-        memory.check(self.spec.name, self.spec.window, self.held + rows * per_row, rows, what)
+        memory.check(self.spec.name, self.spec.window_events or self.spec.window,
+                     self.held + rows * per_row, rows, what, self.spec.window_unit)
 
     def join(self, operands: tuple[OperandSpec, ...], start: int,
              stop: int) -> dict[str, np.ndarray]:

@@ -81,6 +81,11 @@ class PatternSpec:
     window_events: int | None = None  # a count window: positions apart (`positions`)
 
     @property
+    def window_unit(self) -> str:
+        """What the window counts, as messages say it."""
+        return "events" if self.window_events is not None else "time units"
+
+    @property
     def reach(self) -> float:
         """How far apart a match's first and last events may lie on the window's clock:
         positions for a count window, else time (infinite without a window)."""
