@@ -52,8 +52,10 @@ def count_window_problem(operator: str, operands: Sequence[Operand], contexts: b
     if emits:
         return "a pattern with a count window cannot be bound by another pattern: drop \"emit\""
     negated = [i for i, o in enumerate(operands) if o.kind == NEGATED]
-    positive = [i for i, o in enumerate(operands) if o.kind != NEGATED]
-    if negated and (operator != "SEQ" or negated[0] < positive[0] or negated[-1] > positive[-1]):
+    required = [i for i, o in enumerate(operands)  # bound by every match
+                if o.kind != NEGATED and not o.optional and o.min_count != 0]
+    if negated and (operator != "SEQ" or not required or negated[0] < required[0]
+                    or negated[-1] > required[-1]):
         return ("with a count window a NOT must stand between two positive operands of a SEQ "
-                "(a negation at the edge reaches to the window's edge)")
+                "that every match binds (a negation at the edge reaches to the window's edge)")
     return ""

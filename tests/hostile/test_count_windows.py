@@ -35,6 +35,10 @@ def test_count_window_refused(cli, fraud, within, fragment):
     (["SEQ", ["NOT", "r:PasswordReset"], "l:Login", "w:Withdrawal"], "between two positive"),
     (["SEQ", "l:Login", "w:Withdrawal", ["NOT", "r:PasswordReset"]], "between two positive"),
     (["AND", "l:Login", ["NOT", "r:PasswordReset"], "w:Withdrawal"], "between two positive"),
+    (["SEQ", "l:Login", ["NOT", "r:PasswordReset"], ["OPTIONAL", "w:Withdrawal"]],
+     "every match binds"),
+    (["SEQ", "l:Login", ["NOT", "r:PasswordReset"], ["KLEENE", "w:Withdrawal", {"min": 0}]],
+     "every match binds"),
 ])
 def test_negation_at_the_edge_refused(cli, fraud, structure, fragment):
     path, _ = _with(fraud, within="20 events", structure=structure, where=["w.amount > 500"])
