@@ -60,6 +60,9 @@ def test_modelled_partial_matches_are_the_measured_ones(tmp_path: Path):
     metrics = json.loads((tmp_path / "out" / "metrics.json").read_text())
     # alive per window of the time the positions take at the known rates
     assert_modelled(modelled, metrics, COUNT / sum(RATES.values()), TOLERANCE)
+    # metrics.json's own figure: the window taken as the time the input's positions took
+    assert metrics["partial_matches"]["p"]["per_window"] == pytest.approx(
+        sum(modelled["partial_matches_per_window"]), rel=TOLERANCE)
 
 
 @pytest.mark.parametrize(("within", "shared"), [(10, True), ("40 events", False)])

@@ -189,7 +189,8 @@ def run_local_job(data: dict[str, Any], events: Sequence[str], out: Path, *,
         if sharing.uses:
             metrics["shared_nodes"] = node_metrics(job, sharing, partials, pool)
         if partial_counts:
-            metrics["partial_matches"] = partial_metrics(job, partial_counts, _span(pool))
+            metrics["partial_matches"] = partial_metrics(job, partial_counts, _span(pool),
+                                                         counter.time_spans(job.patterns))
         metrics["seconds"] = {k: round(v, 3) for k, v in seconds.items()}
         metrics["peak_memory_bytes"] = peak_resident()
         finish(metrics)

@@ -46,6 +46,24 @@ class PositionCounter:
         columns = [EVENT_TS, EVENT_ID, *[k for k in wanted if k in batch.columns]]
         self.seen.append(batch[columns].reset_index(drop=True))
 
+    def time_spans(self, patterns: Sequence[PatternSpec]) -> dict[str, float]:
+        """Per count-window pattern, the time its window's positions took on average over
+        the input read: N × its time span / the events its partitions counted."""
+        import pandas as pd
+
+        if not self.seen:
+            return {}
+        events = pd.concat(self.seen, ignore_index=True)
+        stamps = events[EVENT_TS]
+        span = float(stamps.max() - stamps.min()) if len(events) else 0.0
+        out = {}
+        for spec in (p for p in patterns if p.window_events):
+            keys = list(spec.partition_by)
+            counted = len(events.dropna(subset=keys)) if set(keys) <= set(events.columns) \
+                else 0
+            out[spec.name] = spec.window_events * span / counted if counted else 0.0
+        return out
+
     def stamp(self, pool: pd.DataFrame) -> pd.DataFrame:
         """`pool` with one position column per partitioning (NaN: a key value missing)."""
         import pandas as pd
