@@ -42,15 +42,13 @@ def generate_command(
             raise typer.BadParameter(f"give it with {needs}", param_hint=flag)
     trivial = plan_kind is PlanKind.trivial
     chosen, loaded = plan_and_workload(plan, workload, trivial=trivial, warn=warn)
-    from cepplan.engine_adapter.job_spec import check_count_windows
-
-    check_count_windows(loaded, "the generated Spark job")
     target = check_directory_output(output, "generate", [("plan", plan),
                                                          ("workload", loaded.path)])
     if streaming:
-        from cepplan.engine_adapter.job_spec import job_data
+        from cepplan.engine_adapter.job_spec import check_count_windows, job_data
         from cepplan.engine_adapter.local.follow import check_streamable
 
+        check_count_windows(loaded, "a live stream (--streaming)")
         check_streamable(job_data(loaded, chosen, plan_kind=plan_kind.value), str(plan))
     section = None
     if adaptive:

@@ -89,10 +89,6 @@ def run_command(
 
         check_parquet_output(loaded, chosen)
     which = choose_engine(engine.value, master, files)
-    if which == "spark":
-        from cepplan.engine_adapter.job_spec import check_count_windows
-
-        check_count_windows(loaded, "the Spark engine")
     progress = verbose or (sys.stderr.isatty() and not quiet)
     with written_directory(target) as staged:  # renamed over --output only on success
         if which == "local":

@@ -71,16 +71,16 @@ def check_parquet_output(workload: Workload, plan: Plan) -> None:
 
 
 def check_count_windows(workload: Workload, runner: str) -> None:
-    """`InputError` naming the first pattern with a count window, which `runner` (the Spark
-    job, a live stream) does not evaluate: positions are numbered over the whole input, read
-    by one process (docs/workload-format.md, "Count windows")."""
+    """`InputError` naming the first pattern with a count window, which `runner` (a live
+    stream) does not evaluate: positions are numbered over the whole input, in its order
+    (docs/workload-format.md, "Count windows")."""
     for pattern in workload.patterns:
         if pattern.window_events:
             raise InputError.single(workload.path or "<workload>",
                                     f"patterns[{pattern.index}].within",
                                     f"pattern {pattern.output_name!r} has a count window, "
                                     f"which {runner} does not evaluate: run it on event files "
-                                    "with the in-process engine (--engine local)")
+                                    "(cepplan run PLAN EVENTS...)")
 
 
 def _bottom_up(workload: Workload) -> list[str]:

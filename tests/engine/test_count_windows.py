@@ -7,6 +7,7 @@ under every evaluation order and chunk size, with and without a partition key.""
 from __future__ import annotations
 
 import copy
+import random
 import tempfile
 from functools import partial
 from pathlib import Path
@@ -21,12 +22,14 @@ from cepplan.engine_adapter.local import engine, slices
 from cepplan.engine_adapter.local.source import read_batches
 from cepplan.engine_adapter.runtime.job import job_from_json
 from cepplan.engine_adapter.runtime.local import run_local
+from cepplan.engine_adapter.spark.job import run_job
 from cepplan.planner.plan import trivial_plan
 from cepplan.stats.synth_write import write_events
 from tests.engine.constructs import drawn_run, user_workload
 from tests.engine.reference_matcher import canonical, reference_matches
 from tests.engine.test_local_engine import read_matches
 from tests.engine.test_matcher_vs_reference import frame
+from tests.engine.test_spark_job import read_matches as read_spark_matches
 from tests.engine.workloads import TYPES, workload
 
 PATTERNS = {
@@ -131,3 +134,28 @@ def test_event_files_with_workers_equal_reference(name, keyed, rows, count):
     assert found == expected
     assert metrics["workers"] == 1
     assert "matching with one worker: a pattern has a count window" in " ".join(said)
+
+
+def test_spark_job_equals_reference(spark, tmp_path):
+    """The generated Spark job numbers every good row's position with a window function
+    before tagging and matches each key group in one time range: its matches equal the
+    reference's, keyed and not, with a type the patterns do not bind counted."""
+    rng = random.Random(3)
+    rows = [(rng.choice(TYPES), rng.randint(0, 12), rng.randint(0, 4), rng.choice([0.5, 2.0]),
+             rng.choice("xy")) for _ in range(40)]
+    events = frame(rows)
+    templates = {"join": (3, True), "kleene": (4, False), "not_middle": (5, True)}
+    patterns = [{**pattern(name, f"{count} events", keyed)[0], "name": name}
+                for name, (count, keyed) in templates.items()]
+    wl = workload(patterns, csv=True)
+    path = tmp_path / "events.csv"
+    write_events(events, wl, path)
+    expected = {name: sorted(map(canonical, count_reference(name, count, keyed, events)))
+                for name, (count, keyed) in templates.items()}
+    assert all(expected.values())
+    metrics = run_job(spark, job_data(wl, trivial_plan(wl)), [str(path)], str(tmp_path / "out"),
+                      say=lambda _: None)
+    found = read_spark_matches(tmp_path / "out")  # (pattern, bindings): the reference's is p
+    assert {k: [m[1:] for m in v] for k, v in found.items()} == {
+        k: [m[1:] for m in v] for k, v in expected.items()}
+    assert metrics["matches"] == {k: len(v) for k, v in expected.items()}

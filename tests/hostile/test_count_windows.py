@@ -68,27 +68,18 @@ def test_emit_refused(cli, fraud):
 
 
 @pytest.mark.parametrize("command", ["generate", "follow"])
-def test_runners_without_count_windows_refuse(cli, fraud, command):
-    """The generated Spark job and a live stream do not number positions: refused before
-    anything is written."""
+def test_live_streams_refuse(cli, fraud, command):
+    """A live stream has no whole input to number the positions of: refused before anything
+    is written."""
     path, _ = _with(fraud, within="20 events")
     plan, out = fraud / "plan.json", fraud / "out"
     assert cli("optimize", path, "-o", plan, "-q").code == 0
     if command == "generate":
-        result = cli("generate", plan, "-o", out)
+        result = cli("generate", plan, "--streaming", "-o", out)
     else:
         source = fraud / "incoming"
         source.mkdir()
         result = cli("run", plan, "--follow", source, "-o", out)
     result.one_error(f"{path}: patterns[0].within: ", "'account_takeover' has a count window",
-                     "--engine local")
-    assert not out.exists()
-
-
-def test_spark_engine_refuses(cli, fraud):
-    path, _ = _with(fraud, within="20 events")
-    plan, out = fraud / "plan.json", fraud / "out"
-    assert cli("optimize", path, "-o", plan, "-q").code == 0
-    result = cli("run", plan, fraud / "events.csv", "-o", out, "--engine", "spark", "-q")
-    result.one_error(f"{path}: patterns[0].within: ", "the Spark engine")
+                     "a live stream", "run it on event files")
     assert not out.exists()

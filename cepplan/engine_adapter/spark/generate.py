@@ -42,6 +42,7 @@ SHIPPED = (
     "engine_adapter/runtime/acquire.py",
     "engine_adapter/spark/expr.py",
     "engine_adapter/spark/match.py",
+    "engine_adapter/spark/positions.py",
     "engine_adapter/spark/shared.py",
     "engine_adapter/spark/tags.py",
     "engine_adapter/spark/read.py",
