@@ -78,3 +78,19 @@ def test_a_count_window_shares_no_subtree(tmp_path: Path, within, shared):
     _cepplan("optimize", str(tmp_path / "w.json"), "-o", str(tmp_path / "plan.json"), "-q")
     plan = json.loads((tmp_path / "plan.json").read_text())
     assert bool(plan["sharing"]["shared"]) is shared, plan["sharing"]
+
+
+def test_compare_predicts_a_count_window_as_its_time_span(tmp_path: Path):
+    """`cepplan compare`'s expected partial matches of a count-window pattern are those of
+    the same pattern under the time window its positions take (it had none: no window)."""
+    predicted = {}
+    for within in (f"{COUNT} events", COUNT / sum(RATES.values())):
+        raw = _workload([{"name": "p", "structure": ["SEQ", "a:A", "b:B", "c:C"],
+                          "where": ["a.x < b.x"], "within": within}], RATES)
+        (tmp_path / "w.json").write_text(json.dumps(raw))
+        _cepplan("compare", str(tmp_path / "w.json"), "-o", str(tmp_path / "report"), "-q")
+        report = json.loads((tmp_path / "report.json").read_text())
+        predicted[within] = [p["patterns"]["p"]["partial_matches"] for p in report["planners"]]
+    counted, timed = predicted.values()
+    assert all(isinstance(c, float) for c in counted)
+    assert counted == pytest.approx(timed, rel=1e-9)
