@@ -47,7 +47,8 @@ def describe(workload: Workload) -> list[str]:
             lines.append(f"    timed-out partial matches of {pattern.timed_out} event(s): "
                          f"{pattern.operator}({operands}), planned as {pattern.name}")
             continue
-        window = (f"within {pattern.window:g} {workload.time_unit}" if pattern.window
+        window = (f"within {pattern.window_events} events" if pattern.window_events
+                  else f"within {pattern.window:g} {workload.time_unit}" if pattern.window
                   else "no window")
         lines.append(f"  {pattern.name} = {pattern.operator}({operands})  {window}")
         if pattern.partition_by:

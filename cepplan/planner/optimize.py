@@ -24,6 +24,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from types import MappingProxyType
 
+from cepplan.costmodels.count_spans import timed
 from cepplan.planner.candidates import Candidate
 from cepplan.planner.compose import NodeResult, Settings, own_cost
 from cepplan.planner.contexts import plan_contexts
@@ -119,6 +120,7 @@ def optimize(workload: Workload, statistics: Statistics, settings: Settings,
     pattern's one-step plan fits."""
     start = time.perf_counter()
     end = start + settings.time_limit if deadline is None else deadline
+    workload = timed(workload, statistics)  # count windows planned as their time span
     request = PlanRequest(workload, floored(statistics), settings, stats_file, share,
                           evaluation_settings, covering or CoveringSettings(), end=end,
                           engine=engine, duration=duration)

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import cepplan
+from cepplan.costmodels.count_spans import timed
 from cepplan.costmodels.operators import delivered_share
 from cepplan.costmodels.trees import cost_ord, node_cost
 from cepplan.planner.compose import Settings
@@ -164,6 +165,7 @@ class PartialMatches:
     seed 004 §3.3): what the matcher builds, beside what comparing on event files measures."""
 
     def __init__(self, workload: Workload, statistics: Statistics):
+        workload = timed(workload, statistics)  # count windows as their time span
         problem = problem_from_workload(workload, statistics)
         self.patterns = {p.name: p for p in problem.patterns}
         self._workload, self._statistics = workload, statistics

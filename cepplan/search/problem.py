@@ -167,6 +167,12 @@ def _unplannable(pattern: Pattern) -> str | None:
     return None
 
 
+def _unshared(pattern: Pattern) -> list[str]:
+    """What keeps a count-window pattern's leaves its own: its window is checked on its
+    partition's positions, which no other pattern's node checks (docs/sharing.md)."""
+    return ["count window", pattern.name] if pattern.window_events else []
+
+
 def _search_pattern(pattern: Pattern, workload: Workload, statistics: Statistics) -> SearchPattern:
     window = float(pattern.window)
     cap = workload.options.kleene_cap
@@ -178,7 +184,8 @@ def _search_pattern(pattern: Pattern, workload: Workload, statistics: Statistics
         own = [p for p in pattern.predicates if p.variables == {var}
                and p.kind in (FILTER, KLEENE_INTERNAL)]
         text = json.dumps([operand.event_type, operand.kind, list(pattern.partition_by),
-                           sorted(_rewrite(p.portable, {var: "_"}) for p in own)])
+                           sorted(_rewrite(p.portable, {var: "_"}) for p in own),
+                           *_unshared(pattern)])
         seen[text] = seen.get(text, 0) + 1
         labels[var] = f"{text}#{seen[text]}"  # a second a:GOOG is a different leaf
         rate = rate_of[var] = _rate(statistics, operand.event_type)

@@ -112,6 +112,8 @@ def measure(pattern: Pattern, sample: pd.DataFrame, blocks: SampleBlocks,
     anchors, coverage of each variable by each set of the others, and candidate tuples per
     time unit of each set of two or more variables; `rates` are the types' measured rates."""
     positives = sorted(pattern.positive, key=lambda o: o.position)
+    if pattern.window_events:
+        return {"reason": "not measured for a count window"}
     if pattern.window is None:
         return {"reason": "the pattern has no window"}
     if any(o.is_complex for o in pattern.operands):

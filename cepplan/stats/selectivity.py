@@ -158,6 +158,8 @@ def _rows(pattern: Pattern, predicate: Predicate, prepared: Mapping[str, _Sorted
     anchor = _kleene_var(predicate) if internal else order[0]
     events = prepared[pattern.operand(anchor).event_type]
     partners = [v for v in order if v != anchor]
+    if (partners or internal) and pattern.window_events:
+        return None, "not measured for a count window (give it under statistics.selectivities)"
     if (partners or internal) and pattern.window is None:
         return None, "the pattern has no window, so there are no candidate pairs"
     if internal:

@@ -27,6 +27,12 @@ from cepplan.fileio import parse_json, read_input
 from cepplan.workload.after_match import after_match_problem, read_after_match
 from cepplan.workload.alternation import MAX_CHOICES, choice_count, choices
 from cepplan.workload.context_model import context_issues
+from cepplan.workload.count_windows import (
+    CountWindowError,
+    count_window_problem,
+    is_count_window,
+    parse_count_window,
+)
 from cepplan.workload.durations import SECONDS_PER_UNIT, DurationError, parse_duration
 from cepplan.workload.expr.ast import Attr, KleeneRef, walk
 from cepplan.workload.expr.errors import ExprError
@@ -135,6 +141,7 @@ class _Builder:
         self.problems: list[Problem] = []
         self.time_unit: str = raw["time_unit"]
         self.alternating: set[str] = set()  # patterns expanded into core patterns
+        self.counting: set[str] = set()  # patterns with a count window: none may bind them
 
     def error(self, path: tuple, message: str, excerpt: str = "") -> None:
         problem = Problem(self.file, json_path(path), message, excerpt)
@@ -303,6 +310,8 @@ class _Builder:
             if len(self.problems) > before:
                 return []
             self.alternating.add(spec["name"])
+        if is_count_window(spec.get("within")):
+            self.counting.add(spec["name"])
         core = []
         for name, chosen, absent in choices(spec["name"], operands):
             pattern = self.core_pattern(spec, index, name, operator, chosen, event_types, done)
@@ -358,8 +367,10 @@ class _Builder:
         variables = {o.var: VarInfo(o.event_type, self.attrs(o.event_type, event_types, done),
                                     o.kind == KLEENE, o.kind == NEGATED) for o in operands}
         predicates = self.predicates(spec.get("where", []), variables, operator, path)
-        window = None
-        if "within" in spec:
+        window, window_events = None, None
+        if is_count_window(spec.get("within")):
+            window_events = self.count_window(spec, operator, operands, path)
+        elif "within" in spec:
             window = self.duration(spec["within"], (*path, "within"))
         elif operator != "OR" and (len(operands) > 1 or any(o.kind == KLEENE for o in operands)):
             self.error(path, f"a {operator} pattern needs a window: add \"within\", e.g. \"5min\"")
@@ -384,7 +395,8 @@ class _Builder:
             return None
         pattern = Pattern(
             name=name, operator=operator, operands=tuple(operands),
-            predicates=tuple(predicates), window=window, partition_by=partition_by,
+            predicates=tuple(predicates), window=window, window_events=window_events,
+            partition_by=partition_by,
             latency=self.latency(spec.get("latency"), (*path, "latency")),
             contexts=tuple(spec.get("contexts", ())),
             emit=MappingProxyType(emit), emit_types=MappingProxyType(emit_types),
@@ -393,6 +405,23 @@ class _Builder:
             reported_as="" if name == spec["name"] else spec["name"], after_match=after_match,
         )
         return pattern
+
+    def count_window(self, spec: Mapping[str, Any], operator: str, operands: list[Operand],
+                     path: tuple) -> int | None:
+        """The pattern's count window (`count_windows`), or None when it cannot be read or
+        the pattern has what a count window cannot be combined with (reported)."""
+        place = (*path, "within")
+        try:
+            count = parse_count_window(spec["within"])
+        except CountWindowError as err:
+            self.error(place, str(err))
+            return None
+        problem = count_window_problem(operator, operands, bool(self.raw.get("contexts")),
+                                       bool(spec.get("emit")))
+        if problem:
+            self.error(place, problem)
+            return None
+        return count
 
     def with_strategy(self, pattern: Pattern, event_types: Mapping[str, EventType],
                       path: tuple) -> Pattern | None:
@@ -434,6 +463,10 @@ class _Builder:
                 continue
             if item.type_name in event_types:
                 complex_ = False
+            elif item.type_name in self.counting:
+                self.error(where, f"pattern {item.type_name!r} has a count window (\"within\": "
+                           "\"N events\"): another pattern cannot bind it")
+                continue
             elif item.type_name in self.alternating:
                 self.error(where, f"pattern {item.type_name!r} has alternatives (\"x:A|B\") "
                            "or OPTIONAL: another pattern cannot bind it")

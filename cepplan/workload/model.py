@@ -97,7 +97,7 @@ class Pattern:
     operator: str  # SEQ, AND or OR
     operands: tuple[Operand, ...]
     predicates: tuple[Predicate, ...]
-    window: float | None  # in time_unit; None only for OR
+    window: float | None  # in time_unit; None only for OR and count windows
     partition_by: tuple[str, ...] = ()
     latency: Latency | None = None
     contexts: tuple[str, ...] = ()
@@ -114,6 +114,7 @@ class Pattern:
     # k > 0: a hidden pattern finding the user's pattern's timed-out partial matches of its
     # first k events (timed_out.py); 0 for every other pattern
     timed_out: int = 0
+    window_events: int | None = None  # a count window: positions apart (count_windows.py)
 
     @property
     def output_name(self) -> str:

@@ -104,6 +104,15 @@ def test_a_kleene_cap_of_24_is_refused_before_enumerating(tmp_path):
     assert peak_mb(result.stderr) < 700  # the rows before it matched within the budget
 
 
+def test_a_count_window_is_named_in_events(tmp_path):
+    """The same Kleene cap under a count window: the error gives the window in events."""
+    raw = _workload([{"name": "runs", "structure": ["SEQ", ["KLEENE", "b:B"]],
+                      "partition_by": ["k"], "within": "30 events"}], cap=24)
+    plan, events = planned(tmp_path, raw, [("B", float(i), "key1", i) for i in range(24)])
+    result = cepplan("run", plan, events, "-o", tmp_path / "out", "-q")
+    one_error(result, "pattern runs", "within its window of 30 events", "Kleene matches")
+
+
 def nested_workload(levels: int) -> dict:
     """A hierarchy: p0 = SEQ(a:A, b:B), each next pattern SEQ(x:previous, b:B)."""
     patterns = [{"name": "p0", "structure": ["SEQ", "a:A", "b:B"], "partition_by": ["k"],

@@ -50,6 +50,7 @@ from cepplan.engine_adapter.runtime.job import (
     job_from_json,
 )
 from cepplan.engine_adapter.runtime.memory import peak_resident
+from cepplan.engine_adapter.runtime.positions import PositionCounter, counted_keys
 from cepplan.engine_adapter.runtime.shared_nodes import used_sharing
 from cepplan.engine_adapter.runtime.table import Columns, concat_frames
 from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_TYPE
@@ -112,9 +113,13 @@ def _run_job(data: dict[str, Any], events: Sequence[str], out: Path, output_form
         from cepplan.engine_adapter.runtime.covering_run import covering_part, run_covering
 
         observers.append(lambda batch: consumed.append(covering_part(batch, covering)))
+    counter = PositionCounter(counted_keys(job.patterns))
+    if counter.keyings:  # count windows: every event of a partition counts (`positions`)
+        observers.append(counter.observe)
     covered = Covered()
     pool, rows_read, rejected = _read_and_tag(job, data["reader"], events, seconds, observers,
                                               covered)
+    pool = counter.stamp(pool)
     job = replace(job, span=covered.span)  # negations decided within the input's time
     if stage is not None:
         stage.job = job
@@ -200,7 +205,8 @@ def _run_job(data: dict[str, Any], events: Sequence[str], out: Path, output_form
         if sharing.uses:
             metrics["shared_nodes"] = node_metrics(job, sharing, partials, pool)
         if partial_counts:
-            metrics["partial_matches"] = partial_metrics(job, partial_counts, _span(pool))
+            metrics["partial_matches"] = partial_metrics(job, partial_counts, _span(pool),
+                                                         counter.time_spans(job.patterns))
         metrics["seconds"] = {k: round(v, 3) for k, v in seconds.items()}
         metrics["peak_memory_bytes"] = peak_resident()
         finish(metrics)
@@ -226,6 +232,8 @@ def _why_one_worker(job: Job, covering: Mapping[str, Any] | None) -> str:
         return "the plan has consumer queries"
     if job.data.get("contexts"):
         return "the plan has contexts"
+    if any(p.window_events for p in job.patterns):
+        return "a pattern has a count window (positions are numbered over the whole input)"
     if any(p.window is None or p.window <= 0 for p in job.patterns):
         return "a pattern has no window"
     return "a pattern reads another pattern's matches"

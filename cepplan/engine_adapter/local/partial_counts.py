@@ -17,12 +17,13 @@ def added(total: list[int], more: list[int]) -> list[int]:
     return [a + b for a, b in zip_longest(total, more, fillvalue=0)]
 
 
-def partial_metrics(job: Job, counts: Mapping[str, list[int]],
-                    span: float) -> dict[str, dict[str, Any]]:
+def partial_metrics(job: Job, counts: Mapping[str, list[int]], span: float,
+                    windows: Mapping[str, float] | None = None) -> dict[str, dict[str, Any]]:
     """metrics.json's `partial_matches`: per pattern the partial matches its matcher built per
     join prefix length and, like `shared_nodes`, per window of the tagged rows' time span
-    `span` (docs/engine.md)."""
+    `span` (docs/engine.md); `windows`: the time a count window took (`positions`)."""
     span = float(span) or 1.0
+    windows = windows or {}
     return {name: {"by_prefix": built, "per_window": round(partials_per_window(
-                built, job.pattern(name).window or 0.0, span), 4)}
+                built, windows.get(name, job.pattern(name).window or 0.0), span), 4)}
             for name, built in counts.items()}

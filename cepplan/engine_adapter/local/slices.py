@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from cepplan.engine_adapter.runtime.job import partitions
+from cepplan.engine_adapter.runtime.positions import position_column
 from cepplan.engine_adapter.runtime.spec import PatternSpec
 from cepplan.engine_adapter.runtime.table import Columns, values
 from cepplan.workload.columns import EVENT_TS
@@ -35,8 +36,19 @@ def slices(frame: pd.DataFrame | Columns, spec: PatternSpec, rows: int | None = 
             continue
         stamps = np.asarray(values(group, EVENT_TS), dtype=np.float64)
         for own in time_ranges(np.sort(stamps), rows):
-            inside = (stamps >= own[0] - back) & (stamps <= own[1] + ahead)
+            inside = _reaching(group, spec, stamps, own[0], back) & (stamps <= own[1] + ahead)
             yield (group.take(inside) if isinstance(group, Columns) else group[inside], own)
+
+
+def _reaching(group: pd.DataFrame | Columns, spec: PatternSpec, stamps: np.ndarray,
+              low: float, back: float) -> np.ndarray:
+    """The events a match whose latest event is at or after `low` may reach back to: within
+    the window in time, or in positions for a count window (`positions`)."""
+    if not spec.window_events:
+        return stamps >= low - back
+    clock = np.asarray(values(group, position_column(spec.partition_by)), dtype=np.float64)
+    owned = clock[stamps >= low]
+    return clock >= (owned.min() if len(owned) else math.inf) - spec.window_events
 
 
 def time_ranges(stamps: np.ndarray, rows: int) -> Iterator[tuple[float, float]]:

@@ -19,6 +19,7 @@ from cepplan.engine_adapter.runtime.match_rows import PatternColumns, table_rows
 from cepplan.engine_adapter.runtime.matcher import CHUNK_EVENTS, match_partition, match_pieces
 from cepplan.engine_adapter.runtime.matches import Matches
 from cepplan.engine_adapter.runtime.memory import match_bytes
+from cepplan.engine_adapter.runtime.positions import position_column
 from cepplan.engine_adapter.runtime.records import (
     MATCH_COLUMN,
     EventTexts,
@@ -125,6 +126,8 @@ def pattern_table(frame: pd.DataFrame | Columns, job: Job, spec: PatternSpec) ->
     stamp = timeline_column(spec.partition_by)
     if job.stages[spec.name].contiguous and stamp in frame.columns:
         attributes.append(stamp)
+    if spec.window_events is not None:  # the count window's clock (`positions`)
+        attributes.append(position_column(spec.partition_by))
     return make_table(frame, with_rows(frame, attributes))
 
 

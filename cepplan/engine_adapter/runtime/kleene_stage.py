@@ -125,8 +125,10 @@ class KleeneStage:
         count = sum(1 << m for m in sizes.tolist())
         events = sum((1 << m) * m for m in sizes.tolist()) // 2
         building = count * self.match_bytes(width) + events * memory.MATCH_BYTES
-        memory.check(self.spec.name, self.spec.window, self.held + building, count,
-                     f"Kleene matches (every subset of its events, up to options.kleene_cap={cap})")
+        memory.check(self.spec.name, self.spec.window_events or self.spec.window,
+                     self.held + building, count,
+                     f"Kleene matches (every subset of its events, up to options.kleene_cap={cap})",
+                     self.spec.window_unit)
 
     def _rest_ranges(self, operand: OperandSpec, operands: tuple[OperandSpec, ...],
                      rows: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
@@ -136,8 +138,8 @@ class KleeneStage:
         table = self.table
         cand = self.cands[operand.var]
         cand_ts = table.ts[cand]
-        latest = np.max(np.vstack([table.ts[a] for a in rows.values()]), axis=0)
-        low = np.searchsorted(cand_ts, latest - self.window, "left")
+        latest = np.max(np.vstack([self.clock[a] for a in rows.values()]), axis=0)
+        low = np.searchsorted(self.clock[cand], latest - self.window, "left")
         high = np.searchsorted(cand, rows[operand.var], "left")
         if self.seq:
             before = [rows[o.var] for o in operands if o.position < operand.position]

@@ -15,6 +15,7 @@ from cepplan.engine_adapter.runtime.after_match import kept, skip_rules
 from cepplan.engine_adapter.runtime.contexts import has_contexts, run_with_contexts
 from cepplan.engine_adapter.runtime.job import Job, evaluate_partition, partitions
 from cepplan.engine_adapter.runtime.matcher import CHUNK_EVENTS
+from cepplan.engine_adapter.runtime.positions import with_positions
 from cepplan.engine_adapter.runtime.shared_nodes import sharing_plan
 from cepplan.engine_adapter.runtime.shared_plan import run_group
 from cepplan.workload.columns import EVENT_TS, EVENT_TYPE
@@ -39,6 +40,7 @@ def run_local(events: pd.DataFrame, job: Job, *, chunk_events: int = CHUNK_EVENT
     if len(events):
         stamps = events[EVENT_TS]
         job = replace(job, span=(float(stamps.min()), float(stamps.max())))
+    events = with_positions(events, job.patterns)  # count windows' clock
     if has_contexts(job):  # the context stage: docs/contexts.md
         return run_with_contexts(events, job, chunk_events=chunk_events)
     result = LocalResult()

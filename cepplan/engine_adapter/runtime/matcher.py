@@ -43,6 +43,7 @@ from cepplan.engine_adapter.runtime.lookup import SlicedIndex, narrowed_pieces, 
 from cepplan.engine_adapter.runtime.matches import Matches
 from cepplan.engine_adapter.runtime.negation import NegationStage
 from cepplan.engine_adapter.runtime.pieces import range_pieces, row_batches
+from cepplan.engine_adapter.runtime.positions import position_column
 from cepplan.engine_adapter.runtime.spec import OperandSpec, PatternSpec, PredicateSpec, Stages
 from cepplan.engine_adapter.runtime.table import Table, expand
 from cepplan.workload.expr.bounds import Bound, bounds_of
@@ -119,7 +120,10 @@ class MatchContext(KleeneStage, NegationStage, GapStage):
         self.table = table
         self.spec = spec
         self.stages = stages
-        self.window = math.inf if spec.window is None else spec.window
+        self.window = spec.reach
+        # the window's clock: positions in the partition for a count window, else time
+        self.clock = (table.columns[position_column(spec.partition_by)]
+                      if spec.window_events is not None else table.ts)
         self.seq = spec.operator == "SEQ"
         self.strict = spec.seq_ties == "strict"
         self.held = 0  # bytes the partition's matches found so far will take (`memory`)
@@ -196,7 +200,8 @@ class MatchContext(KleeneStage, NegationStage, GapStage):
         per_row = (width + 1) * memory.JOIN_BYTES
         if width == len(self.spec.positive):
             per_row = max(per_row, self.match_bytes(width))
-        memory.check(self.spec.name, self.spec.window, self.held + rows * per_row, rows, what)
+        memory.check(self.spec.name, self.spec.window_events or self.spec.window,
+                     self.held + rows * per_row, rows, what, self.spec.window_unit)
 
     def join(self, operands: tuple[OperandSpec, ...], start: int,
              stop: int) -> dict[str, np.ndarray]:
@@ -215,7 +220,7 @@ class MatchContext(KleeneStage, NegationStage, GapStage):
         operand = self.spec.operand(order[0])
         cand = self.cands[operand.var]
         cand_ts = table.ts[cand]
-        low = np.searchsorted(cand_ts, table.ts[start] - self.window, "left")
+        low = np.searchsorted(self.clock[cand], self.clock[start] - self.window, "left")
         if self.seq and operand.position == last_position:
             low = max(low, self._not_before_chunk(cand, cand_ts, start))
         rows = {operand.var: cand[low:np.searchsorted(cand, stop, "left")]}
@@ -369,10 +374,9 @@ class MatchContext(KleeneStage, NegationStage, GapStage):
                 cand_ts: np.ndarray, stop: int, last_position: int,
                 start: int) -> tuple[np.ndarray, np.ndarray]:
         """Per row, the range [low, high) of `cand` allowed by window and order."""
-        table = self.table
-        stamps = np.vstack([table.ts[a] for a in rows.values()])
-        low = np.searchsorted(cand_ts, stamps.max(axis=0) - self.window, "left")
-        high = np.searchsorted(cand_ts, stamps.min(axis=0) + self.window, "right")
+        stamps, clock = np.vstack([self.clock[a] for a in rows.values()]), self.clock[cand]
+        low = np.searchsorted(clock, stamps.max(axis=0) - self.window, "left")
+        high = np.searchsorted(clock, stamps.min(axis=0) + self.window, "right")
         high = np.minimum(high, np.searchsorted(cand, stop, "left"))
         if self.seq:
             before = [rows[v] for v in rows if self.spec.operand(v).position < operand.position]

@@ -130,14 +130,15 @@ def peak_resident() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
-def check(pattern: str, window: float | None, building: int, rows: int, what: str) -> None:
+def check(pattern: str, window: float | None, building: int, rows: int, what: str,
+          unit: str = "time units") -> None:
     """MatchMemoryError when the process's resident memory plus `building` bytes (for `rows`
     new rows, `what` they are, and the matches found so far, to be rendered) would pass
-    the budget."""
+    the budget; `unit`: the window's (`events` for a count window)."""
     limit = budget()
     now = resident()
     if now + building > limit:
-        within = f"within its window of {window:g} time units" if window is not None \
+        within = f"within its window of {window:g} {unit}" if window is not None \
             else "with no window"
         raise MatchMemoryError(
             f"pattern {pattern}: one partition {within} would build about {rows:,} {what}; "

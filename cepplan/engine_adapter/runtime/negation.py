@@ -29,10 +29,11 @@ class NegationStage:
         firsts, lasts = ends(operands, matches)
         cand = self.cands[operand.var]
         cand_ts = table.ts[cand]
-        latest = np.max(np.vstack([table.ts[a] for a in lasts.values()]), axis=0)
-        earliest = np.min(np.vstack([table.ts[a] for a in firsts.values()]), axis=0)
-        low = np.searchsorted(cand_ts, latest - self.window, "left")
-        high = np.searchsorted(cand_ts, earliest + self.window, "right")
+        latest = np.max(np.vstack([self.clock[a] for a in lasts.values()]), axis=0)
+        earliest = np.min(np.vstack([self.clock[a] for a in firsts.values()]), axis=0)
+        clock = self.clock[cand]  # the window's (`MatchContext.clock`)
+        low = np.searchsorted(clock, latest - self.window, "left")
+        high = np.searchsorted(clock, earliest + self.window, "right")
         if self.seq:
             before = [lasts[o.var] for o in operands if o.position < operand.position]
             after = [firsts[o.var] for o in operands if o.position > operand.position]

@@ -18,6 +18,7 @@ the stage of the matcher that can evaluate it (see docs/matching.md, "The matche
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -78,6 +79,20 @@ class PatternSpec:
     match_bytes: int = 0  # one match as held until written (`memory.match_bytes`; 0: not set)
     reported_as: str = ""  # the user's pattern this one is an alternative of (alternation)
     timed_out: int = 0  # k > 0: it finds the timed-out partial matches of k events
+    window_events: int | None = None  # a count window: positions apart (`positions`)
+
+    @property
+    def window_unit(self) -> str:
+        """What the window counts, as messages say it."""
+        return "events" if self.window_events is not None else "time units"
+
+    @property
+    def reach(self) -> float:
+        """How far apart a match's first and last events may lie on the window's clock:
+        positions for a count window, else time (infinite without a window)."""
+        if self.window_events is not None:
+            return float(self.window_events)
+        return math.inf if self.window is None else self.window
 
     @property
     def output_name(self) -> str:
@@ -159,7 +174,8 @@ def pattern_from_json(data: Mapping[str, Any], *, seq_ties: str = "strict",
         steps=tuple(tuple(_name(v) for v in s) for s in data.get("steps", ())),
         emit=emit, seq_ties=seq_ties, kleene_cap=int(kleene_cap),
         reported_as=_name(data["reported_as"]) if data.get("reported_as") else "",
-        timed_out=int(data.get("timed_out", 0)))
+        timed_out=int(data.get("timed_out", 0)),
+        window_events=int(data["window_events"]) if data.get("window_events") else None)
 
 
 @dataclass
@@ -183,7 +199,7 @@ def compile_pattern(spec: PatternSpec) -> Stages:
     kleene = spec.kleene_vars
     negated = {o.var for o in spec.negated}
     known = {o.var for o in spec.operands}
-    if spec.window is None and kleene:
+    if spec.window is None and spec.window_events is None and kleene:
         raise SpecError(f"pattern {spec.name}: a KLEENE operand needs a window (\"within\")")
     if sorted(spec.order) != sorted(known):
         raise SpecError(f"pattern {spec.name}: the plan's order must list each variable once")

@@ -46,6 +46,7 @@ from cepplan.engine_adapter.runtime.after_match import apply_skips
 from cepplan.engine_adapter.runtime.job import job_from_json, needed_attributes, zoned_times
 from cepplan.engine_adapter.runtime.match_rows import PatternColumns, match_layouts, text_rows
 from cepplan.engine_adapter.runtime.parquet_parts import complete_parts
+from cepplan.engine_adapter.runtime.positions import counted_keys, position_column
 from cepplan.engine_adapter.runtime.records import MATCH_COLUMN
 from cepplan.engine_adapter.runtime.spec import SpecError
 from cepplan.engine_adapter.runtime.timed_out_counts import with_timed_out
@@ -58,6 +59,7 @@ from cepplan.engine_adapter.spark.match import (
     match,
     schemes,
 )
+from cepplan.engine_adapter.spark.positions import numbered
 from cepplan.engine_adapter.spark.ranges import ranges_apply, regions, regions_ahead, run_ranges
 from cepplan.engine_adapter.spark.read import ReadFigures, plain_csv_splits, read_and_tag
 from cepplan.engine_adapter.spark.shared import note_span, shared_metrics
@@ -183,8 +185,9 @@ def _read_and_tag(spark: SparkSession, data: dict[str, Any], events: Sequence[st
     (`spark.read`), else with Spark's reader and the native tag expression."""
     primitive = [t for t in plan.tags if not job.is_complex(t.operand.type)]
     context = spark.sparkContext
-    splits = plain_csv_splits(data, events, context.defaultParallelism,
-                              local=context.master.startswith("local"))
+    counting = counted_keys(job.patterns)  # count windows: every good row numbered first
+    splits = None if counting else plain_csv_splits(data, events, context.defaultParallelism,
+                                                    local=context.master.startswith("local"))
     if splits is not None:
         reader = data["reader"]
         keys = [k for k in reader["source"].get("key_columns", ())
@@ -203,8 +206,8 @@ def _read_and_tag(spark: SparkSession, data: dict[str, Any], events: Sequence[st
                       F.min(good).alias("first"), F.max(good).alias("last"),
                       *[F.count_if(F.col(REJECT) == r).alias(f"reject {i}")
                         for i, r in enumerate(reasons)])
-    rows = valid_rows(raw)
-    wanted = _columns(job, rows.columns)
+    rows = numbered(valid_rows(raw), counting)
+    wanted = _columns(job, rows.columns) + [position_column(keys) for keys in counting]
     pool = rows.select(*wanted, tag_column(job, plan, primitive, rows.columns).alias(TAGS))
     pool = pool.filter(F.size(TAGS) > 0).persist()
     # materialises the cache: the one read of the input

@@ -119,6 +119,8 @@ def match(acquired: DataFrame, plan: Layout, keys: tuple[str, ...],
     slices = max(4 * span.parallelism, math.ceil(span.rows / GROUP_EVENTS)) if not keys else \
         max(1, math.ceil(span.rows / (GROUP_EVENTS * 4 * span.parallelism)))
     width = max(4 * (back + how.margin), (span.end - span.start) / slices, 1e-9)
+    if any(p.window_events for p in patterns):  # positions: one time range per key group
+        width = span.end - span.start + 1.0
     start = span.start
 
     def first(margin: float) -> Column:
