@@ -49,6 +49,9 @@ def timed_out_problem(pattern: Pattern, spec_strategy: str | Mapping[str, str],
         return "the pattern binds one event: a partial match of it cannot time out"
     if has_contexts:
         return "timed-out partial matches are not supported in a workload with contexts"
+    if pattern.window_events:
+        return ("timed-out partial matches need a time window: a count window has no time "
+                "at which a prefix times out")
     return None
 
 

@@ -27,6 +27,7 @@ CASES = [  # (changes to the first pattern, place, what the error says)
     ({"strategy": "next"}, "patterns[0].timed_out", "strategy \"any\" only"),
     ({"strategy": {"w": "strict"}}, "patterns[0].timed_out", "strategy \"any\" only"),
     ({"timed_out": "yes"}, "patterns[0].timed_out", "boolean"),
+    ({"within": "20 events"}, "patterns[0].timed_out", "need a time window"),
 ]
 
 
