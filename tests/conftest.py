@@ -1,6 +1,7 @@
 """Shared fixtures: one real local SparkSession for the whole test session (`local[2]`), and
 the hypothesis profile every property test runs under; every JVM the tests start compiles with
-the client compiler only, as `cepplan run --engine spark` starts its own."""
+the client compiler only, as `cepplan run --engine spark` starts its own. Under xdist the tests
+that use the SparkSession or the shared server run on one worker, which starts it once."""
 
 from __future__ import annotations
 
@@ -26,6 +27,24 @@ settings.load_profile("cepplan")
 # is short, and the optimizing compiler's start-up would be about 40 % of each JVM's CPU time.
 os.environ["SPARK_SUBMIT_OPTS"] = " ".join(
     filter(None, [os.environ.get("SPARK_SUBMIT_OPTS"), FAST_JIT]))
+
+
+# A session fixture that takes seconds to start: the tests using it form one xdist group.
+EXPENSIVE_FIXTURES = ("spark", "server")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Under `--dist loadgroup`, the tests of each expensive session fixture go to one worker:
+    every worker using it would start its own (a JVM, a server with its workers)."""
+    if not config.pluginmanager.hasplugin("xdist"):
+        return
+    for item in items:
+        params = getattr(item, "callspec", None)
+        engine = params.params.get("engine") if params else None  # getfixturevalue("spark")
+        used = [name for name in EXPENSIVE_FIXTURES
+                if name in item.fixturenames or (name == "spark" and engine == "spark")]
+        if used:
+            item.add_marker(pytest.mark.xdist_group(used[0]))
 
 
 @pytest.fixture(scope="session")
