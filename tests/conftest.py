@@ -35,14 +35,12 @@ EXPENSIVE_FIXTURES = ("spark", "server")
 
 def pytest_collection_modifyitems(config, items):
     """Under `--dist loadgroup`, the tests of each expensive session fixture go to one worker:
-    every worker using it would start its own (a JVM, a server with its workers)."""
+    every worker using it would start its own (a JVM, a server with its workers). A test that
+    asks for one by name (`request.getfixturevalue`) marks itself with its group."""
     if not config.pluginmanager.hasplugin("xdist"):
         return
     for item in items:
-        params = getattr(item, "callspec", None)
-        engine = params.params.get("engine") if params else None  # getfixturevalue("spark")
-        used = [name for name in EXPENSIVE_FIXTURES
-                if name in item.fixturenames or (name == "spark" and engine == "spark")]
+        used = [name for name in EXPENSIVE_FIXTURES if name in item.fixturenames]
         if used:
             item.add_marker(pytest.mark.xdist_group(used[0]))
 
