@@ -8,6 +8,7 @@ from pathlib import Path
 from types import MappingProxyType
 
 import pandas as pd
+import pytest
 
 from cepplan.planner.plan import DetectionPlan, Plan, trivial_plan
 from cepplan.stats.synth import synthesize
@@ -15,6 +16,9 @@ from cepplan.workload import Workload, load_workload
 from tests.engine.reference_matcher import canonical, reference_matches
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+# The xdist group of the test files that read six minutes of stocks by example_reference: on
+# one worker, its reference is computed once.
+STOCKS_REFERENCE = pytest.mark.xdist_group("stocks-reference")
 THIN = {"stocks": {"duration": 120, "total_rate": 1.0},
         "network": {"duration": 60, "total_rate": 4.0, "n_keys": 2}}
 

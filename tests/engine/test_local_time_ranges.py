@@ -19,12 +19,14 @@ from cepplan.stats.synth_write import write_events
 from cepplan.workload import load_workload
 from tests.engine.example_data import (
     EXAMPLES,
+    STOCKS_REFERENCE,
     example_reference,
     stepwise_plan,
     thin_example,
 )
 from tests.engine.test_local_engine import SAME, read_matches
 
+pytestmark = STOCKS_REFERENCE
 ranges: list[int] = []  # time ranges matched, per run
 
 

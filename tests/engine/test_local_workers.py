@@ -27,6 +27,7 @@ from cepplan.workload import load_workload
 from cepplan.workload.model import Workload
 from tests.engine.example_data import (
     EXAMPLES,
+    STOCKS_REFERENCE,
     example_reference,
     stepwise_plan,
     thin_example,
@@ -40,6 +41,8 @@ from tests.engine.test_shared_time_ranges import (
     random_workload,
     trading_events,
 )
+
+pytestmark = STOCKS_REFERENCE
 
 
 def _run(data: dict, events: list[str], out: Path, workers: int, *, fmt: str = "jsonl",
