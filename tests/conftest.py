@@ -1,6 +1,7 @@
 """Shared fixtures: one real local SparkSession for the whole test session (`local[2]`), and
 the hypothesis profile every property test runs under; every JVM the tests start compiles with
-the client compiler only, as `cepplan run --engine spark` starts its own."""
+the client compiler only, as `cepplan run --engine spark` starts its own; and the xdist groups
+that keep each test file on one worker and start the SparkSession and the shared server once."""
 
 from __future__ import annotations
 
@@ -26,6 +27,29 @@ settings.load_profile("cepplan")
 # is short, and the optimizing compiler's start-up would be about 40 % of each JVM's CPU time.
 os.environ["SPARK_SUBMIT_OPTS"] = " ".join(
     filter(None, [os.environ.get("SPARK_SUBMIT_OPTS"), FAST_JIT]))
+
+
+# Session fixtures that take seconds to start (a JVM; a server with its workers).
+EXPENSIVE_FIXTURES = ("spark", "server")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Under `--dist loadgroup`, each test file runs whole on one worker (its module fixtures
+    are built once), and the files using an expensive session fixture all on one worker, which
+    starts it once. A test that asks for one by name (`request.getfixturevalue`) marks itself
+    with its group."""
+    if not config.pluginmanager.hasplugin("xdist"):
+        return
+    groups: dict[str, str] = {}
+    for item in items:
+        module = item.nodeid.split("::")[0]
+        marked = item.get_closest_marker("xdist_group")
+        used = [name for name in EXPENSIVE_FIXTURES if name in item.fixturenames]
+        if marked or used:
+            groups[module] = marked.args[0] if marked else used[0]
+        groups.setdefault(module, module)
+    for item in items:
+        item.add_marker(pytest.mark.xdist_group(groups[item.nodeid.split("::")[0]]))
 
 
 @pytest.fixture(scope="session")

@@ -24,8 +24,8 @@ from cepplan.planner.optimize import optimize
 from cepplan.planner.plan import trivial_plan
 from cepplan.stats.synth_write import write_events
 from cepplan.workload import load_workload
-from tests.engine.example_data import EXAMPLES, stepwise_plan, thin_example
-from tests.engine.reference_matcher import canonical, reference_matches
+from tests.engine.example_data import EXAMPLES, example_reference, stepwise_plan
+from tests.engine.reference_matcher import canonical
 from tests.in_process import cepplan
 
 SAME = ("rows_read", "rows_rejected", "rows_to_matchers", "rows_to_matchers_by_pattern",
@@ -84,11 +84,9 @@ def test_local_equals_spark_on_examples(spark, tmp_path, example):
 @pytest.mark.parametrize("example", ["stocks", "network"])
 def test_local_equals_reference(tmp_path, example):
     """Thin synthetic streams: the trivial and a many-step plan give the reference's matches."""
-    workload, events = thin_example(example)
+    workload, events, expected = example_reference(example)
     path = tmp_path / f"events.{workload.source.format}"
     write_events(events, workload, path)
-    expected = {name: sorted(map(canonical, found))
-                for name, found in reference_matches(workload, events).items()}
     assert sum(map(len, expected.values())) > 0
     for kind, plan in (("trivial", trivial_plan(workload)), ("steps", stepwise_plan(workload))):
         metrics = run_local_job(job_data(workload, plan), [str(path)], tmp_path / kind,

@@ -15,13 +15,18 @@ from cepplan.engine_adapter.local import byte_ranges, engine
 from cepplan.engine_adapter.local import slices as local_slices
 from cepplan.engine_adapter.local.source import read_batches
 from cepplan.planner.plan import trivial_plan
-from cepplan.stats.synth import synthesize
 from cepplan.stats.synth_write import write_events
 from cepplan.workload import load_workload
-from tests.engine.example_data import EXAMPLES, stepwise_plan, thin_example
-from tests.engine.reference_matcher import canonical, reference_matches
+from tests.engine.example_data import (
+    EXAMPLES,
+    STOCKS_REFERENCE,
+    example_reference,
+    stepwise_plan,
+    thin_example,
+)
 from tests.engine.test_local_engine import SAME, read_matches
 
+pytestmark = STOCKS_REFERENCE
 ranges: list[int] = []  # time ranges matched, per run
 
 
@@ -51,13 +56,10 @@ def _run(data: dict, events: list[str], out: Path, monkeypatch, *, by_range: boo
 
 def test_ranges_give_the_reference_matches(tmp_path, monkeypatch):
     """Stocks (negation, Kleene, AND, a key): trivial and many-step plans."""
-    workload = load_workload(EXAMPLES / "stocks" / "workload.json")
-    events = synthesize(workload, seed=5, truth_draws=1000, duration=360,
-                        total_rate=1.0).events  # a few margins (up to 5 windows of 30)
+    workload, events, expected = example_reference(  # a few margins (up to 5 windows of 30)
+        "stocks", seed=5, duration=360, total_rate=1.0)
     path = tmp_path / "events.csv"
     write_events(events, workload, path)
-    expected = {name: sorted(map(canonical, found))
-                for name, found in reference_matches(workload, events).items()}
     assert sum(map(len, expected.values())) > 0
     for kind, plan in (("trivial", trivial_plan(workload)), ("steps", stepwise_plan(workload))):
         data = job_data(workload, plan)

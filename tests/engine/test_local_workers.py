@@ -25,7 +25,13 @@ from cepplan.stats.synth import synthesize
 from cepplan.stats.synth_write import write_events
 from cepplan.workload import load_workload
 from cepplan.workload.model import Workload
-from tests.engine.example_data import EXAMPLES, stepwise_plan, thin_example
+from tests.engine.example_data import (
+    EXAMPLES,
+    STOCKS_REFERENCE,
+    example_reference,
+    stepwise_plan,
+    thin_example,
+)
 from tests.engine.reference_matcher import canonical, reference_matches
 from tests.engine.test_local_engine import SAME, read_matches
 from tests.engine.test_shared_plan import EXAMPLE as TRADING
@@ -35,6 +41,8 @@ from tests.engine.test_shared_time_ranges import (
     random_workload,
     trading_events,
 )
+
+pytestmark = STOCKS_REFERENCE
 
 
 def _run(data: dict, events: list[str], out: Path, workers: int, *, fmt: str = "jsonl",
@@ -79,13 +87,10 @@ def _same_runs(data: dict, events: list[str], tmp: Path, counts: tuple[int, ...]
 def test_workers_give_the_same_files_and_the_reference_matches(tmp_path):
     """Stocks (negation, Kleene, AND, a key): the trivial plan on 2 and 3 workers, a
     many-step plan on 2: the files of one worker, the reference's matches."""
-    workload = load_workload(EXAMPLES / "stocks" / "workload.json")
-    events = synthesize(workload, seed=5, truth_draws=1000, duration=360,
-                        total_rate=1.0).events
+    workload, events, expected = example_reference("stocks", seed=5, duration=360,
+                                                   total_rate=1.0)
     path = tmp_path / "events.csv"
     write_events(events, workload, path)
-    expected = {name: sorted(map(canonical, found))
-                for name, found in reference_matches(workload, events).items()}
     assert sum(map(len, expected.values())) > 0
     for kind, plan, counts in (("trivial", trivial_plan(workload), (2, 3)),
                                ("steps", stepwise_plan(workload), (2,))):

@@ -15,7 +15,7 @@ from cepplan.planner.plan import trivial_plan
 from cepplan.stats.synth_write import write_events
 from cepplan.workload import Workload
 from tests.engine import workloads
-from tests.engine.example_data import stepwise_plan, thin_example
+from tests.engine.example_data import example_reference, stepwise_plan
 from tests.engine.reference_matcher import canonical, reference_matches
 from tests.engine.test_matcher_vs_reference import frame
 from tests.engine.workloads import TEMPLATES, TYPES
@@ -33,11 +33,9 @@ def read_matches(out: Path) -> dict[str, list]:
 
 @pytest.mark.parametrize("example", ["stocks", "network"])
 def test_spark_job_equals_reference(spark, tmp_path, example):
-    workload, events = thin_example(example)
+    workload, events, expected = example_reference(example)
     path = tmp_path / f"events.{workload.source.format}"
     write_events(events, workload, path)
-    expected = {name: sorted(map(canonical, found))
-                for name, found in reference_matches(workload, events).items()}
     assert sum(map(len, expected.values())) > 0
     sent = {}
     for kind, plan in (("trivial", trivial_plan(workload)), ("steps", stepwise_plan(workload))):

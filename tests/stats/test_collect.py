@@ -112,7 +112,8 @@ def _csv_workload() -> object:
                       "where": ["a.x < b.x"], "within": 100}]})
 
 
-ENGINES = ["local", "spark"]
+# the Spark cases ask for the session by name: under xdist they run where its other users do
+ENGINES = ["local", pytest.param("spark", marks=pytest.mark.xdist_group("spark"))]
 
 
 def _measure(engine: str, request, path, workload, **options):
