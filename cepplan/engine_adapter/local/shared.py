@@ -188,10 +188,11 @@ def acquired_column(name: str) -> str:
 
 def _shape(specs: Sequence[PatternSpec]) -> SimpleNamespace:
     """What slicing a group's events needs: the largest window, every member's negations
-    (a slice reaches ahead when any can look ahead) and the common key."""
+    (a slice reaches ahead when any can look ahead) and the common key; a time window, as a
+    pattern with a count window shares with none."""
     return SimpleNamespace(window=max(s.window for s in specs),
                            negated=tuple(o for s in specs for o in s.negated),
-                           partition_by=specs[0].partition_by)
+                           partition_by=specs[0].partition_by, window_events=None)
 
 
 def shared_group(pool: pd.DataFrame, job: Job, plan: SharingPlan, name: str,
