@@ -6,7 +6,6 @@ patterns without a skip beside them are untouched, shared subtrees or not."""
 from __future__ import annotations
 
 import tempfile
-from functools import partial
 from pathlib import Path
 
 import pytest
@@ -15,11 +14,11 @@ from hypothesis import strategies as st
 
 from cepplan.engine_adapter.job_spec import job_data
 from cepplan.engine_adapter.local import engine
-from cepplan.engine_adapter.local.source import read_batches
 from cepplan.planner.plan import trivial_plan
 from cepplan.stats.synth_write import write_events
 from tests.engine.reference_after_match import reference_skip
 from tests.engine.reference_matcher import canonical, reference_matches
+from tests.engine.small_reads import run_read_in_small_batches
 from tests.engine.test_local_engine import read_matches
 from tests.engine.test_local_workers import _run as run_in_workers
 from tests.engine.test_matcher_vs_reference import frame
@@ -58,14 +57,7 @@ def patterns(template: dict, skip: str | dict | None) -> list[dict]:
 def run_files(wl, events) -> tuple[dict, dict]:
     """(matches by pattern, metrics) of the in-process engine over the events as a CSV
     file, read in batches of a few rows (matched in ranges as read when in time order)."""
-    with tempfile.TemporaryDirectory() as scratch, pytest.MonkeyPatch.context() as patch:
-        path = Path(scratch) / "events.csv"
-        write_events(events, wl, path)
-        patch.setattr(engine, "read_batches", partial(read_batches, batch_bytes=64))
-        patch.setattr(engine, "REGION_ROWS", 6)
-        metrics = engine.run_local_job(job_data(wl, trivial_plan(wl)), [str(path)],
-                                       Path(scratch) / "out", say=lambda _text: None)
-        return read_matches(Path(scratch) / "out"), metrics
+    return run_read_in_small_batches(wl, events, settings=[(engine, "REGION_ROWS", 6)])
 
 
 def expected(template: dict, skip, events) -> dict[str, list]:

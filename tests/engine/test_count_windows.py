@@ -8,9 +8,6 @@ from __future__ import annotations
 
 import copy
 import random
-import tempfile
-from functools import partial
-from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -18,8 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cepplan.engine_adapter.job_spec import job_data
-from cepplan.engine_adapter.local import engine, slices
-from cepplan.engine_adapter.local.source import read_batches
+from cepplan.engine_adapter.local import slices
 from cepplan.engine_adapter.runtime.job import job_from_json
 from cepplan.engine_adapter.runtime.local import run_local
 from cepplan.engine_adapter.spark.job import run_job
@@ -27,7 +23,7 @@ from cepplan.planner.plan import trivial_plan
 from cepplan.stats.synth_write import write_events
 from tests.engine.constructs import drawn_run, user_workload
 from tests.engine.reference_matcher import canonical, reference_matches
-from tests.engine.test_local_engine import read_matches
+from tests.engine.small_reads import run_read_in_small_batches
 from tests.engine.test_matcher_vs_reference import frame
 from tests.engine.test_spark_job import read_matches as read_spark_matches
 from tests.engine.workloads import TYPES, workload
@@ -123,14 +119,9 @@ def test_event_files_with_workers_equal_reference(name, keyed, rows, count):
     events = frame(rows)
     expected = sorted(map(canonical, count_reference(name, count, keyed, events)))
     said: list[str] = []
-    with tempfile.TemporaryDirectory() as scratch, pytest.MonkeyPatch.context() as patch:
-        path = Path(scratch) / "events.csv"
-        write_events(events, wl, path)
-        patch.setattr(engine, "read_batches", partial(read_batches, batch_bytes=64))
-        patch.setattr(slices, "SLICE_ROWS", 3)
-        metrics = engine.run_local_job(job_data(wl, trivial_plan(wl)), [str(path)],
-                                       Path(scratch) / "out", say=said.append, workers=2)
-        found = read_matches(Path(scratch) / "out").get("p", [])
+    matches, metrics = run_read_in_small_batches(
+        wl, events, settings=[(slices, "SLICE_ROWS", 3)], say=said.append, workers=2)
+    found = matches.get("p", [])
     assert found == expected
     assert metrics["workers"] == 1
     assert "matching with one worker: a pattern has a count window" in " ".join(said)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import math
 import tempfile
-from functools import partial
 from itertools import pairwise
 from pathlib import Path
 
@@ -29,6 +28,7 @@ from cepplan.planner.plan import trivial_plan
 from cepplan.stats.synth_write import write_events
 from tests.engine.reference_matcher import canonical, reference_matches
 from tests.engine.reference_strategies import strategy_matches
+from tests.engine.small_reads import run_read_in_small_batches
 from tests.engine.test_local_engine import read_matches
 from tests.engine.test_matcher_vs_reference import frame, same_matches, with_orders
 from tests.engine.workloads import TYPES, workload
@@ -156,14 +156,9 @@ def test_strict_read_in_time_order_equals_reference(name, strategy, ties, rows):
     events = frame(sorted(rows, key=lambda r: r[1]))
     expected = sorted(map(canonical, strategy_matches(workload([template], seq_ties=ties),
                                                       {"p": strategy}, events)["p"]))
-    with tempfile.TemporaryDirectory() as scratch, pytest.MonkeyPatch.context() as patch:
-        path = Path(scratch) / "events.csv"
-        write_events(events, wl, path)
-        patch.setattr(engine, "read_batches", partial(read_batches, batch_bytes=64))
-        patch.setattr(engine, "REGION_ROWS", 8)
-        metrics = engine.run_local_job(job_data(wl, trivial_plan(wl)), [str(path)],
-                                       Path(scratch) / "out", say=lambda _text: None)
-        found = read_matches(Path(scratch) / "out").get("p", [])
+    matches, metrics = run_read_in_small_batches(wl, events,
+                                                 settings=[(engine, "REGION_ROWS", 8)])
+    found = matches.get("p", [])
     assert found == expected
     own = {o.event_type for o in wl.pattern("p").positive}
     assert metrics["rows_to_matchers"] <= int(events["__type"].isin(own).sum())
