@@ -5,7 +5,8 @@ query's meaning (docs/import.md): `PATTERN` of single-row variables in strict co
 (`strategy: strict`), optional ones `B?`/`B??` (`OPTIONAL`, with the skip's `prefer`), an
 `X*?` before the last one as skip-till-next-match (sql_pattern),
 `PARTITION BY`, `ORDER BY` one numeric time column, `DEFINE` with `PREV`/`NEXT`/`FIRST`/`LAST`,
-`MEASURES` (as `emit`), `AFTER MATCH SKIP` (as `after_match`; with `X*?` only TO NEXT ROW)
+`MEASURES` (as `emit`), `AFTER MATCH SKIP` (as `after_match`, with `prefer` where a row
+may start several matches or matches may complete out of start order)
 and Flink's `WITHIN` (which sqlglot does not read: it is taken from the text
 after `PATTERN`).
 Every other clause is refused with a `Problem` naming it.
@@ -26,7 +27,6 @@ _WITHIN = re.compile(r"\bWITHIN\s+INTERVAL\s+'(\d+(?:\.\d+)?)'\s+"
 _UNITS = {"MILLISECOND": "ms", "SECOND": "s", "MINUTE": "min", "HOUR": "h", "DAY": "d"}
 _COMPARE = {"EQ": "==", "NEQ": "!=", "LT": "<", "LTE": "<=", "GT": ">", "GTE": ">="}
 _ARITHMETIC = {"Add": "+", "Sub": "-", "Mul": "*", "Div": "/", "Mod": "%"}
-_DEFAULT_SKIP = " (the SQL standard's default; Flink's is TO NEXT ROW)"
 _UNREAD_CLAUSES = {"SUBSET", "WITHIN"}  # clauses sqlglot does not read (WITHIN: other forms)
 
 
@@ -169,18 +169,14 @@ class _Query:
         """The pattern's `after_match` for the query's AFTER MATCH SKIP (None: TO NEXT ROW,
         every match). With single-row variables in strict contiguity a start row has one
         match and matches complete in the order they start, so cepplan's skip (which takes
-        matches by completion) keeps SQL's; with `X*?` they may complete out of that order.
-        With optional variables a start row may have several matches: `prefer` keeps SQL's."""
+        matches by completion) keeps SQL's. With `X*?` they may complete out of that order,
+        and with optional variables a start row may have several: `prefer` keeps SQL's."""
         shown = " ".join(after.name.upper().split()) if after is not None else \
             "AFTER MATCH SKIP PAST LAST ROW"
         if shown == "AFTER MATCH SKIP TO NEXT ROW":
             return "to_next_event" if self.optional else None
         if self.gap is not None:
-            raise _Refused("AFTER MATCH SKIP", f"{shown!r}"
-                           + (_DEFAULT_SKIP if after is None else "")
-                           + f" is not supported with {self.gap}*?: SQL skips from the match "
-                           "that starts first, cepplan from the one that completes first, and "
-                           "with X*? they differ; write TO NEXT ROW to import the query")
+            self.prefer = "reluctant"  # matches in start order: a later start may end first
         if shown == "AFTER MATCH SKIP PAST LAST ROW":
             return "past_last_event"
         target = re.fullmatch(r"AFTER MATCH SKIP TO (FIRST|LAST) (\w+)", shown)

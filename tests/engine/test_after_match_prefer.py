@@ -125,3 +125,35 @@ def test_run_command_keeps_the_preferred_match_of_each_first_event(tmp_path, pre
                   for m in found) == kept
     shown = cepplan("show", str(tmp_path / "w.json")).stdout
     assert (f"past_last_event, the {prefer} match of each first event" in shown) == bool(prefer)
+
+
+def test_spark_job_keeps_the_preferred_matches(spark, tmp_path):
+    """The Spark batch job runs the same after-match pass: each template, greedy and
+    reluctant, in one job over a stream with equal timestamps and two keys, equals the
+    reference."""
+    import random
+
+    from cepplan.engine_adapter.job_spec import job_data
+    from cepplan.engine_adapter.spark.job import run_job
+    from cepplan.planner.plan import trivial_plan
+    from cepplan.stats.synth_write import write_events
+    from tests.engine.test_local_engine import read_matches
+
+    rng = random.Random(1)
+    rows = sorted(((rng.choice("AABC"), rng.randint(0, 20), rng.randint(0, 4),
+                    rng.choice([0.5, 2.0]), rng.choice("xy")) for _ in range(60)),
+                  key=lambda r: r[1])
+    events = frame(rows)
+    runs = [(name, prefer) for name in sorted(TEMPLATES) for prefer in ("greedy", "reluctant")]
+    wl = workload([{**TEMPLATES[name][0], "name": f"{name}_{prefer}",
+                    "after_match": "past_last_event", "prefer": prefer}
+                   for name, prefer in runs], csv=True)
+    path = tmp_path / "events.csv"
+    write_events(events, wl, path)
+    run_job(spark, job_data(wl, trivial_plan(wl)), [str(path)], str(tmp_path / "out"),
+            say=lambda _: None)
+    got = read_matches(tmp_path / "out")
+    for name, prefer in runs:
+        want = expected(name, "past_last_event", prefer, events)["p"]
+        assert want, name
+        assert got.get(f"{name}_{prefer}") == [(f"{name}_{prefer}", ids) for _, ids in want]

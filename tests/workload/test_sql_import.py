@@ -54,6 +54,12 @@ QUERIES = {  # name: (query, WITHIN in seconds or None)
     "skip_till_next_only": ("""SELECT * FROM Ticker MATCH_RECOGNIZE (ORDER BY ts
         AFTER MATCH SKIP TO NEXT ROW PATTERN (S GAP*? E) WITHIN INTERVAL '12' SECOND
         DEFINE S AS S.volume = 0, GAP AS TRUE, E AS E.price >= S.price + 2)""", 12),
+    "skip_till_next_past_last_row": ("""SELECT * FROM Ticker MATCH_RECOGNIZE (
+        PARTITION BY symbol ORDER BY ts PATTERN (A B X*? C) WITHIN INTERVAL '8' SECOND
+        DEFINE B AS B.volume >= A.volume, C AS C.price > A.price)""", 8),
+    "skip_till_next_to_last": ("""SELECT * FROM Ticker MATCH_RECOGNIZE (ORDER BY ts
+        AFTER MATCH SKIP TO LAST B PATTERN (A B GAP*? C) WITHIN INTERVAL '10' SECOND
+        DEFINE A AS A.volume <= 2, C AS C.price >= B.price + 1)""", 10),
     "overlapping_default_skip": ("""SELECT * FROM Ticker MATCH_RECOGNIZE (PARTITION BY symbol
         ORDER BY ts PATTERN (A B) WITHIN INTERVAL '5' SECOND
         DEFINE B AS B.price >= A.price)""", 5),
@@ -177,10 +183,8 @@ BASE = QUERIES["drop"][0]
      "DEFINE LOW", "reads across X*?"),
     (BASE.replace("(HIGH LOW)", "(HIGH X*? LOW)").replace("HIGH.price - 1", "X.price"),
      "DEFINE LOW", "reads the rows X*? skips"),
-    (BASE.replace("(HIGH LOW)", "(HIGH X*? LOW)").replace("TO NEXT ROW", "PAST LAST ROW"),
-     "AFTER MATCH SKIP", "not supported with X*?"),
-    (BASE.replace("(HIGH LOW)", "(HIGH X*? LOW)").replace("AFTER MATCH SKIP TO NEXT ROW", ""),
-     "AFTER MATCH SKIP", "(the SQL standard's default; Flink's is TO NEXT ROW)"),
+    (BASE.replace("(HIGH LOW)", "(HIGH X*? LOW)").replace("TO NEXT ROW", "TO FIRST HIGH"),
+     "AFTER MATCH SKIP", "first row"),
     (BASE.replace("HIGH.price > 2", "1 = 1"), "DEFINE HIGH", "reads no column"),
     (BASE.replace("LOW AS", "HIGH AS HIGH.price > 3, LOW AS"), "DEFINE HIGH",
      "HIGH is defined twice"),
