@@ -117,3 +117,16 @@ def test_a_stream_cannot_prefer(cli, fraud, engine):
     cli("run", plan, "-o", out, "--follow", followed, "--engine", engine, "-q").one_error(
         f"{plan}: patterns.account_takeover: ", "prefer is applied to event files only")
     assert not out.exists()
+
+
+def test_a_generated_stream_job_cannot_prefer(cli, fraud):
+    """`cepplan generate --streaming`: the preference refused like `run --follow`, the job
+    directory not made."""
+    path, workload = _with(fraud, SEQ, "to_next_event")
+    workload["patterns"][0]["prefer"] = "reluctant"
+    path.write_text(json.dumps(workload))
+    plan, out = fraud / "plan.json", fraud / "job"
+    assert cli("optimize", path, "-o", plan, "-q").code == 0
+    cli("generate", plan, "-o", out, "--streaming").one_error(
+        f"{plan}: patterns.account_takeover: ", "prefer is applied to event files only")
+    assert not out.exists()

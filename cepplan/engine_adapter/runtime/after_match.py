@@ -117,7 +117,7 @@ def kept_summaries(summaries: Sequence[Summary],
     that completes earlier) and is updated."""
     bounds = {} if bounds is None else bounds
     keep = [False] * len(summaries)
-    if summaries and summaries[0][3]:
+    if summaries and summaries[0][3]:  # ranked: the pattern has a preference (module doc)
         order = _preferred_by_start(summaries)
     else:
         order = sorted(range(len(summaries)), key=lambda i: (
