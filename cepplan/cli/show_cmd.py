@@ -59,8 +59,10 @@ def describe(workload: Workload) -> list[str]:
             lines.append(f"    strategy: {strategy} (the operands marked '!__' are the events "
                          "it excludes)")
         if pattern.after_match[0] != "any":
-            lines.append(f"    after match: {' '.join(pattern.after_match).strip()} (its matches "
-                         "as found, skipped when written)")
+            prefer = (f", the {pattern.prefer[0]} match of each first event" if pattern.prefer[0]
+                      else "")
+            lines.append(f"    after match: {' '.join(pattern.after_match).strip()}{prefer} (its "
+                         "matches as found, skipped when written)")
         if pattern.latency:
             bounds = []
             if pattern.latency.max_steps is not None:

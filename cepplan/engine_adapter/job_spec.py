@@ -84,13 +84,17 @@ def check_parquet_output(workload: Workload, plan: Plan) -> None:
 
 
 def _after_match(workload: Workload) -> dict[str, dict[str, Any]]:
-    """Per user pattern with an after-match skip: its kind, variable and partition key."""
+    """Per user pattern with an after-match skip: its kind, variable and partition key, and
+    its match preference with the variables it ranks by."""
     out = {}
     for pattern in workload.patterns:
         kind, var = pattern.after_match
         if kind != "any":
+            prefer, variables = pattern.prefer
             out[pattern.output_name] = {"kind": kind, "var": var,
-                                        "partition_by": list(pattern.partition_by)}
+                                        "partition_by": list(pattern.partition_by),
+                                        **({"prefer": prefer, "variables": list(variables)}
+                                           if prefer else {})}
     return out
 
 

@@ -3,7 +3,9 @@ earlier one was (format doc, "After-match skip"); applied to the matches after m
 plans, sharing and both matchers are unchanged.
 
 Values: `"any"` (default: every match), `"to_next_event"`, `"past_last_event"`,
-`{"to_first": var}`, `{"to_last": var}`; read as (kind, variable or "").
+`{"to_first": var}`, `{"to_last": var}`; read as (kind, variable or ""). With `prefer`
+(`"greedy"`, `"reluctant"`) the skip keeps MATCH_RECOGNIZE's matches: the most preferred one
+per first event, taken in the order they start.
 """
 
 from __future__ import annotations
@@ -51,4 +53,16 @@ def after_match_problem(skip: tuple[str, str], operator: str,
     if all(o.optional for o in before):
         return (f"{var!r} may bind the match's first event: skipping to it would find the "
                 "same match again (name a later variable, or use \"to_next_event\")")
+    return None
+
+
+def prefer_problem(prefer: str, skip: tuple[str, str], operator: str) -> str | None:
+    """Why the match preference `prefer` cannot apply to a pattern of `operator` with the
+    after-match skip `skip`, else None."""
+    if skip[0] == "any":
+        return (f"prefer {prefer!r} picks one match per first event for an after-match skip: "
+                "add \"after_match\" (\"to_next_event\" keeps one match per first event)")
+    if operator != "SEQ":
+        return (f"prefer {prefer!r} ranks a match by the order of its variables: it needs a "
+                f"SEQ, not {operator}")
     return None

@@ -24,7 +24,7 @@ import orjson
 from cepplan.errors import InputError, Problem, json_path
 from cepplan.file_kinds import check_kind
 from cepplan.fileio import parse_json, read_input
-from cepplan.workload.after_match import after_match_problem, read_after_match
+from cepplan.workload.after_match import after_match_problem, prefer_problem, read_after_match
 from cepplan.workload.alternation import MAX_CHOICES, choice_count, choices
 from cepplan.workload.context_model import context_issues
 from cepplan.workload.count_windows import (
@@ -391,6 +391,12 @@ class _Builder:
                        "partial match times out would depend on the matches skipped)")
         if problem:
             self.error((*path, "after_match"), problem)
+        prefer = spec.get("prefer", "")
+        problem = prefer_problem(prefer, after_match, operator) if prefer else None
+        if problem:
+            self.error((*path, "prefer"), problem)
+        ordered = tuple(o.var for o in sorted(operands, key=lambda o: o.position)
+                        if o.kind != NEGATED)
         if len(self.problems) > before:
             return None
         pattern = Pattern(
@@ -403,6 +409,7 @@ class _Builder:
             weight=float(spec.get("weight", 1.0)), index=index,
             strategy=_frozen(spec.get("strategy", "any")),
             reported_as="" if name == spec["name"] else spec["name"], after_match=after_match,
+            prefer=(prefer, ordered if prefer else ()),
         )
         return pattern
 

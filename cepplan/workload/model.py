@@ -111,6 +111,9 @@ class Pattern:
     reported_as: str = ""
     # after-match skip (after_match.py): (kind, variable or ""); applied to the user's pattern
     after_match: tuple[str, str] = ("any", "")
+    # match preference (after_match.py): "greedy", "reluctant" or "" (none), and the user's
+    # pattern's positive variables in order, which it ranks matches by
+    prefer: tuple[str, tuple[str, ...]] = ("", ())
     # k > 0: a hidden pattern finding the user's pattern's timed-out partial matches of its
     # first k events (timed_out.py); 0 for every other pattern
     timed_out: int = 0

@@ -2,9 +2,11 @@
 
 The query is parsed by sqlglot (a maintained SQL parser); what it carries over keeps the
 query's meaning (docs/import.md): `PATTERN` of single-row variables in strict contiguity
-(`strategy: strict`), an `X*?` before the last one as skip-till-next-match (sql_pattern),
+(`strategy: strict`), optional ones `B?`/`B??` (`OPTIONAL`, with the skip's `prefer`), an
+`X*?` before the last one as skip-till-next-match (sql_pattern),
 `PARTITION BY`, `ORDER BY` one numeric time column, `DEFINE` with `PREV`/`NEXT`/`FIRST`/`LAST`,
-`MEASURES` (as `emit`), `AFTER MATCH SKIP` (as `after_match`; with `X*?` only TO NEXT ROW)
+`MEASURES` (as `emit`), `AFTER MATCH SKIP` (as `after_match`, with `prefer` where a row
+may start several matches or matches may complete out of start order)
 and Flink's `WITHIN` (which sqlglot does not read: it is taken from the text
 after `PATTERN`).
 Every other clause is refused with a `Problem` naming it.
@@ -25,7 +27,6 @@ _WITHIN = re.compile(r"\bWITHIN\s+INTERVAL\s+'(\d+(?:\.\d+)?)'\s+"
 _UNITS = {"MILLISECOND": "ms", "SECOND": "s", "MINUTE": "min", "HOUR": "h", "DAY": "d"}
 _COMPARE = {"EQ": "==", "NEQ": "!=", "LT": "<", "LTE": "<=", "GT": ">", "GTE": ">="}
 _ARITHMETIC = {"Add": "+", "Sub": "-", "Mul": "*", "Div": "/", "Mod": "%"}
-_DEFAULT_SKIP = " (the SQL standard's default; Flink's is TO NEXT ROW)"
 _UNREAD_CLAUSES = {"SUBSET", "WITHIN"}  # clauses sqlglot does not read (WITHIN: other forms)
 
 
@@ -64,6 +65,8 @@ class _Query:
         self.match, self.table = _parse(sql)
         self.variables: list[str] = []
         self.gap: str | None = None  # the X of an `X*?` before the last variable
+        self.optional: frozenset[str] = frozenset()  # the `B?` / `B??` variables
+        self.prefer = ""  # their preference: greedy (B?) or reluctant (B??)
         self.time_column = ""
 
     def workload(self) -> dict[str, Any]:
@@ -75,6 +78,7 @@ class _Query:
         except ValueError as err:
             raise _Refused("PATTERN", str(err)) from None
         self.variables, self.gap = pattern_read.variables, pattern_read.gap
+        self.optional, self.prefer = pattern_read.optional, pattern_read.prefer
         self.time_column = self.order_column(args.get("order"))
         skip = self.after_match(args.get("after"))
         rows = args.get("rows")
@@ -124,10 +128,15 @@ class _Query:
                 raise _Refused(place, f"{name!r} cannot name a measure: cepplan reserves it")
             if name in emit or name in partition:
                 raise _Refused(place, f"{name!r} names two columns of the match")
+            if self.optional:
+                raise _Refused(place, "MEASURES are not supported with an optional variable "
+                               f"({', '.join(sorted(self.optional))}): cepplan's matches of "
+                               "such a pattern carry their events only")
             emit[name] = self.expression(measure.this.this, place, None)
         pattern: dict[str, Any] = {
             "name": _name(self.match, self.table),
-            "structure": ["SEQ", *(f"{v}:{self.table}" for v in self.variables)],
+            "structure": ["SEQ", *(["OPTIONAL", f"{v}:{self.table}"] if v in self.optional
+                                   else f"{v}:{self.table}" for v in self.variables)],
             "strategy": "strict" if self.gap is None else {
                 **{v: "strict" for v in self.variables[1:-1]}, self.variables[-1]: "next"}}
         if where:
@@ -144,6 +153,8 @@ class _Query:
             pattern["emit"] = emit
         if skip is not None:
             pattern["after_match"] = skip
+            if self.prefer:
+                pattern["prefer"] = self.prefer
         attributes = {c: t for c, t in self.columns.items() if c != self.time_column
                       and (c not in RESERVED_ATTRIBUTES or self.ids_column(c))}
         return {"format": "cepplan.workload/1", "name": pattern["name"],
@@ -158,17 +169,14 @@ class _Query:
         """The pattern's `after_match` for the query's AFTER MATCH SKIP (None: TO NEXT ROW,
         every match). With single-row variables in strict contiguity a start row has one
         match and matches complete in the order they start, so cepplan's skip (which takes
-        matches by completion) keeps SQL's; with `X*?` they may complete out of that order."""
+        matches by completion) keeps SQL's. With `X*?` they may complete out of that order,
+        and with optional variables a start row may have several: `prefer` keeps SQL's."""
         shown = " ".join(after.name.upper().split()) if after is not None else \
             "AFTER MATCH SKIP PAST LAST ROW"
         if shown == "AFTER MATCH SKIP TO NEXT ROW":
-            return None
+            return "to_next_event" if self.optional else None
         if self.gap is not None:
-            raise _Refused("AFTER MATCH SKIP", f"{shown!r}"
-                           + (_DEFAULT_SKIP if after is None else "")
-                           + f" is not supported with {self.gap}*?: SQL skips from the match "
-                           "that starts first, cepplan from the one that completes first, and "
-                           "with X*? they differ; write TO NEXT ROW to import the query")
+            self.prefer = "reluctant"  # matches in start order: a later start may end first
         if shown == "AFTER MATCH SKIP PAST LAST ROW":
             return "past_last_event"
         target = re.fullmatch(r"AFTER MATCH SKIP TO (FIRST|LAST) (\w+)", shown)
@@ -178,7 +186,10 @@ class _Query:
         if var is None:
             raise _Refused("AFTER MATCH SKIP", f"{target.group(2)!r} is not a variable of "
                            f"the PATTERN ({' '.join(self.variables)})")
-        if var == self.variables[0]:
+        if var in self.optional:
+            raise _Refused("AFTER MATCH SKIP", f"{shown!r} names {var}, which a match may "
+                           "leave without rows (SQL then reports an error)")
+        if all(v in self.optional for v in self.variables[:self.variables.index(var)]):
             raise _Refused("AFTER MATCH SKIP", f"{shown!r} resumes at the match's first "
                            "row, which SQL reports as an error")
         return {"to_first" if target.group(1) == "FIRST" else "to_last": var}
@@ -274,6 +285,9 @@ class _Query:
             raise _Refused(place, f"{func}({args[0].sql()}, {offset}) reads a row the "
                            f"single-row variable does not have (NULL in SQL)")
         if func == "FIRST" and not args[0].table and current is not None:
+            if self.variables[0] in self.optional:
+                raise _Refused(place, f"FIRST({args[0].sql()}) reads the match's first row, "
+                               f"which the optional {self.variables[0]} may not bind")
             current = self.variables[0]  # FIRST of all the rows matched so far: the first
         shift = {"PREV": -offset, "NEXT": offset}.get(func, 0)
         return self.reference(args[0], place, current, shift)
@@ -300,6 +314,12 @@ class _Query:
         if not 0 <= index < len(self.variables):
             raise _Refused(place, f"{column.sql()!r} moved {abs(shift)} row(s) from {var} "
                            "reads a row outside the match, which cepplan does not keep")
+        crossed = [v for v in self.variables[min(index, index - shift):max(index, index - shift)
+                                             + 1] if v != current]  # its DEFINE: it matched
+        if shift and any(v in self.optional for v in crossed):
+            raise _Refused(place, f"{column.sql()!r} moved {abs(shift)} row(s) from {var} "
+                           "reads a row that depends on whether an optional variable "
+                           f"({', '.join(v for v in crossed if v in self.optional)}) matched")
         return f"{self.variables[index]}.{self.attribute(column.name, place)}"
 
 

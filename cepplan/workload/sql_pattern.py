@@ -1,6 +1,7 @@
 """The PATTERN of a MATCH_RECOGNIZE query as `cepplan import` carries it over: single-row
-variables in strict contiguity, and before the last one at most one reluctant `X*?` of a
-variable that matches every row (docs/import.md).
+variables in strict contiguity, optional ones (`B?` greedy, `B??` reluctant, not both kinds),
+and before the last one at most one reluctant `X*?` of a variable that matches every row
+(docs/import.md).
 
 `A B X*? C` finds, after B, the first row on which C's DEFINE holds: X takes the fewest rows
 it can and, C being last, nothing after C can fail and make SQL try more. That is cepplan's
@@ -20,12 +21,22 @@ _UNSUPPORTED = (("|", "alternation"), ("(", "grouping"), ("{-", "exclusion"),
                 ("^", "an anchor"), ("$", "an anchor"))
 
 
+_KLEENE = ("strict contiguity between the rows of a repeated variable is not in cepplan's "
+           "language (its strategies hold between variables, not within a KLEENE)")
+
+
+_AT_MOST_ONCE = {"{0,1}": "?", "{,1}": "?", "{0,1}?": "??", "{,1}?": "??"}  # B{0,1} is B?
+
+
 @dataclass(frozen=True)
 class RowPattern:
-    """The variables bound, in order, and the `X*?` standing before the last one (or None)."""
+    """The variables bound, in order, the `X*?` standing before the last one (or None), the
+    optional variables and their preference (`greedy`, `reluctant`; "" without any)."""
 
     variables: list[str]
     gap: str | None
+    optional: frozenset[str] = frozenset()
+    prefer: str = ""
 
 
 def read_pattern(text: str) -> RowPattern:
@@ -37,24 +48,39 @@ def read_pattern(text: str) -> RowPattern:
     tokens = text.split()
     variables: list[str] = []
     gap = None
+    optional: dict[str, str] = {}
     for at, token in enumerate(tokens):
         if token.upper().startswith("PERMUTE"):
             raise ValueError("PERMUTE is not supported")
         found = re.match(r"\w+", token)
         name = found.group() if found else token
         quantifier = token[found.end():] if found else token
+        quantifier = _AT_MOST_ONCE.get(quantifier, quantifier)
         if quantifier == "*?" and 0 < at == len(tokens) - 2 and gap is None:
             gap = name
+        elif quantifier in ("?", "??"):
+            optional[name] = "greedy" if quantifier == "?" else "reluctant"
+            variables.append(name)
+        elif quantifier in ("+", "+?", "*", "*?") or quantifier.startswith("{"):
+            raise ValueError(f"the quantifier {quantifier!r} on {name} is not supported: "
+                             f"{_KLEENE}; B? and B?? are")
         elif quantifier:
-            raise ValueError(f"the quantifier {quantifier!r} on {name} is not supported: each "
-                             "variable matches one row (a reluctant X*? of a variable matching "
-                             "every row may stand before the last variable)")
+            raise ValueError(f"{token!r} is not supported: each variable matches one row, or "
+                             "none with ? (a reluctant X*? of a variable matching every row "
+                             "may stand before the last variable)")
         else:
             variables.append(name)
         if not is_name(name) or name in _RESERVED or name.startswith("__"):
             raise ValueError(f"{name!r} cannot be a cepplan variable name")
-        if tokens.count(name) + sum(t.startswith(f"{name}*") for t in tokens) > 1:
+        if sum(re.match(r"\w*", t).group() == name for t in tokens) > 1:
             raise ValueError(f"{name} appears twice: each variable matches one row")
     if not variables:
         raise ValueError("missing or empty")
-    return RowPattern(variables, gap)
+    if len(set(optional.values())) > 1:
+        raise ValueError("greedy (B?) and reluctant (B??) optional variables together are not "
+                         "supported: cepplan prefers matches one way per pattern")
+    if optional and gap is not None:
+        raise ValueError(f"an optional variable with {gap}*? is not supported")
+    if len(optional) == len(variables):
+        raise ValueError("every variable is optional: a match cannot be empty")
+    return RowPattern(variables, gap, frozenset(optional), next(iter(optional.values()), ""))

@@ -92,6 +92,18 @@ def test_skip_equals_reference(name, kind, rows, ordered):
     assert metrics["after_match_skipped"]["p"] == len(want["q"]) - len(want["p"])
 
 
+def run_by_two_workers(wl, events) -> dict:
+    """The matches by pattern of 2 in-process workers over the events as a CSV file, cut
+    into byte ranges of a few dozen rows."""
+    with tempfile.TemporaryDirectory() as scratch:
+        path = Path(scratch) / "events.csv"
+        write_events(events, wl, path)
+        metrics = run_in_workers(job_data(wl, trivial_plan(wl)), [str(path)],
+                                 Path(scratch) / "out", 2)
+        assert metrics["workers"] == 2
+        return read_matches(Path(scratch) / "out")
+
+
 @pytest.mark.parametrize("kind", ["past_last_event", "to_last"])
 def test_skip_across_worker_ranges(kind):
     """A match kept in one byte range skips matches of the next range: 2 workers, ranges of
@@ -106,13 +118,7 @@ def test_skip_across_worker_ranges(kind):
     skip = skip_value(kind, var)
     events = frame(rows)
     wl = workload(patterns(template, skip), csv=True)
-    with tempfile.TemporaryDirectory() as scratch:
-        path = Path(scratch) / "events.csv"
-        write_events(events, wl, path)
-        metrics = run_in_workers(job_data(wl, trivial_plan(wl)), [str(path)],
-                                 Path(scratch) / "out", 2)
-        found = read_matches(Path(scratch) / "out")
-    assert metrics["workers"] == 2
+    found = run_by_two_workers(wl, events)
     want = expected(template, skip, events)
     assert len(want["p"]) < len(want["q"])
     assert {k: found.get(k, []) for k in want} == want

@@ -89,3 +89,44 @@ def test_a_generated_stream_job_cannot_skip(cli, fraud):
     cli("generate", plan, "-o", out, "--streaming").one_error(
         f"{plan}: patterns.account_takeover: ", "in-process stream only")
     assert not out.exists()
+
+
+@pytest.mark.parametrize(("structure", "after_match", "prefer", "place", "fragment"), [
+    (SEQ, "any", "greedy", "prefer", "add \"after_match\""),
+    (["AND", "r:PasswordReset", "l:Login", "w:Withdrawal"], "to_next_event", "reluctant",
+     "prefer", "it needs a SEQ, not AND"),
+    (SEQ, "past_last_event", "eager", "prefer", ""),
+])
+def test_preference_refused(cli, fraud, structure, after_match, prefer, place, fragment):
+    path, workload = _with(fraud, structure, after_match)
+    workload["patterns"][0]["prefer"] = prefer
+    path.write_text(json.dumps(workload))
+    cli("validate", path).one_error(f"{path}: patterns[0].{place}: ", fragment)
+
+
+@pytest.mark.parametrize("engine", ["local", "spark"])
+def test_a_stream_cannot_prefer(cli, fraud, engine):
+    """`run --follow` on either engine: a preference needs every match from a first event,
+    which a stream cannot wait for; refused before any work, `--output` not made."""
+    path, workload = _with(fraud, SEQ, "past_last_event")
+    workload["patterns"][0]["prefer"] = "greedy"
+    path.write_text(json.dumps(workload))
+    plan, out, followed = fraud / "plan.json", fraud / "out", fraud / "followed"
+    followed.mkdir()
+    assert cli("optimize", path, "-o", plan, "-q").code == 0
+    cli("run", plan, "-o", out, "--follow", followed, "--engine", engine, "-q").one_error(
+        f"{plan}: patterns.account_takeover: ", "prefer is applied to event files only")
+    assert not out.exists()
+
+
+def test_a_generated_stream_job_cannot_prefer(cli, fraud):
+    """`cepplan generate --streaming`: the preference refused like `run --follow`, the job
+    directory not made."""
+    path, workload = _with(fraud, SEQ, "to_next_event")
+    workload["patterns"][0]["prefer"] = "reluctant"
+    path.write_text(json.dumps(workload))
+    plan, out = fraud / "plan.json", fraud / "job"
+    assert cli("optimize", path, "-o", plan, "-q").code == 0
+    cli("generate", plan, "-o", out, "--streaming").one_error(
+        f"{plan}: patterns.account_takeover: ", "prefer is applied to event files only")
+    assert not out.exists()

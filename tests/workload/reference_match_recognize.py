@@ -77,11 +77,20 @@ def reference_matches(sql: str, rows: list[dict], within: float | None = None, *
 
 
 def _element(token: str) -> tuple[str, int, float, bool]:
+    """(variable, fewest rows, most rows, greedy) of one PATTERN element: `B`, `B?`, `B*`,
+    `B+`, `B{n}`, `B{n,}`, `B{,m}`, `B{n,m}` (a missing n is 0, a missing m unbounded), each
+    followed by `?` to make it reluctant."""
     found = re.fullmatch(r"(\w+)([*+?]\??)?", token)
+    if found is not None:
+        low, high, greedy = _QUANTIFIERS[found.group(2) or ""]
+        return found.group(1), low, high, greedy
+    found = re.fullmatch(r"(\w+)\{(\d*)(,?)(\d*)\}(\??)", token)
     if found is None:
         raise ValueError(f"the reference does not read the PATTERN element {token!r}")
-    low, high, greedy = _QUANTIFIERS[found.group(2) or ""]
-    return found.group(1), low, high, greedy
+    var, low, comma, high, reluctant = found.groups()
+    if not comma:
+        high = low
+    return var, int(low or 0), int(high) if high else math.inf, not reluctant
 
 
 def _resume(skip: str, mapped: Mapped, start: int) -> int:

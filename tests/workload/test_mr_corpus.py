@@ -1,4 +1,4 @@
-"""`cepplan import` on 20 MATCH_RECOGNIZE queries of the peers' own documentation and tests
+"""`cepplan import` on 25 MATCH_RECOGNIZE queries of the peers' own documentation and tests
 (tests/workload/mr_corpus/, each with its source and a sample of events): each one either runs
 with the matches of the SQL standard's definitions (a brute-force reference) and of the peer's
 documented result, or is refused with one error naming the clause it cannot carry over."""
@@ -21,6 +21,7 @@ from cepplan.sources.local_source import read_batches
 from cepplan.workload import build_workload
 from cepplan.workload.sql_import import import_query
 from tests.workload.reference_match_recognize import reference_matches
+from tests.workload.test_sql_import import bound
 
 CORPUS = Path(__file__).parent / "mr_corpus"
 QUERIES = sorted(p.stem for p in CORPUS.glob("*.sql"))
@@ -31,8 +32,8 @@ def header(sql: str) -> dict[str, str]:
     return dict(re.findall(r"^-- (\w[\w ]*): (.*)$", sql, re.MULTILINE))
 
 
-def test_the_corpus_holds_20_queries_each_with_its_source_and_sample():
-    assert len(QUERIES) == 20
+def test_the_corpus_holds_25_queries_each_with_its_source_and_sample():
+    assert len(QUERIES) == 25
     for name in QUERIES:
         fields = header((CORPUS / f"{name}.sql").read_text())
         assert fields["source"] and fields["expect"], name
@@ -55,8 +56,8 @@ def test_corpus_query_runs_equal_to_the_reference_or_is_refused_at_its_clause(na
         return
     assert fields["expect"] == "runs"
     doc = import_query(sql, columns, file=f"{name}.sql", sample_format=fmt, within=within)
-    workload = build_workload(doc)
-    (pattern,) = workload.patterns
+    workload = build_workload(doc)  # a core pattern per choice of optional variables
+    variables = bound(workload)
     attributes = {t: dict(e.attributes) for t, e in workload.event_types.items()}
     events = pd.concat(list(read_batches(str(sample), doc["source"], attributes,
                                          doc["time_unit"])))
@@ -64,14 +65,14 @@ def test_corpus_query_runs_equal_to_the_reference_or_is_refused_at_its_clause(na
     result = run_local(events.drop(columns="__reject"),
                        job_from_json(job_data(workload, trivial_plan(workload))))
     # rows are named by their time, distinct in each sample (not every sample has an id)
-    got = sorted(tuple(sorted((m["events"][o.var]["ts"], o.var) for o in pattern.positive))
-                 for m in result.matches[pattern.name])
+    got = sorted(tuple(sorted((m["events"][v]["ts"], v) for v in variables if v in m["events"]))
+                 for pattern in workload.patterns for m in result.matches[pattern.name])
     rows = [{**row, "__row": i} for i, row in enumerate(pd.read_csv(sample).to_dict("records"))]
     time = [row[doc["source"]["time_column"]] for row in rows]
     assert len(set(time)) == len(time)
     expected = sorted(tuple(sorted((time[i], v) for v, i in match))
                       for match in reference_matches(sql, rows, within, row_id="__row",
-                                                       bound=pattern.variables))
+                                                       bound=variables))
     assert expected, "the sample makes the query match"
     assert got == expected
     if "peer matches" in fields:  # the peer's own result, as 1-based rows of the sample

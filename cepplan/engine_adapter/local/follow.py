@@ -148,6 +148,12 @@ def check_streamable(data: dict[str, Any], plan_file: str) -> Job:
         raise InputError.single(plan_file, "", "--follow runs plans whose patterns all have "
                                 "a window and read events only (not another pattern's "
                                 "matches, contexts or consumer queries)")
+    preferring = [n for n, rule in (data.get("after_match") or {}).items() if rule.get("prefer")]
+    if preferring:
+        raise InputError.single(plan_file, f"patterns.{preferring[0]}", "prefer is applied to "
+                                "event files only: a stream cannot release a match before "
+                                "every longer one from its first event has had its window to "
+                                "complete (run it on event files, or drop prefer)")
     return job
 
 

@@ -2,9 +2,11 @@
 
 Per user pattern and partition key, its matches are taken in one fixed order — by their last
 event, then their first, then all their events, events ordered by (ts, id) — and each is kept
-unless it starts before the point where an earlier kept match resumes. One sequential pass
-over all the run's match files at its end, so the matches kept are the same whatever the
-time ranges, workers, engine or plan that found them.
+unless it starts before the point where an earlier kept match resumes. With a match
+preference (`prefer`: MATCH_RECOGNIZE's row-pattern semantics) only the most preferred of the
+matches sharing a first event is a candidate, and candidates are taken by their first event.
+One sequential pass over all the run's match files at its end, so the matches kept are the
+same whatever the time ranges, workers, engine or plan that found them.
 """
 
 from __future__ import annotations
@@ -29,16 +31,20 @@ Bound = tuple[Event, int]  # a match starting at event e is skipped when (e, 0) 
 @dataclass(frozen=True)
 class SkipRule:
     """One user pattern's skip: kind (to_next_event, past_last_event, to_first, to_last),
-    the variable a `to_first`/`to_last` names, and the pattern's partition key."""
+    the variable a `to_first`/`to_last` names, the pattern's partition key, and its match
+    preference (`greedy`, `reluctant` or "" for none) over its variables in pattern order."""
 
     kind: str
     var: str
     partition_by: tuple[str, ...]
+    prefer: str = ""
+    variables: tuple[str, ...] = ()
 
 
 def skip_rules(data: Mapping[str, Any]) -> dict[str, SkipRule]:
     """The job's skips (`after_match` in the job data), by the name matches are written under."""
-    return {name: SkipRule(rule["kind"], rule.get("var", ""), tuple(rule["partition_by"]))
+    return {name: SkipRule(rule["kind"], rule.get("var", ""), tuple(rule["partition_by"]),
+                           rule.get("prefer", ""), tuple(rule.get("variables", ())))
             for name, rule in (data.get("after_match") or {}).items()}
 
 
@@ -59,14 +65,30 @@ def _key(match: Mapping[str, Any], rule: SkipRule) -> tuple:
     return tuple(event[k] for k in rule.partition_by)
 
 
-Summary = tuple[tuple, list[Event], Bound]  # a match's key, its events in order, its bound
+# a match's key, its events in order, its bound and its rank (`_rank`; () without preference)
+Summary = tuple[tuple, list[Event], Bound, tuple[int, ...]]
 
 
 def summary(match: Mapping[str, Any], rule: SkipRule) -> Summary:
-    """What the skip reads of a match: its partition key, its events in order and where the
-    next match may start if it is kept."""
+    """What the skip reads of a match: its partition key, its events in order, where the
+    next match may start if it is kept, and its rank among matches with its first event."""
     events = sorted(_events(match))
-    return _key(match, rule), events, _bound(match, rule, events)
+    return _key(match, rule), events, _bound(match, rule, events), _rank(match, rule)
+
+
+def _rank(match: Mapping[str, Any], rule: SkipRule) -> tuple[int, ...]:
+    """The match's place in its pattern's preferment order (the smallest is preferred): the
+    pattern position of each event's variable, events in order, then an end mark. Greedy, at
+    the first event where two matches differ the one still on an earlier variable (taking one
+    more repetition, or an optional variable) wins and ending last; reluctant, the reverse."""
+    if not rule.prefer:
+        return ()
+    labels = sorted((event, rule.variables.index(var))
+                    for var in match["events"] for event in _events(match, var))
+    end = len(rule.variables)
+    if rule.prefer == "greedy":
+        return (*(position for _, position in labels), end)
+    return (*(-position for _, position in labels), -end)
 
 
 def _bound(match: Mapping[str, Any], rule: SkipRule, events: list[Event]) -> Bound:
@@ -95,15 +117,29 @@ def kept_summaries(summaries: Sequence[Summary],
     that completes earlier) and is updated."""
     bounds = {} if bounds is None else bounds
     keep = [False] * len(summaries)
-    order = sorted(range(len(summaries)), key=lambda i: (summaries[i][1][-1],
-                                                         summaries[i][1][0], summaries[i][1]))
+    if summaries and summaries[0][3]:  # ranked: the pattern has a preference (module doc)
+        order = _preferred_by_start(summaries)
+    else:
+        order = sorted(range(len(summaries)), key=lambda i: (
+            summaries[i][1][-1], summaries[i][1][0], summaries[i][1]))
     for index in order:
-        key, events, here = summaries[index]
+        key, events, here, _ = summaries[index]
         if key in bounds and (events[0], 0) < bounds[key]:
             continue
         keep[index] = True
         bounds[key] = max(bounds[key], here) if key in bounds else here
     return keep
+
+
+def _preferred_by_start(summaries: Sequence[Summary]) -> list[int]:
+    """The indexes of the most preferred match of each partition key and first event (the
+    smallest rank, then the earliest events), by first event."""
+    best: dict[tuple, int] = {}
+    for index, (key, events, _, rank) in enumerate(summaries):
+        held = best.get((key, events[0]))
+        if held is None or (rank, events) < (summaries[held][3], summaries[held][1]):
+            best[(key, events[0])] = index
+    return sorted(best.values(), key=lambda i: (summaries[i][1][0], summaries[i][1]))
 
 
 def skip_in_files(paths: Sequence[Path], rules: Mapping[str, SkipRule]) -> dict[str, int]:
