@@ -27,7 +27,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pytest
+
 from tests.in_process import cepplan
+
+pytestmark = pytest.mark.own_jvm  # handed out first (tests/xdist_order.py)
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 ROOT = README.parent

@@ -7,6 +7,8 @@ import pytest
 
 from cepplan.engine_adapter.spark.jvm_start import class_archive
 
+pytestmark = pytest.mark.own_jvm  # handed out first (tests/xdist_order.py)
+
 
 def test_written_once_then_used(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))

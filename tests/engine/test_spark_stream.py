@@ -29,8 +29,12 @@ from collections import Counter
 from itertools import pairwise
 from pathlib import Path
 
+import pytest
+
 from tests.in_process import cepplan
 from tests.processes import children
+
+pytestmark = pytest.mark.own_jvm  # handed out first (tests/xdist_order.py)
 
 ROOT = Path(__file__).resolve().parents[2]
 FRAUD = ROOT / "examples" / "fraud"

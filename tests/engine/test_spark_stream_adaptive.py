@@ -21,10 +21,13 @@ from collections import Counter
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from benchmarks.drifting_fraud import DRIFTED, drifting_events, fraud_workload
 from cepplan.stats.synth_write import write_events
 from tests.engine.test_spark_stream import _committed, _spark_submit_of, _wait_for
+
+pytestmark = pytest.mark.own_jvm  # handed out first (tests/xdist_order.py)
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKLOAD = ROOT / "examples" / "fraud" / "workload.json"

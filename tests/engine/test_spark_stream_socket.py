@@ -16,7 +16,11 @@ import threading
 import time
 from collections import Counter
 
+import pytest
+
 from tests.engine.test_spark_stream import BOUND, FRAUD, ROOT, _cepplan, _committed, _wait_for
+
+pytestmark = pytest.mark.own_jvm  # handed out first (tests/xdist_order.py)
 
 
 def _serve(server: socket.socket, text: bytes, done: threading.Event) -> None:

@@ -13,6 +13,8 @@ from cepplan.planner.plan import trivial_plan
 from cepplan.stats.synth_write import write_events
 from cepplan.workload import build_workload
 
+pytestmark = pytest.mark.own_jvm  # handed out first (tests/xdist_order.py)
+
 
 def pairs_workload(fmt: str):
     """SEQ(a:A, b:A) with a.v < b.v within 10 s: about 4.5 matches per event at 1 event/s."""

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pyspark
+import pytest
 
 from cepplan.engine_adapter.spark.generate import generate
 from cepplan.planner.plan import trivial_plan
@@ -18,6 +19,8 @@ from cepplan.stats.synth_write import write_events
 from cepplan.workload import build_workload
 from tests.engine.reference_matcher import canonical, reference_matches
 from tests.engine.test_matcher_vs_reference import frame
+
+pytestmark = pytest.mark.own_jvm  # handed out first (tests/xdist_order.py)
 
 PACKAGES = ("pyspark", "py4j", "numpy", "numpy.libs", "pandas", "pyarrow", "dateutil", "pytz",
             "tzdata", "six.py")

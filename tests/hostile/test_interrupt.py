@@ -30,6 +30,8 @@ from cepplan.interrupt import (
 from tests.hostile.conftest import EXAMPLES, ROOT
 from tests.in_process import cepplan
 
+pytestmark = pytest.mark.own_jvm  # handed out first (tests/xdist_order.py)
+
 FRAUD = EXAMPLES / "fraud"
 
 

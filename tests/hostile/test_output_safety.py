@@ -29,6 +29,8 @@ from tests.hostile.output_project import (
     snapshot,
 )
 
+pytestmark = pytest.mark.own_jvm  # handed out first (tests/xdist_order.py)
+
 FILE_NAMES = {"optimize": "new-plan.json", "stats": "new-stats.json", "synth": "new.jsonl",
               "compare": "new-report.html"}
 

@@ -12,6 +12,8 @@ import pytest
 
 from tests.hostile.conftest import EXAMPLES
 
+pytestmark = pytest.mark.own_jvm  # handed out first (tests/xdist_order.py)
+
 
 @pytest.fixture(scope="module")
 def fraud_plan(tmp_path_factory) -> Path:
