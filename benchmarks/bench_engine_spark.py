@@ -9,9 +9,12 @@ trivial plan, each measured side by side in one run (process start to files writ
    its sizes (it must finish within its time limit): matches compared, and the throughput
    ratio of cepplan at its largest size over OpenCEP's.
 3. The fraud example at `fraud` events: optimised (planned with `--engine spark`) vs trivial
-   plan on Spark — wall time, the range-local tasks' CPU time (robust to other load), rows to
-   matchers, the planner's predicted ratio, and the time its step-cost model predicted the
-   steps save.
+   plan on Spark — wall time, CPU time (robust to other load), rows to matchers, the planner's
+   predicted ratio, and the time its step-cost model predicted the steps save.
+4. CPU on the same rows: the GOOG pattern's minute bars through `cepplan run` in-process and
+   `cepplan run --engine spark`, CPU seconds of every process each starts (`tree_cpu`: the
+   JVM and Spark's Python workers included) and their ratio (target <= 1.5), beside the CPU of
+   an empty Spark job (the JVM's fixed start cost) and where the Spark run's CPU went.
 Each run says which Spark plan ran (range-local or shuffle, docs/engine.md).
 """
 
@@ -19,7 +22,6 @@ from __future__ import annotations
 
 import json
 import os
-import resource
 import shutil
 import subprocess
 import sys
@@ -28,6 +30,7 @@ import time
 from pathlib import Path
 
 from benchmarks.stock_bars import write_bars, write_workload
+from benchmarks.tree_cpu import Counted, run_counted
 from cepplan.costmodels.engine_steps import ENGINE_COSTS
 from cepplan.engine_adapter.spark.ranges import ENABLED as RANGES
 from cepplan.planner.plan import trivial_plan
@@ -45,9 +48,9 @@ def uptime() -> str:
     return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
 
 
-def spark_seconds(script: str, *args: str) -> float:
-    """Wall seconds of spark-submit of a bare PySpark `script` with cepplan's settings and JVM
-    options (the class archive, the client compiler): the floor cepplan's job stands on."""
+def spark_seconds(script: str, *args: str) -> Counted:
+    """spark-submit of a bare PySpark `script` with cepplan's settings and JVM options (the
+    class archive, the client compiler): the floor cepplan's job stands on."""
     from cepplan.engine_adapter.spark.jvm_start import class_archive
     from cepplan.engine_adapter.spark.submit import submit_command
 
@@ -55,12 +58,12 @@ def spark_seconds(script: str, *args: str) -> float:
     path.write_text(script)
     archive = class_archive()
     command = submit_command("local[*]", archive, {"spark.ui.showConsoleProgress": "false"})
-    start = time.perf_counter()
-    done = subprocess.run([*command, str(path), *args], capture_output=True)
-    took = time.perf_counter() - start
+    done = run_counted([*command, str(path), *args], stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL)
     archive.keep(done.returncode == 0)
-    done.check_returncode()
-    return took
+    if done.returncode:
+        raise RuntimeError(f"spark-submit {path} failed (exit {done.returncode})")
+    return done
 
 
 EMPTY_JOB = ("from pyspark.sql import SparkSession\ns = SparkSession.builder.getOrCreate()\n"
@@ -71,18 +74,19 @@ BARE_SCAN = ("import sys\nfrom pyspark.sql import SparkSession\n"
 
 
 def spark_run(workload: Path, events: Path, out: Path, *, plan: Path | None = None,
-              extra: tuple[str, ...] = (), shuffle: bool = False) -> tuple[float, dict]:
-    """`cepplan run` on Spark in a fresh process: (wall seconds, metrics.json); `shuffle`:
-    the shuffle plan even where the range-local plan applies."""
+              extra: tuple[str, ...] = (), shuffle: bool = False, engine: str = "spark"
+              ) -> tuple[Counted, dict]:
+    """`cepplan run` on Spark (or `engine`) in a fresh process: (its wall and CPU seconds,
+    metrics.json); `shuffle`: the shuffle plan even where the range-local plan applies."""
     if plan is None:
         plan = out.with_suffix(".plan.json")
         plan.write_text(json.dumps(trivial_plan(load_workload(workload)).to_json()))
-    start = time.perf_counter()
-    subprocess.run([*CLI, "run", str(plan), str(events), "--workload", str(workload),
-                    "--output", str(out), "--quiet", "--engine", "spark", *extra], check=True,
-                   env={**os.environ, **({RANGES: "0"} if shuffle else {})})
-    took = time.perf_counter() - start
-    return took, json.loads((out / "metrics.json").read_text())
+    done = run_counted([*CLI, "run", str(plan), str(events), "--workload", str(workload),
+                        "--output", str(out), "--quiet", "--engine", engine, *extra],
+                       env={**os.environ, **({RANGES: "0"} if shuffle else {})})
+    if done.returncode:
+        raise RuntimeError(f"cepplan run --engine {engine} failed (exit {done.returncode})")
+    return done, json.loads((out / "metrics.json").read_text())
 
 
 def opencep(events: Path, pattern: str, scratch: Path) -> tuple[float, int] | None:
@@ -116,15 +120,16 @@ def bars(sizes: list[int], peer_sizes: list[int], scratch: Path) -> None:
     throughput: dict[str, float] = {}
     for rows in sizes:
         events = bar_file(rows, scratch)
-        empty, scan = spark_seconds(EMPTY_JOB), spark_seconds(BARE_SCAN, str(events))
+        empty, scan = spark_seconds(EMPTY_JOB).wall, spark_seconds(BARE_SCAN, str(events)).wall
         print(f"floor at {rows:,} rows: empty Spark job {empty:.1f} s, bare read + count per "
               f"ticker (Spark's CSV reader) {scan:.1f} s (cepplan's JVM settings)", flush=True)
         for pattern in PATTERNS:
             workload = scratch / f"{pattern}.json"
             write_workload(workload, [pattern])
             for shuffle in plans:
-                took, metrics = spark_run(workload, events, scratch / f"out-{pattern}-{rows}",
+                done, metrics = spark_run(workload, events, scratch / f"out-{pattern}-{rows}",
                                           shuffle=shuffle)
+                took = done.wall
                 shutil.rmtree(scratch / f"out-{pattern}-{rows}", ignore_errors=True)
                 found, stages = metrics["matches"][pattern], metrics["seconds"]
                 print(f"{pattern:<8} {rows:>11,} {metrics['spark_plan']:>12} {took:>10.1f} "
@@ -172,12 +177,11 @@ def fraud(duration: int, scratch: Path) -> None:
     found_all: dict[str, list[dict]] = {"trivial": [], "optimised": []}
     for kind in ("trivial", "optimised", "optimised", "trivial"):  # ABBA: drift cancels
         extra = ("--plan-kind", "trivial") if kind == "trivial" else ()
-        before = _children_cpu()
-        took, found[kind] = spark_run(example, events, scratch / f"fraud-{kind}", plan=plan,
+        done, found[kind] = spark_run(example, events, scratch / f"fraud-{kind}", plan=plan,
                                       extra=extra)
         found_all[kind].append(found[kind])
-        walls[kind].append(took)
-        cpus[kind].append(_children_cpu() - before)
+        walls[kind].append(done.wall)
+        cpus[kind].append(done.cpu)
     print(f"wall seconds, in run order T O O T: {walls['trivial'][0]:.1f} "
           f"{walls['optimised'][0]:.1f} {walls['optimised'][1]:.1f} {walls['trivial'][1]:.1f}; "
           f"CPU seconds (the run's processes): {cpus['trivial'][0]:.1f} "
@@ -202,7 +206,8 @@ def fraud(duration: int, scratch: Path) -> None:
                   f"matchers by pattern {found[kind]['rows_to_matchers_by_pattern']}")
     print(f"{'':<26} {'trivial':>12} {'optimised':>12} {'ratio':>8}")
     print(f"{'mean wall seconds':<26} {wall_t:>12.1f} {wall_o:>12.1f} {wall_o / wall_t:>8.3f}")
-    print(f"{'mean CPU s (driver, JVM)':<26} {cpu_t:>12.1f} {cpu_o:>12.1f} {cpu_o / cpu_t:>8.3f}")
+    print(f"{'mean CPU s (all processes)':<26} {cpu_t:>12.1f} {cpu_o:>12.1f} "
+          f"{cpu_o / cpu_t:>8.3f}")
     if len(tasks) == 2:  # the range-local tasks' CPU: the workers are not waited for
         print(f"{'mean CPU s in the tasks':<26} {tasks['trivial']:>12.1f} "
               f"{tasks['optimised']:>12.1f} {tasks['optimised'] / tasks['trivial']:>8.3f}")
@@ -218,10 +223,49 @@ def fraud(duration: int, scratch: Path) -> None:
           f"{wall_t - wall_o:.1f} s; sent back to one step: {steps['one_step'] or 'none'}")
 
 
+def cpu(sizes: list[int], scratch: Path) -> None:
+    """The GOOG pattern's bars in-process and on Spark: CPU seconds of every process of each
+    run, their ratio, the empty Spark job's CPU beside, and the Spark run's stages."""
+    workload, plan = scratch / "cpu-goog.json", scratch / "cpu-goog.plan.json"
+    write_workload(workload, ["goog"])
+    plan.write_text(json.dumps(trivial_plan(load_workload(workload)).to_json()))
+    print(f"\n4. CPU seconds of all processes (cepplan, the JVM, Python workers), in-process "
+          f"vs Spark (local[*]) on the same rows; load: {uptime()}")
+    print(f"{'rows':>11} {'in-process':>19} {'Spark':>19} {'CPU ratio':>10} "
+          f"{'empty Spark job':>19} {'ratio less empty job':>21}")
+    for rows in sizes:
+        events = bar_file(rows, scratch)
+        empty = spark_seconds(EMPTY_JOB)
+        local, local_metrics = spark_run(workload, events, scratch / "cpu-local", plan=plan,
+                                         engine="local")
+        spark, spark_metrics = spark_run(workload, events, scratch / "cpu-spark", plan=plan)
+        same = _sorted_lines(scratch / "cpu-local") == _sorted_lines(scratch / "cpu-spark")
+        for out in ("cpu-local", "cpu-spark"):
+            shutil.rmtree(scratch / out)
+        print(f"{rows:>11,} {local.cpu:>7.1f} s CPU {local.wall:>5.1f} s "
+              f"{spark.cpu:>7.1f} s CPU {spark.wall:>5.1f} s {spark.cpu / local.cpu:>9.2f}x "
+              f"{empty.cpu:>7.1f} s CPU {empty.wall:>5.1f} s "
+              f"{(spark.cpu - empty.cpu) / local.cpu:>20.2f}x  (target <= 1.5x)", flush=True)
+        tasks = spark_metrics.get("task_seconds", {})
+        print(f"{'':>11} matches {local_metrics['matches']['goog']:,} in-process, "
+              f"{spark_metrics['matches']['goog']:,} on Spark "
+              f"({'the same lines' if same else 'DIFFERENT lines'}); Spark plan "
+              f"{spark_metrics['spark_plan']}; in its tasks: "
+              f"{', '.join(f'{k} {v:.1f} s' for k, v in tasks.items())}; load: {uptime()}",
+              flush=True)
+
+
+def _sorted_lines(out: Path) -> list[bytes]:
+    """A run's match lines in sorted order (the engines write them in different parts)."""
+    return sorted(line for part in sorted((out / "matches").iterdir())
+                  for line in part.read_bytes().splitlines())
+
+
 def main(quick: bool = False) -> None:
     """Quick: 10^4/10^5 bars, OpenCEP at 10^4, 2,000 min of fraud; full: 3·10^5 and 10^7
-    bars, OpenCEP at 10^5, fraud at about 10^7 events (1.27M minutes at 7.9 events/min).
-    CEPPLAN_BENCH_SPARK=bars|fraud runs one part only; CEPPLAN_BENCH_SPARK_ROWS and
+    bars, OpenCEP at 10^5, fraud at about 10^7 events (1.27M minutes at 7.9 events/min),
+    the CPU comparison at 10^6 (quick) or 10^7 bars (CEPPLAN_BENCH_CPU_ROWS sets them).
+    CEPPLAN_BENCH_SPARK=bars|fraud|cpu runs one part only; CEPPLAN_BENCH_SPARK_ROWS and
     CEPPLAN_BENCH_PEER_ROWS (comma-separated row counts) set cepplan's and OpenCEP's sizes
     (the OpenCEP comparison: CEPPLAN_BENCH_SPARK=bars CEPPLAN_BENCH_SPARK_ROWS=10000000
     CEPPLAN_BENCH_PEER_ROWS=100000,1000000); CEPPLAN_BENCH_PATTERNS=goog|msft runs one pattern;
@@ -238,13 +282,8 @@ def main(quick: bool = False) -> None:
         if part in ("", "fraud"):
             fraud(int(os.environ.get("CEPPLAN_FRAUD_MINUTES", 2_000 if quick else 1_270_000)),
                   where)
-
-
-def _children_cpu() -> float:
-    """CPU seconds (user + system) of the finished child processes so far: the run and its
-    JVM (Spark's Python workers are not among them: the JVM does not wait for them)."""
-    used = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return used.ru_utime + used.ru_stime
+        if part in ("", "cpu"):
+            cpu(_sizes("CEPPLAN_BENCH_CPU_ROWS", "1000000" if quick else "10000000"), where)
 
 
 def _sizes(variable: str, default: str) -> list[int]:

@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import itertools
 import random
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -24,6 +27,8 @@ from tests.engine.reference_matcher import canonical, reference_matches
 from tests.engine.test_local_engine import SAME, read_matches
 from tests.engine.test_matcher_vs_reference import frame
 from tests.engine.workloads import TEMPLATES, TYPES
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
@@ -153,3 +158,19 @@ def test_blank_lines_and_crlf(spark, tmp_path, tiny_ranges):
         workload, json_matches(tmp_path / "blank-spark"), None)
     path.write_bytes(text.replace("\r\n", "\r", 1).encode())
     assert spark_ranges.regions(data, [str(path)], 2) is None
+
+
+def test_a_range_task_imports_no_pandas():
+    """A range-local task (each Python worker imports what it runs) loads the in-process
+    engine's modules only: pandas, which the shuffle plan's stages use, would cost every
+    worker a quarter of a second of CPU at its start."""
+    task_modules = ["cepplan.engine_adapter.spark.ranges", "cepplan.engine_adapter.runtime.job",
+                    "cepplan.engine_adapter.runtime.shared_nodes",
+                    "cepplan.engine_adapter.local.range_match",
+                    "cepplan.engine_adapter.local.totals", "cepplan.engine_adapter.local.writer",
+                    "cepplan.engine_adapter.local.source"]
+    code = "".join(f"import {m}\n" for m in task_modules) + "import sys\n" \
+        "print('pandas' in sys.modules)\n"
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                          text=True, check=True)
+    assert done.stdout.strip() == "False"

@@ -39,6 +39,7 @@ from cepplan.engine_adapter.runtime.parquet_parts import ParquetParts
 from cepplan.engine_adapter.runtime.records import MATCH_COLUMN, lines_data
 from cepplan.engine_adapter.runtime.spec import NEGATED, PatternSpec
 from cepplan.engine_adapter.spark.acquire import INNER, acquire_group, group_acquisition
+from cepplan.engine_adapter.spark.read import ARROW_TYPES
 from cepplan.engine_adapter.spark.shared import evaluate_shared
 from cepplan.engine_adapter.spark.tags import TAGS, Layout, any_of
 from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_TYPE, EVENT_ZONE
@@ -266,10 +267,6 @@ class _Output:
         if self.parts is not None:
             self.parts.close()
             self.parts = None
-
-
-ARROW_TYPES = {T.StringType: pa.string(), T.DoubleType: pa.float64(), T.LongType: pa.int64(),
-               T.BooleanType: pa.bool_(), T.IntegerType: pa.int32()}  # Spark type -> Arrow
 
 
 def complex_rows(results: DataFrame, consumed: set[str],

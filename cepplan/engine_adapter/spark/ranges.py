@@ -31,23 +31,19 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
 from pyspark.sql import SparkSession
-from pyspark.sql import types as T
 
 from cepplan.engine_adapter.local.readable import not_installed
 from cepplan.engine_adapter.runtime.job import Covered
 from cepplan.engine_adapter.spark.read import (
     plain_csv_splits,
     read_lines,
-    task_numbers,
 )
 from cepplan.sources.csv_ranges import Region, line_regions, line_start
 from cepplan.workload.columns import EVENT_ID, EVENT_TS
 
 ENABLED = "CEPPLAN_SPARK_RANGES"  # "0": always the shuffle plan
 FIRST_MARGIN_BYTES = 64 << 10  # the first guess of a margin's size, doubled until it holds
-_FIGURES = T.StructType([T.StructField("figures", T.StringType())])
 
 
 def ranges_apply(spark: SparkSession, data: Mapping[str, Any], events: Sequence[str]) -> bool:
@@ -107,8 +103,11 @@ def run_ranges(spark: SparkSession, data: dict[str, Any], found: list[Region], s
     as the tasks counted them (their part files are rewritten)."""
     for _attempt in range(2):
         task = RangeTask(found, data, staging, output_format)
-        rows = spark.range(0, len(found), 1, len(found)).mapInArrow(task, _FIGURES).collect()
-        figures = sorted((json.loads(row[0]) for row in rows), key=lambda f: f["number"])
+        # a plain RDD of range numbers: no query planning, code generation or Arrow transfer
+        # in the JVM for a stage whose rows are a few numbers in and a few figures out
+        texts = spark.sparkContext.parallelize(range(len(found)), len(found)) \
+            .mapPartitions(task).collect()
+        figures = sorted((json.loads(text) for text in texts), key=lambda f: f["number"])
         if not all(f["ordered"] for f in figures):
             return None
         if all(f["rows_ok"] for f in figures):
@@ -170,8 +169,8 @@ def _metrics(data: Mapping[str, Any], figures: list[dict[str, Any]]) -> dict[str
 
 
 class RangeTask:
-    """The `mapInArrow` function: matches the ranges whose numbers arrive, writes their part
-    files, and yields each range's figures as one JSON row."""
+    """The `mapPartitions` function: matches the ranges whose numbers arrive, writes their part
+    files, and yields each range's figures as one JSON text."""
 
     def __init__(self, found: list[Region], data: dict[str, Any], staging: str,
                  output_format: str):
@@ -180,16 +179,14 @@ class RangeTask:
         self.staging = staging
         self.output_format = output_format
 
-    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    def __call__(self, numbers: Iterator[int]) -> Iterator[str]:
         from cepplan.engine_adapter.runtime.job import job_from_json
         from cepplan.engine_adapter.runtime.shared_nodes import used_sharing
 
         job = job_from_json(self.data)
         sharing = used_sharing(job)  # the shared plan, worked out once per task
-        for number in task_numbers(batches):
-            figures = self._run(self.regions[number], job, sharing)
-            yield pa.RecordBatch.from_arrays([pa.array([json.dumps(figures, default=int)])],
-                                             names=["figures"])
+        for number in numbers:
+            yield json.dumps(self._run(self.regions[number], job, sharing), default=int)
 
     def _run(self, region: Region, job, sharing) -> dict[str, Any]:
         from cepplan.engine_adapter.local.range_match import (

@@ -28,7 +28,6 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from cepplan.engine_adapter.local.readable import plain_csv
-from cepplan.engine_adapter.spark.match import ARROW_TYPES
 from cepplan.engine_adapter.spark.tags import TAGS, Layout, Tag
 from cepplan.sources.csv_ranges import header_columns
 from cepplan.workload.columns import (
@@ -44,6 +43,8 @@ from cepplan.workload.spark_source import SourceError, check_column_names, spark
 SPLIT_BYTES = 32 << 20  # at most this much of a file per task
 MIN_SPLIT_BYTES = 1 << 20  # and at least this much (unless the file is smaller)
 _SPLIT = "__split"
+ARROW_TYPES = {T.StringType: pa.string(), T.DoubleType: pa.float64(), T.LongType: pa.int64(),
+               T.BooleanType: pa.bool_(), T.IntegerType: pa.int32()}  # Spark type -> Arrow
 
 
 @dataclass(frozen=True)
