@@ -143,14 +143,21 @@ def _drop_lines(path: Path, lines: set[int]) -> None:
     os.replace(temporary, path)
 
 
-def apply_skips(staging: Path, data: Mapping[str, Any], metrics: dict[str, Any]) -> None:
+def apply_skips(staging: Path, data: Mapping[str, Any], metrics: dict[str, Any],
+                by_range: Any = None, complete: bool = False) -> None:
     """The job's skips applied to the JSON lines under `staging/matches/` (a run's output
     before it is published); the matches each dropped go into `metrics`
-    (`after_match_skipped`)."""
+    (`after_match_skipped`). `by_range`: the skips already applied to the first time ranges
+    before rendering (`local.range_skip.RangeSkips`), whose drops count too; `complete`:
+    they saw every match, and the files are not read again."""
     rules = skip_rules(data)
     if rules:
         clock = time.perf_counter()
-        paths = sorted((staging / "matches").glob("*.jsonl"))
-        metrics["after_match_skipped"] = skip_in_files(paths, rules)
-        metrics.setdefault("seconds", {})["after-match skip"] = round(
-            time.perf_counter() - clock, 3)
+        dropped = dict.fromkeys(rules, 0) if by_range is None else dict(by_range.dropped)
+        if by_range is None or not complete:
+            paths = sorted((staging / "matches").glob("*.jsonl"))
+            for name, count in skip_in_files(paths, rules).items():
+                dropped[name] += count
+        metrics["after_match_skipped"] = dropped
+        spent = time.perf_counter() - clock + (by_range.seconds if by_range else 0.0)
+        metrics.setdefault("seconds", {})["after-match skip"] = round(spent, 3)
