@@ -1,7 +1,8 @@
-"""After-match skips decided range by range on match arrays (`local.range_skip`): matches
-cut into time ranges by their last event, each range's in any order and in several outputs,
-each range's resume points carried to the next, keep exactly what the brute-force reference
-keeps over all of them at once (ties in time, Kleene sets, two keys)."""
+"""After-match skips decided range by range on match arrays (`after_match.kept_arrays`, as
+`local.range_skip` applies them): matches cut into time ranges by their last event, each
+range's in any order and in several outputs, each range's resume points carried to the next,
+keep exactly what the brute-force reference keeps over all of them at once (ties in time,
+Kleene sets, two keys)."""
 
 from __future__ import annotations
 
@@ -11,8 +12,12 @@ from itertools import pairwise
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cepplan.engine_adapter.local.range_skip import kept_arrays, text_arrays
-from cepplan.engine_adapter.runtime.after_match import SkipRule
+from cepplan.engine_adapter.runtime.after_match import (
+    SkipRule,
+    kept_arrays,
+    summary,
+    summary_arrays,
+)
 from tests.engine.reference_after_match import reference_skip
 
 SKIPS = ["to_next_event", "past_last_event", {"to_first": "b"}, {"to_last": "b"}]
@@ -52,7 +57,7 @@ def test_skipping_range_by_range_keeps_what_the_reference_keeps(found, gaps, cut
         mine = data.draw(st.permutations(mine))
         split = sorted(data.draw(st.lists(st.integers(0, len(mine)), max_size=3)))
         outputs = [mine[a:b] for a, b in zip([0, *split], [*split, len(mine)], strict=True)]
-        masks = kept_arrays([text_arrays([json.dumps(m) for m in out], rule)
+        masks = kept_arrays([summary_arrays([summary(m, rule) for m in out])
                              for out in outputs], bounds)
         kept += [m for out, mask in zip(outputs, masks, strict=True)
                  for m, k in zip(out, mask.tolist(), strict=True) if k]

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -23,30 +23,15 @@ import numpy as np
 
 from cepplan.engine_adapter.runtime.after_match import (
     Bound,
+    SkipArrays,
     SkipRule,
-    Summary,
+    kept_arrays,
     skip_rules,
     summary,
+    summary_arrays,
 )
 from cepplan.engine_adapter.runtime.job import Job, PartitionOutput, Rendering
 from cepplan.engine_adapter.runtime.matches import Matches, ends, select
-
-
-@dataclass
-class SkipArrays:
-    """What the skip reads of a batch of matches, as arrays: per match its partition key, its
-    first and last event and where the next match may resume (event, and 1 when after it),
-    each event a (ts, id) pair; `events(row)`: its events in order, read only to order matches
-    that share their first and last event."""
-
-    keys: list[tuple]
-    first: tuple[np.ndarray, np.ndarray]
-    last: tuple[np.ndarray, np.ndarray]
-    resume: tuple[np.ndarray, np.ndarray, np.ndarray]
-    events: Callable[[int], list]
-
-    def __len__(self) -> int:
-        return len(self.keys)
 
 
 def match_arrays(matches: Matches, rendering: Rendering, rule: SkipRule) -> SkipArrays:
@@ -68,73 +53,6 @@ def match_arrays(matches: Matches, rendering: Rendering, rule: SkipRule) -> Skip
 
     return SkipArrays(keys, (table.ts[first], table.ids[first]), (table.ts[last], table.ids[last]),
                       (table.ts[resume], table.ids[resume], np.full(len(first), after)), events)
-
-
-def text_arrays(texts: list[str], rule: SkipRule) -> SkipArrays:
-    """The `SkipArrays` of matches given as JSON text (`after_match.summary`)."""
-    found = [summary(json.loads(text), rule) for text in texts]
-
-    def column(pick: Callable[[Summary], Any]) -> np.ndarray:
-        return np.asarray([pick(s) for s in found]).reshape(len(found))
-
-    return SkipArrays([s[0] for s in found],
-                      (column(lambda s: s[1][0][0]), column(lambda s: s[1][0][1])),
-                      (column(lambda s: s[1][-1][0]), column(lambda s: s[1][-1][1])),
-                      (column(lambda s: s[2][0][0]), column(lambda s: s[2][0][1]),
-                       column(lambda s: s[2][1])),
-                      lambda row: found[row][1])
-
-
-def kept_arrays(batches: list[SkipArrays], bounds: dict[tuple, Bound]) -> list[np.ndarray]:
-    """`after_match.kept_summaries` over the `SkipArrays` of batches taken together: per
-    batch, which matches the skip keeps; `bounds` carried and updated the same way."""
-    sizes = [len(b) for b in batches]
-    if not sum(sizes):
-        return [np.zeros(0, dtype=bool) for _ in batches]
-
-    def joined(pick: Callable[[SkipArrays], np.ndarray]) -> np.ndarray:
-        return np.concatenate([pick(b) for b in batches])
-
-    first_ts, first_id = joined(lambda b: b.first[0]), joined(lambda b: b.first[1])
-    last_ts, last_id = joined(lambda b: b.last[0]), joined(lambda b: b.last[1])
-    order = np.lexsort((first_id, first_ts, last_id, last_ts)).tolist()
-    place = [(i, row) for i, size in enumerate(sizes) for row in range(size)]
-    order = _ties_ordered(order, (last_ts, last_id, first_ts, first_id),
-                          lambda at: batches[place[at][0]].events(place[at][1]))
-    keys = [k for b in batches for k in b.keys]
-    starts = list(zip(first_ts.tolist(), first_id.tolist(), [0] * len(keys), strict=True))
-    resumes = list(zip(joined(lambda b: b.resume[0]).tolist(),
-                       joined(lambda b: b.resume[1]).tolist(),
-                       joined(lambda b: b.resume[2]).tolist(), strict=True))
-    flat = {key: (*bound[0], bound[1]) for key, bound in bounds.items()}
-    keep = np.zeros(len(keys), dtype=bool)
-    for at in order:
-        key = keys[at]
-        if key in flat and starts[at] < flat[key]:
-            continue
-        keep[at] = True
-        flat[key] = max(flat[key], resumes[at]) if key in flat else resumes[at]
-    bounds.update({key: ((ts, event), after) for key, (ts, event, after) in flat.items()})
-    return np.split(keep, np.cumsum(sizes)[:-1])
-
-
-def _ties_ordered(order: list[int], columns: tuple[np.ndarray, ...],
-                  events: Callable[[int], list]) -> list[int]:
-    """`order` with each run of matches sharing their first and last event ordered by all
-    their events, as `kept_summaries` orders them."""
-    if len(order) < 2:
-        return order
-    ranked = np.asarray(order)
-    same = np.logical_and.reduce([c[ranked[1:]] == c[ranked[:-1]] for c in columns])
-    if not same.any():
-        return order
-    out, run = [], [order[0]]
-    for at, tied in zip(order[1:], same.tolist(), strict=True):
-        if not tied:
-            out += sorted(run, key=events) if len(run) > 1 else run
-            run = []
-        run.append(at)
-    return out + (sorted(run, key=events) if len(run) > 1 else run)
 
 
 @dataclass
@@ -183,7 +101,7 @@ class RangeSkips:
 def _arrays(out: PartitionOutput, rule: SkipRule) -> list[SkipArrays]:
     """An output's `SkipArrays`: from its match arrays when it holds them, else its text."""
     if out.found is None or out.lines is not None:
-        return [text_arrays(out.texts(), rule)]
+        return [summary_arrays([summary(json.loads(t), rule) for t in out.texts()])]
     return [match_arrays(m, out.found, rule) for m in out.found.results]
 
 
