@@ -7,11 +7,15 @@ Kleene sets, two keys)."""
 from __future__ import annotations
 
 import json
+import random
 from itertools import pairwise
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from cepplan.engine_adapter.local import engine
+from cepplan.engine_adapter.runtime import after_match
 from cepplan.engine_adapter.runtime.after_match import (
     SkipRule,
     kept_arrays,
@@ -19,6 +23,10 @@ from cepplan.engine_adapter.runtime.after_match import (
     summary_arrays,
 )
 from tests.engine.reference_after_match import reference_skip
+from tests.engine.small_reads import run_read_in_small_batches
+from tests.engine.test_after_match import TEMPLATES, expected, patterns, skip_value
+from tests.engine.test_matcher_vs_reference import frame
+from tests.engine.workloads import TYPES, workload
 
 SKIPS = ["to_next_event", "past_last_event", {"to_first": "b"}, {"to_last": "b"}]
 
@@ -63,3 +71,29 @@ def test_skipping_range_by_range_keeps_what_the_reference_keeps(found, gaps, cut
                  for m, k in zip(out, mask.tolist(), strict=True) if k]
     expected = reference_skip(matches, skip, ["k"])
     assert sorted(map(json.dumps, kept)) == sorted(map(json.dumps, expected))
+
+
+def _no_pass_over_files(*_args: object) -> None:
+    raise AssertionError("the written matches were read again")
+
+
+@pytest.mark.parametrize("kind", ["past_last_event", "to_last"])
+def test_one_process_skips_range_by_range_without_reading_its_files(kind):
+    """Events in time order matched by one process in ranges of a few rows: the skip is
+    applied to each range's matches before they are written (the files are never read
+    again) and keeps the reference's matches, counted as dropped in metrics.json."""
+    rng = random.Random(3)
+    rows = sorted(((rng.choice(TYPES), rng.randint(0, 30), rng.randint(0, 4),
+                    rng.choice([0.5, 2.0]), rng.choice("xy")) for _ in range(60)),
+                  key=lambda r: r[1])
+    template, var = TEMPLATES["seq_keyed"]
+    skip = skip_value(kind, var)
+    events = frame(rows)
+    wl = workload(patterns(template, skip), csv=True)
+    found, metrics = run_read_in_small_batches(
+        wl, events, settings=[(engine, "REGION_ROWS", 6),
+                              (after_match, "skip_in_files", _no_pass_over_files)])
+    want = expected(template, skip, events)
+    assert len(want["p"]) < len(want["q"])
+    assert {k: found.get(k, []) for k in want} == want
+    assert metrics["after_match_skipped"]["p"] == len(want["q"]) - len(want["p"])
