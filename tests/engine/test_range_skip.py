@@ -7,7 +7,6 @@ Kleene sets, two keys)."""
 from __future__ import annotations
 
 import json
-import random
 from itertools import pairwise
 
 import pytest
@@ -24,9 +23,15 @@ from cepplan.engine_adapter.runtime.after_match import (
 )
 from tests.engine.reference_after_match import reference_skip
 from tests.engine.small_reads import run_read_in_small_batches
-from tests.engine.test_after_match import TEMPLATES, expected, patterns, skip_value
+from tests.engine.test_after_match import (
+    TEMPLATES,
+    expected,
+    patterns,
+    random_rows,
+    skip_value,
+)
 from tests.engine.test_matcher_vs_reference import frame
-from tests.engine.workloads import TYPES, workload
+from tests.engine.workloads import workload
 
 SKIPS = ["to_next_event", "past_last_event", {"to_first": "b"}, {"to_last": "b"}]
 
@@ -82,10 +87,7 @@ def test_one_process_skips_range_by_range_without_reading_its_files(kind):
     """Events in time order matched by one process in ranges of a few rows: the skip is
     applied to each range's matches before they are written (the files are never read
     again) and keeps the reference's matches, counted as dropped in metrics.json."""
-    rng = random.Random(3)
-    rows = sorted(((rng.choice(TYPES), rng.randint(0, 30), rng.randint(0, 4),
-                    rng.choice([0.5, 2.0]), rng.choice("xy")) for _ in range(60)),
-                  key=lambda r: r[1])
+    rows = random_rows(3, 60, 30)
     template, var = TEMPLATES["seq_keyed"]
     skip = skip_value(kind, var)
     events = frame(rows)
