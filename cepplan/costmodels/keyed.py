@@ -83,10 +83,11 @@ def key_classes(classes: Sequence[tuple[int, Mapping[str, float]]], span: float,
 
 
 def profile_factors(classes: Sequence[KeyClass], rates: Mapping[str, tuple[str, float]],
-                    window: float, kleene: Mapping[str, int]) -> dict[frozenset[str], float]:
+                    window: float, kleene: Mapping[str, tuple[int, int, int | None]]
+                    ) -> dict[frozenset[str], float]:
     """κ(S) from the key profile for every set of two or more variables: `rates` gives each
-    variable's (type, share its filters keep); a Kleene variable (`kleene`: var -> subset cap)
-    counts its effective rate (e^{rW} − 1)/W per key."""
+    variable's (type, share its filters keep); a Kleene variable (`kleene`: var -> (subset
+    cap, fewest events, most events)) counts its effective rate (`trees.kleene_rate`) per key."""
     if not classes:
         return {}
     names = sorted(rates)
@@ -96,7 +97,7 @@ def profile_factors(classes: Sequence[KeyClass], rates: Mapping[str, tuple[str, 
         type_name, kept = rates[var]
         values = np.array([c.rates.get(type_name, 0.0) * kept for c in classes])
         if var in kleene:
-            values = np.array([kleene_rate(v, window, kleene[var]) for v in values])
+            values = np.array([kleene_rate(v, window, *kleene[var]) for v in values])
         per[var] = values
     totals = {v: float(weights @ per[v]) for v in names}
     out = {}
@@ -125,7 +126,8 @@ def measured_factors(tuples: Mapping[frozenset[str], float], window: float,
 
 
 def tree_factors(stats: KeyedStatistics, window: float, rates: Mapping[str, float],
-                 kinds: Mapping[str, tuple[str, float]], kleene: Mapping[str, int],
+                 kinds: Mapping[str, tuple[str, float]],
+                 kleene: Mapping[str, tuple[int, int, int | None]],
                  seq: bool) -> dict[frozenset[str], float]:
     """κ(S) for the evaluation search: measured from candidate tuples where the sample gave
     them (sets without Kleene variables), else from the key profile. `rates` are the search's

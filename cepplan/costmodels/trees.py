@@ -8,8 +8,10 @@ that lie in one window. Counted in a window of length W of a Poisson stream (doc
 
 with ord(S) = 1/|S|! for a SEQ (the only one of the |S|! arrangements in sequence order) and
 1 for AND. Seed 004 writes the same product without ord (§3.3, App. C). A Kleene variable b+
-stands for every non-empty subset of its events: E[2^N − 1] = e^{rW} − 1 for N ~ Poisson(rW),
-so its effective rate is (e^{rW} − 1)/W (capped at the runtime's subset cap). Negated
+stands for every non-empty subset of its events (seed 001 §2.3, step 3): E[2^N − 1] = e^{rW} − 1
+for N ~ Poisson(rW), so its effective rate is (e^{rW} − 1)/W (capped at the runtime's subset
+cap); a bounded repetition b{n,m} for its subsets of n to m events, Σ_{k=n}^{m} (rW)^k/k!
+(`kleene_rate`). Negated
 variables form no partial matches of their own: they veto complete matches on top of the root.
 """
 
@@ -88,11 +90,27 @@ def cost_tree_multi(nodes: Iterable[tuple[object, float, Callable[[float], float
     return sum(shared_node_cost(each) for each in users.values())
 
 
-def kleene_rate(rate: float, window: float, cap: int) -> float:
-    """Effective rate of a Kleene variable: (E[2^N] − 1)/W, N ~ Poisson(rW), at most
-    (2^cap − 1)/W (the runtime enumerates at most 2^cap subsets)."""
-    exponent = min(rate * window, cap * math.log(2.0))
-    return math.expm1(exponent) / window
+def kleene_rate(rate: float, window: float, cap: int, least: int = 1,
+                most: int | None = None) -> float:
+    """Effective rate of a Kleene variable binding `least` to `most` events (None: no most;
+    Kleene+ is 1 to None): its sets within a window per time unit. Of its N ~ Poisson(λ)
+    events in a window, λ = rW, E[C(N, k)] = λ^k/k! sets have k events, so
+
+        Σ_{k=least}^{most} λ^k/k!  (Kleene+: e^λ − 1)
+
+    of them, at most the Σ_{k=least}^{min(most, cap)} C(cap, k) sets of the `cap` events the
+    runtime enumerates (Kleene+: 2^cap − 1). Summed term by term, until the cut or until
+    the terms vanish."""
+    top = cap if most is None else min(most, cap)
+    enumerated = sum(math.comb(cap, k) for k in range(least, top + 1))
+    lam, total, term, k = rate * window, 0.0, 1.0, 0
+    while (most is None or k < most) and total < enumerated:
+        k += 1
+        term *= lam / k  # λ^k/k!
+        total += term if k >= least else 0.0
+        if k > lam and term <= 1e-17 * total:
+            break
+    return min(total, enumerated) / window
 
 
 def no_event_probability(rate: float, window: float, operator: str, positives: int,

@@ -67,6 +67,9 @@ class SearchPattern:
     # each Kleene variable's rate of single events, whose effective rate depends on the window
     kleene: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
     kleene_cap: int = 16
+    # a bounded Kleene variable's fewest and most events (None: no most), Kleene+'s (1, None)
+    repetition: Mapping[str, tuple[int, int | None]] = field(
+        default_factory=lambda: MappingProxyType({}))
     # a partitioned pattern's κ(S): partial matches within keys over the unkeyed C(S)
     cooccurrence: Mapping[frozenset[str], float] = field(
         default_factory=lambda: MappingProxyType({}))
@@ -83,7 +86,8 @@ class SearchPattern:
         window): a Kleene variable's subsets grow with the window, plain rates do not."""
         if window == self.window or not self.kleene:
             return self.rates
-        return {**self.rates, **{var: kleene_rate(rate, window, self.kleene_cap)
+        return {**self.rates, **{var: kleene_rate(rate, window, self.kleene_cap,
+                                                  *self.repetition.get(var, (1, None)))
                                  for var, rate in self.kleene.items()}}
 
     def join_work(self, orders: Iterable[Sequence[str]]) -> JoinWork:
@@ -177,7 +181,7 @@ def _search_pattern(pattern: Pattern, workload: Workload, statistics: Statistics
     window = float(pattern.window)
     cap = workload.options.kleene_cap
     selectivity = statistics.selectivities.get(pattern.name, {})
-    labels, rates, kleene, rate_of = {}, {}, {}, {}
+    labels, rates, kleene, rate_of, repetition = {}, {}, {}, {}, {}
     seen: dict[str, int] = {}
     for operand in sorted(pattern.positive, key=lambda o: o.position):
         var = operand.var
@@ -193,7 +197,8 @@ def _search_pattern(pattern: Pattern, workload: Workload, statistics: Statistics
             rate *= selectivity.get(p.text, 1.0)
         rates[var] = rate
         if operand.kind == KLEENE:
-            kleene[var], rates[var] = rate, kleene_rate(rate, window, cap)
+            repetition[var] = (operand.min_count, operand.max_count)
+            kleene[var], rates[var] = rate, kleene_rate(rate, window, cap, *repetition[var])
     positives = {o.var for o in pattern.positive}
     conditions = tuple(
         Condition(p.variables, _rewrite(p.portable, labels), selectivity.get(p.text, 1.0),
@@ -205,10 +210,11 @@ def _search_pattern(pattern: Pattern, workload: Workload, statistics: Statistics
         keyed, window, rates, {o.var: (o.event_type, rates[o.var] / rate_of[o.var]
                                        if rate_of[o.var] else 0.0)
                                for o in pattern.positive if o.var not in kleene},
-        {v: cap for v in kleene}, pattern.operator == "SEQ")
+        {v: (cap, *repetition[v]) for v in kleene}, pattern.operator == "SEQ")
     searched = SearchPattern(pattern.name, pattern.operator, window, variables,
                              MappingProxyType(labels), MappingProxyType(rates), conditions,
                              kleene=MappingProxyType(kleene), kleene_cap=cap,
+                             repetition=MappingProxyType(repetition),
                              cooccurrence=MappingProxyType(factors))
     return replace(searched, negation_cost=_negation_cost(pattern, searched, statistics))
 

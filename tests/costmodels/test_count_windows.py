@@ -13,7 +13,13 @@ import pytest
 from cepplan.costmodels.count_spans import count_span
 from cepplan.workload import build_workload
 from cepplan.workload.model import KeyedStatistics, Statistics
-from tests.costmodels.test_join_orders import RATES, _cepplan, _stream, assert_modelled
+from tests.costmodels.test_join_orders import (
+    RATES,
+    _cepplan,
+    _stream,
+    assert_modelled,
+    planned_and_measured,
+)
 
 COUNT = 40  # positions: 40 · 39 / 40² of a time window's triples, 2.5 % under the model
 TOLERANCE = 0.10
@@ -51,13 +57,7 @@ def test_modelled_partial_matches_are_the_measured_ones(tmp_path: Path):
     raw["statistics"]["selectivities"] = {"p": {where[0]: (1 - 1 / 100) / 2, where[1]: 0.5}}
     (tmp_path / "w.json").write_text(json.dumps(raw))
     _stream(tmp_path / "events.csv", 1500.0, seed=7)
-    _cepplan("optimize", str(tmp_path / "w.json"), "-o", str(tmp_path / "plan.json"),
-             "--search", "none", "-q")
-    plan = json.loads((tmp_path / "plan.json").read_text())
-    modelled = plan["provenance"]["engine_steps"]["join_orders"]["p"]
-    _cepplan("run", str(tmp_path / "plan.json"), str(tmp_path / "events.csv"), "-o",
-             str(tmp_path / "out"), "-q")
-    metrics = json.loads((tmp_path / "out" / "metrics.json").read_text())
+    modelled, metrics = planned_and_measured(tmp_path)
     # alive per window of the time the positions take at the known rates
     assert_modelled(modelled, metrics, COUNT / sum(RATES.values()), TOLERANCE)
     # metrics.json's own figure: the window taken as the time the input's positions took

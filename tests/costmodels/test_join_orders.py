@@ -54,6 +54,18 @@ def _stream(path: Path, duration: float, seed: int) -> None:
     path.write_text("event,ts,x\n" + "".join(f"{k},{t!r},{x}\n" for k, t, x in rows))
 
 
+def planned_and_measured(directory: Path) -> tuple[dict, dict]:
+    """Pattern p's modelled join-order figures (`cepplan optimize --search none`, plan.json's
+    provenance) and the metrics of `cepplan run`, over `directory`'s w.json and events.csv."""
+    _cepplan("optimize", str(directory / "w.json"), "-o", str(directory / "plan.json"),
+             "--search", "none", "-q")
+    plan = json.loads((directory / "plan.json").read_text())
+    _cepplan("run", str(directory / "plan.json"), str(directory / "events.csv"), "-o",
+             str(directory / "out"), "-q")
+    metrics = json.loads((directory / "out" / "metrics.json").read_text())
+    return plan["provenance"]["engine_steps"]["join_orders"]["p"], metrics
+
+
 def _workload(path: Path, where: list[str], selectivities: dict[str, float]) -> None:
     path.write_text(json.dumps({
         "format": "cepplan.workload/1", "time_unit": "s",

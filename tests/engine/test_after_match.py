@@ -75,6 +75,16 @@ def expected(template: dict, skip, events) -> dict[str, list]:
             "q": sorted(map(canonical, found.get("q", [])))}
 
 
+def random_rows(seed: int, count: int, last: int) -> list[tuple]:
+    """`count` events of TYPES in time order, at whole times 0 .. `last` (ties), two keys."""
+    import random
+
+    rng = random.Random(seed)
+    return sorted(((rng.choice(TYPES), rng.randint(0, last), rng.randint(0, 4),
+                    rng.choice([0.5, 2.0]), rng.choice("xy")) for _ in range(count)),
+                  key=lambda r: r[1])
+
+
 @pytest.mark.parametrize("kind", SKIPS)
 @pytest.mark.parametrize("name", sorted(TEMPLATES))
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -108,12 +118,7 @@ def run_by_two_workers(wl, events) -> dict:
 def test_skip_across_worker_ranges(kind):
     """A match kept in one byte range skips matches of the next range: 2 workers, ranges of
     a few dozen rows, the same matches as the reference."""
-    import random
-
-    rng = random.Random(5)
-    rows = sorted(((rng.choice(TYPES), rng.randint(0, 40), rng.randint(0, 4),
-                    rng.choice([0.5, 2.0]), rng.choice("xy")) for _ in range(90)),
-                  key=lambda r: r[1])
+    rows = random_rows(5, 90, 40)
     template, var = TEMPLATES["seq_keyed"]
     skip = skip_value(kind, var)
     events = frame(rows)

@@ -77,3 +77,19 @@ def test_a_module_missing_from_the_zip_fails_instead_of_choosing_a_slower_plan(t
     said = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=True, cwd=tmp_path).stdout.strip()
     assert said == "missing cepplan.engine_adapter.local.partial_counts"
+
+
+def test_every_shipped_module_imports_from_the_zip_alone(tmp_path):
+    """The modules a shipped module imports from cepplan are shipped too: a fresh Python
+    imports every one of them from the zip (cepplan's package is the zip's, so a module left
+    out fails here, not on the cluster)."""
+    archive = tmp_path / "runtime.zip"
+    archive.write_bytes(runtime_zip())
+    modules = ["cepplan." + path.removesuffix(".py").replace("/", ".") for path in SHIPPED]
+    code = (f"import importlib, sys; sys.path.insert(0, {str(archive)!r}); "
+            f"[importlib.import_module(m) for m in {modules!r}]; "
+            "print(sys.modules['cepplan'].__file__)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "runtime.zip" in done.stdout

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from cepplan.engine_adapter.local.partial_counts import added
+from cepplan.engine_adapter.local.range_skip import skipping
 from cepplan.engine_adapter.local.slices import slices
 from cepplan.engine_adapter.local.totals import PatternTotals
 from cepplan.engine_adapter.runtime.acquire import acquire_in_range
@@ -50,32 +51,33 @@ def match_range(pool: Columns, job: Job, owned: tuple[float, float], writer: Any
     stamps = pool[EVENT_TS]
     inside = (stamps >= owned[0]) & (stamps < owned[1])
     done: set[str] = set()
-    for spec in job.patterns:
-        if spec.name in done:
-            continue
-        if sharing is not None and spec.name in sharing.uses:
-            from cepplan.engine_adapter.local.shared import match_shared_range
-
-            names = sharing.members(spec.name)
-            match_shared_range(pool, job, sharing, names, owned, inside, writer, totals,
-                               partials, seconds, texts)
-            done.update(names)
-            continue
-        keep = acquire_in_range(pool, spec, seconds)
-        frame = pool.take(keep, [c for c in pool.columns if "\t" not in c])
-        clock = time.perf_counter()
-        total = totals[spec.name]
-        total.sent += int(np.count_nonzero(keep & inside))
-        for group, own in slices(frame, spec):
-            mine = (max(own[0], owned[0]), min(own[1], owned[1]))
-            if mine[0] >= mine[1]:
+    with skipping(writer) as writer:  # a skip applied to the range's matches
+        for spec in job.patterns:
+            if spec.name in done:
                 continue
-            for result in evaluate_pieces(group, job, spec, own=mine, texts=texts):
-                writer.write(spec.name, result)
-                total.add_output(result)
-                built[spec.name] = added(built.get(spec.name, []), result.partials)
-        seconds[f"match {spec.name}"] = (seconds.get(f"match {spec.name}", 0.0)
-                                         + time.perf_counter() - clock)
+            if sharing is not None and spec.name in sharing.uses:
+                from cepplan.engine_adapter.local.shared import match_shared_range
+
+                names = sharing.members(spec.name)
+                match_shared_range(pool, job, sharing, names, owned, inside, writer, totals,
+                                   partials, seconds, texts)
+                done.update(names)
+                continue
+            keep = acquire_in_range(pool, spec, seconds)
+            frame = pool.take(keep, [c for c in pool.columns if "\t" not in c])
+            clock = time.perf_counter()
+            total = totals[spec.name]
+            total.sent += int(np.count_nonzero(keep & inside))
+            for group, own in slices(frame, spec):
+                mine = (max(own[0], owned[0]), min(own[1], owned[1]))
+                if mine[0] >= mine[1]:
+                    continue
+                for result in evaluate_pieces(group, job, spec, own=mine, texts=texts):
+                    writer.write(spec.name, result)
+                    total.add_output(result)
+                    built[spec.name] = added(built.get(spec.name, []), result.partials)
+            seconds[f"match {spec.name}"] = (seconds.get(f"match {spec.name}", 0.0)
+                                             + time.perf_counter() - clock)
 
 
 def wanted_columns(job: Job) -> list[str]:

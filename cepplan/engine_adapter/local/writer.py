@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cepplan.engine_adapter.local.range_skip import RangeSkips
 from cepplan.engine_adapter.runtime.after_match import apply_skips
 from cepplan.engine_adapter.runtime.job import Job, PartitionOutput
 from cepplan.engine_adapter.runtime.match_rows import match_layouts
@@ -35,10 +36,12 @@ class MatchWriter:
     """Streams matches into `OUT/matches/`: JSON lines as `<part>.jsonl`, or Parquet as
     `pattern=NAME/<part>.parquet` per pattern (`ParquetParts`, in the layouts of `job`'s
     patterns); writes the consumer queries' results, if any, under `OUT/results/`. Several
-    writers may share one `OUT` with different parts (the Spark job's range-local tasks)."""
+    writers may share one `OUT` with different parts (the Spark job's range-local tasks).
+    `skip_by_range`: the time ranges matched into it come first and in time order, so that
+    their after-match skips are applied before rendering (`range_skip`)."""
 
     def __init__(self, staging: Path, output_format: str, job: Job | None = None,
-                 part: str = "part-00000"):
+                 part: str = "part-00000", *, skip_by_range: bool = False):
         self._staging = staging
         matches = staging / "matches"
         matches.mkdir(exist_ok=True)
@@ -49,10 +52,16 @@ class MatchWriter:
         else:
             # closed by close(), which every path through staged_output calls
             self._text = BackgroundFile(matches / f"{part}.jsonl")
+        # after-match skips applied by time range before rendering (`range_skip`); the
+        # pass over the files runs too once matches of a skipped pattern come otherwise
+        self.skips = RangeSkips.of(job) if job is not None and skip_by_range else None
+        self.skipped_by_range_only = True
 
-    def write(self, pattern: str, out: PartitionOutput) -> None:
+    def write(self, pattern: str, out: PartitionOutput, *, skipped: bool = False) -> None:
         """Append one partition's matches: JSON lines (written from their Arrow buffers
-        without a copy) or typed rows."""
+        without a copy) or typed rows; `skipped`: the range's skips already applied."""
+        if not skipped and self.skips is not None and self.skips.applies(pattern):
+            self.skipped_by_range_only = False
         if not out.count:
             return
         if self._text is not None:
@@ -62,11 +71,13 @@ class MatchWriter:
 
     def append_bytes(self, data: bytes) -> None:
         """Append JSON lines already rendered (a worker's)."""
+        self.skipped_by_range_only = False
         self._text.write([data])
 
     def append_file(self, path: Path) -> None:
         """Append the JSON lines of the file at `path` (a worker's spill file), after what
         was written before; the file is removed once copied."""
+        self.skipped_by_range_only = False
         self._text.write([path])
 
     def append_growing(self, path: Path, finished: Callable[[], bool]) -> None:
@@ -74,6 +85,7 @@ class MatchWriter:
         another process writes them (a worker's part): copied as it grows, so that the copy
         runs while the worker still matches, until `finished()` says it is complete (true
         only once the file is closed); then removed."""
+        self.skipped_by_range_only = False
         self._text.write([GrowingFile(path, finished)])
 
     def spill_directory(self) -> Path:
@@ -116,14 +128,15 @@ def staged_output(out: Path, output_format: str,
     and `out` left as it was."""
     with staged_directory(out) as staging:
         staging.mkdir()
-        writer = MatchWriter(staging, output_format, job)
+        writer = MatchWriter(staging, output_format, job, skip_by_range=True)
 
         def finish(metrics: dict[str, Any]) -> None:
             writer.close()
             writer.fill()
             if job is not None:
                 with_timed_out(metrics, job.data.get("patterns", ()))
-            apply_skips(staging, job.data if job is not None else {}, metrics)
+            apply_skips(staging, job.data if job is not None else {}, metrics,
+                        writer.skips, writer.skipped_by_range_only)
             write_bytes_atomic(staging / "metrics.json", json.dumps(metrics, indent=2).encode())
 
         try:

@@ -74,6 +74,7 @@ SHIPPED = (
     "engine_adapter/runtime/arrivals.py",
     "engine_adapter/runtime/latency_histogram.py",
     "engine_adapter/local/range_match.py",
+    "engine_adapter/local/range_skip.py",
     "engine_adapter/local/readable.py",
     "limits.py",
     "interrupt.py",
