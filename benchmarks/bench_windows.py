@@ -14,6 +14,15 @@ outweighs reading, at 10^6 rows, on 1 and 2 workers: wall and CPU time, the rati
 files compared byte for byte (the machine's load printed beside: the ratio needs idle cores).
 
     CEPPLAN_BENCH_WINDOWS= CEPPLAN_BENCH_SCALING=goog-14 python -m benchmarks windows
+
+The `seed004` row runs 100 patterns (3-5 stock types each, 15-minute windows, rates 2-47
+events/s, selectivities 0.003-0.92; `benchmarks/seed004_workload.py`) on 10^6 synthetic events
+(CEPPLAN_BENCH_SEED004_EVENTS; 5*10^4 with --quick): the shape as `cepplan stats` measures it,
+planning time, then the plan and the trivial plan side by side, under a budget of its own
+(CEPPLAN_BENCH_SEED004_BUDGET, default 2G: the engine holds the events within a margin of
+several windows around the time range it matches, here the whole 10^6, about 1.1 GB).
+
+    CEPPLAN_BENCH_WINDOWS=seed004 CEPPLAN_BENCH_SCALING= python -m benchmarks windows
 """
 
 from __future__ import annotations
@@ -27,6 +36,7 @@ import time
 from pathlib import Path
 
 from benchmarks.bench_engine import ROOT, RSS_WRAPPER, children_cpu
+from benchmarks.seed004_row import seed004_row
 from benchmarks.stock_bars import workload, write_bars
 
 GOOG = ["a.peak < b.peak", "b.peak < c.peak"]
@@ -60,14 +70,15 @@ def plan_row(scratch: Path, name: str) -> Path:
     return plan
 
 
-def run_plan(plan: Path, bars: Path, out: Path, budget: str, workers: int
-             ) -> tuple[float, str, subprocess.CompletedProcess]:
-    """`cepplan run` on `workers` processes: wall seconds, peak memory (cepplan's own and
-    its workers', from metrics.json when written), the finished process."""
+def run_plan(plan: Path, bars: Path, out: Path, budget: str, workers: int,
+             extra: tuple[str, ...] = ()) -> tuple[float, str, subprocess.CompletedProcess]:
+    """`cepplan run` on `workers` processes (with `extra` options): wall seconds, peak memory
+    (cepplan's own and its workers', from metrics.json when written), the finished process."""
     env = {**os.environ, "CEPPLAN_MATCH_MEMORY": budget}
     start = time.perf_counter()
     done = subprocess.run([sys.executable, "-c", RSS_WRAPPER, "run", str(plan), "--events",
-                           str(bars), "--out", str(out), "--quiet", "--workers", str(workers)],
+                           str(bars), "--out", str(out), "--quiet", "--workers", str(workers),
+                           *extra],
                           cwd=ROOT, env=env, capture_output=True, text=True)
     wall = time.perf_counter() - start
     rss = [int(line.split()[1]) for line in done.stderr.splitlines()
@@ -130,7 +141,8 @@ def main(quick: bool = False) -> None:
     scaling curve on 1 and 2 workers (CEPPLAN_BENCH_SCALING, the rows, default goog-14
     and band-70; CEPPLAN_BENCH_SCALING_ROWS, default 10^6 rows, 10^5 with --quick)."""
     rows = int(os.environ.get("CEPPLAN_BENCH_ROWS", 10_000 if quick else 100_000))
-    names = [n for n in os.environ.get("CEPPLAN_BENCH_WINDOWS", ",".join(ROWS)).split(",") if n]
+    names = [n for n in os.environ.get("CEPPLAN_BENCH_WINDOWS", ",".join([*ROWS, "seed004"]))
+             .split(",") if n]
     budget = os.environ.get("CEPPLAN_BENCH_BUDGET", "1G")
     print(f"{rows:,} rows of minute bars, CEPPLAN_MATCH_MEMORY={budget}, load "
           "{:.1f}".format(os.getloadavg()[0]))
@@ -140,6 +152,13 @@ def main(quick: bool = False) -> None:
         bars = scratch / "bars.txt"
         write_bars(bars, rows)
         for row in names:
+            if row == "seed004":
+                events = int(os.environ.get("CEPPLAN_BENCH_SEED004_EVENTS",
+                                            50_000 if quick else 1_000_000))
+                own = os.environ.get("CEPPLAN_BENCH_SEED004_BUDGET", "2G")
+                print(f"\nseed004 (CEPPLAN_MATCH_MEMORY={own}): " + "\n  ".join(
+                    seed004_row(scratch, events, own, run_plan)), flush=True)
+                continue
             print(run_row(scratch, bars, row, budget), flush=True)
         scaled = [n for n in os.environ.get("CEPPLAN_BENCH_SCALING", ",".join(SCALING))
                   .split(",") if n]

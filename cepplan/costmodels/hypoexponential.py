@@ -69,15 +69,31 @@ def conditional_gap_means(rates: tuple[float, ...], w: float) -> tuple[float, ..
     if not rates or cdf <= 0.0:
         return tuple(0.0 for _ in rates)
     cells = min(4096, max(64, 2 * math.ceil(4 * w * max(rates))))
-    step = transient(rates, w / cells)
-    occupancy = np.empty((cells + 1, len(rates)))
-    survival = np.empty((cells + 1, len(rates)))
-    row, column = np.eye(len(rates))[0], np.ones(len(rates))
-    for g in range(cells + 1):
-        occupancy[g], survival[g] = row, column
-        row, column = row @ step, step @ column
+    occupancy, survival = _grid_powers(transient(rates, w / cells), cells + 1)
     integrand = occupancy * (1.0 - survival[::-1])
     weights = np.ones(cells + 1)
     weights[1:-1:2], weights[2:-1:2] = 4.0, 2.0
     joint = (weights @ integrand) * (w / cells) / 3.0
     return tuple(float(max(0.0, j / cdf)) for j in joint)
+
+
+_BLOCK = 64
+
+
+def _grid_powers(step: np.ndarray, points: int) -> tuple[np.ndarray, np.ndarray]:
+    """Rows e_0 · step^g (occupancy) and step^g · 1 (survival) for g < `points`, a block of
+    64 powers at a time: one stacked product per block instead of one per grid point."""
+    m = len(step)
+    block = np.empty((_BLOCK, m, m))
+    block[0] = np.eye(m)
+    for k in range(1, _BLOCK):
+        block[k] = block[k - 1] @ step
+    leap = block[-1] @ step
+    occupancy = np.empty((points + _BLOCK, m))
+    survival = np.empty((points + _BLOCK, m))
+    row, column = np.eye(m)[0], np.ones(m)
+    for start in range(0, points, _BLOCK):
+        occupancy[start:start + _BLOCK] = row @ block
+        survival[start:start + _BLOCK] = block @ column
+        row, column = row @ leap, leap @ column
+    return occupancy[:points], survival[:points]

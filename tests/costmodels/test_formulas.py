@@ -6,6 +6,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from cepplan.costmodels import discrete_sums, hypoexponential, markov
 from cepplan.costmodels.occurrence import (
@@ -115,3 +117,17 @@ def test_bernoulli_and_fine_poisson_limits():
     assert trigger_intensity(poisson(0.9, 1.0), 0.0) == pytest.approx(1 - math.exp(-0.9))
     assert trigger_intensity(poisson(0.9, 1e-6), 0.0) == pytest.approx(0.9, rel=1e-5)
     assert trigger_intensity(poisson(0.9), 0.0) == 0.9
+
+
+@given(st.lists(st.floats(0.05, 50.0), min_size=1, max_size=5),
+       st.floats(0.001, 5.0), st.integers(1, 300))
+@settings(max_examples=40, deadline=None)
+def test_grid_powers_are_the_step_matrix_powers(rates, t, points):
+    """Occupancy rows e_0·P^g and survival columns P^g·1 of the blocked computation against
+    NumPy's matrix powers, one grid point at a time."""
+    step = hypoexponential.transient(tuple(rates), t)
+    occupancy, survival = hypoexponential._grid_powers(step, points)
+    for g in range(points):
+        power = np.linalg.matrix_power(step, g)
+        assert np.allclose(occupancy[g], power[0], rtol=1e-9, atol=1e-12)
+        assert np.allclose(survival[g], power.sum(axis=1), rtol=1e-9, atol=1e-12)
