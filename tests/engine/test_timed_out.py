@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import copy
 import json
+import random
 import tempfile
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -198,7 +200,6 @@ def test_show_lists_the_hidden_patterns_under_their_pattern():
 def test_a_shared_plan_finds_the_reference_timed_out_matches(seed):
     """Planned with sharing (tabu search), the hidden patterns share the pattern's prefix
     subtrees: the same lines with and without sharing, the reference's."""
-    import random
 
     from cepplan.engine_adapter.runtime.shared_nodes import sharing_plan
     from cepplan.planner.evaluation import EvaluationSettings, evaluation
@@ -224,7 +225,6 @@ def test_a_shared_plan_finds_the_reference_timed_out_matches(seed):
 def test_a_pattern_above_sees_only_the_matches(seed):
     """A pattern binding one with `timed_out` (a hierarchy) gets its complete matches as
     events, never its timed-out partial matches: the reference's matches, with and without."""
-    import random
 
     from tests.engine.reference_matcher import reference_matches
 
@@ -247,7 +247,6 @@ def test_workers_write_the_reference_timed_out_matches(tmp_path):
     """`--workers 2` (many small byte ranges): the same files and counts as one worker, the
     reference's matches under OUT/matches/ and its timed-out partial matches under
     OUT/timed_out/, never mixed."""
-    import random
 
     from cepplan.stats.synth_write import write_events
     from tests.engine.test_local_workers import _run, _same_runs
@@ -273,21 +272,12 @@ def test_workers_write_the_reference_timed_out_matches(tmp_path):
     assert sum(one["timed_out"]["p"].values()) == len(expected) > 20
 
 
-def test_follow_killed_and_restarted_writes_each_line_once(tmp_path):
-    """`cepplan run --follow` with a checkpoint over 8 files, killed (SIGKILL) at 2 seeded
-    points and restarted each time: OUT/matches/ and OUT/timed_out/ end as the batch run's
-    (line for line, none missing, none twice), the timed-out partial matches the reference's
-    and none among the matches."""
-    import os
-    import random
-    import signal
-    import subprocess
-    import sys
-    import time
-    from collections import Counter
+
+def followed_run(tmp_path: Path) -> tuple[pd.DataFrame, list[tuple[str, str]]]:
+    """A keyed pattern with `timed_out` planned into tmp_path/plan.json, its events run as a
+    batch into tmp_path/batch: (the events, their CSV cut into 8 files (name, text))."""
     from itertools import pairwise
 
-    from cepplan.engine_adapter.local.checkpoint import recorded_files
     from cepplan.stats.synth_write import write_events
     from tests.engine.workloads import CSV_SOURCE
     from tests.in_process import cepplan
@@ -309,25 +299,50 @@ def test_follow_killed_and_restarted_writes_each_line_once(tmp_path):
     assert batch.returncode == 0, batch.stderr
     header, *lines = (tmp_path / "events.csv").read_text().splitlines(keepends=True)
     cuts = [round(len(lines) * i / 8) for i in range(9)]
-    files = [(f"part-{i}.csv", header + "".join(lines[a:b]))
-             for i, (a, b) in enumerate(pairwise(cuts))]
+    return events, [(f"part-{i}.csv", header + "".join(lines[a:b]))
+                    for i, (a, b) in enumerate(pairwise(cuts))]
+
+
+def drop(source: Path, name: str, text: str) -> None:
+    """A complete file appears in the followed directory (written hidden, then renamed)."""
+    (source / f".{name}").write_text(text)
+    (source / f".{name}").rename(source / name)
+
+
+def reference_timed_out(events: pd.DataFrame) -> list[tuple]:
+    """The reference's timed-out partial matches of `followed_run`'s pattern over `events`,
+    as `written` gives them."""
+    return sorted((m["timed_out"]["k"], m["timed_out"]["at"], canonical(m))
+                  for m in timed_out_matches(workload([SEQUENCES["keyed"]]), "p", events))
+
+
+def test_follow_killed_and_restarted_writes_each_line_once(tmp_path):
+    """`cepplan run --follow` with a checkpoint over 8 files, killed (SIGKILL) at 2 seeded
+    points and restarted each time: OUT/matches/ and OUT/timed_out/ end as the batch run's
+    (line for line, none missing, none twice), the timed-out partial matches the reference's
+    and none among the matches."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+    from collections import Counter
+
+    from cepplan.engine_adapter.local.checkpoint import recorded_files
+
+    events, files = followed_run(tmp_path)
     source = tmp_path / "in"
     source.mkdir()
-
-    def drop(name: str, text: str) -> None:
-        (source / f".{name}").write_text(text)
-        (source / f".{name}").rename(source / name)
-
     args = [sys.executable, "-m", "cepplan", "run", str(tmp_path / "plan.json"), "--follow",
             str(source), "-o", str(tmp_path / "out"), "--checkpoint", str(tmp_path / "ckpt"),
             "-q", "--trigger", "0.02"]
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
-    dropped = 0
+    rng, dropped = random.Random(3), 0
     for kill_after in (3, 6):
         follow = subprocess.Popen(args, env=env, stderr=subprocess.PIPE)
         try:
             while dropped < kill_after:
-                drop(*files[dropped])
+                drop(source, *files[dropped])
                 dropped += 1
             wanted = kill_after - rng.randint(0, 1)  # a kill may land inside a micro-batch
             deadline = time.monotonic() + 90
@@ -339,7 +354,7 @@ def test_follow_killed_and_restarted_writes_each_line_once(tmp_path):
             follow.send_signal(signal.SIGKILL)
             follow.wait()
     for name, text in files[dropped:]:
-        drop(name, text)
+        drop(source, name, text)
     (source / "_END").touch()
     done = subprocess.run(args, env=env, capture_output=True, timeout=90)
     assert done.returncode == 0, done.stderr.decode()
@@ -348,7 +363,5 @@ def test_follow_killed_and_restarted_writes_each_line_once(tmp_path):
                        .splitlines()) == Counter((tmp_path / "batch" / folder /
                                                   "part-00000.jsonl").read_text().splitlines())
     complete, timed = written(tmp_path / "out")
-    assert timed == sorted((m["timed_out"]["k"], m["timed_out"]["at"], canonical(m))
-                           for m in timed_out_matches(workload([SEQUENCES["keyed"]]), "p",
-                                                      events))
+    assert timed == reference_timed_out(events)
     assert len(timed) > 20 and complete.get("p")
