@@ -365,3 +365,43 @@ def test_follow_killed_and_restarted_writes_each_line_once(tmp_path):
     complete, timed = written(tmp_path / "out")
     assert timed == reference_timed_out(events)
     assert len(timed) > 20 and complete.get("p")
+
+
+@pytest.mark.parametrize("case", ["shared", "hierarchy"])
+def test_run_files_of_a_shared_plan_and_a_hierarchy(tmp_path, case):
+    """`run_local_job`'s files with a plan sharing the hidden patterns' subtrees, and with a
+    pattern binding the one with `timed_out`: each pattern's complete matches under
+    OUT/matches/ (the reference's), the timed-out partial matches under OUT/timed_out/."""
+    from cepplan.engine_adapter.local.engine import run_local_job
+    from cepplan.engine_adapter.runtime.shared_nodes import sharing_plan
+    from cepplan.planner.evaluation import EvaluationSettings, evaluation
+    from cepplan.stats.synth_write import write_events
+    from tests.engine.reference_matcher import reference_matches
+
+    rng = random.Random(4)
+    events = frame([(rng.choice(TYPES), rng.randint(0, 30), rng.randint(0, 4), 0.5, "x")
+                    for _ in range(60)])
+    if case == "shared":
+        specs, name = [SEQUENCES["join"]], "p"
+    else:
+        specs, name = [{"name": "low", "structure": ["SEQ", "a:A", "b:B"],
+                        "where": ["a.v < b.v"], "within": 3, "emit": {"s": "a.v + b.v"}},
+                       {"name": "high", "structure": ["SEQ", "x:low", "c:C"],
+                        "where": ["c.v < x.s"], "within": 4}], "low"
+    plain = workload(specs, seq_ties="allow", csv=True)
+    wl = workload([s | {"timed_out": True} if s["name"] == name else s for s in specs],
+                  seq_ties="allow", csv=True)
+    plan = trivial_plan(wl)
+    if case == "shared":
+        plan = evaluation(wl, wl.statistics, plan, EvaluationSettings("tabu", "edge", 0.5,
+                                                                      seed=1))
+        assert sharing_plan(job_from_json(job_data(wl, plan))).uses, "nothing shared"
+    write_events(events, wl, tmp_path / "events.csv")
+    run_local_job(job_data(wl, plan), [str(tmp_path / "events.csv")], tmp_path / "out",
+                  say=lambda _text: None)
+    expected = reference_matches(plain, events)
+    complete, timed = written(tmp_path / "out")
+    assert complete == {n: sorted(map(canonical, ms)) for n, ms in expected.items() if ms}
+    assert timed == sorted((m["timed_out"]["k"], m["timed_out"]["at"], canonical(m))
+                           for m in timed_out_matches(plain, name, events))
+    assert timed
