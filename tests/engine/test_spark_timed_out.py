@@ -97,3 +97,28 @@ def test_spark_stream_writes_them_in_their_own_output(tmp_path):
     timed = sorted((m["timed_out"]["k"], m["timed_out"]["at"], canonical(m))
                    for m in map(json.loads, _committed(tmp_path / "out", "timed_out")))
     assert timed == reference_timed_out(events) and len(timed) > 20
+
+
+def test_generated_job_writes_them_in_their_own_folder(tmp_path):
+    """The standalone job of `cepplan generate`, run by spark-submit: OUT/timed_out/ holds
+    the in-process batch run's timed-out partial matches (the reference's), OUT/matches/ its
+    matches, neither the other's lines."""
+    from collections import Counter
+
+    from cepplan.engine_adapter.spark.generate import generate
+    from cepplan.engine_adapter.spark.submit import submit
+    from cepplan.workload import load_workload
+    from tests.engine.test_timed_out import followed_run, reference_timed_out
+
+    events, _ = followed_run(tmp_path)
+    workload = load_workload(tmp_path / "workload.json")
+    job = generate(workload, trivial_plan(workload), tmp_path / "job")
+    submit(job, [str(tmp_path / "events.csv")], tmp_path / "out", master="local[2]",
+           quiet=True, conf={"spark.ui.enabled": "false"})
+    for folder in ("matches", "timed_out"):
+        lines = [line for part in sorted((tmp_path / "out" / folder).glob("part-*.jsonl"))
+                 for line in part.read_text().splitlines()]
+        batch = (tmp_path / "batch" / folder / "part-00000.jsonl").read_text().splitlines()
+        assert Counter(lines) == Counter(batch), folder
+    timed = [(k, at, c) for _, (k, at), c in (e for e in written(tmp_path / "out") if e[1])]
+    assert sorted(timed) == reference_timed_out(events)
