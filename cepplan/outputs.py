@@ -37,7 +37,8 @@ PATH_MAX = 4096  # bytes in a path, its terminating NUL included
 # What each directory-writing command puts in its directory (the entries that identify an
 # earlier output written before the marker existed) and what it always writes.
 LAYOUTS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
-    "run": (frozenset({"matches", "results", "metrics.json"}), frozenset({"metrics.json"})),
+    "run": (frozenset({"matches", "timed_out", "results", "metrics.json"}),
+            frozenset({"metrics.json"})),
     "cover": (frozenset({"results", "metrics.json"}), frozenset({"metrics.json"})),
     "generate": (frozenset({"job.py", "runtime.zip", "job.json", "plan.json"}),
                  frozenset({"job.py", "job.json"})),

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cepplan.engine_adapter.runtime.timed_out_output import MATCHES_DIR, TIMED_OUT_DIR
 from cepplan.planner.plan import Plan
 from cepplan.report.variants import independent_workload
 from cepplan.workload.model import Workload
@@ -23,7 +24,7 @@ from cepplan.workload.model import Workload
 
 @dataclass(frozen=True)
 class Run:
-    """One plan run: its metrics, wall time and where its matches were written."""
+    """One plan run: its metrics, wall time and its output directory."""
 
     metrics: dict[str, Any]
     seconds: float
@@ -36,10 +37,12 @@ class Run:
             json.dumps(texts, sort_keys=True).encode()).hexdigest())
 
     def matches(self) -> dict[str, list[str]]:
-        """Every match by pattern, each as canonical JSON, sorted: neither the order of the
-        matches nor of the variables within one (a plan's join order sets it) matters."""
+        """Every match by pattern, timed-out partial matches included, each as canonical JSON,
+        sorted: neither the order of the matches nor of the variables within one (a plan's join
+        order sets it) matters."""
         found: dict[str, list[str]] = {}
-        for part in sorted(self.directory.iterdir()):
+        folders = [self.directory / MATCHES_DIR, self.directory / TIMED_OUT_DIR]
+        for part in sorted(p for f in folders if f.is_dir() for p in f.iterdir()):
             if part.name.startswith((".", "_")):
                 continue
             for line in part.read_text().splitlines():
@@ -67,7 +70,7 @@ class Runner:
         start = time.perf_counter()
         metrics = run_local_job(job_data(workload, plan, plan_kind=kind), self.events, out,
                                 covering=covering, say=lambda _text: None)
-        return Run(metrics, time.perf_counter() - start, out / "matches")
+        return Run(metrics, time.perf_counter() - start, out)
 
 
 def measure_plans(report: Mapping[str, Any], plans: Mapping[str, Plan], workload: Workload,

@@ -29,15 +29,19 @@ def timed_out_workload(timed_out: bool):
 
 
 def written(folder) -> list[tuple]:
-    """Every line under OUT/matches/: (pattern, its timed_out object or None, canonical)."""
+    """Every line under OUT/matches/ and OUT/timed_out/: (pattern, its timed_out object or
+    None, canonical); the matches' folder holds no timed-out partial match and the other
+    nothing else."""
     out = []
-    for part in sorted((folder / "matches").iterdir()):
-        if not part.name.startswith((".", "_")):
-            for line in part.read_text().splitlines():
-                obj = json.loads(line)
-                timed = obj.get("timed_out")
-                out.append((obj["pattern"], timed and (timed["k"], timed["at"]),
-                            canonical(obj)))
+    for kind in ("matches", "timed_out"):
+        for part in sorted((folder / kind).iterdir()):
+            if not part.name.startswith((".", "_")):
+                for line in part.read_text().splitlines():
+                    obj = json.loads(line)
+                    timed = obj.get("timed_out")
+                    assert (timed is not None) == (kind == "timed_out"), (kind, obj)
+                    out.append((obj["pattern"], timed and (timed["k"], timed["at"]),
+                                canonical(obj)))
     return sorted(out, key=repr)
 
 
@@ -66,3 +70,55 @@ def test_spark_timed_out_equals_reference(spark, tmp_path):
         assert written(tmp_path / kind) == expected, kind
         assert {n: {k: c for k, c in by_k.items() if c}
                 for n, by_k in metrics["timed_out"].items()} == counts, kind
+
+
+def test_spark_stream_writes_them_in_their_own_output(tmp_path):
+    """`cepplan run --follow DIR --engine spark`: the sink's `output=timed_out/` holds the
+    batch run's timed-out partial matches (the reference's), `output=matches/` its matches,
+    neither the other's lines."""
+    from collections import Counter
+
+    from tests.engine.test_spark_stream import _committed
+    from tests.engine.test_timed_out import drop, followed_run, reference_timed_out
+    from tests.in_process import cepplan
+
+    events, files = followed_run(tmp_path)
+    source = tmp_path / "in"
+    source.mkdir()
+    for name, text in files:
+        drop(source, name, text)
+    (source / "_END").touch()
+    done = cepplan("run", "plan.json", "--follow", "in", "--engine", "spark", "-o", "out",
+                   "-q", "--trigger", "0.5", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    for folder in ("matches", "timed_out"):
+        batch = (tmp_path / "batch" / folder / "part-00000.jsonl").read_text().splitlines()
+        assert Counter(_committed(tmp_path / "out", folder)) == Counter(batch), folder
+    timed = sorted((m["timed_out"]["k"], m["timed_out"]["at"], canonical(m))
+                   for m in map(json.loads, _committed(tmp_path / "out", "timed_out")))
+    assert timed == reference_timed_out(events) and len(timed) > 20
+
+
+def test_generated_job_writes_them_in_their_own_folder(tmp_path):
+    """The standalone job of `cepplan generate`, run by spark-submit: OUT/timed_out/ holds
+    the in-process batch run's timed-out partial matches (the reference's), OUT/matches/ its
+    matches, neither the other's lines."""
+    from collections import Counter
+
+    from cepplan.engine_adapter.spark.generate import generate
+    from cepplan.engine_adapter.spark.submit import submit
+    from cepplan.workload import load_workload
+    from tests.engine.test_timed_out import followed_run, reference_timed_out
+
+    events, _ = followed_run(tmp_path)
+    workload = load_workload(tmp_path / "workload.json")
+    job = generate(workload, trivial_plan(workload), tmp_path / "job")
+    submit(job, [str(tmp_path / "events.csv")], tmp_path / "out", master="local[2]",
+           quiet=True, conf={"spark.ui.enabled": "false"})
+    for folder in ("matches", "timed_out"):
+        lines = [line for part in sorted((tmp_path / "out" / folder).glob("part-*.jsonl"))
+                 for line in part.read_text().splitlines()]
+        batch = (tmp_path / "batch" / folder / "part-00000.jsonl").read_text().splitlines()
+        assert Counter(lines) == Counter(batch), folder
+    timed = [(k, at, c) for _, (k, at), c in (e for e in written(tmp_path / "out") if e[1])]
+    assert sorted(timed) == reference_timed_out(events)

@@ -23,6 +23,7 @@ from cepplan.engine_adapter.local.source import read_batches
 from cepplan.engine_adapter.local.stream import StreamMatcher
 from cepplan.engine_adapter.local.stream_output import LATE_FILE, StreamOutput
 from cepplan.engine_adapter.runtime.job import job_from_json
+from cepplan.engine_adapter.runtime.timed_out_output import output_folders
 from cepplan.planner.plan import trivial_plan
 from cepplan.stats.synth import synthesize
 from cepplan.stats.synth_write import write_events
@@ -85,7 +86,8 @@ def stream(workload, data: dict, arrived: pd.DataFrame, delay: float, cuts: list
     matcher keeping the rows `owned` says, default all): (matches, late events' ids,
     metrics)."""
     out = folder / "out"
-    output = StreamOutput(out, {k: list(v) for k, v in data["types"].items()})
+    output = StreamOutput(out, {k: list(v) for k, v in data["types"].items()},
+                          folders=output_folders(data["patterns"]))
     matcher = StreamMatcher(job_from_json(data), delay, output, positional_ids=True)
     matcher.owned = owned
     bounds = [0, *sorted(set(cuts)), len(arrived)]

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import copy
 import json
+import random
 import tempfile
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -38,6 +40,26 @@ SEQUENCES = {
 
 EVENT = st.tuples(st.sampled_from(TYPES), st.integers(0, 8), st.integers(0, 4),
                   st.sampled_from([0.5, 2.0]), st.sampled_from(["x", "y", "z"]))
+
+
+def written(out: Path) -> tuple[dict[str, list], list[tuple]]:
+    """A run's output directory `out` read: (its complete matches per pattern, canonical, from
+    OUT/matches/; its timed-out partial matches as (k, timeout, canonical) from
+    OUT/timed_out/), each folder's part files holding only its own kind of line."""
+    complete: dict[str, list] = {}
+    for obj in _lines(out / "matches"):
+        assert "timed_out" not in obj, f"a timed-out partial match among the matches: {obj}"
+        complete.setdefault(obj["pattern"], []).append(canonical(obj))
+    timed = []
+    for obj in _lines(out / "timed_out"):
+        timed.append((obj["timed_out"]["k"], obj["timed_out"]["at"], canonical(obj)))
+    return {k: sorted(v) for k, v in complete.items()}, sorted(timed)
+
+
+def _lines(folder: Path) -> list[dict]:
+    """The JSON lines of the part files in `folder` (none if it does not exist)."""
+    parts = sorted(folder.glob("part-*.jsonl")) if folder.is_dir() else []
+    return [json.loads(line) for part in parts for line in part.read_text().splitlines()]
 
 
 def found(result) -> list:
@@ -86,8 +108,9 @@ def test_worked_example():
 @given(rows=st.lists(EVENT, max_size=12), cuts=st.lists(st.integers(1, 11), max_size=4))
 def test_a_stream_writes_the_reference_timed_out_matches(rows, cuts):
     """Fed as a live stream in micro-batches (in time order, no delay), the matches written
-    are the batch reference's: a partial match is written once the watermark passes its
-    timeout, and metrics.json counts them per prefix length."""
+    are the batch reference's, the timed-out partial matches under OUT/timed_out/: a partial
+    match is written once the watermark passes its timeout, and metrics.json counts them per
+    prefix length."""
     rows = sorted(rows, key=lambda r: r[1])  # ids are arrival positions
     spec = SEQUENCES["keyed"]
     plain = workload([spec])
@@ -95,11 +118,14 @@ def test_a_stream_writes_the_reference_timed_out_matches(rows, cuts):
     events = frame(rows)
     with tempfile.TemporaryDirectory() as folder:
         data = job_data(wl, trivial_plan(wl))
-        got, late, metrics = stream(wl, data, events, 0.0, cuts, Path(folder))
+        _, late, metrics = stream(wl, data, events, 0.0, cuts, Path(folder))
+        complete, timed = written(Path(folder) / "out")
     assert late == []
     expected = timed_out_matches(plain, "p", events)
     full = run_local(events, job_from_json(job_data(plain, trivial_plan(plain))))
-    assert got.get("p", []) == sorted(map(canonical, expected + full.matches["p"]))
+    assert complete.get("p", []) == sorted(map(canonical, full.matches["p"]))
+    assert timed == sorted((m["timed_out"]["k"], m["timed_out"]["at"], canonical(m))
+                           for m in expected)
     by_k = {str(k): sum(m["timed_out"]["k"] == k for m in expected) for k in (1, 2, 3)}
     assert with_timed_out(metrics, data["patterns"])["timed_out"] == {"p": by_k}
 
@@ -142,9 +168,15 @@ def test_cepplan_run_names_them_by_their_pattern(tmp_path):
         run.stderr
     metrics = json.loads((tmp_path / "out" / "metrics.json").read_text())
     assert metrics["timed_out"] == {"p": {"1": 1, "2": 1}}
-    lines = (tmp_path / "out" / "matches" / "part-00000.jsonl").read_text().splitlines()
-    assert sorted(json.loads(line).get("timed_out", {}).get("at", -1) for line in lines) == \
-        [4.0, 6.0]
+    complete, timed = written(tmp_path / "out")
+    assert complete == {}  # no C with v > 1 follows an (A, B) within 4
+    assert [(k, at) for k, at, _ in timed] == [(1, 6.0), (2, 4.0)]
+    assert timed == sorted((m["timed_out"]["k"], m["timed_out"]["at"], canonical(m))
+                           for m in timed_out_matches(workload([SEQUENCES["join"]]), "p",
+                                                      frame(rows)))
+    again = cepplan("run", "plan.json", "events.csv", "-o", "out", cwd=tmp_path)
+    assert again.returncode == 0, again.stderr  # its own earlier output, timed_out/ included
+    assert written(tmp_path / "out") == (complete, timed)
 
 
 def test_show_lists_the_hidden_patterns_under_their_pattern():
@@ -168,7 +200,6 @@ def test_show_lists_the_hidden_patterns_under_their_pattern():
 def test_a_shared_plan_finds_the_reference_timed_out_matches(seed):
     """Planned with sharing (tabu search), the hidden patterns share the pattern's prefix
     subtrees: the same lines with and without sharing, the reference's."""
-    import random
 
     from cepplan.engine_adapter.runtime.shared_nodes import sharing_plan
     from cepplan.planner.evaluation import EvaluationSettings, evaluation
@@ -194,7 +225,6 @@ def test_a_shared_plan_finds_the_reference_timed_out_matches(seed):
 def test_a_pattern_above_sees_only_the_matches(seed):
     """A pattern binding one with `timed_out` (a hierarchy) gets its complete matches as
     events, never its timed-out partial matches: the reference's matches, with and without."""
-    import random
 
     from tests.engine.reference_matcher import reference_matches
 
@@ -214,12 +244,11 @@ def test_a_pattern_above_sees_only_the_matches(seed):
 
 
 def test_workers_write_the_reference_timed_out_matches(tmp_path):
-    """`--workers 2` (many small byte ranges): the same files and counts as one worker, and
-    the reference's timed-out partial matches."""
-    import random
+    """`--workers 2` (many small byte ranges): the same files and counts as one worker, the
+    reference's matches under OUT/matches/ and its timed-out partial matches under
+    OUT/timed_out/, never mixed."""
 
     from cepplan.stats.synth_write import write_events
-    from tests.engine.test_local_engine import read_matches
     from tests.engine.test_local_workers import _run, _same_runs
 
     rng = random.Random(7)
@@ -236,6 +265,143 @@ def test_workers_write_the_reference_timed_out_matches(tmp_path):
     plain = workload([spec])
     expected = timed_out_matches(plain, "p", events)
     full = run_local(events, job_from_json(job_data(plain, trivial_plan(plain))))
-    assert read_matches(tmp_path / "w1")["p"] == \
-        sorted(map(canonical, expected + full.matches["p"]))
+    want = sorted((m["timed_out"]["k"], m["timed_out"]["at"], canonical(m)) for m in expected)
+    for out in ("w1", "w2", "again"):
+        assert written(tmp_path / out) == ({"p": sorted(map(canonical, full.matches["p"]))},
+                                           want), out
     assert sum(one["timed_out"]["p"].values()) == len(expected) > 20
+
+
+
+def followed_run(tmp_path: Path) -> tuple[pd.DataFrame, list[tuple[str, str]]]:
+    """A keyed pattern with `timed_out` planned into tmp_path/plan.json, its events run as a
+    batch into tmp_path/batch: (the events, their CSV cut into 8 files (name, text))."""
+    from itertools import pairwise
+
+    from cepplan.stats.synth_write import write_events
+    from tests.engine.workloads import CSV_SOURCE
+    from tests.in_process import cepplan
+
+    rng = random.Random(11)
+    rows = sorted([(rng.choice(TYPES), rng.randint(0, 120), rng.randint(0, 4), 0.5,
+                    rng.choice("xy")) for _ in range(240)], key=lambda r: r[1])
+    spec = SEQUENCES["keyed"] | {"timed_out": True}
+    raw = {"format": "cepplan.workload/1", "time_unit": "s", "source": CSV_SOURCE,
+           "event_types": {t: {"attributes": {"v": "long", "w": "double", "k": "string"}}
+                           for t in TYPES},
+           "patterns": [spec], "statistics": {"rates": {"A": 1, "B": 1, "C": 1}}}
+    (tmp_path / "workload.json").write_text(json.dumps(raw))
+    events = frame(rows)
+    write_events(events, workload([spec], csv=True), tmp_path / "events.csv")
+    assert cepplan("optimize", "workload.json", "-o", "plan.json", "-q",
+                   cwd=tmp_path).returncode == 0
+    batch = cepplan("run", "plan.json", "events.csv", "-o", "batch", "-q", cwd=tmp_path)
+    assert batch.returncode == 0, batch.stderr
+    header, *lines = (tmp_path / "events.csv").read_text().splitlines(keepends=True)
+    cuts = [round(len(lines) * i / 8) for i in range(9)]
+    return events, [(f"part-{i}.csv", header + "".join(lines[a:b]))
+                    for i, (a, b) in enumerate(pairwise(cuts))]
+
+
+def drop(source: Path, name: str, text: str) -> None:
+    """A complete file appears in the followed directory (written hidden, then renamed)."""
+    (source / f".{name}").write_text(text)
+    (source / f".{name}").rename(source / name)
+
+
+def reference_timed_out(events: pd.DataFrame) -> list[tuple]:
+    """The reference's timed-out partial matches of `followed_run`'s pattern over `events`,
+    as `written` gives them."""
+    return sorted((m["timed_out"]["k"], m["timed_out"]["at"], canonical(m))
+                  for m in timed_out_matches(workload([SEQUENCES["keyed"]]), "p", events))
+
+
+def test_follow_killed_and_restarted_writes_each_line_once(tmp_path):
+    """`cepplan run --follow` with a checkpoint over 8 files, killed (SIGKILL) at 2 seeded
+    points and restarted each time: OUT/matches/ and OUT/timed_out/ end as the batch run's
+    (line for line, none missing, none twice), the timed-out partial matches the reference's
+    and none among the matches."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+    from collections import Counter
+
+    from cepplan.engine_adapter.local.checkpoint import recorded_files
+
+    events, files = followed_run(tmp_path)
+    source = tmp_path / "in"
+    source.mkdir()
+    args = [sys.executable, "-m", "cepplan", "run", str(tmp_path / "plan.json"), "--follow",
+            str(source), "-o", str(tmp_path / "out"), "--checkpoint", str(tmp_path / "ckpt"),
+            "-q", "--trigger", "0.02"]
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    rng, dropped = random.Random(3), 0
+    for kill_after in (3, 6):
+        follow = subprocess.Popen(args, env=env, stderr=subprocess.PIPE)
+        try:
+            while dropped < kill_after:
+                drop(source, *files[dropped])
+                dropped += 1
+            wanted = kill_after - rng.randint(0, 1)  # a kill may land inside a micro-batch
+            deadline = time.monotonic() + 90
+            while len(recorded_files(tmp_path / "ckpt")) < wanted and follow.poll() is None:
+                assert time.monotonic() < deadline, "the stream did not read its files"
+                time.sleep(0.01)
+            assert follow.poll() is None, follow.stderr.read().decode()
+        finally:
+            follow.send_signal(signal.SIGKILL)
+            follow.wait()
+    for name, text in files[dropped:]:
+        drop(source, name, text)
+    (source / "_END").touch()
+    done = subprocess.run(args, env=env, capture_output=True, timeout=90)
+    assert done.returncode == 0, done.stderr.decode()
+    for folder in ("matches", "timed_out"):
+        assert Counter((tmp_path / "out" / folder / "part-00000.jsonl").read_text()
+                       .splitlines()) == Counter((tmp_path / "batch" / folder /
+                                                  "part-00000.jsonl").read_text().splitlines())
+    complete, timed = written(tmp_path / "out")
+    assert timed == reference_timed_out(events)
+    assert len(timed) > 20 and complete.get("p")
+
+
+@pytest.mark.parametrize("case", ["shared", "hierarchy"])
+def test_run_files_of_a_shared_plan_and_a_hierarchy(tmp_path, case):
+    """`run_local_job`'s files with a plan sharing the hidden patterns' subtrees, and with a
+    pattern binding the one with `timed_out`: each pattern's complete matches under
+    OUT/matches/ (the reference's), the timed-out partial matches under OUT/timed_out/."""
+    from cepplan.engine_adapter.local.engine import run_local_job
+    from cepplan.engine_adapter.runtime.shared_nodes import sharing_plan
+    from cepplan.planner.evaluation import EvaluationSettings, evaluation
+    from cepplan.stats.synth_write import write_events
+    from tests.engine.reference_matcher import reference_matches
+
+    rng = random.Random(4)
+    events = frame([(rng.choice(TYPES), rng.randint(0, 30), rng.randint(0, 4), 0.5, "x")
+                    for _ in range(60)])
+    if case == "shared":
+        specs, name = [SEQUENCES["join"]], "p"
+    else:
+        specs, name = [{"name": "low", "structure": ["SEQ", "a:A", "b:B"],
+                        "where": ["a.v < b.v"], "within": 3, "emit": {"s": "a.v + b.v"}},
+                       {"name": "high", "structure": ["SEQ", "x:low", "c:C"],
+                        "where": ["c.v < x.s"], "within": 4}], "low"
+    plain = workload(specs, seq_ties="allow", csv=True)
+    wl = workload([s | {"timed_out": True} if s["name"] == name else s for s in specs],
+                  seq_ties="allow", csv=True)
+    plan = trivial_plan(wl)
+    if case == "shared":
+        plan = evaluation(wl, wl.statistics, plan, EvaluationSettings("tabu", "edge", 0.5,
+                                                                      seed=1))
+        assert sharing_plan(job_from_json(job_data(wl, plan))).uses, "nothing shared"
+    write_events(events, wl, tmp_path / "events.csv")
+    run_local_job(job_data(wl, plan), [str(tmp_path / "events.csv")], tmp_path / "out",
+                  say=lambda _text: None)
+    expected = reference_matches(plain, events)
+    complete, timed = written(tmp_path / "out")
+    assert complete == {n: sorted(map(canonical, ms)) for n, ms in expected.items() if ms}
+    assert timed == sorted((m["timed_out"]["k"], m["timed_out"]["at"], canonical(m))
+                           for m in timed_out_matches(plain, name, events))
+    assert timed

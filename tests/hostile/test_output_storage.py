@@ -112,3 +112,37 @@ def test_compare_set_is_replaced_together_or_not_at_all(cli, project, tmpfs):
     before = snapshot(point)
     cli(*command("compare", point / "report.html")).one_error("no space left on device")
     assert snapshot(point) == before
+
+
+def test_disk_filling_while_timed_out_matches_are_moved_aside(cli, tmpfs, tmp_path):
+    """A run whose timed-out partial matches are moved from the staged part files into
+    OUT/timed_out/ on a disk with a few pages left, for several numbers of pages: it either
+    writes both folders whole (the first run's files) or ends with one line naming the
+    output, the earlier output intact, nothing staged left."""
+    from tests.engine.test_timed_out import followed_run
+
+    followed_run(tmp_path)
+    point = tmpfs("512k")
+    out = point / "out"
+    assert cli("run", tmp_path / "plan.json", tmp_path / "events.csv", "-o", out, "-q").code == 0
+    first = _matches(snapshot(out))
+    _fill(point)
+    filler = point / "filler"
+    full = filler.stat().st_size
+    outcomes = set()
+    for pages in range(2, 20, 3):
+        os.truncate(filler, max(0, full - pages * PAGE))
+        before = snapshot(point)
+        done = cli("run", tmp_path / "plan.json", tmp_path / "events.csv", "-o", out, "-q")
+        if done.code:
+            done.one_error("out", "no space left on device")
+            assert snapshot(point) == before, pages
+        else:
+            assert _matches(snapshot(out)) == first, pages
+        outcomes.add(done.code)
+    assert outcomes == {0, 2}
+
+
+def _matches(entries: dict[str, tuple]) -> dict[str, tuple]:
+    """A run output's snapshot without metrics.json (its timings differ run to run)."""
+    return {k: v for k, v in entries.items() if k != "metrics.json"}

@@ -448,7 +448,7 @@ def test_contexts_comparison_fails_loudly_when_a_match_is_missing(traffic, tmp_p
     alone = runner.run("alone", optimize(independent_workload(workload), workload.statistics,
                                          Settings()).plan, contexts=False)
     assert _contexts_measured(aware, alone, workload)["matches_equal"]
-    part = next(p for p in aware.directory.iterdir() if p.name.startswith("part-"))
+    part = next(p for p in (aware.directory / "matches").iterdir() if p.name.startswith("part-"))
     lines = part.read_text().splitlines(True)
     dropped = json.loads(lines[-1])["pattern"]
     part.write_text("".join(lines[:-1]))
@@ -456,3 +456,24 @@ def test_contexts_comparison_fails_loudly_when_a_match_is_missing(traffic, tmp_p
                                   workload)
     assert not tampered["matches_equal"]
     assert [p["pattern"] for p in tampered["patterns"] if not p["equal"]] == [dropped]
+
+
+def test_plans_compared_on_their_timed_out_partial_matches_too(tmp_path):
+    """Two runs with the same matches but different timed-out partial matches (under
+    OUT/timed_out/) are not the same output: `compare` tells the plans apart."""
+    from cepplan.report.measure import Run
+
+    match = '{"pattern": "p", "events": {"a": {"id": 1, "type": "A", "ts": 0.0}}}\n'
+    runs = []
+    for at in (4.0, 5.0):
+        out = tmp_path / str(at)
+        (out / "matches").mkdir(parents=True)
+        (out / "timed_out").mkdir()
+        (out / "matches" / "part-00000.jsonl").write_text(match)
+        (out / "timed_out" / "part-00000.jsonl").write_text(
+            f'{{"pattern": "p", "timed_out": {{"k": 1, "at": {at}}}, "events": '
+            '{"a": {"id": 2, "type": "A", "ts": 1.0}}}\n')
+        runs.append(Run({}, 0.0, out))
+    assert runs[0].digest != runs[1].digest
+    assert [json.loads(t)["timed_out"]["at"] for t in runs[0].matches()["p"]
+            if "timed_out" in json.loads(t)] == [4.0]

@@ -28,6 +28,7 @@ from cepplan.engine_adapter.local.stream_source import (
 from cepplan.engine_adapter.runtime.job import Job, job_from_json
 from cepplan.engine_adapter.runtime.match_rows import match_layouts
 from cepplan.engine_adapter.runtime.timed_out_counts import with_timed_out
+from cepplan.engine_adapter.runtime.timed_out_output import output_folders
 from cepplan.errors import InputError
 from cepplan.fileio import write_bytes_atomic
 from cepplan.interrupt import scratch_directory
@@ -92,7 +93,8 @@ def follow_stream(data: dict[str, Any], source: str, out: Path, plan_file: str, 
                               resume=resumed["output_bytes"] if resumed else None,
                               log=saver.latency_log if saver else None,
                               patterns=[p.name for p in job.patterns],
-                              parquet=match_layouts(job) if output_format == "parquet" else None)
+                              parquet=match_layouts(job) if output_format == "parquet" else None,
+                              folders=output_folders(data["patterns"]))
         skips = StreamSkips(data, job, output) if data.get("after_match") else None
         if skips is not None and resumed is not None:
             skips.restore(resumed["after_match"])

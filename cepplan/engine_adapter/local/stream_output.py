@@ -21,9 +21,10 @@ from cepplan.engine_adapter.runtime.job import PartitionOutput
 from cepplan.engine_adapter.runtime.latency_histogram import LatencyHistogram
 from cepplan.engine_adapter.runtime.match_rows import PatternColumns
 from cepplan.engine_adapter.runtime.table import Columns
+from cepplan.engine_adapter.runtime.timed_out_output import MATCHES_DIR
 from cepplan.errors import InputError, OutputError
 
-MATCHES_FILE = "matches/part-00000.jsonl"
+PART_FILE = "part-00000.jsonl"  # in each folder of matches (`output_folder`)
 LATE_FILE = "late-events.jsonl"
 LOG_PAIRS_READ = 1 << 20  # latencies read back at a time after a restart (16 MiB)
 
@@ -46,14 +47,18 @@ class StreamOutput(MatchArrivals):
     `log`, each match's detection latency is also kept there (pattern number in `patterns`
     and seconds, as float64 pairs), so that a restart's figures count every match. With
     `parquet` (each pattern's layout), matches go to Parquet parts (`StreamParts`) instead;
-    a checkpoint then records the part numbers used, not the matches' bytes."""
+    a checkpoint then records the part numbers used, not the matches' bytes. `folders`
+    names, per pattern, the folder of `out` its JSON lines go to (`output_folder`: a
+    pattern's timed-out partial matches under `timed_out/`; default `matches/`)."""
 
     def __init__(self, out: Path, types: dict[str, list[str]],
                  resume: dict[str, int] | None = None, log: Path | None = None,
                  patterns: list[str] | None = None,
-                 parquet: dict[str, PatternColumns] | None = None):
+                 parquet: dict[str, PatternColumns] | None = None,
+                 folders: dict[str, str] | None = None):
         super().__init__()
         self.out = out
+        self._folders = folders or {}
         self._open(types, resume, log, patterns, parquet)
 
     @_naming_the_output
@@ -61,17 +66,22 @@ class StreamOutput(MatchArrivals):
               log: Path | None, patterns: list[str] | None,
               parquet: dict[str, PatternColumns] | None) -> None:
         out = self.out
-        (out / "matches").mkdir(parents=True, exist_ok=True)
+        (out / MATCHES_DIR).mkdir(parents=True, exist_ok=True)
         self.types = types
-        self.files = {**({} if parquet else {"matches": out / MATCHES_FILE}),
+        texts = [] if parquet else sorted({MATCHES_DIR, *self._folders.values()})
+        for folder in texts:
+            (out / folder).mkdir(exist_ok=True)
+        self.files = {**{folder: out / folder / PART_FILE for folder in texts},
                       "late": out / LATE_FILE, **({"latency": log} if log else {})}
         for name, path in self.files.items():
             if resume is not None:
                 _cut(path, resume.get(name, 0))
         mode = "ab" if resume is not None else "wb"
-        parts = None if resume is None else resume.get("matches", 0)
-        self._matches = (StreamParts(out / "matches", parquet, parts) if parquet else
-                         BackgroundFile(self.files["matches"], append=resume is not None))
+        parts = None if resume is None else resume.get(MATCHES_DIR, 0)
+        self._texts = {folder: BackgroundFile(self.files[folder], append=resume is not None)
+                       for folder in texts}
+        self._matches = (StreamParts(out / MATCHES_DIR, parquet, parts) if parquet else
+                         self._texts[MATCHES_DIR])
         self._late = open(self.files["late"], mode)  # noqa: SIM115
         self.patterns = patterns or []
         self.latency: dict[str, LatencyHistogram] = {}  # per pattern, every match's
@@ -103,7 +113,7 @@ class StreamOutput(MatchArrivals):
         if isinstance(self._matches, StreamParts):
             self._matches.write(pattern, out)
         else:
-            self._matches.write(line_buffers(out))
+            self._texts[self._folders.get(pattern, MATCHES_DIR)].write(line_buffers(out))
         seconds = emitted - (self.completed(out) if completed is None else completed)
         self.latency.setdefault(pattern, LatencyHistogram()).add(seconds)
         self.recent[pattern] = seconds
@@ -119,7 +129,8 @@ class StreamOutput(MatchArrivals):
     @_naming_the_output
     def flush(self) -> None:
         """Hand what was written to the operating system: readers see whole lines."""
-        self._matches.flush()
+        for file in self._files():
+            file.flush()
         self._late.flush()
 
     @_naming_the_output
@@ -129,14 +140,21 @@ class StreamOutput(MatchArrivals):
         for file in files.values():
             file.flush()
             os.fsync(file.fileno())
-        return {"matches": self._matches.sync(), **{n: f.tell() for n, f in files.items()}}
+        written = ({folder: file.sync() for folder, file in self._texts.items()} or
+                   {MATCHES_DIR: self._matches.sync()})
+        return {**written, **{n: f.tell() for n, f in files.items()}}
 
     @_naming_the_output
     def close(self) -> None:
-        self._matches.close()
+        for file in self._files():
+            file.close()
         self._late.close()
         if self._log:
             self._log.close()
+
+    def _files(self) -> list:
+        """The files of matches: a JSON lines file per folder, or the Parquet parts."""
+        return list(self._texts.values()) or [self._matches]
 
     def latency_figures(self) -> dict[str, dict[str, float | int]]:
         """Per pattern: detection latency p50, p99 and max in seconds, and how many matches."""

@@ -28,6 +28,7 @@ from cepplan.engine_adapter.runtime.match_rows import match_layouts
 from cepplan.engine_adapter.runtime.parquet_parts import ParquetParts, complete_parts
 from cepplan.engine_adapter.runtime.records import lines_data
 from cepplan.engine_adapter.runtime.timed_out_counts import with_timed_out
+from cepplan.engine_adapter.runtime.timed_out_output import split_timed_out
 from cepplan.fileio import write_bytes_atomic
 from cepplan.interrupt import staged_directory
 
@@ -135,6 +136,7 @@ def staged_output(out: Path, output_format: str,
             writer.fill()
             if job is not None:
                 with_timed_out(metrics, job.data.get("patterns", ()))
+            split_timed_out(staging, job.data if job is not None else {})
             apply_skips(staging, job.data if job is not None else {}, metrics,
                         writer.skips, writer.skipped_by_range_only)
             write_bytes_atomic(staging / "metrics.json", json.dumps(metrics, indent=2).encode())

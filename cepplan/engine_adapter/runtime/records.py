@@ -30,6 +30,7 @@ except ImportError:  # the isolated spark-submit test runs without it
 from cepplan.engine_adapter.runtime.matches import Matches
 from cepplan.engine_adapter.runtime.spec import PatternSpec
 from cepplan.engine_adapter.runtime.table import Columns, Table
+from cepplan.engine_adapter.runtime.timed_out_output import timed_out_head
 from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_TYPE, EVENT_ZONE
 from cepplan.workload.expr.vectorized import evaluate, referenced_keys
 
@@ -211,8 +212,7 @@ class Renderer:
                          ranks: np.ndarray) -> pa.LargeStringArray:
         """A timed-out partial match's opening, per event its first variable `first` binds:
         the user's pattern, `k` and the timeout (that event's timestamp plus the window)."""
-        head = (f'{{"pattern": {json.dumps(spec.output_name)}, "timed_out": '
-                f'{{"k": {spec.timed_out}, "at": ')
+        head = f'{timed_out_head(spec.output_name)}{{"k": {spec.timed_out}, "at": '
         tail = f'}}, "events": {{{json.dumps(first)}: '
         timeouts = (self.table.ts[ranks] + spec.window).tolist()
         return pa.array([f"{head}{t!r}{tail}" for t in timeouts], pa.large_string())

@@ -50,6 +50,7 @@ from cepplan.engine_adapter.runtime.positions import counted_keys, position_colu
 from cepplan.engine_adapter.runtime.records import MATCH_COLUMN
 from cepplan.engine_adapter.runtime.spec import SpecError
 from cepplan.engine_adapter.runtime.timed_out_counts import with_timed_out
+from cepplan.engine_adapter.runtime.timed_out_output import split_timed_out
 from cepplan.engine_adapter.spark.acquire import prefilter
 from cepplan.engine_adapter.spark.match import (
     PATTERN,
@@ -355,8 +356,9 @@ class TextRows:
 
 def _publish(staging: str, out_dir: str, metrics: dict[str, Any],
              data: Mapping[str, Any]) -> None:
-    """The after-match skips applied and metrics.json written in `staging`, then `staging`
-    renamed over `out_dir`."""
+    """The timed-out partial matches moved beside the matches, the after-match skips
+    applied and metrics.json written in `staging`, then `staging` renamed over `out_dir`."""
+    split_timed_out(Path(staging), data)
     apply_skips(Path(staging), data, metrics)
     with open(os.path.join(staging, "metrics.json"), "w", encoding="utf-8") as handle:
         json.dump(metrics, handle, indent=2)

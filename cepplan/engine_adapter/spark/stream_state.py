@@ -34,6 +34,7 @@ from cepplan.engine_adapter.local.stream import StreamMatcher
 from cepplan.engine_adapter.runtime.arrivals import MatchArrivals, late_lines
 from cepplan.engine_adapter.runtime.job import Job, PartitionOutput, job_from_json
 from cepplan.engine_adapter.runtime.table import Columns
+from cepplan.engine_adapter.runtime.timed_out_output import output_folders
 from cepplan.engine_adapter.spark.stream_plans import PlanRefused, plan_to_switch
 
 MATCHES, LATE, LATENCY = "matches", "late-events", "latency"
@@ -107,7 +108,7 @@ class StreamStep:
             pd.DataFrame]:
         rows = pd.concat(list(frames), ignore_index=True)
         data, reader = self.data, self.data["reader"]
-        collector = _Collector()
+        collector = _Collector(output_folders(data["patterns"]))
         job = job_from_json(data)
         delay = float(data.get("options", {}).get("max_delay", 0.0))
         matcher = StreamMatcher(job, delay, collector,
@@ -337,11 +338,14 @@ def numbered(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
 
 
 class _Collector(MatchArrivals):
-    """The stream matcher's writer: each match as a line of the sink, and per range the
-    detection latency of its matches as another ([pattern, [seconds, ...]])."""
+    """The stream matcher's writer: each match as a line of the sink, in the output its
+    pattern's `folders` entry names (default `matches`: a hidden pattern's timed-out partial
+    matches go to `timed_out`), and per range the detection latency of its matches as
+    another ([pattern, [seconds, ...]])."""
 
-    def __init__(self) -> None:
+    def __init__(self, folders: dict[str, str]) -> None:
         super().__init__()
+        self.folders = folders
         self.outputs: list[str] = []
         self.values: list[str] = []
         self.seconds: list[np.ndarray] = []  # the detection latencies, per range
@@ -354,7 +358,7 @@ class _Collector(MatchArrivals):
         if not out.count:
             return
         emitted = time.time()
-        self.add(MATCHES, out.texts())
+        self.add(self.folders.get(pattern, MATCHES), out.texts())
         seconds = np.round(emitted - self.completed(out), 6)
         self.seconds.append(seconds)
         self.add(LATENCY, [json.dumps([pattern, seconds.tolist()])])
