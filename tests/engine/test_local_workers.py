@@ -6,6 +6,7 @@ reaches the user as it would from one worker, the output left as it was."""
 from __future__ import annotations
 
 import gzip
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 
@@ -16,7 +17,9 @@ from hypothesis import strategies as st
 from cepplan.engine_adapter.job_spec import job_data
 from cepplan.engine_adapter.local import byte_ranges, engine, range_cut, workers
 from cepplan.engine_adapter.local.source import read_batches
+from cepplan.engine_adapter.runtime.job import job_from_json
 from cepplan.engine_adapter.runtime.memory import MEMORY_VARIABLE, MatchMemoryError
+from cepplan.engine_adapter.runtime.table import Columns
 from cepplan.errors import InputError
 from cepplan.planner.plan import trivial_plan
 from cepplan.sources import text_input
@@ -24,6 +27,7 @@ from cepplan.sources.csv_ranges import line_regions
 from cepplan.stats.synth import synthesize
 from cepplan.stats.synth_write import write_events
 from cepplan.workload import load_workload
+from cepplan.workload.columns import EVENT_ID, EVENT_TS
 from cepplan.workload.model import Workload
 from tests.engine.example_data import (
     EXAMPLES,
@@ -295,3 +299,35 @@ def test_a_workers_error_is_the_error_of_one_worker(tmp_path, monkeypatch):
         assert sorted(p.name for p in out.iterdir()) == ["matches", "metrics.json"]
         assert (out / "metrics.json").read_text() == "{}"
     assert messages[0].split(" would build")[0] == messages[1].split(" would build")[0]
+
+
+def test_the_margin_before_a_byte_range_is_read_once(tmp_path, monkeypatch):
+    """A range's reader looks back for a margin wider than everything before it (guessing
+    64 bytes, doubling): each line before the range is parsed once, and the rows are those
+    the one-range reader reads there, with their ids (each doubling re-read the lines the
+    last one had read: about twice the bytes)."""
+    workload, events, _expected = example_reference("stocks", seed=5, duration=360,
+                                                    total_rate=1.0)
+    path = tmp_path / "events.csv"
+    write_events(events, workload, path)
+    data = job_data(workload, trivial_plan(workload))
+    job = job_from_json(data)
+    file = byte_ranges.file_input(job, data, [str(path)], 40)
+    file = replace(file, margin=float("inf"))  # every line before the range is needed
+    region = byte_ranges._regions(file, data, 2)[1]
+    parsed: list[int] = []
+
+    def counted(*args, text: bytes, **kwargs):
+        parsed.append(len(text))
+        return read_batches(*args, text=text, **kwargs)
+
+    monkeypatch.setattr(byte_ranges, "FIRST_MARGIN_BYTES", 64)
+    monkeypatch.setattr(byte_ranges, "read_batches", counted)
+    rows = byte_ranges.RangeReader(job, data, file).back(region, 0.0)
+    assert sum(parsed) == region.start - region.data_start
+    whole = byte_ranges.RangeReader(job, data, file)
+    before = Columns.concat(list(whole.chunks(region.data_start, region.start, 0)),
+                            [EVENT_TS, EVENT_ID])
+    assert len(rows) > 0
+    for name in (EVENT_TS, EVENT_ID):
+        assert list(rows[name]) == list(before[name]), name

@@ -6,6 +6,10 @@ from __future__ import annotations
 
 import gzip
 import multiprocessing
+import os
+import resource
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -19,6 +23,8 @@ from cepplan.stats.synth_write import write_events
 from cepplan.workload import load_workload
 from tests.engine.example_data import EXAMPLES
 from tests.engine.test_local_workers import _files
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _stocks(tmp_path: Path, name: str) -> tuple[dict, str]:
@@ -78,3 +84,33 @@ def test_no_standby_where_no_byte_range_worker_can_run(tmp_path, monkeypatch, ev
     (tmp_path / "events.csv").write_text("type,ts\nA,1\n")
     paths = [str(tmp_path / e) if e else "" for e in events]
     assert standby_workers(paths, workers, engine_name, None) is None
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def test_standby_workers_do_not_import_the_engine_again():
+    """A standby worker costs far less CPU than a fresh interpreter importing the engine (the
+    reference, measured here): it is forked from cepplan once the engine is imported."""
+    before = _children_cpu()
+    subprocess.run([sys.executable, "-c", "import cepplan.engine_adapter.local.byte_ranges"],
+                   check=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    fresh = _children_cpu() - before
+    waiting = Standby(2)
+    before = _children_cpu()
+    waiting.close()  # told to end and reaped: their CPU counted
+    assert _children_cpu() - before < fresh / 2
+
+
+def test_standby_workers_end_with_their_pipe(tmp_path):
+    """A forked worker holds no copy of the parent's pipe ends: it ends when cepplan closes
+    its pipe, without being told (as when cepplan ends)."""
+    waiting = Standby(2)
+    processes = [process for process, _ in waiting._waiting]
+    for _, connection in waiting._waiting:
+        connection.close()
+    for process in processes:
+        process.join(30)
+    assert [process.exitcode for process in processes] == [0, 0]

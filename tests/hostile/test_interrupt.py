@@ -466,11 +466,10 @@ def test_local_run_with_workers_interrupted(tmp_path, dense_bars, signum):
                                 "-o", str(out), "--quiet", "--engine", "local",
                                 "--workers", "3"], cwd=ROOT, env=env, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True, start_new_session=True)
-    seen = _wait_for(process, lambda cmds, _tmp: sum("spawn_main" in c for c in cmds) == 2,
-                     tmp_path, seconds=60)
-    # matching, not starting: a Ctrl-C during a worker's interpreter start-up (before it can
-    # ignore the signal) makes Python print its own fatal-error lines
-    workers = {pid for pid in _descendants(process.pid) if "spawn_main" in _cmdline(pid)}
+    # both workers matching: their part files begun (under TMPDIR, beside the staging)
+    seen = _wait_for(process, lambda cmds, tmp: len(cmds) == 2 and len(
+        list(tmp.rglob("range-0000[12]"))) == 2, tmp_path, seconds=60)
+    workers = _descendants(process.pid)
     deadline = time.monotonic() + 60
     while not all(_ignores_ctrl_c(pid) for pid in workers) and time.monotonic() < deadline:
         time.sleep(0.05)

@@ -188,20 +188,23 @@ class RangeReader:
 
     def back(self, region: Region, low: float) -> Columns:
         """The tagged rows before the region from a margin before `low` on (as Spark's range
-        tasks read them: a guess of the bytes, doubled until it holds)."""
+        tasks read them: a guess of the bytes, doubled until it holds; each doubling reads
+        only the lines before those already read, so that no line is read twice)."""
         size, margin = FIRST_MARGIN_BYTES, self.file.margin
+        end, pieces, lines = region.start, [], 0  # the lines read: from `end` to the region
         while True:
             with open(self.file.path, "rb") as handle:
                 start = max(region.data_start, line_start(handle, region.start - size))
             seen = self.rows_seen
-            rows = Columns.concat([p for p in self.chunks(start, region.start, 0) if len(p)],
-                                  EMPTY_POOL_COLUMNS)
-            if self.positions and len(rows):  # the region's first row is row `before`
-                rows.data[EVENT_ID] = rows.data[EVENT_ID] + (region.before
-                                                             - (self.rows_seen - seen))
-            stamps = rows[EVENT_TS]
-            if start <= region.data_start or (len(stamps) and stamps[0] < low - margin):
-                return rows
+            piece = Columns.concat([p for p in self.chunks(start, end, 0) if len(p)],
+                                   EMPTY_POOL_COLUMNS)
+            lines += self.rows_seen - seen
+            if self.positions and len(piece):  # the region's first row is row `before`
+                piece.data[EVENT_ID] = piece.data[EVENT_ID] + (region.before - lines)
+            pieces = [piece, *pieces] if len(piece) else pieces
+            end = start
+            if start <= region.data_start or (pieces and pieces[0][EVENT_TS][0] < low - margin):
+                return Columns.concat(pieces, EMPTY_POOL_COLUMNS)
             size *= 2
 
 
