@@ -133,12 +133,9 @@ def test_follow_stopped_and_restarted_from_its_checkpoint(tmp_path):
     """`cepplan run --follow` with a checkpoint, stopped by SIGTERM after A0 B1 A2 (the
     drain writes what it holds), restarted on B4: the kept (A0, B1) still skips (A0, B4),
     as in the batch run of all four events, each match written once."""
-    import os
     import signal
-    import subprocess
-    import sys
 
-    from cepplan.engine_adapter.local.checkpoint import recorded_files
+    from tests.engine.follow_process import follow_until_recorded
     from tests.in_process import cepplan
 
     document = {"format": "cepplan.workload/1", "time_unit": "s",
@@ -161,17 +158,7 @@ def test_follow_stopped_and_restarted_from_its_checkpoint(tmp_path):
     drop("part-0.csv", "0,A,0,x\n1,B,1,x\n2,A,2,x\n")
     args = ["run", str(plan), "--follow", str(source), "-o", str(out), "--checkpoint",
             str(checkpoint), "-q", "--trigger", "0.02"]
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
-    follow = subprocess.Popen([sys.executable, "-m", "cepplan", *args], env=env,
-                              stderr=subprocess.PIPE)
-    try:
-        while len(recorded_files(checkpoint)) < 1:
-            assert follow.poll() is None, follow.stderr.read().decode()
-            time.sleep(0.01)
-        follow.send_signal(signal.SIGTERM)
-        assert follow.wait(timeout=60) == 0, follow.stderr.read().decode()
-    finally:
-        follow.kill()
+    assert follow_until_recorded(args, checkpoint, signal.SIGTERM) == 0
     drop("part-1.csv", "3,B,4,x\n")
     (source / "_END").touch()
     done = cepplan(*args)

@@ -144,7 +144,7 @@ def follow_stream(data: dict[str, Any], source: str, out: Path, plan_file: str, 
 def check_streamable(data: dict[str, Any], plan_file: str) -> Job:
     """The job of `data`, if a stream can run it (both engines); else an `InputError`."""
     job = job_from_json(data)
-    if not streamable(job) or not data.get("reader"):
+    if not streamable(job, counted=True) or not data.get("reader"):
         raise InputError.single(plan_file, "", "--follow runs plans whose patterns all have "
                                 "a window and read events only (not another pattern's "
                                 "matches, contexts or consumer queries)")
