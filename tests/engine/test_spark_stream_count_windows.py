@@ -6,8 +6,9 @@ a real local Spark gives them too."""
 
 from __future__ import annotations
 
+import json
+import random
 import tempfile
-from itertools import pairwise
 from pathlib import Path
 
 import pandas as pd
@@ -20,17 +21,21 @@ from cepplan.stats.synth_write import write_events
 from tests.engine.reference_matcher import canonical
 from tests.engine.test_count_windows import EVENT, count_reference, pattern
 from tests.engine.test_matcher_vs_reference import frame
-from tests.engine.test_spark_stream_plans import _rows, _run
+from tests.engine.test_spark_stream_plans import _batches, _run
 from tests.engine.test_stream_matches import arrivals
-from tests.engine.workloads import workload
+from tests.engine.workloads import TYPES, workload
 
 # every pattern keyed by k: the stream is matched in key groups
 COUNTED = {"join": ("join", 3), "kleene": ("kleene", 3), "not_middle": ("not_middle", 2)}
 
 
+def counted_patterns() -> list[dict]:
+    return [{**pattern(template, f"{count} events", True)[0], "name": name}
+            for name, (template, count) in COUNTED.items()]
+
+
 def keyed_workload():
-    return workload([{**pattern(template, f"{count} events", True)[0], "name": name}
-                     for name, (template, count) in COUNTED.items()], csv=True)
+    return workload(counted_patterns(), csv=True)
 
 
 def reference(events: pd.DataFrame) -> dict:
@@ -49,17 +54,56 @@ def test_key_groups_give_the_reference_matches(rows, delay, every, groups, repla
     wl = keyed_workload()
     data = job_data(wl, trivial_plan(wl))
     data["options"]["max_delay"] = delay
-    cuts = list(range(every, len(rows), every))
-    bounds = [0, *cuts, len(events)]
-    batches = []
     with tempfile.TemporaryDirectory() as folder:
-        for number, (low, high) in enumerate(pairwise(bounds)):
-            path = Path(folder) / f"part-{number:04d}.csv"
-            write_events(events.iloc[low:high], wl, path)
-            batches.append(_rows([(str(path), path.read_text(), False)],
-                                 end=number == len(bounds) - 2))
+        batches = _batches(events, list(range(every, len(rows), every)), {}, Path(folder), wl)
     found: dict[str, list] = {}
     for group in range(groups):
         for name, matches in _run(data, batches, replay, group, groups)[0].items():
             found[name] = sorted(found.get(name, []) + matches)
     assert found == reference(events)
+
+
+def test_spark_stream_with_count_windows_and_a_skip(tmp_path):
+    """`cepplan run --follow DIR --engine spark` on a real local Spark, in key groups: the
+    count windows' matches are the reference's, the skip keeps the reference's, each once."""
+    from tests.engine.reference_after_match import reference_skip
+    from tests.engine.reference_matcher import reference_matches
+    from tests.engine.test_spark_stream import _committed
+    from tests.engine.workloads import CSV_SOURCE
+    from tests.in_process import cepplan
+
+    skip = {"name": "skipped", "structure": ["SEQ", "a:A", "b:B"], "within": 4,
+            "partition_by": ["k"], "after_match": "past_last_event"}
+    document = {"format": "cepplan.workload/1", "time_unit": "s", "source": CSV_SOURCE,
+                "options": {"max_delay": 1.0},
+                "event_types": {t: {"attributes": {"v": "long", "w": "double", "k": "string"}}
+                                for t in TYPES},
+                "patterns": [*counted_patterns(), skip],
+                "statistics": {"rates": dict.fromkeys(TYPES, 1)}}
+    (tmp_path / "w.json").write_text(json.dumps(document))
+    plan = tmp_path / "plan.json"
+    assert cepplan("optimize", tmp_path / "w.json", "-o", plan, "-q").returncode == 0
+    rng = random.Random(9)
+    events = arrivals(frame(sorted(((rng.choice(TYPES), rng.randint(0, 10), rng.randint(0, 4),
+                                     0.5, rng.choice("xyz")) for _ in range(30)),
+                                   key=lambda r: r[1])), 1.0, 9)
+    wl = keyed_workload()
+    source, out = tmp_path / "in", tmp_path / "out"
+    source.mkdir()
+    for number in range(3):
+        write_events(events.iloc[10 * number:10 * (number + 1)], wl,
+                     source / f"part-{number}.csv")
+    (source / "_END").touch()
+    done = cepplan("run", plan, "--follow", source, "-o", out, "--engine", "spark",
+                   "--master", "local[2]", "--trigger", "0.5", "-q")
+    assert done.returncode == 0, done.stderr
+    found: dict[str, list] = {}
+    for line in _committed(out, "matches"):
+        match = json.loads(line)
+        found.setdefault(match["pattern"], []).append(canonical(match))
+    plain = reference_matches(workload([{k: v for k, v in skip.items()
+                                         if k != "after_match"}]), events)["skipped"]
+    want = {**reference(events),
+            "skipped": sorted(map(canonical, reference_skip(plain, "past_last_event",
+                                                            ["k"])))}
+    assert {k: sorted(v) for k, v in found.items()} == {k: v for k, v in want.items() if v}

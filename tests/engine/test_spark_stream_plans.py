@@ -80,14 +80,14 @@ def _run(data: dict, batches: list[pd.DataFrame], replay: int | None = None,
 
 
 def _batches(events: pd.DataFrame, cuts: list[int], plans: dict[int, list[str]],
-             folder: Path) -> list[pd.DataFrame]:
-    """The events cut at `cuts` into files, micro-batch k also bringing `plans[k]` (plan
-    files' texts); the last brings the end marker."""
+             folder: Path, wl=STOCKS) -> list[pd.DataFrame]:
+    """The events cut at `cuts` into files (of workload `wl`'s source), micro-batch k also
+    bringing `plans[k]` (plan files' texts); the last brings the end marker."""
     bounds = [0, *sorted(set(cuts)), len(events)]
     batches = []
     for number, (low, high) in enumerate(pairwise(bounds)):
         path = folder / f"part-{number:04d}.csv"
-        write_events(events.iloc[low:high], STOCKS, path)
+        write_events(events.iloc[low:high], wl, path)
         texts = [(f"plans/plan-{number}-{i}.json", text, True)
                  for i, text in enumerate(plans.get(number, []))]
         texts.append((str(path), path.read_text(), False))

@@ -46,6 +46,25 @@ def patterns(with_skip: bool) -> list[dict]:
             for name, (template, _) in sorted(STREAM_TEMPLATES.items())]
 
 
+def kept_by_reference(arrived) -> tuple[dict, dict[str, int]]:
+    """The reference's matches of the patterns with their skips on `arrived`, those kept
+    (canonical, sorted, per pattern that keeps any) and the number each skip drops."""
+    plain = workload(patterns(False))
+    every = reference_matches(plain, arrived)
+    want, dropped = {}, {}
+    for name, (template, _) in STREAM_TEMPLATES.items():
+        found = {}
+        for core in (p.name for p in plain.patterns if p.output_name == name):
+            for match in every[core]:
+                found[canonical({**match, "pattern": name})] = {**match, "pattern": name}
+        kept = reference_skip(list(found.values()), SKIPS[name],
+                              template.get("partition_by", []))
+        dropped[name] = len(found) - len(kept)
+        if kept:
+            want[name] = sorted(map(canonical, kept))
+    return want, dropped
+
+
 def streamed(wl, arrived, delay: float, cuts: list[int], restart_at: int,
              folder: Path) -> dict:
     """The follow loop's steps over the arrivals cut at `cuts` into micro-batches; after
@@ -82,18 +101,7 @@ def test_stream_skips_equal_reference(rows, delay, every, restart_at, seed):
     events = frame(sorted(rows, key=lambda r: r[1]))
     arrived = arrivals(events, delay, seed)
     wl = workload(patterns(True), csv=True)
-    plain = workload(patterns(False))
-    every = reference_matches(plain, arrived)
-    want = {}
-    for name, (template, _) in STREAM_TEMPLATES.items():
-        found = {}
-        for core in (p.name for p in plain.patterns if p.output_name == name):
-            for match in every[core]:
-                found[canonical({**match, "pattern": name})] = {**match, "pattern": name}
-        kept = reference_skip(list(found.values()), SKIPS[name],
-                              template.get("partition_by", []))
-        if kept:
-            want[name] = sorted(map(canonical, kept))
+    want, _ = kept_by_reference(arrived)
     with tempfile.TemporaryDirectory() as folder:
         got = streamed(wl, arrived, delay, cuts, restart_at, Path(folder))
     assert got == want

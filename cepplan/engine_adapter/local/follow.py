@@ -151,16 +151,6 @@ def check_streamable(data: dict[str, Any], plan_file: str) -> Job:
     return job
 
 
-def check_no_skips(data: dict[str, Any], plan_file: str) -> None:
-    """An `InputError` naming the pattern when the job has after-match skips, which the
-    Spark stream does not apply (the in-process stream does)."""
-    if data.get("after_match"):
-        name, rule = next(iter(data["after_match"].items()))
-        raise InputError.single(plan_file, f"patterns.{name}", f"after_match {rule['kind']!r}"
-                                " is applied by the in-process stream only: drop --engine "
-                                "spark and --master (or drop after_match)")
-
-
 def _figures(batches: int, meter: _Progress) -> dict[str, int]:
     """The stream's own figures a checkpoint carries over a restart."""
     return {"micro_batches": batches, "state_rows_max": meter.state_max}
