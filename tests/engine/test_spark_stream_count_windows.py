@@ -107,3 +107,26 @@ def test_spark_stream_with_count_windows_and_a_skip(tmp_path):
             "skipped": sorted(map(canonical, reference_skip(plain, "past_last_event",
                                                             ["k"])))}
     assert {k: sorted(v) for k, v in found.items()} == {k: v for k, v in want.items() if v}
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(rows=st.lists(EVENT, max_size=24), every=st.integers(1, 6),
+       switch_at=st.lists(st.integers(0, 5), min_size=1, max_size=3), seed=st.integers(0, 100))
+def test_plans_switched_keep_the_positions(rows, every, switch_at, seed):
+    """Plans arriving in the stream (the other evaluation order and back, `stream_plans`):
+    the events held are tagged again for the new plan, those no pattern binds kept to be
+    numbered; the matches are the reference's."""
+    from tests.engine.example_data import stepwise_plan
+
+    events = arrivals(frame(sorted(rows, key=lambda r: r[1])), 1.0, seed)
+    wl = keyed_workload()
+    jobs = [job_data(wl, trivial_plan(wl)), job_data(wl, stepwise_plan(wl))]
+    for job in jobs:
+        job["options"]["max_delay"] = 1.0
+    plans: dict[int, list[str]] = {}
+    for index, number in enumerate(switch_at):
+        plans.setdefault(number, []).append(json.dumps(jobs[(index + 1) % 2]))
+    with tempfile.TemporaryDirectory() as folder:
+        batches = _batches(events, list(range(every, len(rows), every)), plans, Path(folder),
+                           wl)
+    assert _run(jobs[0], batches)[0] == reference(events)
