@@ -32,7 +32,6 @@ def run_follow(plan: Path, events: list[str], output: Path, follow: str, trigger
     from cepplan.engine_adapter.job_spec import job_data
     from cepplan.engine_adapter.local.checkpoint import FILE as CHECKPOINT_FILE
     from cepplan.engine_adapter.local.follow import (
-        check_no_skips,
         check_streamable,
         follow_stream,
     )
@@ -64,17 +63,12 @@ def run_follow(plan: Path, events: list[str], output: Path, follow: str, trigger
         _check_new_directory(output, follow)  # else the checkpoint says which output it is
     chosen, loaded = plan_and_workload(plan, workload, trivial=plan_kind is PlanKind.trivial,
                                        warn=warn)
-    from cepplan.engine_adapter.job_spec import check_count_windows
-
-    check_count_windows(loaded, "a live stream (--follow)")
     if output_format is MatchFormat.parquet:
         from cepplan.engine_adapter.job_spec import check_parquet_output
 
         check_parquet_output(loaded, chosen)
     data = job_data(loaded, chosen, plan_kind=plan_kind.value)
     check_streamable(data, str(plan))  # before --output is made
-    if on_spark:
-        check_no_skips(data, str(plan))
     bounds = {p.name: {"max_steps": p.latency.max_steps, "max_time": p.latency.max_time,
                        "plan_steps": len(chosen.patterns[p.name].detection.steps)}
               for p in loaded.patterns if p.latency is not None}

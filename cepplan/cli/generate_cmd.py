@@ -46,13 +46,11 @@ def generate_command(
     target = check_directory_output(output, "generate", [("plan", plan),
                                                          ("workload", loaded.path)])
     if streaming:
-        from cepplan.engine_adapter.job_spec import check_count_windows, job_data
-        from cepplan.engine_adapter.local.follow import check_no_skips, check_streamable
+        from cepplan.engine_adapter.job_spec import job_data
+        from cepplan.engine_adapter.local.follow import check_streamable
 
-        check_count_windows(loaded, "a live stream (--streaming)")
         data = job_data(loaded, chosen, plan_kind=plan_kind.value)
         check_streamable(data, str(plan))
-        check_no_skips(data, str(plan))
     section = None
     if adaptive:
         from cepplan.adaptive.drift_check import job_section

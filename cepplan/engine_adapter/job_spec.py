@@ -98,19 +98,6 @@ def _after_match(workload: Workload) -> dict[str, dict[str, Any]]:
     return out
 
 
-def check_count_windows(workload: Workload, runner: str) -> None:
-    """`InputError` naming the first pattern with a count window, which `runner` (a live
-    stream) does not evaluate: positions are numbered over the whole input, in its order
-    (docs/workload-format.md, "Count windows")."""
-    for pattern in workload.patterns:
-        if pattern.window_events:
-            raise InputError.single(workload.path or "<workload>",
-                                    f"patterns[{pattern.index}].within",
-                                    f"pattern {pattern.output_name!r} has a count window, "
-                                    f"which {runner} does not evaluate: run it on event files "
-                                    "(cepplan run PLAN EVENTS...)")
-
-
 def _bottom_up(workload: Workload) -> list[str]:
     """Pattern names, children first (`bottom_up_order`); without hierarchy that order is
     the names in reverse, found without building the graph (networkx loads slowly)."""

@@ -55,17 +55,18 @@ def _rows(texts: list[tuple[str, str, bool]], end: bool) -> pd.DataFrame:
                          "plan": [t[2] for t in texts]})
 
 
-def _run(data: dict, batches: list[pd.DataFrame], replay: int | None = None
-         ) -> tuple[dict, dict]:
-    """The batches through the step, state carried as Spark carries it (micro-batch
-    `replay` run once more from the state before it, its first outputs dropped as an
-    uncommitted micro-batch's): the matches written, and the stream's figures."""
+def _run(data: dict, batches: list[pd.DataFrame], replay: int | None = None,
+         group: int = 0, groups: int = 1) -> tuple[dict, dict]:
+    """The batches through the step of key group `group` out of `groups`, state carried as
+    Spark carries it (micro-batch `replay` run once more from the state before it, its
+    first outputs dropped as an uncommitted micro-batch's): the matches written, and the
+    stream's figures."""
     value, found, figures = None, {}, {}
-    step = StreamStep(data, 1.0)
+    step = StreamStep(data, 1.0, list(range(groups)) if groups > 1 else None)
     for number, rows in enumerate(batches):
         for attempt in range(2 if number == replay else 1):
             state = _state(data, value)
-            out = pd.concat(list(step((0,), iter([rows.copy()]), state)))
+            out = pd.concat(list(step((group,), iter([rows.copy()]), state)))
             if number == replay and attempt == 0:
                 continue
         value = tuple(state.get)
@@ -79,14 +80,14 @@ def _run(data: dict, batches: list[pd.DataFrame], replay: int | None = None
 
 
 def _batches(events: pd.DataFrame, cuts: list[int], plans: dict[int, list[str]],
-             folder: Path) -> list[pd.DataFrame]:
-    """The events cut at `cuts` into files, micro-batch k also bringing `plans[k]` (plan
-    files' texts); the last brings the end marker."""
+             folder: Path, wl=STOCKS) -> list[pd.DataFrame]:
+    """The events cut at `cuts` into files (of workload `wl`'s source), micro-batch k also
+    bringing `plans[k]` (plan files' texts); the last brings the end marker."""
     bounds = [0, *sorted(set(cuts)), len(events)]
     batches = []
     for number, (low, high) in enumerate(pairwise(bounds)):
         path = folder / f"part-{number:04d}.csv"
-        write_events(events.iloc[low:high], STOCKS, path)
+        write_events(events.iloc[low:high], wl, path)
         texts = [(f"plans/plan-{number}-{i}.json", text, True)
                  for i, text in enumerate(plans.get(number, []))]
         texts.append((str(path), path.read_text(), False))

@@ -46,6 +46,25 @@ def patterns(with_skip: bool) -> list[dict]:
             for name, (template, _) in sorted(STREAM_TEMPLATES.items())]
 
 
+def kept_by_reference(arrived) -> tuple[dict, dict[str, int]]:
+    """The reference's matches of the patterns with their skips on `arrived`, those kept
+    (canonical, sorted, per pattern that keeps any) and the number each skip drops."""
+    plain = workload(patterns(False))
+    every = reference_matches(plain, arrived)
+    want, dropped = {}, {}
+    for name, (template, _) in STREAM_TEMPLATES.items():
+        found = {}
+        for core in (p.name for p in plain.patterns if p.output_name == name):
+            for match in every[core]:
+                found[canonical({**match, "pattern": name})] = {**match, "pattern": name}
+        kept = reference_skip(list(found.values()), SKIPS[name],
+                              template.get("partition_by", []))
+        dropped[name] = len(found) - len(kept)
+        if kept:
+            want[name] = sorted(map(canonical, kept))
+    return want, dropped
+
+
 def streamed(wl, arrived, delay: float, cuts: list[int], restart_at: int,
              folder: Path) -> dict:
     """The follow loop's steps over the arrivals cut at `cuts` into micro-batches; after
@@ -82,18 +101,7 @@ def test_stream_skips_equal_reference(rows, delay, every, restart_at, seed):
     events = frame(sorted(rows, key=lambda r: r[1]))
     arrived = arrivals(events, delay, seed)
     wl = workload(patterns(True), csv=True)
-    plain = workload(patterns(False))
-    every = reference_matches(plain, arrived)
-    want = {}
-    for name, (template, _) in STREAM_TEMPLATES.items():
-        found = {}
-        for core in (p.name for p in plain.patterns if p.output_name == name):
-            for match in every[core]:
-                found[canonical({**match, "pattern": name})] = {**match, "pattern": name}
-        kept = reference_skip(list(found.values()), SKIPS[name],
-                              template.get("partition_by", []))
-        if kept:
-            want[name] = sorted(map(canonical, kept))
+    want, _ = kept_by_reference(arrived)
     with tempfile.TemporaryDirectory() as folder:
         got = streamed(wl, arrived, delay, cuts, restart_at, Path(folder))
     assert got == want
@@ -133,12 +141,9 @@ def test_follow_stopped_and_restarted_from_its_checkpoint(tmp_path):
     """`cepplan run --follow` with a checkpoint, stopped by SIGTERM after A0 B1 A2 (the
     drain writes what it holds), restarted on B4: the kept (A0, B1) still skips (A0, B4),
     as in the batch run of all four events, each match written once."""
-    import os
     import signal
-    import subprocess
-    import sys
 
-    from cepplan.engine_adapter.local.checkpoint import recorded_files
+    from tests.engine.follow_process import follow_until_recorded
     from tests.in_process import cepplan
 
     document = {"format": "cepplan.workload/1", "time_unit": "s",
@@ -161,17 +166,7 @@ def test_follow_stopped_and_restarted_from_its_checkpoint(tmp_path):
     drop("part-0.csv", "0,A,0,x\n1,B,1,x\n2,A,2,x\n")
     args = ["run", str(plan), "--follow", str(source), "-o", str(out), "--checkpoint",
             str(checkpoint), "-q", "--trigger", "0.02"]
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
-    follow = subprocess.Popen([sys.executable, "-m", "cepplan", *args], env=env,
-                              stderr=subprocess.PIPE)
-    try:
-        while len(recorded_files(checkpoint)) < 1:
-            assert follow.poll() is None, follow.stderr.read().decode()
-            time.sleep(0.01)
-        follow.send_signal(signal.SIGTERM)
-        assert follow.wait(timeout=60) == 0, follow.stderr.read().decode()
-    finally:
-        follow.kill()
+    assert follow_until_recorded(args, checkpoint, signal.SIGTERM) == 0
     drop("part-1.csv", "3,B,4,x\n")
     (source / "_END").touch()
     done = cepplan(*args)

@@ -61,34 +61,25 @@ def test_a_skipped_pattern_cannot_be_bound(cli, fraud):
                                     "has an after_match skip")
 
 
-@pytest.mark.parametrize("option", [("--format", "parquet"), ("--follow", "FOLLOWED")])
-def test_outputs_that_cannot_skip(cli, fraud, option):
-    """Parquet output and a live stream on Spark: refused before any work (no JVM started),
-    `--output` not made."""
+def test_parquet_output_cannot_skip(cli, fraud):
+    """Parquet output: refused before any work, `--output` not made."""
     path, _ = _with(fraud, SEQ, "past_last_event")
     plan, out = fraud / "plan.json", fraud / "out"
     assert cli("optimize", path, "-o", plan, "-q").code == 0
-    flag, value = option
-    if value == "FOLLOWED":
-        value = fraud / "followed"
-        value.mkdir()
-        result = cli("run", plan, "-o", out, flag, value, "--engine", "spark", "-q")
-        result.one_error(f"{plan}: patterns.account_takeover: ", "in-process stream only")
-    else:
-        result = cli("run", plan, fraud / "events.csv", "-o", out, flag, value, "-q")
-        result.one_error(f"{path}: patterns[0].after_match: ", "JSON lines only")
+    result = cli("run", plan, fraud / "events.csv", "-o", out, "--format", "parquet", "-q")
+    result.one_error(f"{path}: patterns[0].after_match: ", "JSON lines only")
     assert not out.exists()
 
 
-def test_a_generated_stream_job_cannot_skip(cli, fraud):
-    """`cepplan generate --streaming` (the Spark stream): refused, the job directory not
-    made."""
+def test_a_generated_stream_job_skips(cli, fraud):
+    """`cepplan generate --streaming` (the Spark stream) writes the job with the skip, which
+    its stateful step applies (tests/engine/test_spark_stream_after_match.py)."""
     path, _ = _with(fraud, SEQ, {"to_last": "w"})
     plan, out = fraud / "plan.json", fraud / "job"
     assert cli("optimize", path, "-o", plan, "-q").code == 0
-    cli("generate", plan, "-o", out, "--streaming").one_error(
-        f"{plan}: patterns.account_takeover: ", "in-process stream only")
-    assert not out.exists()
+    assert cli("generate", plan, "-o", out, "--streaming", "-q").code == 0
+    assert json.loads((out / "job.json").read_text())["after_match"]["account_takeover"][
+        "kind"] == "to_last"
 
 
 @pytest.mark.parametrize(("structure", "after_match", "prefer", "place", "fragment"), [

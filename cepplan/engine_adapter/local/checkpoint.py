@@ -1,6 +1,7 @@
 """A live stream's checkpoint (`cepplan run --follow DIR --checkpoint CKPT`): at each
 micro-batch boundary, once the batch's matches are on disk, the files read, the matcher's
-state (watermark, retained events with their arrival times, counts) and the output files'
+state (watermark, retained events with their arrival times, counts, count windows' next
+positions) and the output files'
 lengths, in one Arrow IPC file replaced atomically. A restart truncates the outputs to the
 recorded lengths and goes on from there: no match lost, none twice (docs/engine.md,
 "Restart from a checkpoint")."""
@@ -149,6 +150,8 @@ def restore(matcher: StreamMatcher, state: dict[str, Any]) -> None:
     matcher.built = saved["built"]
     matcher.partials = {int(k): v for k, v in saved["partials"].items()}
     matcher.seconds.update(saved["seconds"])
+    if matcher.positions is not None:
+        matcher.positions.restore(saved["positions"])
     table = state["retained"]
     if table.num_rows:
         data = {}
@@ -166,7 +169,8 @@ def _matcher_state(matcher: StreamMatcher) -> dict[str, Any]:
             "counts": dict(matcher.counts), "late": dict(matcher.late),
             "totals": {name: asdict(t) for name, t in matcher.totals.items()},
             "built": matcher.built, "partials": matcher.partials,
-            "seconds": matcher.seconds}
+            "seconds": matcher.seconds,
+            **({"positions": matcher.positions.state()} if matcher.positions else {})}
 
 
 def _to_arrow(name: str, values: np.ndarray):

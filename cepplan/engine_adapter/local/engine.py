@@ -217,11 +217,14 @@ class _OutOfOrder(Exception):
     """The events turned out not to be in time order after some time ranges were matched."""
 
 
-def streamable(job: Job) -> bool:
+def streamable(job: Job, *, counted: bool = False) -> bool:
     """Whether the job can be matched time range by time range as the events are read:
-    every pattern has a window, and none reads another's matches or contexts."""
+    every pattern has a window (`counted`: a count window too, whose positions a live stream
+    numbers as its watermark passes the events), and none reads another's matches or
+    contexts."""
     names = {p.name for p in job.patterns}
-    return (all(p.window is not None and p.window > 0 for p in job.patterns)
+    return (all((p.window is not None and p.window > 0) or (counted and p.window_events)
+                for p in job.patterns)
             and not any(o.type in names for p in job.patterns for o in p.operands)
             and not job.data.get("contexts"))
 

@@ -146,7 +146,7 @@ def follow_stream(data: dict[str, Any], source: str, out: Path, plan_file: str, 
 def check_streamable(data: dict[str, Any], plan_file: str) -> Job:
     """The job of `data`, if a stream can run it (both engines); else an `InputError`."""
     job = job_from_json(data)
-    if not streamable(job) or not data.get("reader"):
+    if not streamable(job, counted=True) or not data.get("reader"):
         raise InputError.single(plan_file, "", "--follow runs plans whose patterns all have "
                                 "a window and read events only (not another pattern's "
                                 "matches, contexts or consumer queries)")
@@ -157,16 +157,6 @@ def check_streamable(data: dict[str, Any], plan_file: str) -> Job:
                                 "every longer one from its first event has had its window to "
                                 "complete (run it on event files, or drop prefer)")
     return job
-
-
-def check_no_skips(data: dict[str, Any], plan_file: str) -> None:
-    """An `InputError` naming the pattern when the job has after-match skips, which the
-    Spark stream does not apply (the in-process stream does)."""
-    if data.get("after_match"):
-        name, rule = next(iter(data["after_match"].items()))
-        raise InputError.single(plan_file, f"patterns.{name}", f"after_match {rule['kind']!r}"
-                                " is applied by the in-process stream only: drop --engine "
-                                "spark and --master (or drop after_match)")
 
 
 def _figures(batches: int, meter: _Progress) -> dict[str, int]:

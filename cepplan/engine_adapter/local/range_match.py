@@ -33,7 +33,7 @@ def window_margin(job: Job) -> float:
     """How far around a time range the events must be at hand to match it exactly: a window
     for the matches' events (either side, for negations looking ahead) and a window per
     acquisition step for the semi-joins deciding which of those events the matchers get."""
-    return max((len(p.steps) + 2) * p.window for p in job.patterns)
+    return max((len(p.steps) + 2) * (p.window or 0.0) for p in job.patterns)
 
 
 def match_range(pool: Columns, job: Job, owned: tuple[float, float], writer: Any,
@@ -90,11 +90,14 @@ def wanted_columns(job: Job) -> list[str]:
     return [c for c in dict.fromkeys(columns) if c != MATCH_COLUMN]
 
 
-def tagged_rows(frame: pd.DataFrame | Columns, job: Job,
-            wanted: list[str] | None = None) -> pd.DataFrame | Columns:
-    """The rows of `frame` some variable can bind, with a boolean column per tag."""
+def tagged_rows(frame: pd.DataFrame | Columns, job: Job, wanted: list[str] | None = None,
+                every: bool = False) -> pd.DataFrame | Columns:
+    """The rows of `frame` some variable can bind (`every`: all rows, as a live stream
+    holds them to number count windows' positions), with a boolean column per tag."""
     masks = tag_masks(frame, job)
     any_tag = np.logical_or.reduce(list(masks.values())) if masks else np.zeros(len(frame), bool)
+    if every:
+        any_tag = np.ones(len(frame), dtype=bool)
     columns = [c for c in (wanted or frame.columns) if c in frame.columns]
     if isinstance(frame, Columns):
         out = frame.take(any_tag, columns)

@@ -9,6 +9,8 @@ matches): the matches equal the batch run's by construction. A pattern whose neg
 look past its latest event (a trailing `NOT`, an AND's) owns them a window later, once the
 watermark has passed every event that could block them. State: the tagged events of that
 margin and those above the watermark, bounded by the window and the delay, never the stream.
+A count window's margin is in positions, numbered as the watermark passes the events
+(`stream_positions`): every event above the watermark is held until then.
 
 A new job (another plan of the same workload) takes over between two micro-batches, at the
 watermark w reached (`switch`): matches whose latest event lies below w stay the old job's,
@@ -36,6 +38,7 @@ from cepplan.engine_adapter.local.range_match import (
     window_margin,
 )
 from cepplan.engine_adapter.local.source import Batch
+from cepplan.engine_adapter.local.stream_positions import StreamPositions
 from cepplan.engine_adapter.local.totals import PatternTotals
 from cepplan.engine_adapter.runtime.job import Covered, Job
 from cepplan.engine_adapter.runtime.memory import peak_resident
@@ -77,7 +80,10 @@ class StreamMatcher:
         self.delay = max_delay
         self.writer = writer
         self.positional = positional_ids  # ids are row positions: continued over the reads
-        self.wanted = wanted_columns(job)
+        # count windows' clock: every event read is held until the watermark numbers it
+        self.positions = StreamPositions(job.patterns) if any(
+            p.window_events for p in job.patterns) else None
+        self.wanted = wanted_columns(job) + (self.positions.columns if self.positions else [])
         self.phases = [_Phase.of(job)]  # the current job last; earlier ones finishing
         self.observers: list[Callable[[Columns], None]] = []  # see every good row read
         # which rows are this matcher's (on Spark, its key group's): the others count for the
@@ -125,7 +131,8 @@ class StreamMatcher:
         if self.held:
             pool, arrived = self.retained()
             plain = pool.take(slice(None), [c for c in pool.columns if "\t" not in c])
-            self.held, self.arrived = [tagged_rows(plain, job, self.wanted)], [arrived]
+            self.held = [tagged_rows(plain, job, self.wanted, every=self.positions is not None)]
+            self.arrived = [arrived]
 
     def phase_bounds(self) -> list[tuple[float, float, dict[str, list[int]]]]:
         """Each job's part of the stream, oldest first: (start, end, partial matches built),
@@ -169,7 +176,9 @@ class StreamMatcher:
             self.seconds["read"] += now - clock
             if not mine.all():
                 rows = _kept(rows, mine)
-            part = tagged_rows(rows, self.job, self.wanted)
+            part = tagged_rows(rows, self.job, self.wanted, every=self.positions is not None)
+            if self.positions is not None:
+                part = self.positions.unnumbered(part)
             self.seconds["tag"] += time.perf_counter() - now
             if len(part):
                 self.held.append(part)
@@ -186,7 +195,12 @@ class StreamMatcher:
             self.evaluated = max(self.evaluated, high)
             return self.state_rows
         pool, arrived = self._pool()
-        below = pool[EVENT_TS] < high
+        stamps = pool[EVENT_TS]
+        tagged = np.ones(len(pool), dtype=bool)
+        if self.positions is not None:  # then the events no variable binds are held too
+            self.positions.number(pool, self.evaluated, high)
+            tagged = np.logical_or.reduce([pool[c] for c in pool.columns if "\t" in c])
+        below = (stamps < high) & tagged
         now = pool.take(below) if not below.all() else pool
         self.writer.arrivals(now[EVENT_ID], arrived[below])
         span = self.covered.span if final else (self.covered.first, high)
@@ -199,7 +213,9 @@ class StreamMatcher:
                                  self.partials)
         self.evaluated = high
         self._drop_finished()
-        keep = pool[EVENT_TS] >= high - max(p.reach for p in self.phases)
+        keep = stamps >= high - max(p.reach for p in self.phases)
+        if self.positions is not None:
+            keep = (stamps >= high) | (tagged & (keep | self.positions.reached(pool)))
         self.held = [pool.take(keep)] if keep.any() else []
         self.arrived = [arrived[keep]] if keep.any() else []
         self.state_rows = int(np.count_nonzero(keep))
@@ -237,7 +253,9 @@ class StreamMatcher:
         if self.built:  # the current job's, over the event time since it took over
             since = max(self.covered.first, self.phases[-1].start)
             span = max(self.covered.last - since, 0.0)
-            out["partial_matches"] = partial_metrics(self.job, self.built, span)
+            out["partial_matches"] = partial_metrics(
+                self.job, self.built, span,
+                self.positions.time_spans(self.job.patterns, span) if self.positions else None)
         out["plan"] = data.get("plan", {})
         out["seconds"] = {k: round(v, 3) for k, v in self.seconds.items()}
         out["peak_memory_bytes"] = peak_resident()

@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 from cepplan.engine_adapter.local.follow import (
-    check_no_skips,
     check_streamable,
     progress_text,
     stop_on_signal,
@@ -42,7 +41,6 @@ def follow_on_spark(loaded, chosen, data: dict[str, Any], plan_file: str, follow
     metrics.json's figures (`out` holds the sink: `output=matches/`,
     `output=late-events/`, ... and `metrics.json`)."""
     check_streamable(data, plan_file)
-    check_no_skips(data, plan_file)
     if follow == "-":
         raise InputError.single("--follow", "", "Spark follows a directory or "
                                 "tcp://HOST:PORT, not standard input")

@@ -66,6 +66,7 @@ SHIPPED = (
     "engine_adapter/spark/stream_plans.py",
     "engine_adapter/local/stream.py",
     "engine_adapter/local/stream_skip.py",
+    "engine_adapter/local/stream_positions.py",
     "engine_adapter/local/checkpoint.py",
     "engine_adapter/local/follow.py",
     "engine_adapter/local/stream_source.py",

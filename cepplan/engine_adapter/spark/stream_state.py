@@ -6,7 +6,8 @@ Shipped in the job's runtime zip. The step runs once per micro-batch on one grou
 the whole stream: the files that arrived (each whole, read in name order by the in-process
 reader, so rejects are counted as in a batch run and row ids are positions in arrival order)
 or the lines a socket delivered, and any end-of-stream marker. The matcher's state (the
-watermark, the events of the widest window plus `max_delay`, the counts) is encoded as the
+watermark, the events of the widest window plus `max_delay`, the counts, count windows'
+next positions, after-match skips' held matches and resume points) is encoded as the
 in-process checkpoint encodes it and kept in the group's state: Spark's checkpoint makes a
 restart continue from the last committed micro-batch, with the sink's log keeping each
 output once (docs/engine.md, "Live streams on Spark").
@@ -15,6 +16,7 @@ output once (docs/engine.md, "Live streams on Spark").
 from __future__ import annotations
 
 import json
+import math
 import os
 import sys
 import tempfile
@@ -31,6 +33,7 @@ from cepplan.engine_adapter.local.checkpoint import decode, encode, restore
 from cepplan.engine_adapter.local.engine import ROWS_READ
 from cepplan.engine_adapter.local.follow import read_counted
 from cepplan.engine_adapter.local.stream import StreamMatcher
+from cepplan.engine_adapter.local.stream_skip import StreamSkips, decided_below
 from cepplan.engine_adapter.runtime.arrivals import MatchArrivals, late_lines
 from cepplan.engine_adapter.runtime.job import Job, PartitionOutput, job_from_json
 from cepplan.engine_adapter.runtime.table import Columns
@@ -113,6 +116,8 @@ class StreamStep:
         delay = float(data.get("options", {}).get("max_delay", 0.0))
         matcher = StreamMatcher(job, delay, collector,
                                 positional_ids=not reader["source"].get("id_column"))
+        skips = StreamSkips(data, job, collector) if data.get("after_match") else None
+        matcher.writer = skips or collector  # a pattern with a skip: held, then released
         if len(self.values) > 1:
             group, attributes = self.values.index(int(key[0])), key_attributes(job)
             matcher.owned = lambda part: key_group(part, attributes, len(self.values)) == group
@@ -123,6 +128,8 @@ class StreamStep:
             saved = decode(bytes(state.get[0]))
             restore(matcher, saved)
             figures, plans = saved["figures"], saved.get("plans", plans)
+            if skips is not None:
+                skips.restore(saved["after_match"])
             if len(plans) > 1:
                 matcher.resume_phases([job_from_json(p or data) for p in plans],
                                       saved["phases"])
@@ -150,6 +157,8 @@ class StreamStep:
             self._add(matcher, collector, "socket", text, float(lines["arrived"].max()))
         final = bool(rows["end"].any())
         state_rows = matcher.advance(final=final)
+        if skips is not None:
+            skips.release(math.inf if final else decided_below(matcher))
         figures["micro_batches"] += 1
         figures["state_rows_max"] = max(figures["state_rows_max"], state_rows)
         progress = _progress(matcher, figures, state_rows, collector.seconds)
@@ -159,12 +168,16 @@ class StreamStep:
             progress.update(_checked(drift, matcher, figures))
         plans = plans[-len(matcher.phases):]  # the plans that finished are forgotten
         state.update((encode(matcher, {"figures": figures, "plans": plans,
-                                       "phases": matcher.phase_bounds()}),
+                                       "phases": matcher.phase_bounds(),
+                                       **({"after_match": skips.state()} if skips else {})}),
                       *((b"" if drift is None else drift.to_bytes(),)
                         if data.get("adaptive") else ())))
         collector.add(PROGRESS, [json.dumps(progress)])
         if final:
-            collector.add(FIGURES, [json.dumps(self._metrics(matcher, figures))])
+            metrics = self._metrics(matcher, figures)
+            if skips is not None:
+                metrics["after_match_skipped"] = skips.dropped
+            collector.add(FIGURES, [json.dumps(metrics)])
         yield pd.DataFrame({"output": collector.outputs, "value": collector.values})
 
     def _switch(self, matcher: StreamMatcher, arrived: pd.DataFrame,
@@ -237,7 +250,7 @@ class StreamStep:
 # (the others, counts of what was read, are every group's alike)
 _PER_GROUP = ("rows_to_matchers", "rows_to_matchers_by_pattern", "matches",
               "kleene_cap_hits", "negation_held_back", "chunk_splits", "partial_matches",
-              "seconds")
+              "seconds", "after_match_skipped")
 
 
 def merged_figures(figures: list[dict[str, Any]]) -> dict[str, Any]:
@@ -354,12 +367,16 @@ class _Collector(MatchArrivals):
         self.outputs += [output] * len(values)
         self.values += values
 
-    def write(self, pattern: str, out: PartitionOutput) -> None:
+    def write(self, pattern: str, out: PartitionOutput,
+              completed: np.ndarray | None = None) -> None:
+        """Add one range's matches (`completed`: each one's last arrival, when they were
+        held for an after-match skip, `StreamSkips`)."""
         if not out.count:
             return
         emitted = time.time()
         self.add(self.folders.get(pattern, MATCHES), out.texts())
-        seconds = np.round(emitted - self.completed(out), 6)
+        seconds = np.round(emitted - (self.completed(out) if completed is None else completed),
+                           6)
         self.seconds.append(seconds)
         self.add(LATENCY, [json.dumps([pattern, seconds.tolist()])])
 
