@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from functools import lru_cache
+from itertools import combinations, product
 from operator import itemgetter
 
 import numpy as np
@@ -46,6 +47,48 @@ def subsets(table: Table, var: str, candidates: np.ndarray, last: int,
             bits = bits[_holding(table, var, bits, events, preds, fixed)]
         kept.extend(tuple(events[row].tolist()) for row in bits)
     return kept
+
+
+def consecutive_subsets(table: Table, var: str, candidates: np.ndarray, last: int,
+                        preds: Sequence[PredicateSpec], fixed: Fixed,
+                        instants: np.ndarray) -> list[tuple[int, ...]]:
+    """The subsets of `subsets` whose events follow each other in the partition (strict
+    contiguity): no event of the table strictly between two successive ones, `instants`
+    numbering the table's distinct timestamps. Such a subset takes, for a run of successive
+    instants ending at `last`'s, a non-empty part of each instant's candidates (`last` always):
+    O(run) subsets without equal timestamps, not O(2^m)."""
+    at = instants[candidates]
+    end = int(instants[last])
+    present = set(at.tolist())
+    start = end  # the earliest instant every instant after which (to `last`'s) has a candidate
+    while start - 1 in present:
+        start -= 1
+    run = candidates[at >= start]
+    events = np.append(run, last).astype(np.int64)
+    groups = [np.flatnonzero(instants[events] == instant) for instant in range(start, end + 1)]
+    rows = []
+    for first in range(len(groups)):
+        choices = [_non_empty(g, g is groups[-1]) for g in groups[first:]]
+        for combo in product(*choices):
+            row = np.zeros(len(events), dtype=bool)
+            for part in combo:
+                row[list(part)] = True
+            rows.append(row)
+    bits = np.asarray(rows, dtype=bool).reshape(len(rows), len(events))
+    if preds:
+        bits = bits[_holding(table, var, bits, events, preds, fixed)]
+    return [tuple(events[row].tolist()) for row in bits]
+
+
+def _non_empty(group: np.ndarray, ends: bool) -> list[tuple[int, ...]]:
+    """The non-empty parts of one instant's events (positions); of the last instant, those
+    holding the last event (the group's last position)."""
+    members = group.tolist()
+    if ends:
+        rest = members[:-1]
+        return [(*c, members[-1]) for size in range(len(rest) + 1)
+                for c in combinations(rest, size)]
+    return [c for size in range(1, len(members) + 1) for c in combinations(members, size)]
 
 
 @lru_cache(maxsize=CACHED_GETTERS + 1)
