@@ -4,6 +4,9 @@ from the definition, on random streams with equal timestamps and two partition k
 
 from __future__ import annotations
 
+import tempfile
+from pathlib import Path
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -12,9 +15,11 @@ from cepplan.engine_adapter.job_spec import job_data
 from cepplan.engine_adapter.runtime.job import job_from_json
 from cepplan.engine_adapter.runtime.local import run_local
 from cepplan.planner.plan import trivial_plan
+from tests.engine.reference_matcher import canonical
 from tests.engine.reference_strategies import strategy_matches
 from tests.engine.test_matcher_vs_reference import frame, same_matches, with_orders
 from tests.engine.test_strategies import with_strategy
+from tests.engine.test_stream_matches import arrivals, stream
 from tests.engine.workloads import TYPES, workload
 
 KLEENE_SEQUENCES = {
@@ -66,3 +71,55 @@ def test_strict_kleene_takes_runs_only():
     found = [([e["id"] for e in m["events"]["b"]], m["events"]["c"]["id"])
              for m in result.matches["p"]]
     assert found == [([1, 2], 3)]
+
+
+SHARED = [  # the same Kleene prefix under both strategies: candidates for shared subtrees
+    {"name": f"{prefix}_{strategy}", "structure": structure, "where": ["a.v < b.v"],
+     "within": 5, "strategy": strategy}
+    for prefix, structure in (("abc", ["SEQ", "a:A", ["KLEENE", "b:B"], "c:C"]),
+                              ("abd", ["SEQ", "a:A", ["KLEENE", "b:B"], "d:A"]))
+    for strategy in ("any", "strict")]
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_shared_plan_across_kleene_strategies_equals_reference(seed):
+    """Kleene patterns that differ only in strategy, planned with sharing (tabu search): a
+    subtree holding a back-to-back Kleene variable is not shared with an `any` one, and every
+    pattern's matches equal the reference of its strategy, with and without sharing."""
+    import random
+
+    from cepplan.planner.evaluation import EvaluationSettings, evaluation
+
+    rng = random.Random(seed)
+    rows = [(rng.choice(TYPES), rng.randint(0, 12), rng.randint(0, 4), 0.5, "x")
+            for _ in range(30)]
+    wl = workload(SHARED, seq_ties="allow")
+    plan = evaluation(wl, wl.statistics, trivial_plan(wl),
+                      EvaluationSettings("tabu", "edge", 0.5, seed=1))
+    job = job_from_json(job_data(wl, plan))
+    events = frame(rows)
+    plain = workload([{k: v for k, v in p.items() if k != "strategy"} for p in SHARED],
+                     seq_ties="allow")
+    expected = strategy_matches(plain, {p["name"]: p["strategy"] for p in SHARED}, events)
+    for share in (True, False):
+        result = run_local(events, job, share=share)
+        assert {p: sorted(map(canonical, m)) for p, m in result.matches.items()} == \
+            {p: sorted(map(canonical, m)) for p, m in expected.items()}, share
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(rows=st.lists(EVENT, max_size=14))
+def test_live_stream_strict_kleene_equals_reference(rows):
+    """On a live stream (`StreamMatcher`, one micro-batch) strict Kleene patterns match as the
+    reference says."""
+    patterns = [{**template, "name": name} for name, (template,) in KLEENE_SEQUENCES.items()]
+    wl = workload([{**p, "strategy": "strict"} for p in patterns], csv=True)
+    arrived = arrivals(frame(rows), 0.0, 0)
+    with tempfile.TemporaryDirectory() as folder:
+        got, late, _ = stream(wl, job_data(wl, trivial_plan(wl)), arrived, 0.0, [],
+                              Path(folder))
+    expected = strategy_matches(workload(patterns), dict.fromkeys(KLEENE_SEQUENCES, "strict"),
+                                arrived)
+    assert not late
+    assert got == {name: sorted(map(canonical, found))
+                   for name, found in expected.items() if found}
