@@ -18,7 +18,7 @@ from cepplan.planner.plan import trivial_plan
 from tests.engine.reference_matcher import canonical
 from tests.engine.reference_strategies import strategy_matches
 from tests.engine.test_matcher_vs_reference import frame, same_matches, with_orders
-from tests.engine.test_strategies import with_strategy
+from tests.engine.test_strategies import shared_plan_equals_reference, with_strategy
 from tests.engine.test_stream_matches import arrivals, stream
 from tests.engine.workloads import TYPES, workload
 
@@ -84,27 +84,11 @@ SHARED = [  # the same Kleene prefix under both strategies: candidates for share
 @pytest.mark.parametrize("seed", range(3))
 def test_shared_plan_across_kleene_strategies_equals_reference(seed):
     """Kleene patterns that differ only in strategy, planned with sharing (tabu search): a
-    subtree holding a back-to-back Kleene variable is not shared with an `any` one, and every
-    pattern's matches equal the reference of its strategy, with and without sharing."""
-    import random
+    join is shared, each pattern expands its Kleene variable itself, and every pattern's
+    matches equal the reference of its strategy, with and without sharing."""
+    from cepplan.engine_adapter.runtime.shared_nodes import sharing_plan
 
-    from cepplan.planner.evaluation import EvaluationSettings, evaluation
-
-    rng = random.Random(seed)
-    rows = [(rng.choice(TYPES), rng.randint(0, 12), rng.randint(0, 4), 0.5, "x")
-            for _ in range(30)]
-    wl = workload(SHARED, seq_ties="allow")
-    plan = evaluation(wl, wl.statistics, trivial_plan(wl),
-                      EvaluationSettings("tabu", "edge", 0.5, seed=1))
-    job = job_from_json(job_data(wl, plan))
-    events = frame(rows)
-    plain = workload([{k: v for k, v in p.items() if k != "strategy"} for p in SHARED],
-                     seq_ties="allow")
-    expected = strategy_matches(plain, {p["name"]: p["strategy"] for p in SHARED}, events)
-    for share in (True, False):
-        result = run_local(events, job, share=share)
-        assert {p: sorted(map(canonical, m)) for p, m in result.matches.items()} == \
-            {p: sorted(map(canonical, m)) for p, m in expected.items()}, share
+    assert sharing_plan(shared_plan_equals_reference(SHARED, seed)).uses
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
