@@ -65,6 +65,19 @@ def consecutive_subsets(table: Table, var: str, candidates: np.ndarray, last: in
         start -= 1
     run = candidates[at >= start]
     events = np.append(run, last).astype(np.int64)
+    if len(events) == end - start + 1:  # one event per timestamp: the run's suffixes
+        bits = np.triu(np.ones((len(events), len(events)), dtype=bool))
+    else:
+        bits = _tied_runs(events, instants, start, end)
+    if preds:
+        bits = bits[_holding(table, var, bits, events, preds, fixed)]
+    return [tuple(events[row].tolist()) for row in bits]
+
+
+def _tied_runs(events: np.ndarray, instants: np.ndarray, start: int, end: int) -> np.ndarray:
+    """`consecutive_subsets`' bit rows where timestamps repeat: per run of instants from one
+    in [start, end] to `end`, a non-empty part of each instant's events (the last's holding
+    the last event)."""
     groups = [np.flatnonzero(instants[events] == instant) for instant in range(start, end + 1)]
     rows = []
     for first in range(len(groups)):
@@ -74,10 +87,7 @@ def consecutive_subsets(table: Table, var: str, candidates: np.ndarray, last: in
             for part in combo:
                 row[list(part)] = True
             rows.append(row)
-    bits = np.asarray(rows, dtype=bool).reshape(len(rows), len(events))
-    if preds:
-        bits = bits[_holding(table, var, bits, events, preds, fixed)]
-    return [tuple(events[row].tolist()) for row in bits]
+    return np.asarray(rows, dtype=bool).reshape(len(rows), len(events))
 
 
 def _non_empty(group: np.ndarray, ends: bool) -> list[tuple[int, ...]]:
