@@ -55,9 +55,11 @@ def import_command(
         skip = pattern.get("after_match")
         skip_text = "" if skip is None else ", after a match " + (
             skip if isinstance(skip, str) else " ".join(*skip.items()))
-        optional = [o[1].split(":")[0] for o in pattern["structure"][1:] if isinstance(o, list)]
-        if optional:
-            order = f"({', '.join(optional)} optional) {order}"
+        for kind, said in (("OPTIONAL", "optional"), ("KLEENE", "repeated")):
+            named = [o[1].split(":")[0] for o in pattern["structure"][1:]
+                     if isinstance(o, list) and o[0] == kind]
+            if named:
+                order = f"({', '.join(named)} {said}) {order}"
         if "prefer" in pattern:
             skip_text += f", the {pattern['prefer']} match of each first row"
         echo(f"wrote {output}: pattern {pattern['name']} = SEQ of "

@@ -110,8 +110,10 @@ def _bottom_up(workload: Workload) -> list[str]:
 
 
 def _bounds(operand: Operand) -> dict[str, int]:
-    """A KLEENE operand's bounds on its events, when it has any."""
+    """A KLEENE operand's bounds on its events, when it has any, and whether they follow each
+    other in the partition (`strict`)."""
     bounds = {"min": operand.min_count} if operand.min_count > 1 else {}
+    bounds |= {"consecutive": True} if operand.consecutive else {}
     return bounds | ({"max": operand.max_count} if operand.max_count is not None else {})
 
 

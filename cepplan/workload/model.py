@@ -63,6 +63,7 @@ class Operand:
     optional: bool = False  # ["OPTIONAL", leaf]: a match may leave it unbound (optional.py)
     min_count: int = 1  # KLEENE: the fewest and most events it binds (None: no bound)
     max_count: int | None = None
+    consecutive: bool = False  # KLEENE under `strict`: its events follow each other, back to back
 
 
 @dataclass(frozen=True)

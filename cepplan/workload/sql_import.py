@@ -67,6 +67,9 @@ class _Query:
         self.gap: str | None = None  # the X of an `X*?` before the last variable
         self.optional: frozenset[str] = frozenset()  # the `B?` / `B??` variables
         self.prefer = ""  # their preference: greedy (B?) or reluctant (B??)
+        self.repeated: dict[str, tuple[int, int | None]] = {}  # B+, B{n,m}: (n, m or None)
+        self.row = "each"  # which rows of a repeated variable its DEFINE reads (`condition`)
+        self.before_first = False  # whether it read the row before them (PREV)
         self.time_column = ""
 
     def workload(self) -> dict[str, Any]:
@@ -79,6 +82,7 @@ class _Query:
             raise _Refused("PATTERN", str(err)) from None
         self.variables, self.gap = pattern_read.variables, pattern_read.gap
         self.optional, self.prefer = pattern_read.optional, pattern_read.prefer
+        self.repeated = pattern_read.repeated
         self.time_column = self.order_column(args.get("order"))
         skip = self.after_match(args.get("after"))
         rows = args.get("rows")
@@ -114,7 +118,7 @@ class _Query:
             if item.this.find(exp.Column) is None:
                 raise _Refused(place, f"{item.this.sql()!r} reads no column: a condition "
                                "other than TRUE must read the row")
-            where.append(self.expression(item.this, place, var))
+            where.extend(self.condition(item.this, place, var))
         emit = {}
         for measure in args.get("measures") or ():
             place = f"MEASURES {measure.this.alias or measure.sql()}"
@@ -135,8 +139,7 @@ class _Query:
             emit[name] = self.expression(measure.this.this, place, None)
         pattern: dict[str, Any] = {
             "name": _name(self.match, self.table),
-            "structure": ["SEQ", *(["OPTIONAL", f"{v}:{self.table}"] if v in self.optional
-                                   else f"{v}:{self.table}" for v in self.variables)],
+            "structure": ["SEQ", *(self.leaf(v) for v in self.variables)],
             "strategy": "strict" if self.gap is None else {
                 **{v: "strict" for v in self.variables[1:-1]}, self.variables[-1]: "next"}}
         if where:
@@ -174,7 +177,7 @@ class _Query:
         shown = " ".join(after.name.upper().split()) if after is not None else \
             "AFTER MATCH SKIP PAST LAST ROW"
         if shown == "AFTER MATCH SKIP TO NEXT ROW":
-            return "to_next_event" if self.optional else None
+            return "to_next_event" if self.optional or self.repeated else None
         if self.gap is not None:
             self.prefer = "reluctant"  # matches in start order: a later start may end first
         if shown == "AFTER MATCH SKIP PAST LAST ROW":
@@ -268,6 +271,33 @@ class _Query:
                        "literals, comparisons, arithmetic, AND/OR/NOT, ABS, PREV, NEXT, FIRST, "
                        "LAST)")
 
+    def leaf(self, var: str) -> str | list:
+        """The structure leaf of one PATTERN variable: plain, OPTIONAL or KLEENE (bounded)."""
+        leaf = f"{var}:{self.table}"
+        if var in self.optional:
+            return ["OPTIONAL", leaf]
+        if var not in self.repeated:
+            return leaf
+        low, high = self.repeated[var]
+        bounds = {"min": low} if low > 1 else {}
+        return ["KLEENE", leaf, *([bounds | ({"max": high} if high else {})]
+                                  if bounds or high else [])]
+
+    def condition(self, node, place: str, var: str) -> list[str]:
+        """The `where` entries of `var`'s DEFINE. A repeated variable's condition holds on each
+        of its rows: on every row but its first as written (PREV reading its previous row),
+        and where PREV reads the row before its first, once more on its first row."""
+        self.row = "each"
+        self.before_first = False
+        each = self.expression(node, place, var)
+        if not self.before_first:
+            return [each]
+        self.row = "first"
+        try:
+            return [each, self.expression(node, place, var)]
+        finally:
+            self.row = "each"
+
     def navigation(self, func: str, args: list, place: str, current: str | None) -> str:
         """PREV/NEXT move to the row before/after a variable's row, which under strict
         contiguity is the neighbouring variable's; FIRST/LAST of a single-row variable are
@@ -282,6 +312,9 @@ class _Query:
         if not isinstance(args[0], exp.Column):
             raise _Refused(place, f"{func} of anything but a column is not supported")
         if func in ("FIRST", "LAST") and offset != 0:
+            if (args[0].table or current) in self.repeated:
+                raise _Refused(place, f"{func}({args[0].sql()}, {offset}) reads a row inside "
+                               "a repeated variable's rows, which cepplan does not name")
             raise _Refused(place, f"{func}({args[0].sql()}, {offset}) reads a row the "
                            f"single-row variable does not have (NULL in SQL)")
         if func == "FIRST" and not args[0].table and current is not None:
@@ -290,10 +323,15 @@ class _Query:
                                f"which the optional {self.variables[0]} may not bind")
             current = self.variables[0]  # FIRST of all the rows matched so far: the first
         shift = {"PREV": -offset, "NEXT": offset}.get(func, 0)
-        return self.reference(args[0], place, current, shift)
+        return self.reference(args[0], place, current, shift, func)
 
-    def reference(self, column, place: str, current: str | None, shift: int) -> str:
+    def reference(self, column, place: str, current: str | None, shift: int,
+                  func: str = "") -> str:
         var = column.table or current
+        if self.repeated and var in self.variables:
+            repeated = self.repeated_reference(column, place, current, shift, func)
+            if repeated is not None:
+                return repeated
         if var is None:
             raise _Refused(place, f"{column.sql()!r}: name the variable (A.{column.name})")
         if var == self.gap:
@@ -321,6 +359,41 @@ class _Query:
                            "reads a row that depends on whether an optional variable "
                            f"({', '.join(v for v in crossed if v in self.optional)}) matched")
         return f"{self.variables[index]}.{self.attribute(column.name, place)}"
+
+    def repeated_reference(self, column, place: str, current: str | None, shift: int,
+                           func: str) -> str | None:
+        """A column read on or next to a repeated variable's rows (None: neither; `reference`
+        reads it). Its own DEFINE reads the current row (`self.row`: each row, or its first);
+        elsewhere it is its last row (as SQL's B.x), FIRST its first."""
+        var = column.table or current
+        index = self.variables.index(var)
+        if current is not None and index > self.variables.index(current):
+            return None  # `reference` refuses it
+        lands = self.variables[index + shift] if 0 <= index + shift < len(self.variables) \
+            else None
+        if var not in self.repeated and lands not in self.repeated:
+            return None
+        attr = self.attribute(column.name, place)
+        if shift > 0 or (shift < 0 and var in self.repeated and var != current):
+            raise _Refused(place, f"{column.sql()!r} moves from a row of the repeated {var} or "
+                           "onto it other than PREV within its own DEFINE or to its last row")
+        if abs(shift) > 1:
+            raise _Refused(place, f"{column.sql()!r} moves {abs(shift)} rows across the "
+                           "repeated variable: only PREV by one row carries over")
+        if shift == 0:
+            if var != current:
+                return f"{'FIRST' if func == 'FIRST' else 'LAST'}({var}.{attr})"
+            first = func == "FIRST" or self.row == "first"
+            return f"FIRST({var}.{attr})" if first else f"{var}.{attr}"
+        if var != current:  # PREV onto the repeated variable's last row
+            return f"LAST({lands}.{attr})"
+        self.before_first = True
+        if self.row == "each":
+            return f"PREV({var}.{attr})"
+        if lands is None:
+            raise _Refused(place, f"{column.sql()!r} on {var}'s first row reads a row outside "
+                           "the match, which cepplan does not keep")
+        return f"LAST({lands}.{attr})" if lands in self.repeated else f"{lands}.{attr}"
 
 
 def _parse(sql: str):

@@ -1,5 +1,6 @@
 """The PATTERN of a MATCH_RECOGNIZE query as `cepplan import` carries it over: single-row
 variables in strict contiguity, optional ones (`B?` greedy, `B??` reluctant, not both kinds),
+greedy repeated ones (`B+`, `B{n}`, `B{n,}`, `B{n,m}`, n >= 1: KLEENE in strict contiguity),
 and before the last one at most one reluctant `X*?` of a variable that matches every row
 (docs/import.md).
 
@@ -12,7 +13,7 @@ that variable failed, which `next` does not do, so it is refused there.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from cepplan.workload.names import is_name
 
@@ -21,8 +22,7 @@ _UNSUPPORTED = (("|", "alternation"), ("(", "grouping"), ("{-", "exclusion"),
                 ("^", "an anchor"), ("$", "an anchor"))
 
 
-_KLEENE = ("strict contiguity between the rows of a repeated variable is not in cepplan's "
-           "language (its strategies hold between variables, not within a KLEENE)")
+_REPEATED = re.compile(r"\+|\{(\d+)(,(\d*))?\}")  # B+, B{n}, B{n,}, B{n,m}
 
 
 _AT_MOST_ONCE = {"{0,1}": "?", "{,1}": "?", "{0,1}?": "??", "{,1}?": "??"}  # B{0,1} is B?
@@ -37,6 +37,7 @@ class RowPattern:
     gap: str | None
     optional: frozenset[str] = frozenset()
     prefer: str = ""
+    repeated: dict[str, tuple[int, int | None]] = field(default_factory=dict)  # (min, max)
 
 
 def read_pattern(text: str) -> RowPattern:
@@ -49,6 +50,7 @@ def read_pattern(text: str) -> RowPattern:
     variables: list[str] = []
     gap = None
     optional: dict[str, str] = {}
+    repeated: dict[str, tuple[int, int | None]] = {}
     for at, token in enumerate(tokens):
         if token.upper().startswith("PERMUTE"):
             raise ValueError("PERMUTE is not supported")
@@ -61,9 +63,9 @@ def read_pattern(text: str) -> RowPattern:
         elif quantifier in ("?", "??"):
             optional[name] = "greedy" if quantifier == "?" else "reluctant"
             variables.append(name)
-        elif quantifier in ("+", "+?", "*", "*?") or quantifier.startswith("{"):
-            raise ValueError(f"the quantifier {quantifier!r} on {name} is not supported: "
-                             f"{_KLEENE}; B? and B?? are")
+        elif quantifier and (bounds := _repeated(name, quantifier)):
+            repeated[name] = bounds
+            variables.append(name)
         elif quantifier:
             raise ValueError(f"{token!r} is not supported: each variable matches one row, or "
                              "none with ? (a reluctant X*? of a variable matching every row "
@@ -83,4 +85,30 @@ def read_pattern(text: str) -> RowPattern:
         raise ValueError(f"an optional variable with {gap}*? is not supported")
     if len(optional) == len(variables):
         raise ValueError("every variable is optional: a match cannot be empty")
-    return RowPattern(variables, gap, frozenset(optional), next(iter(optional.values()), ""))
+    if repeated and (optional or gap is not None):
+        raise ValueError(f"a repeated variable ({', '.join(repeated)}) with an optional one or "
+                         "X*? is not supported")
+    if repeated and len(variables) == 1:
+        raise ValueError(f"a lone repeated variable ({variables[0]}) is not supported: cepplan "
+                         "keeps its rows back to back only between other variables")
+    prefer = "greedy" if repeated else next(iter(optional.values()), "")
+    return RowPattern(variables, gap, frozenset(optional), prefer, repeated)
+
+
+def _repeated(name: str, quantifier: str) -> tuple[int, int | None] | None:
+    """The bounds of a greedy repetition (None: not one); ValueError for those not carried."""
+    if quantifier.endswith("?") or quantifier.startswith("*"):
+        raise ValueError(f"the quantifier {quantifier!r} on {name} is not supported: "
+                         "repetitions carry over greedy and of at least one row (B+, B{n,m}, "
+                         "n >= 1); B? and B?? too")
+    found = _REPEATED.fullmatch(quantifier)
+    if found is None:
+        return None
+    if quantifier == "+":
+        return 1, None
+    low = int(found.group(1))
+    high = low if found.group(2) is None else (int(found.group(3)) if found.group(3) else None)
+    if low < 1 or (high is not None and high < low):
+        raise ValueError(f"the quantifier {quantifier!r} on {name} is not supported: "
+                         "repetitions of at least one row (n >= 1, m >= n) carry over")
+    return low, high

@@ -10,7 +10,10 @@ strategy for every such pair, or one per later variable y):
   conditions, one per alternative type of y.
 - `strict` (FlinkCEP `next`, MATCH_RECOGNIZE's default): no event of the partition other than
   the match's own has a timestamp strictly between x's and y's. Rewrite: one hidden `NOT` per
-  primitive event type between x and y.
+  primitive event type between x and y; a Kleene x or y is read by its last or first event.
+  A Kleene variable the strategy names (or every one, for a pattern-wide `strict`) is also
+  marked `consecutive`: no event of the partition lies strictly between two of its events, a
+  condition the matcher's Kleene stage enumerates directly (not expressible as a negation).
 """
 
 from __future__ import annotations
@@ -48,16 +51,23 @@ def strategy_problem(pattern: Pattern) -> tuple[str, str] | None:
                 return var, (f"{var!r} is the first event of the match: a strategy names the "
                              "later of two consecutive variables")
     used = sorted(set(pair_strategies(pattern).values()) - {"any"})
+    if spec == "strict" and not used and any(o.kind == KLEENE for o in pattern.operands):
+        return "", ("strategy 'strict' with a lone KLEENE variable is not supported: its "
+                    "events are back to back only between other variables of a SEQ")
     if not used:
         return None
     strategy = " and ".join(repr(s) for s in used)
     if pattern.operator != "SEQ":
         return "", (f"strategy {strategy} orders events: it applies to a SEQ pattern, not "
                     f"{pattern.operator}")
-    kleene = [o.var for o in pattern.operands if o.kind == KLEENE]
-    if kleene:
-        return "", (f"strategy {strategy} is not supported with a KLEENE operand "
-                    f"({', '.join(kleene)}); use strategy \"any\"")
+    kleene = [o for o in pattern.operands if o.kind == KLEENE]
+    if kleene and "next" in used:
+        return "", (f"strategy 'next' is not supported with a KLEENE operand "
+                    f"({', '.join(o.var for o in kleene)}); use \"strict\" or \"any\"")
+    optional = [o.var for o in kleene if o.optional]
+    if optional:
+        return "", (f"strategy 'strict' is not supported with a KLEENE operand that may bind "
+                    f"no event ({', '.join(optional)}); give it at least one")
     complex_ = [o.var for o in pattern.positive if o.is_complex]
     if complex_:
         return "", (f"strategy {strategy} applies between primitive events; "
@@ -69,7 +79,7 @@ def apply_strategy(pattern: Pattern, event_types: dict, ties_allowed: bool) -> P
     """The core pattern equivalent to `pattern` under its strategy (module doc); `event_types`
     are the workload's primitive types, `ties_allowed` whether `seq_ties` is `allow`."""
     chosen = pair_strategies(pattern)
-    if set(chosen.values()) <= {"any"}:
+    if set(chosen.values()) <= {"any"} and pattern.strategy != "strict":
         return pattern
     ordered = sorted(pattern.operands, key=lambda o: o.position)
     positives = [o for o in ordered if o.kind != NEGATED]
@@ -89,6 +99,7 @@ def apply_strategy(pattern: Pattern, event_types: dict, ties_allowed: bool) -> P
                 if ties_allowed:
                     extra_predicates.append(_ts(hidden, "<", after.var))
         else:
+            before_kleene, after_kleene = before.kind == KLEENE, after.kind == KLEENE
             extra_operands[after.var] = []
             for index, type_name in enumerate(sorted(event_types)):
                 attributes = event_types[type_name].attributes
@@ -97,13 +108,17 @@ def apply_strategy(pattern: Pattern, event_types: dict, ties_allowed: bool) -> P
                 hidden = f"__strict_{after.var}_{index}"
                 extra_operands[after.var].append(_negated(hidden, type_name))
                 if ties_allowed:
-                    extra_predicates.append(_ts(hidden, ">", before.var))
-                    extra_predicates.append(_ts(hidden, "<", after.var))
+                    extra_predicates.append(_ts(hidden, ">", before.var, "LAST" * before_kleene))
+                    extra_predicates.append(_ts(hidden, "<", after.var, "FIRST" * after_kleene))
+    spec = pattern.strategy
+    consecutive = {o.var for o in positives if o.kind == KLEENE
+                   and (spec if isinstance(spec, str) else spec.get(o.var)) == "strict"}
     operands: list[Operand] = []
     for operand in ordered:
         for hidden in extra_operands.get(operand.var, ()):
             operands.append(replace(hidden, position=len(operands)))
-        operands.append(replace(operand, position=len(operands)))
+        operands.append(replace(operand, position=len(operands),
+                                consecutive=operand.var in consecutive))
     predicates = list(pattern.predicates)
     for expr in extra_predicates:
         variables = frozenset(_variables(expr))
@@ -129,8 +144,10 @@ def _negated(var: str, type_name: str) -> Operand:
     return Operand(var, type_name, NEGATED, 0, False)
 
 
-def _ts(left: str, op: str, right: str) -> Expr:
-    return Binary(op, Attr(left, "ts"), Attr(right, "ts"))
+def _ts(left: str, op: str, right: str, kleene: str = "") -> Expr:
+    """`left.ts op right.ts`; `kleene` (FIRST or LAST) reads a Kleene `right` by that event."""
+    other = Attr(right, "ts")
+    return Binary(op, Attr(left, "ts"), KleeneRef(kleene, other) if kleene else other)
 
 
 def rename(expr: Expr, old: str, new: str) -> Expr:

@@ -8,19 +8,24 @@ consecutive variables x, y meets the strategy chosen for the pair:
   before y's, satisfies y's conditions (its predicates over y and variables bound before y or
   optional ones the match leaves unbound, read as NULL) read on it in y's place;
 - strict: no event outside the match, in the partition, has a timestamp strictly between x's
-  and y's.
+  and y's (a Kleene x: its last event's; a Kleene y: its first event's).
+
+A Kleene variable b is consecutive when the pattern's strategy is `strict` or the per-variable
+object gives b `strict`: no event outside the match, in the partition, has a timestamp strictly
+between two successive events of b.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from itertools import pairwise
 from typing import Any
 
 import pandas as pd
 
 from cepplan.engine_adapter.runtime.records import plain_value
 from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_TYPE
-from cepplan.workload.model import NEGATED, Workload
+from cepplan.workload.model import KLEENE, NEGATED, Workload
 from tests.engine.reference_matcher import reference_matches, truth
 
 
@@ -49,15 +54,22 @@ def _event(row: dict, workload: Workload) -> dict:
 def _keeps(pattern, strategy: str | Mapping[str, str], match: dict, pool: list[dict],
            ties: bool) -> bool:
     bound = match["events"]
-    own = {(e["type"], e["id"]) for e in bound.values()}
-    key = tuple(next(iter(bound.values()))[k] for k in pattern.partition_by)
+    every = [e for v in bound.values() for e in (v if isinstance(v, list) else [v])]
+    own = {(e["type"], e["id"]) for e in every}
+    key = tuple(every[0][k] for k in pattern.partition_by)
     others = [e for e in pool if (e["type"], e["id"]) not in own
               and tuple(e.get(k) for k in pattern.partition_by) == key]
     order = [o for o in sorted(pattern.operands, key=lambda o: o.position)
              if o.kind != NEGATED and o.var in bound]  # an unbound optional one is no step
     absent = frozenset(o.var for o in pattern.positive) - set(bound)
+    for operand in order:
+        chosen = strategy if isinstance(strategy, str) else strategy.get(operand.var, "any")
+        if operand.kind == KLEENE and chosen == "strict":
+            stamps = sorted(e["ts"] for e in bound[operand.var])
+            if any(s < e["ts"] < t for s, t in pairwise(stamps) for e in others):
+                return False
     for i in range(1, len(order)):
-        x, y = bound[order[i - 1].var], bound[order[i].var]
+        x, y = _last(bound[order[i - 1].var]), _first(bound[order[i].var])
         pair = strategy if isinstance(strategy, str) else strategy.get(order[i].var, "any")
         if pair == "any":
             continue
@@ -77,3 +89,13 @@ def _keeps(pattern, strategy: str | Mapping[str, str], match: dict, pool: list[d
             if all(truth(p.expr, trial, absent, frozenset()) is True for p in conditions):
                 return False
     return True
+
+
+def _last(bound: dict | list[dict]) -> dict:
+    """A plain variable's event, or a Kleene variable's latest one."""
+    return max(bound, key=lambda e: e["ts"]) if isinstance(bound, list) else bound
+
+
+def _first(bound: dict | list[dict]) -> dict:
+    """A plain variable's event, or a Kleene variable's earliest one."""
+    return min(bound, key=lambda e: e["ts"]) if isinstance(bound, list) else bound

@@ -89,26 +89,33 @@ SHARED = [  # the same SEQ prefix under every strategy: candidates for shared su
 def test_shared_plan_across_strategies_equals_reference(seed):
     """Patterns that differ only in strategy, planned with sharing (tabu search): identical
     matches with and without sharing, equal to the reference of each one's strategy."""
+    from cepplan.engine_adapter.runtime.shared_nodes import sharing_plan
+
+    job = shared_plan_equals_reference(SHARED, seed)
+    assert sharing_plan(job).uses, "no subtree was shared"
+
+
+def shared_plan_equals_reference(patterns: list[dict], seed: int):
+    """Plan `patterns` (each with its `strategy`) with sharing, run them with and without it
+    on a random stream and check both against the reference; the job run."""
     import random
 
-    from cepplan.engine_adapter.runtime.shared_nodes import sharing_plan
     from cepplan.planner.evaluation import EvaluationSettings, evaluation
     from tests.engine.reference_matcher import canonical
 
     rng = random.Random(seed)
     rows = [(rng.choice(TYPES), rng.randint(0, 12), rng.randint(0, 4), 0.5, "x")
             for _ in range(30)]
-    wl = workload(SHARED, seq_ties="allow")
+    wl = workload(patterns, seq_ties="allow")
     plan = evaluation(wl, wl.statistics, trivial_plan(wl),
                       EvaluationSettings("tabu", "edge", 0.5, seed=1))
     job = job_from_json(job_data(wl, plan))
     events = frame(rows)
-    shared = run_local(events, job, share=True)
-    alone = run_local(events, job, share=False)
-    plain = workload([{k: v for k, v in p.items() if k != "strategy"} for p in SHARED],
+    plain = workload([{k: v for k, v in p.items() if k != "strategy"} for p in patterns],
                      seq_ties="allow")
-    expected = strategy_matches(plain, {p["name"]: p["strategy"] for p in SHARED}, events)
-    for result in (shared, alone):
+    expected = strategy_matches(plain, {p["name"]: p["strategy"] for p in patterns}, events)
+    for share in (True, False):
+        result = run_local(events, job, share=share)
         assert {p: sorted(map(canonical, m)) for p, m in result.matches.items()} == \
-            {p: sorted(map(canonical, m)) for p, m in expected.items()}
-    assert sharing_plan(job).uses, "no subtree was shared"
+            {p: sorted(map(canonical, m)) for p, m in expected.items()}, share
+    return job

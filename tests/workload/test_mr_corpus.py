@@ -1,4 +1,4 @@
-"""`cepplan import` on 25 MATCH_RECOGNIZE queries of the peers' own documentation and tests
+"""`cepplan import` on 27 MATCH_RECOGNIZE queries of the peers' own documentation and tests
 (tests/workload/mr_corpus/, each with its source and a sample of events): each one either runs
 with the matches of the SQL standard's definitions (a brute-force reference) and of the peer's
 documented result, or is refused with one error naming the clause it cannot carry over."""
@@ -21,7 +21,7 @@ from cepplan.sources.local_source import read_batches
 from cepplan.workload import build_workload
 from cepplan.workload.sql_import import import_query
 from tests.workload.reference_match_recognize import reference_matches
-from tests.workload.test_sql_import import bound
+from tests.workload.test_sql_import import bound, rows_of
 
 CORPUS = Path(__file__).parent / "mr_corpus"
 QUERIES = sorted(p.stem for p in CORPUS.glob("*.sql"))
@@ -32,8 +32,8 @@ def header(sql: str) -> dict[str, str]:
     return dict(re.findall(r"^-- (\w[\w ]*): (.*)$", sql, re.MULTILINE))
 
 
-def test_the_corpus_holds_25_queries_each_with_its_source_and_sample():
-    assert len(QUERIES) == 25
+def test_the_corpus_holds_27_queries_each_with_its_source_and_sample():
+    assert len(QUERIES) == 27
     for name in QUERIES:
         fields = header((CORPUS / f"{name}.sql").read_text())
         assert fields["source"] and fields["expect"], name
@@ -65,7 +65,8 @@ def test_corpus_query_runs_equal_to_the_reference_or_is_refused_at_its_clause(na
     result = run_local(events.drop(columns="__reject"),
                        job_from_json(job_data(workload, trivial_plan(workload))))
     # rows are named by their time, distinct in each sample (not every sample has an id)
-    got = sorted(tuple(sorted((m["events"][v]["ts"], v) for v in variables if v in m["events"]))
+    got = sorted(tuple(sorted((e["ts"], v) for v in variables if v in m["events"]
+                              for e in rows_of(m["events"][v])))
                  for pattern in workload.patterns for m in result.matches[pattern.name])
     rows = [{**row, "__row": i} for i, row in enumerate(pd.read_csv(sample).to_dict("records"))]
     time = [row[doc["source"]["time_column"]] for row in rows]
@@ -79,3 +80,4 @@ def test_corpus_query_runs_equal_to_the_reference_or_is_refused_at_its_clause(na
         peer = sorted(tuple(time[int(r) - 1] for r in m.split())
                       for m in fields["peer matches"].split(";"))
         assert [tuple(t for t, _ in match) for match in expected] == peer
+

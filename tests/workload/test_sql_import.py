@@ -85,6 +85,18 @@ QUERIES = {  # name: (query, WITHIN in seconds or None)
         PARTITION BY symbol ORDER BY ts AFTER MATCH SKIP TO LAST B PATTERN (A B C? D?)
         WITHIN INTERVAL '9' SECOND
         DEFINE B AS B.price < A.price + 2, C AS C.volume > 1, D AS D.price >= B.price)""", 9),
+    "repeated_past_last_row": ("""SELECT * FROM Ticker MATCH_RECOGNIZE (
+        PARTITION BY symbol ORDER BY ts AFTER MATCH SKIP PAST LAST ROW PATTERN (A B+ C)
+        WITHIN INTERVAL '9' SECOND
+        DEFINE B AS B.price <= PREV(B.price), C AS C.price > B.price)""", 9),
+    "repeated_bounded_next_row": ("""SELECT * FROM Ticker MATCH_RECOGNIZE (ORDER BY ts
+        MEASURES FIRST(B.price) AS b_first, B.volume AS b_last
+        AFTER MATCH SKIP TO NEXT ROW PATTERN (A B{2,3} C) WITHIN INTERVAL '9' SECOND
+        DEFINE B AS B.volume >= A.volume, C AS C.price >= FIRST(B.price))""", 9),
+    "repeated_two_to_last": ("""SELECT * FROM Ticker MATCH_RECOGNIZE (
+        PARTITION BY symbol ORDER BY ts AFTER MATCH SKIP TO LAST U PATTERN (S D+ U+)
+        WITHIN INTERVAL '12' SECOND
+        DEFINE D AS D.price < PREV(D.price), U AS U.price > PREV(U.price))""", 12),
     "optional_first_greedy_next_row": ("""SELECT * FROM Ticker MATCH_RECOGNIZE (ORDER BY ts
         AFTER MATCH SKIP TO NEXT ROW PATTERN (A? B C) WITHIN INTERVAL '9' SECOND
         DEFINE A AS A.volume = 1, B AS B.price >= 2, C AS C.price <= B.price)""", 9),
@@ -107,8 +119,14 @@ def bound(wl) -> list[str]:
 def found(wl, result) -> list[tuple]:
     """Each match of the one user pattern (over its core patterns, one per choice of optional
     variables) as ((variable, id), ...) in pattern order."""
-    return sorted(tuple((v, m["events"][v]["id"]) for v in bound(wl) if v in m["events"])
+    return sorted(tuple((v, e["id"]) for v in bound(wl) if v in m["events"]
+                        for e in rows_of(m["events"][v]))
                   for p in wl.patterns for m in result.matches[p.name])
+
+
+def rows_of(bound: dict | list[dict]) -> list[dict]:
+    """A variable's events in a match: one, or a repeated (KLEENE) variable's several."""
+    return bound if isinstance(bound, list) else [bound]
 
 
 @pytest.mark.parametrize("name", sorted(QUERIES))
@@ -136,9 +154,27 @@ BASE = QUERIES["drop"][0]
 
 
 @pytest.mark.parametrize(("query", "place", "fragment"), [
-    (BASE.replace("(HIGH LOW)", "(HIGH LOW+)"), "PATTERN", "quantifier '+' on LOW"),
-    (BASE.replace("(HIGH LOW)", "(HIGH LOW{2,3})"), "PATTERN", "quantifier '{2,3}' on LOW"),
-    (BASE.replace("(HIGH LOW)", "(HIGH LOW+?)"), "PATTERN", "within a KLEENE"),
+    (BASE.replace("(HIGH LOW)", "(HIGH LOW*)"), "PATTERN", "quantifier '*' on LOW"),
+    (BASE.replace("(HIGH LOW)", "(HIGH LOW{0,3})"), "PATTERN", "quantifier '{0,3}' on LOW"),
+    (BASE.replace("(HIGH LOW)", "(HIGH LOW{3,2})"), "PATTERN", "quantifier '{3,2}' on LOW"),
+    (BASE.replace("(HIGH LOW)", "(HIGH LOW+?)"), "PATTERN", "quantifier '+?' on LOW"),
+    (BASE.replace("(HIGH LOW)", "(HIGH LOW{2,}?)"), "PATTERN", "greedy"),
+    (BASE.replace("(HIGH LOW)", "(LOW+)").replace("HIGH AS HIGH.price > 2, ", ""), "PATTERN",
+     "lone repeated variable (LOW)"),
+    (BASE.replace("(HIGH LOW)", "(HIGH? LOW+)"), "PATTERN", "with an optional one"),
+    (BASE.replace("(HIGH LOW)", "(HIGH+ LOW)").replace("HIGH.price - 1", "PREV(HIGH.price)"),
+     "DEFINE LOW", "PREV"),
+    (BASE.replace("(HIGH LOW)", "(HIGH+ LOW)").replace("HIGH.price - 1", "NEXT(HIGH.price)"),
+     "DEFINE LOW", "moves from a row of the repeated HIGH"),
+    (BASE.replace("(HIGH LOW)", "(HIGH LOW+)").replace("HIGH.price - 1",
+                                                        "PREV(LOW.price, 2)"),
+     "DEFINE LOW", "only PREV by one row"),
+    (BASE.replace("(HIGH LOW)", "(HIGH+ LOW)").replace("HIGH.price - 1",
+                                                        "LAST(HIGH.price, 1)"),
+     "DEFINE LOW", "inside a repeated variable's rows"),
+    (BASE.replace("(HIGH LOW)", "(HIGH+ LOW)").replace("HIGH AS HIGH.price > 2",
+                                                        "HIGH AS HIGH.price > PREV(HIGH.price)"),
+     "DEFINE HIGH", "outside the match"),
     (BASE.replace("(HIGH LOW)", "(HIGH? LOW?)"), "PATTERN", "every variable is optional"),
     (BASE.replace("(HIGH LOW)", "(HIGH? LOW??)"), "PATTERN", "(B?) and reluctant (B??)"),
     (BASE.replace("(HIGH LOW)", "(HIGH? X*? LOW)"), "PATTERN", "optional variable with X*?"),
@@ -220,16 +256,17 @@ def test_import_command_writes_a_valid_workload_or_one_error(tmp_path):
     done = cepplan("import", str(query), str(sample), "-o", str(out))
     assert done.returncode == 2 and not out.exists(), done.stderr
     assert done.stderr.splitlines() == [
-        f"error: {query}: PATTERN: the quantifier '*' on LOW is not supported: strict "
-        "contiguity between the rows of a repeated variable is not in cepplan's language (its "
-        "strategies hold between variables, not within a KLEENE); B? and B?? are"]
-    query.write_text(QUERIES["optional_greedy_past_last_row"][0])
-    done = cepplan("import", str(query), str(sample), "-o", str(out))
-    assert done.stdout == (f"wrote {out}: pattern Ticker_match = SEQ of 3 Ticker rows (B "
-                           "optional) in strict contiguity, after a match past_last_event, the "
-                           "greedy match of each first row\n"), done.stderr
-    written = json.loads(out.read_text())["patterns"][0]
-    assert (written["structure"][2], written["prefer"]) == (["OPTIONAL", "B:Ticker"], "greedy")
+        f"error: {query}: PATTERN: the quantifier '*' on LOW is not supported: repetitions "
+        "carry over greedy and of at least one row (B+, B{n,m}, n >= 1); B? and B?? too"]
+    for name, kind, said in (("repeated_past_last_row", "KLEENE", "repeated"),
+                             ("optional_greedy_past_last_row", "OPTIONAL", "optional")):
+        query.write_text(QUERIES[name][0])
+        done = cepplan("import", str(query), str(sample), "-o", str(out))
+        assert done.stdout == (f"wrote {out}: pattern Ticker_match = SEQ of 3 Ticker rows (B "
+                               f"{said}) in strict contiguity, after a match past_last_event, "
+                               "the greedy match of each first row\n"), done.stderr
+        written = json.loads(out.read_text())["patterns"][0]
+        assert (written["structure"][2], written["prefer"]) == ([kind, "B:Ticker"], "greedy")
     query.write_text(QUERIES["skip_till_next_only"][0])
     done = cepplan("import", str(query), str(sample), "-o", str(out))
     assert done.stdout == (f"wrote {out}: pattern Ticker_match = SEQ of 2 Ticker rows in "

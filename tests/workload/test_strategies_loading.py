@@ -35,7 +35,6 @@ def doc_with(**changes) -> dict:
     ({"structure": ["AND", "a:A", "b:B"]}, "applies to a SEQ pattern, not AND"),
     ({"structure": ["OR", "a:A", "b:B"], "where": ["a.v > 1"]},
      "applies to a SEQ pattern, not OR"),
-    ({"structure": ["SEQ", "a:A", ["KLEENE", "b:B"]]}, "not supported with a KLEENE operand (b)"),
 ])
 @pytest.mark.parametrize("strategy", ["next", "strict"])
 def test_strategy_that_cannot_apply_is_refused(changes, fragment, strategy):
@@ -44,6 +43,36 @@ def test_strategy_that_cannot_apply_is_refused(changes, fragment, strategy):
     (problem,) = caught.value.problems
     assert problem.path == "patterns[0].strategy"
     assert fragment in problem.message
+
+
+@pytest.mark.parametrize(("strategy", "kleene", "fragment"), [
+    ("next", ["KLEENE", "b:B"], "'next' is not supported with a KLEENE operand (b)"),
+    ({"b": "next"}, ["KLEENE", "b:B"], "'next' is not supported with a KLEENE operand (b)"),
+    ("strict", ["KLEENE", "b:B", {"min": 0}], "KLEENE operand that may bind no event (b)"),
+    ("strict", None, "lone KLEENE variable is not supported"),
+])
+def test_strategy_kleene_cannot_take_is_refused(strategy, kleene, fragment, tmp_path: Path):
+    """`next` with a Kleene variable, and `strict` with one that may bind nothing, are not
+    built: one error line at the pattern's strategy, exit 2."""
+    path = tmp_path / "w.json"
+    structure = ["SEQ", "a:A", kleene] if kleene else ["SEQ", ["KLEENE", "b:B"]]
+    path.write_text(json.dumps(doc_with(strategy=strategy, structure=structure, where=[])))
+    result = CliRunner().invoke(app, ["validate", str(path)])
+    assert result.exit_code == 2
+    (line,) = [line for line in result.output.splitlines() if line.startswith("error:")]
+    assert "patterns[0].strategy" in line and fragment in line, result.output
+    assert "Traceback" not in result.output
+
+
+def test_strict_kleene_loads_as_consecutive_with_hidden_negations():
+    """`strict` with a Kleene b marks b consecutive and puts one hidden NOT per type on each
+    side; with `seq_ties: allow` the gaps read b's first and last events."""
+    doc = doc_with(strategy="strict", structure=["SEQ", "a:A", ["KLEENE", "b:B"], "c:A"])
+    doc["options"] = {"seq_ties": "allow"}
+    pattern = build_workload(doc).pattern("p")
+    assert pattern.operand("b").consecutive and not pattern.operand("a").consecutive
+    texts = [p.text for p in pattern.predicates]
+    assert "__strict_b_0.ts < FIRST(b.ts)" in texts and "__strict_c_0.ts > LAST(b.ts)" in texts
 
 
 def test_strategy_over_another_patterns_matches_is_refused():

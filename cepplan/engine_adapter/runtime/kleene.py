@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from functools import lru_cache
+from itertools import combinations, product
 from operator import itemgetter
 
 import numpy as np
@@ -46,6 +47,58 @@ def subsets(table: Table, var: str, candidates: np.ndarray, last: int,
             bits = bits[_holding(table, var, bits, events, preds, fixed)]
         kept.extend(tuple(events[row].tolist()) for row in bits)
     return kept
+
+
+def consecutive_subsets(table: Table, var: str, candidates: np.ndarray, last: int,
+                        preds: Sequence[PredicateSpec], fixed: Fixed,
+                        instants: np.ndarray) -> list[tuple[int, ...]]:
+    """The subsets of `subsets` whose events follow each other in the partition (strict
+    contiguity): no event of the table strictly between two successive ones, `instants`
+    numbering the table's distinct timestamps. Such a subset takes, for a run of successive
+    instants ending at `last`'s, a non-empty part of each instant's candidates (`last` always):
+    O(run) subsets without equal timestamps, not O(2^m)."""
+    at = instants[candidates]
+    end = int(instants[last])
+    present = set(at.tolist())
+    start = end  # the earliest instant every instant after which (to `last`'s) has a candidate
+    while start - 1 in present:
+        start -= 1
+    run = candidates[at >= start]
+    events = np.append(run, last).astype(np.int64)
+    if len(events) == end - start + 1:  # one event per timestamp: the run's suffixes
+        bits = np.triu(np.ones((len(events), len(events)), dtype=bool))
+    else:
+        bits = _tied_runs(events, instants, start, end)
+    if preds:
+        bits = bits[_holding(table, var, bits, events, preds, fixed)]
+    return [tuple(events[row].tolist()) for row in bits]
+
+
+def _tied_runs(events: np.ndarray, instants: np.ndarray, start: int, end: int) -> np.ndarray:
+    """`consecutive_subsets`' bit rows where timestamps repeat: per run of instants from one
+    in [start, end] to `end`, a non-empty part of each instant's events (the last's holding
+    the last event)."""
+    groups = [np.flatnonzero(instants[events] == instant) for instant in range(start, end + 1)]
+    rows = []
+    for first in range(len(groups)):
+        choices = [_non_empty(g, g is groups[-1]) for g in groups[first:]]
+        for combo in product(*choices):
+            row = np.zeros(len(events), dtype=bool)
+            for part in combo:
+                row[list(part)] = True
+            rows.append(row)
+    return np.asarray(rows, dtype=bool).reshape(len(rows), len(events))
+
+
+def _non_empty(group: np.ndarray, ends: bool) -> list[tuple[int, ...]]:
+    """The non-empty parts of one instant's events (positions); of the last instant, those
+    holding the last event (the group's last position)."""
+    members = group.tolist()
+    if ends:
+        rest = members[:-1]
+        return [(*c, members[-1]) for size in range(len(rest) + 1)
+                for c in combinations(rest, size)]
+    return [c for size in range(1, len(members) + 1) for c in combinations(members, size)]
 
 
 @lru_cache(maxsize=CACHED_GETTERS + 1)

@@ -10,7 +10,12 @@ import numpy as np
 
 from cepplan.engine_adapter.runtime import memory
 from cepplan.engine_adapter.runtime.binding import holds_for
-from cepplan.engine_adapter.runtime.kleene import CACHED_GETTERS, subset_getters, subsets
+from cepplan.engine_adapter.runtime.kleene import (
+    CACHED_GETTERS,
+    consecutive_subsets,
+    subset_getters,
+    subsets,
+)
 from cepplan.engine_adapter.runtime.matches import Matches
 from cepplan.engine_adapter.runtime.pieces import row_batches
 from cepplan.engine_adapter.runtime.spec import KLEENE, OperandSpec
@@ -21,6 +26,8 @@ from cepplan.workload.expr.vectorized import evaluate, referenced_keys
 class KleeneStage:
     """The Kleene+ stage of `matcher.MatchContext`, a part of it: reads the context's table,
     pattern and candidates, and its `budget`, `expand`, `match_bytes` and `_order_bounds`."""
+
+    instants: np.ndarray | None = None  # `_instants`, found once per table
 
     def kleene(self, operands: tuple[OperandSpec, ...],
                rows: dict[str, np.ndarray]) -> Iterator[Matches]:
@@ -59,7 +66,7 @@ class KleeneStage:
         self._check_subsets(per_var, len(rows))
         bounded = any(o.min_count > 1 or o.max_count for o in kleene_ops)
         if len(kleene_ops) == 1 and not self.stages.masks.get(kleene_ops[0].var) \
-                and not bounded:
+                and not bounded and not kleene_ops[0].consecutive:
             return self._every_subset(kleene_ops[0].var, rows, plain, per_var)
         out_rows: list[int] = []
         out_sets: dict[str, list[tuple[int, ...]]] = {o.var: [] for o in kleene_ops}
@@ -73,8 +80,12 @@ class KleeneStage:
                     cap_hits += 1
                     cands = cands[len(cands) - (cap - 1):] if cap > 1 else cands[:0]
                 fixed = _row_getter(self.table, rows, row)
-                found = subsets(self.table, operand.var, cands, int(rows[operand.var][row]),
-                                self.stages.masks.get(operand.var, []), fixed)
+                preds = self.stages.masks.get(operand.var, [])
+                last = int(rows[operand.var][row])
+                found = (consecutive_subsets(self.table, operand.var, cands, last, preds, fixed,
+                                             self._instants())
+                         if operand.consecutive else
+                         subsets(self.table, operand.var, cands, last, preds, fixed))
                 choices.append([s for s in found if operand.size_fits(len(s))] if bounded
                                else found)
             for combo in product(*choices):
@@ -86,6 +97,13 @@ class KleeneStage:
         index = np.asarray(out_rows, dtype=np.int64)
         return Matches(single={v: a[index] for v, a in plain.items()}, kleene=out_sets,
                        count=len(index), cap_hits=cap_hits)
+
+    def _instants(self) -> np.ndarray:
+        """Per event of the table (in time order), the number of its distinct timestamp."""
+        if self.instants is None:
+            ts = self.table.ts
+            self.instants = np.concatenate([[0], np.cumsum(ts[1:] != ts[:-1])]).astype(np.int64)
+        return self.instants
 
     def _every_subset(self, var: str, rows: dict[str, np.ndarray], plain: dict[str, np.ndarray],
                       per_var: dict[str, list[np.ndarray]]) -> Matches:

@@ -42,6 +42,7 @@ class OperandSpec:
     position: int
     min_count: int = 1  # KLEENE: the fewest and most events it binds (0: no most)
     max_count: int = 0
+    consecutive: bool = False  # KLEENE: no event of the partition between two of its events
 
     def size_fits(self, size: int) -> bool:
         """Whether a Kleene binding of `size` events keeps its bounds."""
@@ -154,7 +155,7 @@ def pattern_from_json(data: Mapping[str, Any], *, seq_ties: str = "strict",
         raise SpecError(f"unknown operator {operator!r:.40}")
     operands = tuple(
         OperandSpec(_name(o["var"]), _name(o["type"]), o["kind"], int(o["position"]),
-                    int(o.get("min", 1)), int(o.get("max", 0)))
+                    int(o.get("min", 1)), int(o.get("max", 0)), o.get("consecutive") is True)
         for o in data["operands"])
     if any(o.kind not in (PLAIN, KLEENE, NEGATED) for o in operands):
         raise SpecError("an operand kind must be plain, kleene or negated")

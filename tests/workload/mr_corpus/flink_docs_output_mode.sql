@@ -1,6 +1,6 @@
 -- source: apache/flink docs/content/docs/dev/table/sql/queries/match_recognize.md (Output Mode)
 -- adapted: rowtime in seconds after 10:00:00
--- expect: refused at PATTERN
+-- expect: refused at DEFINE A
 SELECT *
 FROM Ticker
     MATCH_RECOGNIZE(

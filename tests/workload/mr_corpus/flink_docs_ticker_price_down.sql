@@ -1,6 +1,6 @@
 -- source: apache/flink docs/content/docs/dev/table/sql/queries/match_recognize.md (Examples: periods of a decreasing price)
 -- adapted: rowtime in seconds after 10:00:00
--- expect: refused at PATTERN
+-- expect: refused at DEFINE PRICE_DOWN
 SELECT *
 FROM Ticker
     MATCH_RECOGNIZE (

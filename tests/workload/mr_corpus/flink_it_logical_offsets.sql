@@ -1,6 +1,6 @@
 -- source: apache/flink flink-table/flink-table-planner/src/test/java/org/apache/flink/table/planner/runtime/batch/sql/MatchRecognizeITCase.java (testLogicalOffsets)
 -- adapted: ts, computed from tstamp in the test, is a column of the sample
--- expect: refused at PATTERN
+-- expect: refused at DEFINE DOWN
 SELECT *
 FROM Ticker
 MATCH_RECOGNIZE (

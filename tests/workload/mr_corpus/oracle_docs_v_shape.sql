@@ -1,6 +1,8 @@
 -- source: https://docs.oracle.com/database/121/DWHSG/pattern.htm (Example 20-1, Pattern Match: Simple V-Shape with 1 Row Output per Match)
 -- adapted: tstamp as the day of April 2011; the ACME rows of the page's table
--- expect: refused at PATTERN
+-- expect: runs
+-- within: 10
+-- peer matches: 5 6 7 8 9 10;10 11 12 13;14 15 16 17 18
 SELECT *
 FROM Ticker MATCH_RECOGNIZE (
      PARTITION BY symbol
