@@ -17,10 +17,11 @@ from dataclasses import replace
 from cepplan.costmodels.engine_steps import (
     ENGINE_COSTS,
     EngineCosts,
+    engine_shares,
     pays_for_run,
     step_saving,
 )
-from cepplan.costmodels.operators import PatternModel
+from cepplan.costmodels.operators import PatternModel, grouped_cost
 from cepplan.planner.candidates import Candidate, evaluate
 from cepplan.planner.compose import NodeResult
 from cepplan.planner.shared import SharedOutcome, evaluate_total
@@ -48,7 +49,9 @@ def engine_steps(workload: Workload, outcome: SharedOutcome, engine: str,
         if len(plan.steps) < 2 or result.children or name in read:  # in a hierarchy
             continue
         single = one_step(result)
-        savings[name] = saving(costs, result.model, plan, single)
+        options = {v: result.plain_options[v][plan.choices[v]].cost
+                   for v in result.plain_options}
+        savings[name] = saving(costs, result.model, plan, single, options)
         if savings[name] <= 0:
             chosen[name] = single
             if pattern is not None:
@@ -69,11 +72,15 @@ def engine_steps(workload: Workload, outcome: SharedOutcome, engine: str,
     return replace(outcome, chosen=chosen, total=total), record
 
 
-def saving(costs: EngineCosts, model: PatternModel, plan: Candidate, single: Candidate) -> float:
+def saving(costs: EngineCosts, model: PatternModel, plan: Candidate, single: Candidate,
+           options: Mapping[str, float]) -> float:
     """Seconds per time unit a multi-step `plan` saves over the one-step plan `single` on an
-    engine of `costs` (negative: its tested events cost more than the events it saves)."""
+    engine of `costs` (negative: its tested events cost more than the events it saves), its
+    events sent as the engine keeps them (`engine_shares`; `options`: each variable's
+    events per time unit)."""
     tested = sum(model.operand(v).occurrence.rate for step in plan.steps[1:] for v in step)
-    return step_saving(costs, single.cost, plan.cost, tested)
+    sent = grouped_cost(model, engine_shares(model, plan.steps), options)
+    return step_saving(costs, single.cost, sent, tested)
 
 
 def _join_figures(pattern: SearchPattern, steps: list[tuple[str, ...]], deadline: float) -> dict:
