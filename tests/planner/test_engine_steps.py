@@ -72,6 +72,21 @@ def test_steps_priced_by_what_the_engine_keeps_not_by_the_predicates():
     two = rates["A"] + rates["B"] + rates["C"] * kept  # [a, b] then [c]
     assert costs.row * (body["naive_cost"] - two) - costs.test * rates["C"] < 0
     assert body["detection"]["steps"] == [["a", "b", "c"]]
+    # a one-step plan the front in events does not hold is still listed among the plans
+    assert body["detection"] in body["pareto"]
+
+
+def test_every_chosen_plan_is_listed_among_its_patterns_plans():
+    """trading_rules: patterns taken back to one step whose front holds only cheaper plans
+    of the same latency list that one-step plan too (a report marks the chosen one)."""
+    workload = load_workload(EXAMPLES / "trading_rules" / "workload.json")
+    plan = optimize(workload, workload.statistics, Settings()).plan.to_json()
+    one_step = plan["provenance"]["engine_steps"]["one_step"]
+    assert one_step
+    for name, body in plan["patterns"].items():
+        assert body["detection"] in body["pareto"], name
+        latencies = [p["latency"] for p in body["pareto"]]
+        assert latencies == sorted(latencies)
 
 
 def test_spark_prices_the_in_process_stages_over_its_cores():
