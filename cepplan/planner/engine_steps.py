@@ -43,9 +43,6 @@ def engine_steps(workload: Workload, outcome: SharedOutcome, engine: str,
     read = {o.event_type for p in workload.patterns for o in p.operands if o.is_complex}
     for name, plan in outcome.chosen.items():
         result = outcome.results[name]
-        pattern = (searched or {}).get(name)
-        if pattern is not None:
-            joins[name] = _join_figures(pattern, positive_steps(result, plan), deadline)
         if len(plan.steps) < 2 or result.children or name in read:  # in a hierarchy
             continue
         single = one_step(result)
@@ -54,13 +51,14 @@ def engine_steps(workload: Workload, outcome: SharedOutcome, engine: str,
         savings[name] = saving(costs, result.model, plan, single, options)
         if savings[name] <= 0:
             chosen[name] = single
-            if pattern is not None:
-                joins[name] = _join_figures(pattern, positive_steps(result, single),
-                                              deadline)
     staged = {n: s for n, s in savings.items() if s > 0}
     if staged and not pays_for_run(costs, sum(staged.values()), duration):
         for name in staged:
             chosen[name] = one_step(outcome.results[name])
+    for name, pattern in (searched or {}).items():  # the plans kept: each priced once
+        if name in chosen:
+            joins[name] = _join_figures(pattern, positive_steps(outcome.results[name],
+                                                                chosen[name]), deadline)
     record = {"engine": engine, "duration": duration,
               "seconds_saved_per_time_unit": {n: round(s, 9) for n, s in savings.items()},
               "one_step": sorted(n for n in savings

@@ -164,3 +164,4 @@ def test_observed_span_is_taken_in_the_workload_time_unit():
     assert observed_span({"time_unit": "s", "observed": {"span": 120.0}}, workload) == 2.0
     assert observed_span({"time_unit": "min", "observed": {"span": 120.0}}, workload) == 120.0
     assert observed_span({"time_unit": "min"}, workload) is None
+
