@@ -17,10 +17,11 @@ from dataclasses import replace
 from cepplan.costmodels.engine_steps import (
     ENGINE_COSTS,
     EngineCosts,
+    engine_shares,
     pays_for_run,
     step_saving,
 )
-from cepplan.costmodels.operators import PatternModel
+from cepplan.costmodels.operators import PatternModel, grouped_cost
 from cepplan.planner.candidates import Candidate, evaluate
 from cepplan.planner.compose import NodeResult
 from cepplan.planner.shared import SharedOutcome, evaluate_total
@@ -42,22 +43,22 @@ def engine_steps(workload: Workload, outcome: SharedOutcome, engine: str,
     read = {o.event_type for p in workload.patterns for o in p.operands if o.is_complex}
     for name, plan in outcome.chosen.items():
         result = outcome.results[name]
-        pattern = (searched or {}).get(name)
-        if pattern is not None:
-            joins[name] = _join_figures(pattern, positive_steps(result, plan), deadline)
         if len(plan.steps) < 2 or result.children or name in read:  # in a hierarchy
             continue
         single = one_step(result)
-        savings[name] = saving(costs, result.model, plan, single)
+        options = {v: result.plain_options[v][plan.choices[v]].cost
+                   for v in result.plain_options}
+        savings[name] = saving(costs, result.model, plan, single, options)
         if savings[name] <= 0:
             chosen[name] = single
-            if pattern is not None:
-                joins[name] = _join_figures(pattern, positive_steps(result, single),
-                                              deadline)
     staged = {n: s for n, s in savings.items() if s > 0}
     if staged and not pays_for_run(costs, sum(staged.values()), duration):
         for name in staged:
             chosen[name] = one_step(outcome.results[name])
+    for name, pattern in (searched or {}).items():  # the plans kept: each priced once
+        if name in chosen:
+            joins[name] = _join_figures(pattern, positive_steps(outcome.results[name],
+                                                                chosen[name]), deadline)
     record = {"engine": engine, "duration": duration,
               "seconds_saved_per_time_unit": {n: round(s, 9) for n, s in savings.items()},
               "one_step": sorted(n for n in savings
@@ -69,11 +70,15 @@ def engine_steps(workload: Workload, outcome: SharedOutcome, engine: str,
     return replace(outcome, chosen=chosen, total=total), record
 
 
-def saving(costs: EngineCosts, model: PatternModel, plan: Candidate, single: Candidate) -> float:
+def saving(costs: EngineCosts, model: PatternModel, plan: Candidate, single: Candidate,
+           options: Mapping[str, float]) -> float:
     """Seconds per time unit a multi-step `plan` saves over the one-step plan `single` on an
-    engine of `costs` (negative: its tested events cost more than the events it saves)."""
+    engine of `costs` (negative: its tested events cost more than the events it saves), its
+    events sent as the engine keeps them (`engine_shares`; `options`: each variable's
+    events per time unit)."""
     tested = sum(model.operand(v).occurrence.rate for step in plan.steps[1:] for v in step)
-    return step_saving(costs, single.cost, plan.cost, tested)
+    sent = grouped_cost(model, engine_shares(model, plan.steps), options)
+    return step_saving(costs, single.cost, sent, tested)
 
 
 def _join_figures(pattern: SearchPattern, steps: list[tuple[str, ...]], deadline: float) -> dict:

@@ -102,7 +102,8 @@ class PricedPattern:
         first = {var: 0 for var in options}
         chosen = evaluate(model, self.chosen, options, first)
         single = evaluate(model, (frozenset(options),), options, first)
-        if saving(ENGINE_COSTS[derivation.engine], model, chosen, single) <= 0:
+        rates = {var: option[0].cost for var, option in options.items()}
+        if saving(ENGINE_COSTS[derivation.engine], model, chosen, single, rates) <= 0:
             return True
         bound = self.pattern.latency.max_steps if self.pattern.latency else None
         return any(cheaper(c.cost, chosen.cost)

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from types import MappingProxyType
 
@@ -150,7 +150,7 @@ def acquisition(request: PlanRequest) -> tuple[Plan, SharedOutcome]:
         patterns[pattern.name] = PatternPlan(
             pattern.name, _detection(chosen, own_cost(result, chosen)),
             evaluation_order(result, chosen, searched.get(pattern.name), request.deadline),
-            tuple(_detection(c, own_cost(result, c)) for c in result.front),
+            tuple(_detection(c, own_cost(result, c)) for c in offered(result.front, chosen)),
             result.naive_cost, result.solver)
     provenance = {"solver": settings.solver, "seed": settings.seed,
                   "seconds": round(time.perf_counter() - start, 4),
@@ -177,6 +177,15 @@ def evaluation_order(result: NodeResult, chosen: Candidate,
     else:
         order = searched.step_work(steps, deadline).order
     return (*order, *(var for _, var in negated))
+
+
+def offered(front: Sequence[Candidate], chosen: Candidate) -> list[Candidate]:
+    """The plans plan.json lists for a pattern: its front in events, and the chosen plan
+    where the engine's step prices chose a one-step plan the front does not hold (by
+    latency, so a reader finds it among the plans it was chosen over)."""
+    if any(c.steps == chosen.steps for c in front):
+        return list(front)
+    return sorted([*front, chosen], key=lambda c: (c.latency, -c.cost))
 
 
 def _detection(candidate: Candidate, cost: float) -> DetectionPlan:

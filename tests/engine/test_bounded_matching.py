@@ -115,3 +115,20 @@ def test_peak_memory_is_the_programs_own(tmp_path):
     assert done.returncode == 0, done.stderr
     assert int(done.stdout) < 400 << 20  # cepplan's imports: tens of MB
     del held
+
+
+def test_small_join_steps_read_the_process_memory_only_for_the_budget_check(monkeypatch):
+    """A join step building fewer rows than the smallest piece is one piece whatever the
+    memory: the process's resident memory is read once per step, by the budget check, not
+    again to size its pieces (25,000 partitions of a keyed workload read it 50,000 times)."""
+    wl = workload(TEMPLATES["seq_join_filter"])
+    events = frame([("A", 0, 1, 0.5, "x"), ("B", 1, 2, 2.0, "x"), ("C", 2, 3, 3.5, "x"),
+                    ("A", 3, 1, 0.5, "y"), ("B", 4, 2, 2.0, "y"), ("C", 5, 3, 5.0, "y")])
+    job = job_from_json(job_data(wl, trivial_plan(wl)))
+    monkeypatch.setenv(memory.MEMORY_VARIABLE, "1G")  # the budget itself reads nothing
+    reads, checks = [], []
+    real_resident, real_check = memory.resident, memory.check
+    monkeypatch.setattr(memory, "resident", lambda: reads.append(1) or real_resident())
+    monkeypatch.setattr(memory, "check", lambda *a, **k: checks.append(1) or real_check(*a, **k))
+    run_local(events, job)
+    assert checks and len(reads) == len(checks)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -63,7 +64,12 @@ class Job:
         raise KeyError(name)
 
     def is_complex(self, type_name: str) -> bool:
-        return any(p.name == type_name for p in self.patterns)
+        return type_name in self._names
+
+    @cached_property
+    def _names(self) -> frozenset[str]:
+        """The patterns' names, found once: `is_complex` is asked per operand and partition."""
+        return frozenset(p.name for p in self.patterns)
 
 
 @dataclass

@@ -265,7 +265,8 @@ class MatchContext(KleeneStage, NegationStage, GapStage):
         predicates its binding makes ready where they bound one of its attributes
         (`lookup`), else every candidate of the row's range [low, high)."""
         width = len(rows) + 1
-        budget = self.budget(width)
+        few = int(np.maximum(high - low, 0).sum()) <= memory.MIN_PIECE_ROWS
+        budget = memory.MIN_PIECE_ROWS if few else self.budget(width)  # one piece either way
         narrowing = self._narrowing(rows, operand, pending, low, high)
         if narrowing is None:
             for part, lows, highs in range_pieces(low, high, budget):

@@ -67,13 +67,17 @@ def budget() -> int:
     `CEPPLAN_MATCH_MEMORY`, else what it held when first asked plus half the memory the
     machine had available then."""
     text = os.environ.get(MEMORY_VARIABLE, "").strip()
-    if text:
-        found = re.fullmatch(r"(\d+(?:\.\d+)?)\s*([KMGT]?)i?B?", text, re.IGNORECASE)
-        if not found or not float(found[1]) > 0:
-            raise MatchMemoryError(f"{MEMORY_VARIABLE}={text!r}: expected a positive number "
-                                   "of bytes, optionally with K, M, G or T (e.g. 2G)")
-        return int(float(found[1]) * _UNITS[found[2].upper()])
-    return _default_budget()
+    return _given_budget(text) if text else _default_budget()
+
+
+@lru_cache(maxsize=8)
+def _given_budget(text: str) -> int:
+    """`CEPPLAN_MATCH_MEMORY`'s bytes, read once per value (asked before every join step)."""
+    found = re.fullmatch(r"(\d+(?:\.\d+)?)\s*([KMGT]?)i?B?", text, re.IGNORECASE)
+    if not found or not float(found[1]) > 0:
+        raise MatchMemoryError(f"{MEMORY_VARIABLE}={text!r}: expected a positive number "
+                               "of bytes, optionally with K, M, G or T (e.g. 2G)")
+    return int(float(found[1]) * _UNITS[found[2].upper()])
 
 
 @lru_cache(maxsize=1)
