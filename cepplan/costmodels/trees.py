@@ -11,8 +11,10 @@ with ord(S) = 1/|S|! for a SEQ (the only one of the |S|! arrangements in sequenc
 stands for every non-empty subset of its events (seed 001 §2.3, step 3): E[2^N − 1] = e^{rW} − 1
 for N ~ Poisson(rW), so its effective rate is (e^{rW} − 1)/W (capped at the runtime's subset
 cap); a bounded repetition b{n,m} for its subsets of n to m events, Σ_{k=n}^{m} (rW)^k/k!
-(`kleene_rate`). Negated
-variables form no partial matches of their own: they veto complete matches on top of the root.
+(`kleene_rate`). A strict Kleene variable (strategy strict) stands for its runs of
+back-to-back events instead, r · Σ_{k=n}^{m} p^(k−1) with p its share of the partition's
+events. Negated variables form no partial matches of their own: they veto complete matches
+on top of the root.
 """
 
 from __future__ import annotations
@@ -91,6 +93,29 @@ def cost_tree_multi(nodes: Iterable[tuple[object, float, Callable[[float], float
 
 
 def kleene_rate(rate: float, window: float, cap: int, least: int = 1,
+                most: int | None = None, partition_rate: float | None = None) -> float:
+    """Effective rate of a Kleene variable: `back_to_back_rate` when its events follow each
+    other in the partition (`partition_rate`: the partition's total rate, strategy strict),
+    else `subset_rate`."""
+    if partition_rate is not None:
+        return back_to_back_rate(rate, partition_rate, cap, least, most)
+    return subset_rate(rate, window, cap, least, most)
+
+
+def back_to_back_rate(rate: float, partition_rate: float, cap: int, least: int = 1,
+                      most: int | None = None) -> float:
+    """Effective rate of a strict Kleene variable: its runs of back-to-back events. Of a
+    partition's events at total rate R, a share p = r/R are the variable's; a run of k of
+    them ends at one of its events when the k − 1 events before it are too, probability
+    p^(k−1), so r · Σ_{k=least}^{min(most, cap)} p^(k−1). Derived here from the Poisson
+    model of seed 004 §3.3 (independent Poisson types: each event's type is drawn by its
+    share); runs are assumed to fit in the window."""
+    top = cap if most is None else min(most, cap)
+    share = min(1.0, rate / partition_rate) if partition_rate > 0 else 0.0
+    return rate * sum(share ** (k - 1) for k in range(least, top + 1))
+
+
+def subset_rate(rate: float, window: float, cap: int, least: int = 1,
                 most: int | None = None) -> float:
     """Effective rate of a Kleene variable binding `least` to `most` events (None: no most;
     Kleene+ is 1 to None): its sets within a window per time unit. Of its N ~ Poisson(λ)

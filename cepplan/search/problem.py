@@ -70,6 +70,8 @@ class SearchPattern:
     # a bounded Kleene variable's fewest and most events (None: no most), Kleene+'s (1, None)
     repetition: Mapping[str, tuple[int, int | None]] = field(
         default_factory=lambda: MappingProxyType({}))
+    # a strict Kleene variable's partition rate: its sets are runs of back-to-back events
+    back_to_back: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
     # a partitioned pattern's κ(S): partial matches within keys over the unkeyed C(S)
     cooccurrence: Mapping[frozenset[str], float] = field(
         default_factory=lambda: MappingProxyType({}))
@@ -87,7 +89,8 @@ class SearchPattern:
         if window == self.window or not self.kleene:
             return self.rates
         return {**self.rates, **{var: kleene_rate(rate, window, self.kleene_cap,
-                                                  *self.repetition.get(var, (1, None)))
+                                                  *self.repetition.get(var, (1, None)),
+                                                  self.back_to_back.get(var))
                                  for var, rate in self.kleene.items()}}
 
     def join_work(self, orders: Iterable[Sequence[str]]) -> JoinWork:
@@ -181,7 +184,8 @@ def _search_pattern(pattern: Pattern, workload: Workload, statistics: Statistics
     window = float(pattern.window)
     cap = workload.options.kleene_cap
     selectivity = statistics.selectivities.get(pattern.name, {})
-    labels, rates, kleene, rate_of, repetition = {}, {}, {}, {}, {}
+    labels, rates, kleene, rate_of, repetition, back_to_back = {}, {}, {}, {}, {}, {}
+    partition_rate = sum(_rate(statistics, t) for t in _partition_types(pattern))
     seen: dict[str, int] = {}
     for operand in sorted(pattern.positive, key=lambda o: o.position):
         var = operand.var
@@ -198,7 +202,10 @@ def _search_pattern(pattern: Pattern, workload: Workload, statistics: Statistics
         rates[var] = rate
         if operand.kind == KLEENE:
             repetition[var] = (operand.min_count, operand.max_count)
-            kleene[var], rates[var] = rate, kleene_rate(rate, window, cap, *repetition[var])
+            if operand.consecutive:
+                back_to_back[var] = partition_rate
+            kleene[var], rates[var] = rate, kleene_rate(rate, window, cap, *repetition[var],
+                                                        back_to_back.get(var))
     positives = {o.var for o in pattern.positive}
     conditions = tuple(
         Condition(p.variables, _rewrite(p.portable, labels), selectivity.get(p.text, 1.0),
@@ -215,8 +222,15 @@ def _search_pattern(pattern: Pattern, workload: Workload, statistics: Statistics
                              MappingProxyType(labels), MappingProxyType(rates), conditions,
                              kleene=MappingProxyType(kleene), kleene_cap=cap,
                              repetition=MappingProxyType(repetition),
+                             back_to_back=MappingProxyType(back_to_back),
                              cooccurrence=MappingProxyType(factors))
     return replace(searched, negation_cost=_negation_cost(pattern, searched, statistics))
+
+
+def _partition_types(pattern: Pattern) -> frozenset[str]:
+    """The event types of a strict pattern's partition: those its hidden strict negations
+    (`workload.strategies`) forbid between two of its events."""
+    return frozenset(o.event_type for o in pattern.negated if o.var.startswith("__strict_"))
 
 
 def narrowed_look_ups(tree: list, variables: frozenset[str]) -> frozenset[tuple[str, str]]:

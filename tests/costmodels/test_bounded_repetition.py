@@ -64,13 +64,22 @@ def test_kleene_plus_keeps_its_rate():
     assert kleene_rate(1.0, 1.0, 3, 4, None) == 0.0  # 4 events never held with a cap of 3
 
 
-def _stream(path: Path) -> None:
-    """Each type a Poisson process at RATES over DURATION, as CSV."""
+def write_workload(path: Path, rates: dict[str, float], pattern: dict) -> None:
+    """A workload of one pattern over attribute-less types at known `rates`, read from CSV."""
+    path.write_text(json.dumps({
+        "format": "cepplan.workload/1", "time_unit": "s",
+        "source": {"format": "csv", "header": True, "type_column": "event", "time_column": "ts"},
+        "event_types": {t: {"attributes": {}} for t in rates},
+        "statistics": {"rates": rates}, "patterns": [pattern]}))
+
+
+def poisson_csv(path: Path, rates: dict[str, float] = RATES, duration: float = DURATION) -> None:
+    """Each type a Poisson process at `rates` over `duration`, as CSV."""
     rng = np.random.default_rng(11)
     rows = []
-    for kind, rate in RATES.items():
-        count = rng.poisson(rate * DURATION)
-        rows += zip([kind] * count, rng.uniform(0, DURATION, count).tolist(), strict=True)
+    for kind, rate in rates.items():
+        count = rng.poisson(rate * duration)
+        rows += zip([kind] * count, rng.uniform(0, duration, count).tolist(), strict=True)
     rows.sort(key=lambda r: r[1])
     path.write_text("event,ts\n" + "".join(f"{k},{t!r}\n" for k, t in rows))
 
@@ -82,15 +91,9 @@ def test_modelled_sets_are_the_measured_matches(tmp_path: Path, least, most):
     step (a and b's sets, per window) are the matches the run finds, per window (a match
     of 2 variables completes at 2·C/W per time unit, docs/sharing.md)."""
     bounds = {"min": least, **({"max": most} if most else {})}
-    workload = {"format": "cepplan.workload/1", "time_unit": "s",
-                "source": {"format": "csv", "header": True, "type_column": "event",
-                           "time_column": "ts"},
-                "event_types": {t: {"attributes": {}} for t in RATES},
-                "statistics": {"rates": RATES},
-                "patterns": [{"name": "p", "within": WINDOW,
-                              "structure": ["SEQ", "a:A", ["KLEENE", "b:B", bounds]]}]}
-    (tmp_path / "w.json").write_text(json.dumps(workload))
-    _stream(tmp_path / "events.csv")
+    write_workload(tmp_path / "w.json", RATES, {"name": "p", "within": WINDOW, "structure": [
+        "SEQ", "a:A", ["KLEENE", "b:B", bounds]]})
+    poisson_csv(tmp_path / "events.csv")
     modelled, metrics = planned_and_measured(tmp_path)
     assert not metrics["kleene_cap_hits"]["p"]
     first, last = metrics["input_span"]
