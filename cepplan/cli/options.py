@@ -194,8 +194,9 @@ def memory_size(text: str) -> str:
 
 
 def workers() -> Any:
-    """`--workers N|auto`: processes of the in-process engine (default 1: a worker costs a
-    fresh interpreter, so on a small input more workers cost more than they save)."""
+    """`--workers N|auto`: processes of the in-process engine (default 1: each worker reads its
+    range's margins again and its output is copied into the one file, so on a small input or a
+    large output more workers cost more than they save)."""
     return typer.Option(1, "--workers", metavar="N|auto", parser=worker_count,
                         help="Processes the in-process engine reads and matches time ranges in "
                         f"(1 to {MAX_WORKERS}, or auto: the cores this process may use; "
