@@ -130,7 +130,8 @@ def patterns_section(report: Mapping[str, Any]) -> Section:
 
 def pareto_section(report: Mapping[str, Any]) -> Section:
     """A plot per pattern with a trade-off between cost and latency, each plan labelled; the
-    fronts whose chosen plan is not the cheapest first and open, with the reason."""
+    fronts whose chosen plan is not the cheapest first, with the reason, the first
+    `OPEN_FRONTS` of them open."""
     fronts = report["pareto"]
     notes = report.get("pareto_notes") or {}
     unit = report["unit"]
@@ -150,7 +151,11 @@ def pareto_section(report: Mapping[str, Any]) -> Section:
     rest = [n for n in traded if n not in notes]
     if len(traded) <= OPEN_FRONTS:
         first, rest = traded, []
+    first, noted = first[:OPEN_FRONTS], first[OPEN_FRONTS:]
     blocks += [figure(name) for name in first]
+    if noted:
+        blocks.append(Details(f"More Pareto fronts whose chosen plan is not the cheapest "
+                              f"({len(noted)})", tuple(figure(name) for name in noted)))
     if rest:
         blocks.append(Details(f"The other Pareto fronts, each chosen plan the cheapest "
                               f"({len(rest)})", tuple(figure(name) for name in rest)))
