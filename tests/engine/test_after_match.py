@@ -192,28 +192,40 @@ def test_shared_plan_skips_each_pattern_alone(seed):
         assert found.get(pattern["name"], []) == sorted(map(canonical, want)), pattern["name"]
 
 
-def test_run_command_writes_the_kept_matches_and_says_what_it_dropped(tmp_path):
-    """`cepplan optimize` then `cepplan run` (the worked example's past_last_event): the
-    kept matches in the file, and the summary says how many the skip dropped."""
+def optimized_and_run(tmp_path: Path, types: str, patterns: list[dict], events: str,
+                      *options: str):
+    """`cepplan optimize` then `cepplan run` (with `options`) of `patterns` over one-letter
+    event types with a string attribute `k`, rated 1 each, on the CSV text `events`
+    (id,kind,ts,k) in `tmp_path`: the run's finished process, checked to have succeeded; its
+    output in `tmp_path / "out"`."""
     import json
 
     from tests.in_process import cepplan
 
-    template = {"structure": ["SEQ", "a:A", "b:B"], "partition_by": ["k"], "within": 10}
     document = {"format": "cepplan.workload/1", "time_unit": "s",
                 "source": {"format": "csv", "header": True, "type_column": "kind",
                            "time_column": "ts", "id_column": "id"},
-                "event_types": {t: {"attributes": {"k": "string"}} for t in ("A", "B")},
-                "patterns": patterns(template, "past_last_event"),
-                "statistics": {"rates": {"A": 1, "B": 1}}}
+                "event_types": {t: {"attributes": {"k": "string"}} for t in types},
+                "patterns": patterns, "statistics": {"rates": dict.fromkeys(types, 1)}}
     (tmp_path / "w.json").write_text(json.dumps(document))
-    (tmp_path / "e.csv").write_text("id,kind,ts,k\n1,A,1,x\n2,A,2,x\n3,B,3,x\n4,B,4,x\n"
-                                    "5,A,5,y\n6,B,6,y\n7,A,7,x\n8,B,8,x\n")
+    (tmp_path / "e.csv").write_text(events)
     assert cepplan("optimize", str(tmp_path / "w.json"), "-o", str(tmp_path / "plan.json"),
                    "-q").returncode == 0
     done = cepplan("run", str(tmp_path / "plan.json"), str(tmp_path / "e.csv"), "-o",
-                   str(tmp_path / "out"))
+                   str(tmp_path / "out"), *options)
     assert done.returncode == 0, done.stderr
+    return done
+
+
+def test_run_command_writes_the_kept_matches_and_says_what_it_dropped(tmp_path):
+    """`cepplan optimize` then `cepplan run` (the worked example's past_last_event): the
+    kept matches in the file, and the summary says how many the skip dropped."""
+    from tests.in_process import cepplan
+
+    template = {"structure": ["SEQ", "a:A", "b:B"], "partition_by": ["k"], "within": 10}
+    done = optimized_and_run(tmp_path, "AB", patterns(template, "past_last_event"),
+                             "id,kind,ts,k\n1,A,1,x\n2,A,2,x\n3,B,3,x\n4,B,4,x\n"
+                             "5,A,5,y\n6,B,6,y\n7,A,7,x\n8,B,8,x\n")
     found = read_matches(tmp_path / "out")
     assert sorted(tuple(i for _, ((_, i),) in m[1]) for m in found["p"]) == \
         [(1, 3), (5, 6), (7, 8)]

@@ -11,7 +11,13 @@ from hypothesis import strategies as st
 
 from tests.engine.reference_after_match import reference_preferred_skip
 from tests.engine.reference_matcher import canonical, reference_matches
-from tests.engine.test_after_match import EVENT, patterns, run_by_two_workers, run_files
+from tests.engine.test_after_match import (
+    EVENT,
+    optimized_and_run,
+    patterns,
+    run_by_two_workers,
+    run_files,
+)
 from tests.engine.test_matcher_vs_reference import frame
 from tests.engine.workloads import workload
 
@@ -105,19 +111,9 @@ def test_run_command_keeps_the_preferred_match_of_each_first_event(tmp_path, pre
     pattern = {"name": "p", "structure": ["SEQ", "a:A", ["KLEENE", "b:B", {"min": 0, "max": 3}],
                                           "c:C"], "within": 3, "after_match": "past_last_event",
                **({"prefer": prefer} if prefer else {})}
-    document = {"format": "cepplan.workload/1", "time_unit": "s",
-                "source": {"format": "csv", "header": True, "type_column": "kind",
-                           "time_column": "ts", "id_column": "id"},
-                "event_types": {t: {"attributes": {"k": "string"}} for t in "ABC"},
-                "patterns": [pattern], "statistics": {"rates": {"A": 1, "B": 1, "C": 1}}}
-    (tmp_path / "w.json").write_text(json.dumps(document))
-    (tmp_path / "e.csv").write_text("id,kind,ts,k\n1,A,1,x\n2,B,2,x\n3,B,3,x\n4,C,4,x\n"
-                                    "5,A,5,x\n6,C,6,x\n7,B,7,x\n8,C,8,x\n")
-    assert cepplan("optimize", str(tmp_path / "w.json"), "-o", str(tmp_path / "plan.json"),
-                   "-q").returncode == 0
-    done = cepplan("run", str(tmp_path / "plan.json"), str(tmp_path / "e.csv"), "-o",
-                   str(tmp_path / "out"), "-q")
-    assert done.returncode == 0, done.stderr
+    optimized_and_run(tmp_path, "ABC", [pattern],
+                      "id,kind,ts,k\n1,A,1,x\n2,B,2,x\n3,B,3,x\n4,C,4,x\n"
+                      "5,A,5,x\n6,C,6,x\n7,B,7,x\n8,C,8,x\n", "-q")
     found = [json.loads(line) for path in sorted((tmp_path / "out" / "matches").glob("*.jsonl"))
              for line in path.read_text().splitlines()]
     assert sorted(tuple(sorted(e["id"] for bound in m["events"].values()
