@@ -10,7 +10,7 @@ the statistics' duration, they all do.
 
 from __future__ import annotations
 
-import math
+import time
 from collections.abc import Mapping
 from dataclasses import replace
 
@@ -21,25 +21,22 @@ from cepplan.costmodels.engine_steps import (
     pays_for_run,
     step_saving,
 )
+from cepplan.costmodels.join_orders import JoinWork
 from cepplan.costmodels.operators import PatternModel, grouped_cost
 from cepplan.planner.candidates import Candidate, evaluate
 from cepplan.planner.compose import NodeResult
 from cepplan.planner.shared import SharedOutcome, evaluate_total
-from cepplan.search.problem import SearchPattern
-from cepplan.workload.model import Workload
+from cepplan.search.problem import search_pattern
+from cepplan.workload.model import Statistics, Workload
 
 
 def engine_steps(workload: Workload, outcome: SharedOutcome, engine: str,
-                 duration: float | None, searched: Mapping[str, SearchPattern] | None = None,
-                 deadline: float = math.inf) -> tuple[SharedOutcome, dict]:
+                 duration: float | None) -> tuple[SharedOutcome, dict]:
     """The outcome with unprofitable multi-step plans replaced by one-step plans, and what
-    was decided (for plan.json's provenance). `searched`: the patterns whose join orders are
-    priced (`SearchPattern.step_work`, greedily past `deadline`), their modelled figures
-    recorded."""
+    was decided (for plan.json's provenance)."""
     costs = ENGINE_COSTS[engine]
     chosen = dict(outcome.chosen)
     savings: dict[str, float] = {}
-    joins: dict[str, dict] = {}
     read = {o.event_type for p in workload.patterns for o in p.operands if o.is_complex}
     for name, plan in outcome.chosen.items():
         result = outcome.results[name]
@@ -55,15 +52,10 @@ def engine_steps(workload: Workload, outcome: SharedOutcome, engine: str,
     if staged and not pays_for_run(costs, sum(staged.values()), duration):
         for name in staged:
             chosen[name] = one_step(outcome.results[name])
-    for name, pattern in (searched or {}).items():  # the plans kept: each priced once
-        if name in chosen:
-            joins[name] = _join_figures(pattern, positive_steps(outcome.results[name],
-                                                                chosen[name]), deadline)
     record = {"engine": engine, "duration": duration,
               "seconds_saved_per_time_unit": {n: round(s, 9) for n, s in savings.items()},
               "one_step": sorted(n for n in savings
-                                 if len(chosen[n].steps) == 1),
-              "join_orders": joins}
+                                 if len(chosen[n].steps) == 1)}
     if chosen == dict(outcome.chosen):
         return outcome, record
     total, _ = evaluate_total(workload, outcome.results, chosen)
@@ -81,10 +73,26 @@ def saving(costs: EngineCosts, model: PatternModel, plan: Candidate, single: Can
     return step_saving(costs, single.cost, sent, tested)
 
 
-def _join_figures(pattern: SearchPattern, steps: list[tuple[str, ...]], deadline: float) -> dict:
-    """The modelled figures of a plan's cheapest join order: per step the partial matches
-    built and the rows read per window, and the rows read per time unit."""
-    work = pattern.step_work(steps, deadline)
+def priced_join_orders(workload: Workload, statistics: Statistics, outcome: SharedOutcome,
+                       deadline: float) -> tuple[dict[str, JoinWork], int]:
+    """Per pattern whose join order is priced (`SearchPattern.step_work`), the cheapest order
+    of its chosen plan's steps, and how many patterns were left unpriced when `deadline`
+    passed: planning keeps its time limit, and their variables are joined in position order."""
+    priced = {}
+    for done, pattern in enumerate(workload.patterns):
+        if time.perf_counter() >= deadline:
+            return priced, len(workload.patterns) - done
+        searched = search_pattern(pattern, workload, statistics)
+        if searched is not None:
+            name = pattern.name
+            steps = positive_steps(outcome.results[name], outcome.chosen[name])
+            priced[name] = searched.step_work(steps)
+    return priced, 0
+
+
+def join_figures(work: JoinWork) -> dict:
+    """The modelled figures of a plan's join order (plan.json's provenance): per step the
+    partial matches built and the rows read per window, and the rows read per time unit."""
     return {"order": list(work.order),
             "partial_matches_per_window": [_rounded(x) for x in work.built],
             "rows_read_per_window": [_rounded(x) for x in work.read],

@@ -25,18 +25,24 @@ from dataclasses import asdict, dataclass, field, replace
 from types import MappingProxyType
 
 from cepplan.costmodels.count_spans import timed
+from cepplan.costmodels.join_orders import JoinWork
 from cepplan.planner.candidates import Candidate
 from cepplan.planner.compose import NodeResult, Settings, own_cost
 from cepplan.planner.contexts import plan_contexts
 from cepplan.planner.covering_plan import CoveringSettings, covering_section
 from cepplan.planner.deadline import share as share_of
-from cepplan.planner.engine_steps import engine_steps, positive_steps
+from cepplan.planner.deadline import with_time_note
+from cepplan.planner.engine_steps import (
+    engine_steps,
+    join_figures,
+    positive_steps,
+    priced_join_orders,
+)
 from cepplan.planner.evaluation import NONE, EvaluationSettings, evaluation
 from cepplan.planner.inputs import check_rates, floored
 from cepplan.planner.invariant_ranges import invariants_pass
 from cepplan.planner.plan import DetectionPlan, PatternPlan, Plan
 from cepplan.planner.shared import SharedOutcome, plan_workload
-from cepplan.search.problem import SearchPattern, problem_from_workload
 from cepplan.workload.model import Statistics, Workload
 
 NO_SEARCH = EvaluationSettings(search=NONE)
@@ -140,16 +146,17 @@ def acquisition(request: PlanRequest) -> tuple[Plan, SharedOutcome]:
     check_rates(workload, request.statistics, request.stats_file)
     outcome = plan_workload(workload, request.statistics, settings, request.share,
                             request.deadline, request.end)
-    searched = {p.name: p for p in problem_from_workload(workload, request.statistics).patterns}
-    outcome, steps = engine_steps(workload, outcome, request.engine, request.duration,
-                                  searched, request.deadline)
+    outcome, steps = engine_steps(workload, outcome, request.engine, request.duration)
+    priced, unpriced = priced_join_orders(workload, request.statistics, outcome,
+                                          request.deadline)
+    steps["join_orders"] = {name: join_figures(work) for name, work in priced.items()}
     patterns = {}
     for pattern in workload.patterns:
         result = outcome.results[pattern.name]
         chosen = outcome.chosen[pattern.name]
         patterns[pattern.name] = PatternPlan(
             pattern.name, _detection(chosen, own_cost(result, chosen)),
-            evaluation_order(result, chosen, searched.get(pattern.name), request.deadline),
+            evaluation_order(result, chosen, priced.get(pattern.name)),
             tuple(_detection(c, own_cost(result, c)) for c in offered(result.front, chosen)),
             result.naive_cost, result.solver)
     provenance = {"solver": settings.solver, "seed": settings.seed,
@@ -161,21 +168,22 @@ def acquisition(request: PlanRequest) -> tuple[Plan, SharedOutcome]:
                   "shared_subevents": list(outcome.shared), "engine_steps": steps}
     plan = Plan(MappingProxyType(patterns), workload.path, workload.digest,
                 MappingProxyType(provenance))
+    if unpriced:
+        plan = with_time_note(plan, f"join orders: {unpriced:,} of {len(patterns):,} patterns "
+                              "not priced in time: their variables are joined in position order")
     return plan, outcome
 
 
 def evaluation_order(result: NodeResult, chosen: Candidate,
-                     searched: SearchPattern | None = None,
-                     deadline: float = math.inf) -> tuple[str, ...]:
+                     priced: JoinWork | None = None) -> tuple[str, ...]:
     """The order the matcher joins variables in: step by step, negated variables last (they
-    only veto matches); within a step the order whose look-ups read the fewest rows
-    (`positive_steps`), by position where the pattern is not priced (OR, complex events)."""
+    only veto matches); within a step the `priced` order whose look-ups read the fewest rows,
+    by position where the pattern is not priced (OR, complex events, the time limit)."""
     negated = sorted((o.position, o.var) for o in result.model.operands if o.negated)
-    steps = positive_steps(result, chosen)
-    if searched is None:
-        order = tuple(v for step in steps for v in step)
+    if priced is None:
+        order = tuple(v for step in positive_steps(result, chosen) for v in step)
     else:
-        order = searched.step_work(steps, deadline).order
+        order = priced.order
     return (*order, *(var for _, var in negated))
 
 

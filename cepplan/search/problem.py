@@ -18,7 +18,6 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
 from cepplan.costmodels.join_orders import (
-    EXHAUSTIVE,
     JoinCondition,
     JoinWork,
     by_steps,
@@ -75,9 +74,6 @@ class SearchPattern:
     # a partitioned pattern's κ(S): partial matches within keys over the unkeyed C(S)
     cooccurrence: Mapping[frozenset[str], float] = field(
         default_factory=lambda: MappingProxyType({}))
-    # step_work's answers: the plan's order and its recorded figures price the same steps
-    _step_works: dict[tuple[tuple[str, ...], ...], JoinWork] = field(
-        default_factory=dict, compare=False, repr=False)
 
     @property
     def seq(self) -> bool:
@@ -99,18 +95,10 @@ class SearchPattern:
         return cheapest(orders, self.window, self.rates, self._join_conditions(), self.seq,
                         self.cooccurrence)
 
-    def step_work(self, steps: Sequence[Sequence[str]],
-                  deadline: float = math.inf) -> JoinWork:
-        """The cheapest order joining `steps` one after the other (`join_orders.by_steps`),
-        priced once per steps; built greedily once `deadline` (`time.perf_counter()`) passed,
-        so planning keeps its time limit."""
-        key = tuple(tuple(step) for step in steps)
-        if key not in self._step_works:
-            exhaustive = EXHAUSTIVE if time.perf_counter() < deadline else 1
-            self._step_works[key] = by_steps(key, self.window, self.rates,
-                                             self._join_conditions(), self.seq,
-                                             self.cooccurrence, exhaustive)
-        return self._step_works[key]
+    def step_work(self, steps: Sequence[Sequence[str]]) -> JoinWork:
+        """The cheapest order joining `steps` one after the other (`join_orders.by_steps`)."""
+        return by_steps(tuple(tuple(step) for step in steps), self.window, self.rates,
+                        self._join_conditions(), self.seq, self.cooccurrence)
 
     def _join_conditions(self) -> list[JoinCondition]:
         return [JoinCondition(c.variables, c.selectivity, c.narrows) for c in self.conditions]
@@ -160,6 +148,12 @@ def problem_from_workload(workload: Workload, statistics: Statistics,
             continue
         patterns.append(_search_pattern(pattern, workload, statistics))
     return Problem(tuple(patterns), MappingProxyType(skipped), together)
+
+
+def search_pattern(pattern: Pattern, workload: Workload,
+                   statistics: Statistics) -> SearchPattern | None:
+    """One pattern as `problem_from_workload` prices it; None where it skips the pattern."""
+    return None if _unplannable(pattern) else _search_pattern(pattern, workload, statistics)
 
 
 def _unplannable(pattern: Pattern) -> str | None:

@@ -7,12 +7,15 @@ of the multi-pattern graph in turn, with a share of the time limit proportional 
 Anytime within the whole limit: the patterns' preparation stops at it, and a search left
 less than `AFTER_PREPARING` times the preparation's time after it gives up
 (`SearchOutOfTime`: no result yet); the graph is built in at most `GRAPH_SHARE` of the time
-left (a cut graph offers fewer subtrees to share); the moves stop early enough to leave for
-the result `FINISH_FACTOR` times what building the start multitree took, or are not started.
+left (a cut graph offers fewer subtrees to share); the start trees' join orders are priced in
+at most `ORDERS_SHARE` of the time left then (the rest keep their cheaper side first); the
+moves stop early enough to leave for the result `FINISH_FACTOR` times what building the start
+multitree took, or are not started, and a tree they changed is priced only before the limit.
 """
 
 from __future__ import annotations
 
+import math
 import random
 import time
 from collections.abc import Mapping
@@ -52,6 +55,7 @@ SHAPES = (BUSHY, LEFT_DEEP)
 AFTER_PREPARING = 2.0
 FINISH_FACTOR = 2.0
 GRAPH_SHARE = 0.5  # of the time left after the preparation, at most, for the graph
+ORDERS_SHARE = 0.5  # of the time left after the graph, at most, for the start's join orders
 
 
 VarTree = object  # a variable name or a pair of VarTrees
@@ -122,7 +126,9 @@ def search(problem: Problem, *, algorithm: str = SA, neighbourhood: str = "edge"
     start_trees = list(state.trees)
     # the join orders of the start's trees, priced now so that the time they take is kept
     # for the end: only the trees the moves change are priced again then
-    start_orders = [_join_order(c, t) for c, t in zip(compiled, start_trees, strict=True)]
+    priced_until = building + ORDERS_SHARE * (end - building)
+    start_orders = [_join_order(c, t, priced_until)
+                    for c, t in zip(compiled, start_trees, strict=True)]
     finish = FINISH_FACTOR * (time.perf_counter() - building)
     # the moves stop at 90 % of the limit at the latest: building the neighbourhoods and the
     # result after them took up to 0.26 s of a 1.5 s limit on a loaded machine (300 patterns)
@@ -148,7 +154,8 @@ def search(problem: Problem, *, algorithm: str = SA, neighbourhood: str = "edge"
     final = Multitree(compiled, trees)
     return SearchResult(
         trees={c.pattern.name: _names(c, t) for c, t in zip(compiled, trees, strict=True)},
-        orders={c.pattern.name: order if t == first else _join_order(c, t) for c, t, first, order
+        orders={c.pattern.name: order if t == first else _join_order(c, t, end)
+                for c, t, first, order
                 in zip(compiled, trees, start_trees, start_orders, strict=True)},
         shared=_shared(final), cost=final.cost, trivial_cost=trivial, sh_cost=sh_cost,
         re_cost=re_cost, algorithm=algorithm, neighbourhood=neighbourhood, shape=shape,
@@ -200,15 +207,16 @@ def _shared(state: Multitree) -> tuple[SharedNode, ...]:
     return tuple(sorted(out, key=lambda s: (-s.size, -len(s.users), sorted(s.users))))
 
 
-def _join_order(compiled: Compiled, tree: IndexTree) -> tuple[str, ...]:
+def _join_order(compiled: Compiled, tree: IndexTree,
+                deadline: float = math.inf) -> tuple[str, ...]:
     """The order the matcher joins the tree's leaves in: each node's two sides one after the
     other, the side first that makes the order's look-ups read the fewest rows
     (`SearchPattern.join_work`: a side without a condition to the other is a cross product).
-    Ties, and trees with more than `EXHAUSTIVE` such orders, keep the side with fewer
-    expected partial matches first."""
+    Ties, trees with more than `EXHAUSTIVE` such orders and trees reached once `deadline`
+    has passed keep the side with fewer expected partial matches first."""
     inner = sum(isinstance(node, tuple) for node in nodes_of(tree))
     first = _cheaper_side_first(compiled, tree)
-    if 2 ** inner > EXHAUSTIVE:
+    if 2 ** inner > EXHAUSTIVE or time.perf_counter() >= deadline:
         return first
     return compiled.pattern.join_work([first, *_leaf_orders(compiled, tree)]).order
 

@@ -151,21 +151,22 @@ def _synthetic(n: int, window: str) -> dict:
 
 @pytest.mark.parametrize("algorithm", ["sa", "tabu"])
 def test_search_time_limit_holds(algorithm):
-    """300 patterns with 100 ms windows keep both searches busy past the limit: they stop
+    """60 patterns with 100 ms windows keep both searches busy past the limit: they stop
     within 10 % of it with a multitree no worse than the trivial one. Without `patience`
     neither converges: each moves until the deadline left after its finishing reserve, which
-    a loaded machine's slower build makes earlier, so how long it ran is not asserted."""
+    a loaded machine's slower build makes earlier, so how long it ran is not asserted. (With
+    300 patterns, at load 7 the preparation alone left no time for a move.)"""
     from cepplan.search.problem import problem_from_workload
     from cepplan.search.solve import SearchOutOfTime, search
 
-    workload = build_workload(_synthetic(300, "100ms"))
+    workload = build_workload(_synthetic(60, "100ms"))
     problem = problem_from_workload(workload, workload.statistics)
     limit = 1.5
     started = time.process_time()
     try:
         result, cpu = _cpu_seconds(lambda: search(problem, algorithm=algorithm, seed=0,
                                                   time_limit=limit))
-    except SearchOutOfTime:  # a machine too busy to prepare 300 patterns within the limit
+    except SearchOutOfTime:  # a machine too busy to prepare 60 patterns within the limit
         assert time.process_time() - started <= 1.1 * limit  # refused within it, not after
         return
     print(f"{algorithm}: {cpu:.2f} s of CPU, {result.seconds:.2f} s by its clock, of {limit} "

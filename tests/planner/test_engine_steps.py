@@ -165,3 +165,29 @@ def test_observed_span_is_taken_in_the_workload_time_unit():
     assert observed_span({"time_unit": "min", "observed": {"span": 120.0}}, workload) == 120.0
     assert observed_span({"time_unit": "min"}, workload) is None
 
+
+
+def test_join_orders_are_priced_until_the_deadline_then_taken_in_position_order():
+    """Pricing join orders keeps the time limit: every pattern priced with time left, none
+    once the deadline has passed (counted, for the plan's time note), whose variables are then
+    joined in position order, negated ones last."""
+    import time
+
+    from cepplan.planner.engine_steps import priced_join_orders
+    from cepplan.planner.optimize import evaluation_order
+
+    workload = build_workload({
+        "format": "cepplan.workload/1", "time_unit": "min",
+        "event_types": {t: {"attributes": {"x": "long"}} for t in "ABCD"},
+        "patterns": [{"name": f"p{i}", "structure": ["SEQ", "a:A", "b:B", "c:C", ["NOT", "d:D"]],
+                      "where": ["b.x == c.x"], "within": "10min"} for i in range(3)],
+        "statistics": {"rates": {"A": 50.0, "B": 5.0, "C": 5.0, "D": 1.0}}})
+    outcome = optimize(workload, workload.statistics, Settings()).outcome
+    priced, unpriced = priced_join_orders(workload, workload.statistics, outcome, math.inf)
+    assert unpriced == 0 and sorted(priced) == ["p0", "p1", "p2"]
+    assert all(work.order[:2] in (("b", "c"), ("c", "b")) for work in priced.values())
+    priced, unpriced = priced_join_orders(workload, workload.statistics, outcome,
+                                          time.perf_counter())
+    assert priced == {} and unpriced == 3
+    result, chosen = outcome.results["p0"], outcome.chosen["p0"]
+    assert evaluation_order(result, chosen) == ("a", "b", "c", "d")
