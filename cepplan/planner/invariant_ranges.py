@@ -231,10 +231,12 @@ def holding_range(derivation: Derivation,
     """(low, high) of the values at which every plan `statistic` can change keeps its steps;
     OutOfTime carries the range proved before the deadline. The planner plans a value below
     the statistic's floor at the floor (`inputs.floored`): no lower bound is below it, and a
-    basis at the floor (measured 0) is probed up to the highest rate or a selectivity of 1."""
+    basis at the floor (measured 0) is probed up to `MAX_FACTOR` times the highest rate (the
+    rare type may become the most frequent: probed only up to the highest, a plan changing just
+    above it went unbounded) or a selectivity of 1."""
     basis = statistic.basis
     floor = getattr(floors(derivation.statistics), statistic.kind)
-    reach = 1.0 / ZERO_FLOOR if basis <= floor else MAX_FACTOR
+    reach = MAX_FACTOR / ZERO_FLOOR if basis <= floor else MAX_FACTOR
     ceiling = reach if statistic.kind == RATE else min(reach, 1.0 / basis)
     try:
         low = _side(derivation, statistic, max(1.0 / MAX_FACTOR, floor / basis)) \

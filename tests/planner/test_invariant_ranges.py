@@ -113,8 +113,9 @@ def test_a_statistic_measured_0_holds_up_to_a_usable_bound(raw, data):
         plan.invariants[kind][statistic.key[0]]
     bounds = ranges[statistic.key[-1]]
     assert bounds["low"] is None
-    floor = 1e-6 * (max(workload.statistics.rates.values()) if statistic.kind == RATE else 1)
-    top = max(workload.statistics.rates.values()) if statistic.kind == RATE else 1.0
+    highest = max(zeroed.rates.values())  # the other types' highest: the zeroed one is 0
+    floor = 1e-6 * (highest if statistic.kind == RATE else 1)
+    top = MAX_FACTOR * highest if statistic.kind == RATE else 1.0  # as far as it is probed
     high = bounds["high"] if bounds["high"] is not None else top
     assert high > floor
     inside = math.exp(data.draw(st.floats(math.log(floor), math.log(high))))
