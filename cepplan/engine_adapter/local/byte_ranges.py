@@ -19,6 +19,7 @@ import math
 import multiprocessing
 import os
 import pickle
+import shutil
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -478,6 +479,8 @@ def serve_region(job_file: str, region: Region, file: FileInput, output_format: 
         result = ("error", sendable(err))
     finally:
         output.close(complete=False)  # after `close`: already closed
+    if result[0] != "done":  # its parts void: their room freed for the outcome (a full disk)
+        shutil.rmtree(folder, ignore_errors=True)
     staged = Path(outcome + ".tmp")
     staged.write_bytes(pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL))
     staged.rename(outcome)
