@@ -114,8 +114,8 @@ def run_row(scratch: Path, bars: Path, name: str, budget: str, workers: int = 1)
 def scaling_row(scratch: Path, bars: Path, name: str, budget: str,
                 counts: tuple[int, ...] = (1, 2)) -> str:
     """One row's wall and CPU time (cepplan's and its workers') on each number of workers
-    (`--workers`), the wall ratio to one worker, the match files checked byte for byte
-    against one worker's."""
+    (`--workers`), the wall ratio to one worker, the match files (their parts concatenated in
+    name order) checked byte for byte against one worker's."""
     plan = plan_row(scratch, name)
     walls, first = [], None
     for count in counts:
@@ -125,7 +125,7 @@ def scaling_row(scratch: Path, bars: Path, name: str, budget: str,
         cpu = children_cpu() - cpu
         if done.returncode:
             return f"{name:<10} --workers {count} failed (exit {done.returncode})"
-        files = {p.name: p.read_bytes() for p in (out / "matches").iterdir()}
+        files = b"".join(p.read_bytes() for p in sorted((out / "matches").iterdir()))
         first = files if first is None else first
         if files != first:
             return f"{name:<10} --workers {count}: DIFFERENT matches from --workers 1"

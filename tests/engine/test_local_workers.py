@@ -66,17 +66,33 @@ def _run(data: dict, events: list[str], out: Path, workers: int, *, fmt: str = "
         patch.undo()
 
 
-def _files(out: Path) -> dict[str, bytes]:
-    """Every match file under OUT/matches/, by its path there."""
-    folder = out / "matches"
-    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*"))
-            if p.is_file()}
+def _files(out: Path) -> dict[str, object]:
+    """What OUT/matches/ and OUT/timed_out/ hold as a reader takes it: per folder, its part
+    files concatenated in name order (JSON lines: their bytes; Parquet: each pattern's rows,
+    as one table)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    held: dict[str, list[Path]] = {}
+    for folder in (out / "matches", out / "timed_out"):
+        for path in sorted(folder.rglob("*")) if folder.is_dir() else ():
+            if path.is_file() and not path.name.startswith((".", "_")):
+                held.setdefault(str(path.parent.relative_to(out)), []).append(path)
+    return {place: (b"".join(p.read_bytes() for p in paths) if paths[0].suffix == ".jsonl"
+                    else pa.concat_tables(pq.read_table(p) for p in paths))
+            for place, paths in held.items()}
+
+
+def _parts(out: Path) -> list[str]:
+    """The names of the JSON lines parts under OUT/matches/, in name order."""
+    return sorted(p.name for p in (out / "matches").glob("part-*.jsonl"))
 
 
 def _same_runs(data: dict, events: list[str], tmp: Path, counts: tuple[int, ...],
                fmt: str = "jsonl") -> dict:
-    """Runs with each number of workers: the same files and counts as one worker's; the
-    one-worker run's metrics."""
+    """Runs with each number of workers: the same matches in the same order as one
+    worker's (its parts concatenated in name order), the same counts; the one-worker run's
+    metrics."""
     one = _run(data, events, tmp / "w1", 1, fmt=fmt)
     assert one["workers"] == 1
     for count in counts:
@@ -101,6 +117,22 @@ def test_workers_give_the_same_files_and_the_reference_matches(tmp_path):
         _same_runs(job_data(workload, plan), [str(path)], tmp_path / kind, counts)
         got = read_matches(tmp_path / kind / "w1")
         assert {k: got.get(k, []) for k in expected} == expected, kind
+
+
+def test_each_worker_writes_its_own_part(tmp_path):
+    """One CSV file on 3 workers: each byte range's matches are a part of their own, named
+    in range order (renamed into the output, no spill left); on one worker, the one part."""
+    workload, events, _ = example_reference("stocks", seed=5, duration=360, total_rate=1.0)
+    path = tmp_path / "events.csv"
+    write_events(events, workload, path)
+    data = job_data(workload, trivial_plan(workload))
+    _run(data, [str(path)], tmp_path / "w1", 1)
+    assert _parts(tmp_path / "w1") == ["part-00000.jsonl"]
+    metrics = _run(data, [str(path)], tmp_path / "w3", 3)
+    assert metrics["reading"] == "by byte range in each worker"
+    assert _parts(tmp_path / "w3") == ["part-00000.jsonl", "part-00001.jsonl",
+                                       "part-00002.jsonl"]
+    assert list(tmp_path.glob("**/spill")) == []
 
 
 def test_workers_write_the_same_parquet_files(tmp_path):
@@ -331,3 +363,46 @@ def test_the_margin_before_a_byte_range_is_read_once(tmp_path, monkeypatch):
     assert len(rows) > 0
     for name in (EVENT_TS, EVENT_ID):
         assert list(rows[name]) == list(before[name]), name
+
+
+def test_a_worker_on_a_full_disk_says_so_without_a_traceback(tmp_path, capfd):
+    """A byte-range worker whose part fills the disk (a real tmpfs) removes its part, so that
+    its outcome, the error, fits (the parent then says it in one line): no traceback of its
+    own on stderr, no part left."""
+    import errno
+    import multiprocessing
+    import os
+    import pickle
+    import subprocess
+
+    workload, events, _ = example_reference("stocks", seed=5, duration=360, total_rate=1.0)
+    path = tmp_path / "events.csv"
+    write_events(events, workload, path)
+    data = job_data(workload, trivial_plan(workload))
+    job = job_from_json(data)
+    file = byte_ranges.file_input(job, data, [str(path)], 40)
+    region = byte_ranges._regions(file, data, 2)[1]
+    mount = tmp_path / "mnt"
+    mount.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mount)],
+                          capture_output=True, text=True)
+    if done.returncode:
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
+    try:
+        job_file = mount / "job.json"
+        job_file.write_text(__import__("json").dumps(data))
+        filler = mount / "filler"
+        filler.write_bytes(b"\0" * ((60 << 10) - job_file.stat().st_size - 4096))
+        parts, outcome = mount / "range-00001", mount / "range-00001.outcome"
+        process = multiprocessing.get_context("spawn").Process(
+            target=byte_ranges.serve_region,
+            args=(str(job_file), region, file, "jsonl", 1 << 30, str(parts), str(outcome),
+                  os.getpid()))
+        process.start()
+        process.join(120)
+        assert "Traceback" not in capfd.readouterr().err
+        kind, error = pickle.loads(outcome.read_bytes())
+        assert (kind, error.errno) == ("error", errno.ENOSPC)
+        assert not parts.exists()
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)

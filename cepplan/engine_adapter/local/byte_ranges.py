@@ -19,6 +19,7 @@ import math
 import multiprocessing
 import os
 import pickle
+import shutil
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -39,9 +40,7 @@ from cepplan.engine_adapter.local.readable import plain_csv
 from cepplan.engine_adapter.local.source import read_batches
 from cepplan.engine_adapter.local.workers import (
     RangeFigures,
-    RangeOutput,
     WorkerError,
-    append_spill,
     keep_freed_heap,
     sendable,
     started_as_worker,
@@ -351,8 +350,9 @@ def match_by_byte_range(file: FileInput, job: Job, data: dict[str, Any], writer:
                         spill: Path, standby: Standby | None = None
                         ) -> tuple[list[RangeRead], int]:
     """The file matched range by range: the first here, the others in up to `workers - 1`
-    worker processes (one range each, at least `range_cut.MIN_RANGE_BYTES`), their part files
-    appended to `writer` in order (`standby`: processes spawned ahead, taken first). (what
+    worker processes (one range each, at least `range_cut.MIN_RANGE_BYTES`), each writing its
+    own part files, renamed into `writer`'s output as part 1, 2, ... in range order
+    (`standby`: processes spawned ahead, taken first). (what
     each range held, the processes that matched); `Unordered` or `Unsplittable` as
     `match_region` (the output then void)."""
     found = _regions(file, data, range_count(file.path, workers))
@@ -364,15 +364,11 @@ def match_by_byte_range(file: FileInput, job: Job, data: dict[str, Any], writer:
                        standby) as started:
         with _memory_budget(share):
             reads = [match_region(found[0], file, job, data, writer, figures)]
-        if output_format != "parquet":  # copied as the workers write them
-            for worker in started:
-                writer.append_growing(worker.spill, worker.outcome.exists)
         for worker in started:
             read, more = worker.result()
             figures.add(more)
             reads.append(read)
-            if output_format == "parquet" and worker.spill.exists():
-                append_spill(writer, worker.spill, output_format)
+            writer.adopt_parts(worker.parts / "matches")
     return reads, len(found)
 
 
@@ -392,11 +388,11 @@ def _memory_budget(share: int) -> Iterator[None]:
 
 @dataclass
 class _RangeWorker:
-    """One spawned process matching one range into its part file (`spill`), its outcome
-    pickled into `result`."""
+    """One spawned process matching one range into its part files (under `parts`), its
+    outcome pickled into `result`."""
 
     process: Any
-    spill: Path
+    parts: Path
     outcome: Path
 
     def result(self) -> tuple[RangeRead, RangeFigures]:
@@ -433,16 +429,16 @@ class _RangeWorkers:
         job_file.write_text(json.dumps(self.data))
         context = multiprocessing.get_context("spawn")
         for region in self.found:
-            part = self.spill / f"range-{region.number:05d}"
+            parts = self.spill / f"range-{region.number:05d}"
             outcome = self.spill / f"range-{region.number:05d}.outcome"
             task = (str(job_file), region, self.file, self.output_format, self.share,
-                    str(part), str(outcome), os.getpid())
+                    str(parts), str(outcome), os.getpid())
             process = self.standby.take(task) if self.standby is not None else None
             if process is None:
                 process = context.Process(target=serve_region, args=task, daemon=True,
                                           name=f"cepplan-worker-{region.number}")
                 process.start()
-            self.started.append(_RangeWorker(process, part, outcome))
+            self.started.append(_RangeWorker(process, parts, outcome))
         return self.started
 
     def __exit__(self, kind: Any, *_rest: Any) -> None:
@@ -456,17 +452,19 @@ class _RangeWorkers:
 
 
 def serve_region(job_file: str, region: Region, file: FileInput, output_format: str, share: int,
-           part: str, outcome: str, parent: int) -> None:
-    """A worker: its range matched into the part file, its outcome (counts and figures, or
-    the error that stopped it) pickled into `outcome`."""
+           parts: str, outcome: str, parent: int) -> None:
+    """A worker: its range matched into its own part files under `parts` (a `MatchWriter`'s
+    staging folder, part `part-NNNNN` numbered by the range), its outcome (counts and figures,
+    or the error that stopped it) pickled into `outcome`."""
     if not started_as_worker(share, parent):
         return
-    from cepplan.engine_adapter.runtime.match_rows import match_layouts
+    from cepplan.engine_adapter.local.writer import MatchWriter
 
     data = json.loads(Path(job_file).read_text())
     job = job_from_json(data)
-    layouts = match_layouts(job) if output_format == "parquet" else None
-    output = RangeOutput(Path(part), layouts, 0)  # every match straight to the part file
+    folder = Path(parts)
+    folder.mkdir()
+    output = MatchWriter(folder, output_format, job, part=f"part-{region.number:05d}")
     figures = RangeFigures.empty(job)
     try:
         read = match_region(region, file, job, data, output, figures)
@@ -479,6 +477,10 @@ def serve_region(job_file: str, region: Region, file: FileInput, output_format: 
         result = ("unsplittable", str(err))
     except Exception as err:  # raised by the parent
         result = ("error", sendable(err))
+    finally:
+        output.close(complete=False)  # after `close`: already closed
+    if result[0] != "done":  # its parts void: their room freed for the outcome (a full disk)
+        shutil.rmtree(folder, ignore_errors=True)
     staged = Path(outcome + ".tmp")
     staged.write_bytes(pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL))
     staged.rename(outcome)

@@ -14,10 +14,8 @@ import json
 import os
 import queue
 import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -81,13 +79,15 @@ class MatchWriter:
         self.skipped_by_range_only = False
         self._text.write([path])
 
-    def append_growing(self, path: Path, finished: Callable[[], bool]) -> None:
-        """Append the JSON lines of the file at `path` after what was written before, as
-        another process writes them (a worker's part): copied as it grows, so that the copy
-        runs while the worker still matches, until `finished()` says it is complete (true
-        only once the file is closed); then removed."""
+    def adopt_parts(self, folder: Path) -> None:
+        """The part files under `folder` (a worker's `matches` folder: JSON lines, or
+        `pattern=NAME/` folders of Parquet) renamed into `OUT/matches/` at the same place,
+        never copied; their names must differ from this writer's part (`part`)."""
         self.skipped_by_range_only = False
-        self._text.write([GrowingFile(path, finished)])
+        for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+            target = self._staging / "matches" / path.relative_to(folder)
+            target.parent.mkdir(exist_ok=True)
+            os.replace(path, target)
 
     def spill_directory(self) -> Path:
         """A directory for workers' spill files, beside the staged output: removed with
@@ -150,7 +150,7 @@ def staged_output(out: Path, output_format: str,
 class BackgroundFile:
     """A binary file written by a thread: `write` queues buffers (at most `PENDING`, each
     at most a chunk of rendered matches, which bounds memory; or paths of files to append,
-    `MatchWriter.append_file`, or still growing, `append_growing`; queued one by one, so that a
+    `MatchWriter.append_file`; queued one by one, so that a
     partition's many chunks do not hold up the next partition's few) and returns; an
     error of the thread is raised by the next `write` or by `close`. Every
     `RECYCLE_BYTES` written, the file's pages the disk already has are dropped from the
@@ -161,7 +161,6 @@ class BackgroundFile:
 
     PENDING = 64  # chunks: rendering outruns the disk in bursts (docs/matching.md)
     RECYCLE_BYTES = 32 << 20
-    FOLLOW_SECONDS = 0.01  # between looks at a growing file that has not grown
 
     def __init__(self, path: Path, *, append: bool = False):
         self._file = open(path, "ab" if append else "wb")  # noqa: SIM115 (closed by the thread)
@@ -200,29 +199,6 @@ class BackgroundFile:
         if complete:
             self._raise()
 
-    def _follow(self, growing: GrowingFile) -> int:
-        """`growing` appended as it grows, until it is finished (or the file is closed
-        without completing: a worker failed), and removed; the bytes appended."""
-        self._file.flush()
-        done, source = 0, None
-        try:
-            while not self._drop:
-                complete = growing.finished()  # before the size: then the size is final
-                if source is None and growing.path.exists():
-                    source = open(growing.path, "rb")  # noqa: SIM115 (closed below)
-                size = os.fstat(source.fileno()).st_size if source is not None else 0
-                if size > done:
-                    done += _send(self._file, source, done, size)
-                elif complete:
-                    break
-                else:
-                    time.sleep(self.FOLLOW_SECONDS)
-        finally:
-            if source is not None:
-                source.close()
-        growing.path.unlink(missing_ok=True)
-        return done
-
     def _raise(self) -> None:
         if self._error is not None:
             error, self._error = self._error, None
@@ -239,8 +215,6 @@ class BackgroundFile:
                     os.fsync(self._file.fileno())
                     self._size = self._file.tell()
                     data.set()
-                elif isinstance(data, GrowingFile):
-                    written += self._follow(data) if self._error is None else 0
                 elif self._error is None and not self._drop:
                     written += (_append(self._file, data) if isinstance(data, Path) else
                                 self._file.write(data))
@@ -258,14 +232,6 @@ class BackgroundFile:
                 self._file.close()  # flushes the last buffer: a full disk may show only here
             except BaseException as err:
                 self._error = self._error or err
-
-
-@dataclass(frozen=True)
-class GrowingFile:
-    """A file another process is still writing, appended as it grows (`append_growing`)."""
-
-    path: Path
-    finished: Callable[[], bool]
 
 
 def _append(file: Any, path: Path) -> int:
