@@ -141,3 +141,38 @@ def test_text_codes_number_equal_values_alike_across_columns():
                                                                            ABSENT]
     assert not math.isnan(float(k[5]))  # a NaN has a code, equal to no other value's
     assert k[5] not in set(k[:5].tolist())
+
+
+@pytest.mark.parametrize(("band", "narrowed_by"), [(5000, "k"), (3, "v")])
+def test_a_look_up_bounded_on_two_attributes_narrows_by_the_one_keeping_fewer(
+        monkeypatch, band, narrowed_by):
+    """SEQ(a:A, c:A) with a.k == c.k (10 ids: a tenth of the pairs) and 0 < c.v - a.v < band
+    (v uniform over 10,000: over a third, or 3 in 10,000, of the pairs): the look-up
+    narrows by the attribute keeping fewer; the matches equal a brute-force count."""
+    from cepplan.engine_adapter.runtime.matcher import MatchContext
+
+    chosen = []
+    real = MatchContext._narrowing
+
+    def spied(self, *args):
+        found = real(self, *args)
+        if found is not None:
+            chosen.extend(key[1] for key, index in self.indexes.items() if index is found[0])
+        return found
+
+    monkeypatch.setattr(MatchContext, "_narrowing", spied)
+    rng = np.random.default_rng(2)
+    count = 2000
+    ids = np.array([f"id-{n}" for n in rng.integers(0, 10, count)], dtype=object)
+    values = rng.integers(0, 10_000, count)
+    events = pd.DataFrame({"__type": ["A"] * count, "__ts": np.arange(count, dtype=float),
+                           "__id": np.arange(count), "v": values, "k": ids, "j": ids})
+    wl = text_workload([{"name": "p", "structure": ["SEQ", "a:A", "c:A"],
+                         "where": ["a.k == c.k", "0 < c.v - a.v", f"c.v - a.v < {band}"],
+                         "within": count}])
+    job = job_from_json(job_data(wl, trivial_plan(wl)))
+    out = evaluate_partition(events, job, job.patterns[0])
+    later = values[None, :] - values[:, None]
+    kept = (ids[:, None] == ids[None, :]) & (later > 0) & (later < band)
+    assert out.count == int(np.count_nonzero(np.triu(kept, 1))) > 0
+    assert set(chosen) == {narrowed_by}
