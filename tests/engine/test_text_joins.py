@@ -176,3 +176,33 @@ def test_a_look_up_bounded_on_two_attributes_narrows_by_the_one_keeping_fewer(
     kept = (ids[:, None] == ids[None, :]) & (later > 0) & (later < band)
     assert out.count == int(np.count_nonzero(np.triu(kept, 1))) > 0
     assert set(chosen) == {narrowed_by}
+
+
+def test_a_shared_node_joined_on_a_string_narrows_as_alone():
+    """Two patterns sharing the node SEQ(a:A, b:B) with a.k == b.k: the shared plan's join,
+    every look-up narrowed, gives the reference's matches, as unnarrowed."""
+    from cepplan.engine_adapter.runtime.shared_nodes import sharing_plan
+    from tests.engine.test_shared_plan import _canonical, _shared_job
+
+    wl = build_workload({
+        "format": "cepplan.workload/1", "time_unit": "s",
+        "event_types": {t: {"attributes": {"v": "long", "k": "string", "j": "string"}}
+                        for t in TYPES},
+        "statistics": {"rates": dict.fromkeys(TYPES, 1.0)},
+        "patterns": [{"name": name, "structure": ["SEQ", "a:A", "b:B", "c:C"],
+                      "where": ["a.k == b.k", last], "within": 5}
+                     for name, last in (("p", "b.j == c.j"), ("q", "c.v > 2"))]})
+    job = _shared_job(wl)
+    assert set(sharing_plan(job).uses) == {"p", "q"}
+    rng = np.random.default_rng(1)
+    texts = ["", "x", "y", "日本"]
+    events = frame([(str(rng.choice(TYPES)), int(rng.integers(0, 30)), int(rng.integers(0, 5)),
+                     texts[rng.integers(0, 4)], texts[rng.integers(0, 4)])
+                    for _ in range(120)])
+    plain = run_local(events, job, share=True)
+    with pytest.MonkeyPatch.context() as patch:
+        _narrow_always(patch, 2)
+        narrowed = run_local(events, job, share=True)
+    assert _canonical(narrowed) == _canonical(plain)
+    same_matches(narrowed.matches, reference_matches(wl, events))
+    assert all(narrowed.matches.values())
