@@ -23,6 +23,11 @@ planning time, then the plan and the trivial plan side by side, under a budget o
 several windows around the time range it matches, here the whole 10^6, about 1.1 GB).
 
     CEPPLAN_BENCH_WINDOWS=seed004 CEPPLAN_BENCH_SCALING= python -m benchmarks windows
+
+The `ids-1000` row joins on a string id (`benchmarks/text_ids.py`: logins and payments of
+5,000 users, a.user == b.user within 500 s, about 1,000 events per window), as many rows.
+
+    CEPPLAN_BENCH_WINDOWS=ids-1000 CEPPLAN_BENCH_SCALING= python -m benchmarks windows
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ from pathlib import Path
 from benchmarks.bench_engine import ROOT, RSS_WRAPPER, children_cpu
 from benchmarks.seed004_row import seed004_row
 from benchmarks.stock_bars import workload, write_bars
+from benchmarks.text_ids import plan_ids, write_ids
 
 GOOG = ["a.peak < b.peak", "b.peak < c.peak"]
 BAND = ["0 < c.volume - a.volume", "c.volume - a.volume < 3",
@@ -57,6 +63,7 @@ ROWS = {  # name: (structure, conditions, window in minutes)
 # rows whose output outgrows a disk: kleene-15 writes about 9 GB per 1,000 input rows
 ROW_LIMITS = {"kleene-15": 1_500}
 
+IDS = "ids-1000"  # SEQ(a:Login, b:Pay), a.user == b.user, ~1,000 events a window (`text_ids`)
 SCALING = ("goog-14", "band-70")  # rows whose matching outweighs reading
 
 
@@ -93,10 +100,13 @@ def run_plan(plan: Path, bars: Path, out: Path, budget: str, workers: int,
     return wall, peak, done
 
 
-def run_row(scratch: Path, bars: Path, name: str, budget: str, workers: int = 1) -> str:
-    """One row of the table: optimise the pattern, run it, and describe the outcome."""
+def run_row(scratch: Path, bars: Path, name: str, budget: str, workers: int = 1,
+            plan: Path | None = None) -> str:
+    """One row of the table: optimise the pattern (unless `plan` is given), run it, and
+    describe the outcome."""
     out = scratch / f"{name}.out"
-    wall, peak, done = run_plan(plan_row(scratch, name), bars, out, budget, workers)
+    plan = plan or plan_row(scratch, name)
+    wall, peak, done = run_plan(plan, bars, out, budget, workers)
     if done.returncode:
         error = next((line for line in done.stderr.splitlines() if line.startswith("error")),
                      done.stderr.strip().splitlines()[-1] if done.stderr.strip() else "")
@@ -145,7 +155,8 @@ def main(quick: bool = False) -> None:
     scaling curve on 1 and 2 workers (CEPPLAN_BENCH_SCALING, the rows, default goog-14
     and band-70; CEPPLAN_BENCH_SCALING_ROWS, default 10^6 rows, 10^5 with --quick)."""
     rows = int(os.environ.get("CEPPLAN_BENCH_ROWS", 10_000 if quick else 100_000))
-    names = [n for n in os.environ.get("CEPPLAN_BENCH_WINDOWS", ",".join([*ROWS, "seed004"]))
+    names = [n for n in os.environ.get("CEPPLAN_BENCH_WINDOWS",
+                                       ",".join([*ROWS, IDS, "seed004"]))
              .split(",") if n]
     budget = os.environ.get("CEPPLAN_BENCH_BUDGET", "1G")
     print(f"{rows:,} rows of minute bars, CEPPLAN_MATCH_MEMORY={budget}, load "
@@ -162,6 +173,12 @@ def main(quick: bool = False) -> None:
                 own = os.environ.get("CEPPLAN_BENCH_SEED004_BUDGET", "2G")
                 print(f"\nseed004 (CEPPLAN_MATCH_MEMORY={own}): " + "\n  ".join(
                     seed004_row(scratch, events, own, run_plan)), flush=True)
+                continue
+            if row == IDS:  # a join on a string id, on events of its own
+                ids = scratch / "ids.csv"
+                write_ids(ids, rows)
+                print(run_row(scratch, ids, row, budget, plan=plan_ids(scratch, ROOT)),
+                      flush=True)
                 continue
             if rows > ROW_LIMITS.get(row, rows):
                 fewer = scratch / f"bars-{ROW_LIMITS[row]}.txt"

@@ -26,7 +26,7 @@ from cepplan.costmodels.join_orders import (
 from cepplan.costmodels.keyed import tree_factors
 from cepplan.costmodels.markov import event_probability
 from cepplan.costmodels.trees import kleene_rate, no_event_probability, node_cost
-from cepplan.workload.expr.bounds import bounds_of
+from cepplan.workload.expr.bounds import Bound, bounds_of
 from cepplan.workload.model import (
     FILTER,
     KLEENE,
@@ -201,9 +201,10 @@ def _search_pattern(pattern: Pattern, workload: Workload, statistics: Statistics
             kleene[var], rates[var] = rate, kleene_rate(rate, window, cap, *repetition[var],
                                                         back_to_back.get(var))
     positives = {o.var for o in pattern.positive}
+    kinds = {o.var: workload.attributes_of(o.event_type) for o in pattern.positive}
     conditions = tuple(
         Condition(p.variables, _rewrite(p.portable, labels), selectivity.get(p.text, 1.0),
-                  narrowed_look_ups(p.portable, p.variables))
+                  narrowed_look_ups(p.portable, p.variables, kinds))
         for p in pattern.predicates if len(p.variables) > 1 and p.variables <= positives)
     variables = tuple(o.var for o in sorted(pattern.positive, key=lambda o: o.position))
     keyed = statistics.keyed.get(pattern.name) if pattern.partition_by else None
@@ -227,9 +228,18 @@ def _partition_types(pattern: Pattern) -> frozenset[str]:
     return frozenset(o.event_type for o in pattern.negated if o.var.startswith("__strict_"))
 
 
-def narrowed_look_ups(tree: list, variables: frozenset[str]) -> frozenset[tuple[str, str]]:
-    """The (variable, attribute) pairs whose join look-up a condition narrows."""
-    return frozenset((v, b.attr) for v in variables for b in bounds_of(tree, v))
+def narrowed_look_ups(tree: list, variables: frozenset[str],
+                      kinds: Mapping[str, Mapping[str, str]]) -> frozenset[tuple[str, str]]:
+    """The (variable, attribute) pairs whose join look-up a condition narrows: a number's by
+    any bound, another attribute's (a string's) by `==` alone, as the matcher looks them up
+    (`kinds`: each variable's attribute types)."""
+    def looked_up(var: str, bound: Bound) -> bool:
+        kind = "double" if bound.attr == "ts" else kinds[var].get(bound.attr)
+        return kind in ("long", "double") or (kind == "string" and bound.exact
+                                               and bound.size is None)
+
+    return frozenset((v, b.attr) for v in variables for b in bounds_of(tree, v)
+                     if looked_up(v, b))
 
 
 def _negation_cost(pattern: Pattern, searched: SearchPattern, statistics: Statistics) -> float:

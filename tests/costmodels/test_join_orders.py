@@ -20,6 +20,8 @@ from benchmarks.bench_windows import BAND
 from benchmarks.stock_bars import workload as bars_workload
 from benchmarks.stock_bars import write_bars
 from cepplan.costmodels.join_orders import JoinCondition, by_steps, join_work
+from cepplan.search.problem import problem_from_workload
+from cepplan.workload import build_workload
 from tests.in_process import cepplan
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -42,16 +44,19 @@ def _cepplan(*args: str, env: dict | None = None) -> subprocess.CompletedProcess
     return done
 
 
-def _stream(path: Path, duration: float, seed: int) -> None:
-    """Each type a Poisson process at RATES, x uniform over VALUES, as CSV."""
+def _stream(path: Path, duration: float, seed: int, ids: int = 0) -> None:
+    """Each type a Poisson process at RATES, x uniform over VALUES, as CSV; with `ids`, s
+    a string id uniform over that many."""
     rng = np.random.default_rng(seed)
     rows = []
     for kind, rate in RATES.items():
         count = rng.poisson(rate * duration)
-        rows += zip([kind] * count, rng.uniform(0, duration, count).tolist(),
-                    rng.integers(0, VALUES, count).tolist(), strict=True)
+        x = rng.integers(0, VALUES, count).tolist()
+        s = [f"id-{n}" for n in rng.integers(0, ids, count)] if ids else ["-"] * count
+        rows += zip([kind] * count, rng.uniform(0, duration, count).tolist(), x, s,
+                    strict=True)
     rows.sort(key=lambda r: r[1])
-    path.write_text("event,ts,x\n" + "".join(f"{k},{t!r},{x}\n" for k, t, x in rows))
+    path.write_text("event,ts,x,s\n" + "".join(f"{k},{t!r},{x},{s}\n" for k, t, x, s in rows))
 
 
 def planned_and_measured(directory: Path) -> tuple[dict, dict]:
@@ -71,7 +76,7 @@ def _workload(path: Path, where: list[str], selectivities: dict[str, float]) -> 
         "format": "cepplan.workload/1", "time_unit": "s",
         "source": {"format": "csv", "header": True, "type_column": "event",
                    "time_column": "ts"},
-        "event_types": {t: {"attributes": {"x": "long"}} for t in RATES},
+        "event_types": {t: {"attributes": {"x": "long", "s": "string"}} for t in RATES},
         "statistics": {"rates": RATES, "selectivities": {"p": selectivities}},
         "patterns": [{"name": "p", "structure": ["SEQ", "a:A", "b:B", "c:C"],
                       "where": where, "within": WINDOW}]}))
@@ -93,6 +98,35 @@ def test_modelled_partial_matches_per_step_are_the_measured_ones(tmp_path):
              str(tmp_path / "out"), "-q")
     metrics = json.loads((tmp_path / "out" / "metrics.json").read_text())
     assert_modelled(modelled, metrics, WINDOW, TOLERANCE)
+
+
+def test_modelled_partial_matches_per_step_with_a_string_equality(tmp_path):
+    """The same with a join on a string id (10 ids: a.s == c.s keeps a tenth of the pairs):
+    the string equality is priced as the look-up it narrows, its partial matches measured."""
+    where = ["a.s == c.s", "a.x < b.x"]
+    _workload(tmp_path / "w.json", where, {where[0]: 0.1, where[1]: LESS_SELECTIVITY})
+    _stream(tmp_path / "events.csv", 3000.0, seed=6, ids=10)
+    modelled, metrics = planned_and_measured(tmp_path)
+    assert_modelled(modelled, metrics, WINDOW, TOLERANCE)
+
+
+def test_strings_narrow_a_look_up_by_equality_alone():
+    """The matcher looks a number up by any bound, a string by `==` (its codes) and a flag
+    by none: the planner prices the look-ups it will make."""
+    wl = build_workload({
+        "format": "cepplan.workload/1", "time_unit": "s",
+        "event_types": {t: {"attributes": {"x": "long", "s": "string", "f": "bool"}}
+                        for t in RATES},
+        "statistics": {"rates": RATES},
+        "patterns": [{"name": "p", "structure": ["SEQ", "a:A", "b:B", "c:C"],
+                      "where": ["a.s == c.s", "a.s < b.s", "b.f == c.f", "a.x < b.x",
+                                "b.ts - a.ts < 2"],
+                      "within": WINDOW}]})
+    problem = problem_from_workload(wl, wl.statistics)
+    narrows = {c.key: c.narrows for c in problem.patterns[0].conditions}
+    assert sorted(narrows.values(), key=sorted) == sorted([
+        frozenset({("a", "s"), ("c", "s")}), frozenset(), frozenset(),
+        frozenset({("a", "x"), ("b", "x")}), frozenset({("a", "ts"), ("b", "ts")})], key=sorted)
 
 
 def assert_modelled(modelled: dict, metrics: dict, window: float, tolerance: float) -> None:

@@ -130,8 +130,14 @@ def test_narrowed_joins_give_the_reference_matches_in_the_unnarrowed_order(
     wl = workload(JOINS[template], seq_ties=ties)
     events = frame(rows)
     job = job_from_json(job_data(wl, with_orders(trivial_plan(wl), wl, data)))
+    assert_narrowed_as_plain(wl, events, job, chunk, size)
+
+
+def assert_narrowed_as_plain(wl, events: pd.DataFrame, job, chunk: int, size: int) -> None:
+    """With every look-up narrowed (slices of `size`), the matches are the reference's, and
+    the unnarrowed run's in the same order."""
     plain = run_local(events, job, chunk_events=chunk)
-    with pytest.MonkeyPatch.context() as patch:  # every look-up narrowed, slices of `size`
+    with pytest.MonkeyPatch.context() as patch:
         _narrow_always(patch, size)
         narrowed = run_local(events, job, chunk_events=chunk)
     same_matches(narrowed.matches, reference_matches(wl, events))

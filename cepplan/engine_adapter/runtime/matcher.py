@@ -46,6 +46,7 @@ from cepplan.engine_adapter.runtime.pieces import range_pieces, row_batches
 from cepplan.engine_adapter.runtime.positions import position_column
 from cepplan.engine_adapter.runtime.spec import OperandSpec, PatternSpec, PredicateSpec, Stages
 from cepplan.engine_adapter.runtime.table import Table, expand
+from cepplan.engine_adapter.runtime.text_codes import ABSENT, TextCodes
 from cepplan.workload.expr.bounds import Bound, bounds_of
 from cepplan.workload.expr.vectorized import evaluate, referenced_keys
 
@@ -129,6 +130,7 @@ class MatchContext(KleeneStage, NegationStage, GapStage):
         self.held = 0  # bytes the partition's matches found so far will take (`memory`)
         self.indexes: dict[tuple[str, str, int], SlicedIndex] = {}  # (var, attr, slice size)
         self.bound_cache: dict[tuple, list[Bound]] = {}
+        self.text = TextCodes(table)  # text attributes' codes, for look-ups on `==`
         order = [v for v in spec.order if spec.operand(v).kind != "negated"]
         stamp = timeline_column(spec.partition_by)
         pairs = stages.contiguous if stamp in table.columns else {}
@@ -280,10 +282,11 @@ class MatchContext(KleeneStage, NegationStage, GapStage):
 
     def _narrowing(self, rows: dict[str, np.ndarray], operand: OperandSpec, pending: list,
                    low: np.ndarray, high: np.ndarray):
-        """The sliced index of `operand`'s candidates on the attribute the ready predicates
-        bound, each row's value ranks and how many candidates each row finds; None when no
-        predicate bounds a numeric attribute, the ranges are short or the bounds keep most
-        of them (`lookup.MIN_RANGE`, `MAX_SHARE`)."""
+        """The sliced index of `operand`'s candidates on the attribute whose bounds (from the
+        ready predicates) keep the fewest of them, each row's value ranks and how many
+        candidates each row finds; None when no predicate bounds an attribute (a number by
+        any bound, a text by `==`), the ranges are short or the bounds keep most of them
+        (`lookup.MIN_RANGE`, `MAX_SHARE`)."""
         spans = np.maximum(high - low, 0)
         total = int(spans.sum())
         if not len(spans) or total < lookup.MIN_RANGE * len(spans):
@@ -294,22 +297,57 @@ class MatchContext(KleeneStage, NegationStage, GapStage):
             if pred.variables <= bound:
                 for one in self._bounds(pred, operand.var):
                     found.setdefault(one.attr, []).append(one)
-        attrs = [a for a in found if self.table.column(a).dtype.kind in "iuf"]
-        if not attrs:
+        size = slice_size(total / len(spans))
+        best = None
+        for attr, bounds in found.items():
+            ranks = self._value_ranks(operand.var, attr, bounds, rows, size, len(spans))
+            if ranks is None:
+                continue
+            index, rank_low, rank_high = ranks
+            counts = np.zeros(len(spans), dtype=np.int64)
+            for part in row_batches(index.work(low, high), self.budget(len(rows) + 1)):
+                counts[part] = index.counts(low[part], high[part], rank_low[part],
+                                            rank_high[part])
+            if best is None or counts.sum() < best[3].sum():
+                best = index, rank_low, rank_high, counts
+        if best is None or best[3].sum() > lookup.MAX_SHARE * total:
             return None
-        attr = max(attrs, key=lambda a: len({b.lower for b in found[a]}))
-        lower, upper = self._value_range(found[attr], rows, len(spans))
-        if lower is None:
-            return None
-        index = self._index(operand.var, attr, slice_size(total / len(spans)))
-        rank_low, rank_high = index.rank_ranges(lower, upper)
-        counts = np.zeros(len(spans), dtype=np.int64)
-        for part in row_batches(index.work(low, high), self.budget(len(rows) + 1)):
-            counts[part] = index.counts(low[part], high[part], rank_low[part],
-                                        rank_high[part])
-        if counts.sum() > lookup.MAX_SHARE * total:
-            return None
-        return index, rank_low, rank_high, counts
+        return best
+
+    def _value_ranks(self, var: str, attr: str, bounds: list[Bound],
+                     rows: dict[str, np.ndarray], size: int, length: int):
+        """The sliced index of `var`'s candidates on `attr` and per row the ranks [low, high)
+        of the values its bounds allow; None when they cannot narrow on `attr`: a text
+        attribute bounded only otherwise than by `==` of a value, a number by a bound that
+        is not one."""
+        if self.table.column(attr).dtype.kind in "iuf":
+            lower, upper = self._value_range(bounds, rows, length)
+            if lower is None:
+                return None
+        else:
+            equal = [b for b in bounds if b.exact and b.size is None]
+            if not equal or self.text.column(attr) is None:
+                return None
+            lower = upper = self._text_value(equal, rows, length).astype(np.float64)
+        index = self._index(var, attr, size)
+        return index, *index.rank_ranges(lower, upper)
+
+    def _text_value(self, equal: list[Bound], rows: dict[str, np.ndarray],
+                    length: int) -> np.ndarray:
+        """Per row, the code (`text_codes`) of the text its `==` bounds give the attribute;
+        `ABSENT` where two of them differ (no candidate equals both)."""
+        codes = None
+        for one in equal:
+            tree = one.tree
+            read = tree[0] == "attr" or (tree[0] == "kleene" and tree[1] == "LAST")
+            coded = self.text.column(tree[-1]) if read else None
+            if coded is not None:  # a plain read of a text column: its codes, no evaluation
+                found = coded[rows[tree[-2]]]
+            else:
+                value = evaluate(tree, self._row_columns(tree, rows), length)
+                found = self.text.of(np.broadcast_to(np.asarray(value, dtype=object), length))
+            codes = found if codes is None else np.where(codes == found, codes, ABSENT)
+        return codes
 
     def _bounds(self, pred: PredicateSpec, var: str) -> list[Bound]:
         """`lookup.bounds_of` for one predicate and variable, worked out once."""
@@ -340,11 +378,13 @@ class MatchContext(KleeneStage, NegationStage, GapStage):
         return lower, upper
 
     def _index(self, var: str, attr: str, size: int) -> SlicedIndex:
-        """The sliced index of `var`'s candidates on `attr`, built once per slice size."""
+        """The sliced index of `var`'s candidates on `attr` (a text one on its codes), built
+        once per slice size."""
         key = (var, attr, size)
         if key not in self.indexes:
-            values = self.table.column(attr)[self.cands[var]].astype(np.float64)
-            self.indexes[key] = SlicedIndex(values, size)
+            coded = self.text.column(attr)
+            values = self.table.column(attr) if coded is None else coded
+            self.indexes[key] = SlicedIndex(values[self.cands[var]].astype(np.float64), size)
         return self.indexes[key]
 
     def _count_partials(self, rows: dict[str, np.ndarray], start: int) -> None:

@@ -118,6 +118,7 @@ SHIPPED = (
     "engine_adapter/runtime/spec.py",
     "engine_adapter/runtime/table.py",
     "engine_adapter/runtime/tagging.py",
+    "engine_adapter/runtime/text_codes.py",
     "engine_adapter/runtime/timed_out_counts.py",
     "engine_adapter/runtime/timed_out_output.py",
     "workload/columns.py",

@@ -16,12 +16,14 @@ _FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "=="}
 class Bound:
     """One side of a value range of `var.attr`: `tree` over the variables already bound
     (`lower`: var.attr >= tree, else <=), `size` the size of the terms moved across (None:
-    none moved, the bound is the predicate's own value)."""
+    none moved, the bound is the predicate's own value); `exact` when it comes from `==` (an
+    attribute of any type, text too, can be looked up by it)."""
 
     attr: str
     tree: list
     lower: bool
     size: list | None
+    exact: bool = False
 
 
 def bounds_of(tree: list, var: str) -> list[Bound]:
@@ -54,7 +56,7 @@ def bounds_of(tree: list, var: str) -> list[Bound]:
         op = _FLIP[op]
     size = None if rest is None else _add(_size(right), _size(rest))
     if op == "==":
-        return [Bound(attr, bound, True, size), Bound(attr, bound, False, size)]
+        return [Bound(attr, bound, True, size, True), Bound(attr, bound, False, size, True)]
     return [Bound(attr, bound, op in (">", ">="), size)]
 
 
