@@ -106,10 +106,10 @@ def run_in_process(argv: list[str], workdir: Path,
 def in_process_argv(text: str, workdir: Path) -> list[str] | None:
     """The arguments of a plain `cepplan ...` command (its globs expanded in `workdir`), which
     runs in the test process as the console script would run it; None for what needs a shell
-    or its own process: pipes and redirections, other programs, and Spark (a JVM writes to the
-    process's own stderr, which the Spark log check reads)."""
+    or its own process: pipes, redirections and background jobs, other programs, and Spark (a
+    JVM writes to the process's own stderr, which the Spark log check reads)."""
     words = shlex.split(text)
-    if words[0] != "cepplan" or any(w in {"|", ">", "<", "&&", ";"} for w in words) \
+    if words[0] != "cepplan" or any(w in {"|", ">", "<", "&&", ";", "&"} for w in words) \
             or any("spark" in w or w == "--master" for w in words):
         return None
     expanded = []

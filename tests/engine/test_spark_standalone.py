@@ -26,6 +26,8 @@ from tests.conftest import EXAMPLES
 from tests.engine.test_local_engine import SAME, read_matches
 from tests.in_process import cepplan
 
+pytestmark = pytest.mark.own_jvm  # handed out first (tests/xdist_order.py)
+
 SPARK_HOME = Path(pyspark.__file__).parent
 DAEMON = SPARK_HOME / "sbin" / "spark-daemon.sh"  # what start-master.sh / start-worker.sh run
 MASTER = "org.apache.spark.deploy.master.Master"

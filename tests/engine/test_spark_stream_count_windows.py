@@ -12,6 +12,7 @@ import tempfile
 from pathlib import Path
 
 import pandas as pd
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -24,6 +25,8 @@ from tests.engine.test_matcher_vs_reference import frame
 from tests.engine.test_spark_stream_plans import _batches, _run
 from tests.engine.test_stream_matches import arrivals
 from tests.engine.workloads import TYPES, workload
+
+pytestmark = pytest.mark.own_jvm  # handed out first (tests/xdist_order.py)
 
 # every pattern keyed by k: the stream is matched in key groups
 COUNTED = {"join": ("join", 3), "kleene": ("kleene", 3), "not_middle": ("not_middle", 2)}

@@ -22,7 +22,7 @@ from benchmarks.drifting_fraud import WAVE, drifting_events, fraud_workload
 from cepplan.planner.plan import CONTENT_DIGEST, content_digest
 from cepplan.stats.synth_write import write_events
 from tests.hostile.conftest import EXAMPLES, ROOT
-from tests.hostile.test_stream_inputs import BOUND, _cepplan
+from tests.hostile.test_stream_inputs import BOUND, _cepplan, _made
 
 WORKLOAD = EXAMPLES / "fraud" / "workload.json"
 
@@ -30,7 +30,7 @@ WORKLOAD = EXAMPLES / "fraud" / "workload.json"
 @pytest.fixture(scope="module")
 def fraud_plan(tmp_path_factory) -> Path:
     plan = tmp_path_factory.mktemp("fraud") / "plan.json"
-    _cepplan("optimize", WORKLOAD, "-o", plan, "-q")
+    _made("optimize", WORKLOAD, "-o", plan, "-q")
     return plan
 
 
@@ -125,7 +125,7 @@ def test_a_plan_from_an_older_version_runs_unchanged(fraud_plan, tmp_path):
     old = tmp_path / "old-plan.json"
     old.write_text(json.dumps({**body, CONTENT_DIGEST: content_digest(body)}))
     events = EXAMPLES / "fraud" / "events.csv"
-    _cepplan("run", old, "-w", WORKLOAD, events, "-o", tmp_path / "batch", "-q")
+    _made("run", old, "-w", WORKLOAD, events, "-o", tmp_path / "batch", "-q")
     done = _cepplan("run", old, "-w", WORKLOAD, "--follow", "-", "-o", tmp_path / "out",
                     "--adaptive", "-q", "--trigger", "0.05", input=events.read_bytes())
     warnings = [line for line in done.stderr.decode().splitlines() if line.strip()]
@@ -147,7 +147,7 @@ def test_a_replayed_fraud_wave_switches_plans_with_the_batch_matches(fraud_plan,
     events = drifting_events(workload, [(1000.0, {}), (700.0, wave)], seed=5)
     path = tmp_path / "wave.csv"
     write_events(events, workload, path)
-    _cepplan("run", fraud_plan, "-w", WORKLOAD, path, "-o", tmp_path / "batch", "-q")
+    _made("run", fraud_plan, "-w", WORKLOAD, path, "-o", tmp_path / "batch", "-q")
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     feed = subprocess.Popen([sys.executable, "-m", "cepplan", "replay", str(path), "-w",
                              str(WORKLOAD), "--to", "-", "--rate", "8000", "-q"],

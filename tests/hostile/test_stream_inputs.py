@@ -22,6 +22,7 @@ import pytest
 from cepplan.engine_adapter.local.checkpoint import recorded_files
 from tests.hostile import test_output_storage as storage
 from tests.hostile.conftest import EXAMPLES, ROOT
+from tests.in_process import cepplan
 
 tmpfs = storage.tmpfs  # the fixture: a real tmpfs of a given size
 BOUND = 90  # seconds a subprocess may take before the case fails (a hang, not slowness)
@@ -32,8 +33,8 @@ def fraud_plan(tmp_path_factory) -> tuple[Path, Path]:
     """The fraud example's plan and its batch run's matches (sorted lines)."""
     folder = tmp_path_factory.mktemp("fraud")
     plan = folder / "plan.json"
-    _cepplan("optimize", EXAMPLES / "fraud" / "workload.json", "-o", plan, "-q")
-    _cepplan("run", plan, EXAMPLES / "fraud" / "events.csv", "-o", folder / "batch", "-q")
+    _made("optimize", EXAMPLES / "fraud" / "workload.json", "-o", plan, "-q")
+    _made("run", plan, EXAMPLES / "fraud" / "events.csv", "-o", folder / "batch", "-q")
     return plan, folder / "batch"
 
 
@@ -41,8 +42,8 @@ def fraud_plan(tmp_path_factory) -> tuple[Path, Path]:
 def batch_parquet(fraud_plan) -> Path:
     """The batch run's matches of the fraud example as Parquet (`--format parquet`)."""
     out = fraud_plan[1].parent / "batch-parquet"
-    _cepplan("run", fraud_plan[0], EXAMPLES / "fraud" / "events.csv", "-o", out, "-q",
-             "--format", "parquet")
+    _made("run", fraud_plan[0], EXAMPLES / "fraud" / "events.csv", "-o", out, "-q",
+          "--format", "parquet")
     return out
 
 
@@ -65,6 +66,13 @@ def _cepplan(*args: object, **kwargs) -> subprocess.CompletedProcess:
                           capture_output=True, timeout=BOUND, **kwargs)
     assert done.returncode == 0, done.stderr.decode()
     return done
+
+
+def _made(*args: object) -> None:
+    """A test's input or reference, made by `cepplan ARGS...` in this process (the process
+    is not what is tested)."""
+    done = cepplan(*args)
+    assert done.returncode == 0, done.stderr
 
 
 def _matches(out: Path) -> list[str]:
@@ -135,7 +143,7 @@ def test_malformed_lines_mid_stream_are_counted(fraud_plan, tmp_path):
     bad = lines[:3000] + broken + lines[3000:]
     data = "".join(bad)
     (tmp_path / "events.csv").write_text(data)
-    _cepplan("run", fraud_plan[0], tmp_path / "events.csv", "-o", tmp_path / "batch", "-q")
+    _made("run", fraud_plan[0], tmp_path / "events.csv", "-o", tmp_path / "batch", "-q")
     _cepplan("run", fraud_plan[0], "--follow", "-", "-o", tmp_path / "out", "-q",
              "--trigger", "0.05", input=data.encode())
     metrics = json.loads((tmp_path / "out" / "metrics.json").read_text())
@@ -207,8 +215,8 @@ def test_replayed_shuffle_within_the_delay_is_never_late(fraud, tmp_path, shuffl
     raw.setdefault("options", {})["max_delay"] = "30s"
     (fraud / "workload.json").write_text(json.dumps(raw))
     plan = tmp_path / "plan.json"
-    _cepplan("optimize", fraud / "workload.json", "-o", plan, "-q")
-    _cepplan("run", plan, fraud / "events.csv", "-o", tmp_path / "batch", "-q")
+    _made("optimize", fraud / "workload.json", "-o", plan, "-q")
+    _made("run", plan, fraud / "events.csv", "-o", tmp_path / "batch", "-q")
     replayed = _cepplan("replay", fraud / "events.csv", "-w", fraud / "workload.json",
                         "--to", "-", "--shuffle-within", shuffle, "--seed", "3", "-q").stdout
     assert replayed != (fraud / "events.csv").read_bytes()  # the order did change
@@ -410,7 +418,7 @@ def test_times_on_a_terminal_as_the_input_writes_them(tmp_path):
              for i in range(40)]
     events = "kind,at,v\n" + "".join(f"{'AB'[i % 3 == 1]},{t},{i}\n"
                                        for i, t in enumerate(texts))
-    _cepplan("optimize", tmp_path / "w.json", "-o", tmp_path / "plan.json", "-q")
+    _made("optimize", tmp_path / "w.json", "-o", tmp_path / "plan.json", "-q")
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     terminal, shown = _terminal()
     try:
@@ -485,10 +493,10 @@ def test_matches_written_after_the_checkpoint_are_written_once(fraud_plan, tmp_p
     out = tmp_path / "out"
     follow = ("run", fraud_plan[0], "--follow", source, "-o", out, "--checkpoint",
               tmp_path / "ck", "-q")
-    _cepplan(*follow)
+    _made(*follow)
     with open(out / "matches" / "part-00000.jsonl", "a") as matches:
         matches.write('{"pattern": "card_test')
-    _cepplan(*follow)
+    _made(*follow)
     batch = (fraud_plan[1] / "matches" / "part-00000.jsonl").read_text().splitlines()
     assert Counter(_matches(out)) == Counter(batch)
 
@@ -529,7 +537,7 @@ def test_stopped_by_sigterm_then_restarted(fraud_plan, tmp_path):
         follow.kill()
     _drop(source, "part-1.csv", header + "".join(rows[half:]))
     (source / "_END").touch()
-    _cepplan(*args)
+    _made(*args)
     assert Counter(_matches(out)) == Counter(batch)
 
 

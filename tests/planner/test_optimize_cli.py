@@ -3,22 +3,16 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 from cepplan.planner.plan import read_plan
 from cepplan.workload.loader import load_workload
 from tests.conftest import EXAMPLES
-
-
-def _run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", "from cepplan.cli.app import main; main()",
-                           *args], capture_output=True, text=True, timeout=120)
+from tests.in_process import cepplan
 
 
 def test_optimize_writes_a_plan_that_fits_the_workload(tmp_path):
     out = tmp_path / "plan.json"
-    done = _run("optimize", str(EXAMPLES / "stocks" / "workload.json"), "-o", str(out))
+    done = cepplan("optimize", str(EXAMPLES / "stocks" / "workload.json"), "-o", str(out))
     assert done.returncode == 0, done.stderr
     workload = load_workload(EXAMPLES / "stocks" / "workload.json")
     plan = read_plan(out, workload)
@@ -36,7 +30,7 @@ def test_missing_rates_are_named(tmp_path):
     del raw["statistics"]["rates"]["GOOG"], raw["statistics"]["rates"]["MSFT"]
     path = tmp_path / "w.json"
     path.write_text(json.dumps(raw))
-    done = _run("optimize", str(path), "-o", str(tmp_path / "p.json"))
+    done = cepplan("optimize", str(path), "-o", str(tmp_path / "p.json"))
     assert done.returncode == 2
     assert "GOOG, MSFT" in done.stderr and "Traceback" not in done.stderr
     assert not (tmp_path / "p.json").exists()
@@ -54,8 +48,8 @@ def test_an_unmeetable_latency_bound_names_the_smallest_latency(tmp_path):
            "statistics": {"rates": {"A": 5.0, "B": 0.01, "C": 1.0}}}
     path = tmp_path / "w.json"
     path.write_text(json.dumps(raw))
-    done = _run("optimize", str(path), "-o", str(tmp_path / "p.json"), "--k", "1",
-                "--strategy", "min-cost")
+    done = cepplan("optimize", str(path), "-o", str(tmp_path / "p.json"), "--k", "1",
+                    "--strategy", "min-cost")
     assert done.returncode == 2
     assert "top" in done.stderr and "smallest achievable latency is 2" in done.stderr
-    assert _run("optimize", str(path), "-o", str(tmp_path / "p.json")).returncode == 0
+    assert cepplan("optimize", str(path), "-o", str(tmp_path / "p.json")).returncode == 0

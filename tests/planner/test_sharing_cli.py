@@ -4,8 +4,6 @@ sharing section, bad options (exit 2) and identical matches with and without the
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pandas as pd
 import pytest
@@ -17,24 +15,19 @@ from cepplan.engine_adapter.runtime.local import run_local
 from cepplan.planner.plan import read_plan, trivial_plan
 from cepplan.workload.loader import load_workload
 from tests.conftest import EXAMPLES
+from tests.in_process import cepplan
 
 TRADING = EXAMPLES / "trading_rules"
-# the search stops after 0.15 s of 3,000 neighbours without improvement; the limit counts from
-# the process's start, which takes seconds on a busy machine, and the search gets what the
-# acquisition leaves: room for all
+# the search stops after 0.15 s of 3,000 neighbours without improvement, and gets what the
+# acquisition leaves, which takes seconds on a busy machine: room for all
 LIMIT = 30
-
-
-def _run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", "from cepplan.cli.app import main; main()",
-                           *args], capture_output=True, text=True, timeout=180)
 
 
 @pytest.fixture(scope="module")
 def sharing_plan(tmp_path_factory):
     out = tmp_path_factory.mktemp("sharing") / "plan.json"
-    done = _run("optimize", str(TRADING / "workload.json"), "-o", str(out), "--time-limit",
-                str(LIMIT), "--seed", "1")
+    done = cepplan("optimize", str(TRADING / "workload.json"), "-o", str(out), "--time-limit",
+                    str(LIMIT), "--seed", "1")
     assert done.returncode == 0, done.stderr
     return out, done.stdout
 
@@ -81,8 +74,8 @@ def test_chosen_orders_give_the_same_matches_as_the_pattern_order(sharing_plan):
     (["--neighborhood", "vertex:1"], "--neighborhood"), (["--time-limit", "0"], "--time-limit"),
     (["--sharing", "suffix"], "--sharing")])
 def test_bad_search_options_are_clear_errors(tmp_path, args, where):
-    done = _run("optimize", str(EXAMPLES / "stocks" / "workload.json"), "-o",
-                str(tmp_path / "p.json"), *args)
+    done = cepplan("optimize", str(EXAMPLES / "stocks" / "workload.json"), "-o",
+                    str(tmp_path / "p.json"), *args)
     assert done.returncode == 2
     assert where in done.stderr and "Traceback" not in done.stderr
     assert not (tmp_path / "p.json").exists()
@@ -90,20 +83,20 @@ def test_bad_search_options_are_clear_errors(tmp_path, args, where):
 
 def test_nothing_to_share_is_said_and_none_skips_the_pass(tmp_path):
     out = tmp_path / "p.json"
-    done = _run("optimize", str(EXAMPLES / "stocks" / "workload.json"), "-o", str(out))
+    done = cepplan("optimize", str(EXAMPLES / "stocks" / "workload.json"), "-o", str(out))
     assert done.returncode == 0, done.stderr
     assert "nothing to share" in json.loads(out.read_text())["sharing"]["note"]
     assert "nothing to share" in done.stdout
-    done = _run("optimize", str(EXAMPLES / "stocks" / "workload.json"), "-o", str(out),
-                "--search", "none")
+    done = cepplan("optimize", str(EXAMPLES / "stocks" / "workload.json"), "-o", str(out),
+                    "--search", "none")
     raw = json.loads(out.read_text())
     assert "sharing" not in raw and all("tree" not in p for p in raw["patterns"].values())
 
 
 def test_prefix_sharing_plans_left_deep_orders_that_share_beginnings(tmp_path):
     out = tmp_path / "p.json"
-    done = _run("optimize", str(TRADING / "workload.json"), "-o", str(out), "--time-limit",
-                str(LIMIT), "--sharing", "prefix")
+    done = cepplan("optimize", str(TRADING / "workload.json"), "-o", str(out), "--time-limit",
+                    str(LIMIT), "--sharing", "prefix")
     assert done.returncode == 0, done.stderr
     raw = json.loads(out.read_text())
     assert raw["sharing"]["search"]["sharing"] == "prefix"

@@ -9,11 +9,14 @@ import subprocess
 import sys
 
 import orjson
+import pytest
 
 from cepplan.stats.stats_file import read_stats, schema_problems
 from cepplan.workload import load_workload
 from tests.conftest import EXAMPLES
 from tests.in_process import cepplan
+
+pytestmark = pytest.mark.own_jvm  # handed out first (tests/xdist_order.py)
 
 STOCKS = EXAMPLES / "stocks" / "workload.json"
 

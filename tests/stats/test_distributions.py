@@ -15,6 +15,7 @@ from scipy import special
 from cepplan.stats.collect import RATE_BLOCKS, T_QUANTILE
 from cepplan.stats.distributions import chi_square_survival
 from tests.engine.example_data import EXAMPLES
+from tests.in_process import cepplan
 
 
 def test_the_rate_intervals_t_quantile_is_scipys():
@@ -54,8 +55,7 @@ def test_an_adaptive_streams_statistics_run_without_scipy(tmp_path):
         "print('scipy' in sys.modules)\n")
     fraud = EXAMPLES / "fraud"
     plan = tmp_path / "plan.json"
-    subprocess.run([sys.executable, "-m", "cepplan", "optimize", str(fraud / "workload.json"),
-                    "-o", str(plan), "-q"], check=True)
+    assert cepplan("optimize", fraud / "workload.json", "-o", plan, "-q").returncode == 0
     with (fraud / "events.csv").open("rb") as events:
         done = subprocess.run([sys.executable, "-c", program, "run", str(plan), "--follow",
                                "-", "-o", str(tmp_path / "out"), "--adaptive", "-q",
