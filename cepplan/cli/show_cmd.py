@@ -56,8 +56,8 @@ def describe(workload: Workload) -> list[str]:
         if pattern.strategy != "any":
             strategy = pattern.strategy if isinstance(pattern.strategy, str) else ", ".join(
                 f"{var}: {name}" for var, name in pattern.strategy.items())
-            kleene = ", 'back to back' a KLEENE with no other event of the partition between its events" \
-                if any(o.consecutive for o in pattern.operands) else ""
+            kleene = (", 'back to back' a KLEENE with no other event of the partition between "
+                      "its events") if any(o.consecutive for o in pattern.operands) else ""
             lines.append(f"    strategy: {strategy} (the operands marked '!__' are the events "
                          f"it excludes{kleene})")
         if pattern.after_match[0] != "any":
