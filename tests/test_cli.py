@@ -65,3 +65,23 @@ def test_unknown_command_is_a_usage_error():
     result = run("frobnicate")
     assert result.returncode == 2
     assert "Traceback" not in result.stderr
+
+
+def test_show_marks_a_strict_kleene_back_to_back_with_its_bounds(tmp_path):
+    """A KLEENE under `strict` is shown back to back and a bounded one with its {n,m}, as the
+    format doc writes them; a Kleene+ under `any` stays `b:B+`."""
+    path = tmp_path / "w.json"
+    leaf = {"attributes": {"v": "long"}}
+    path.write_text(json.dumps({
+        "format": "cepplan.workload/1", "time_unit": "s",
+        "event_types": {"A": leaf, "B": leaf, "C": leaf},
+        "patterns": [{"name": "p", "structure": ["SEQ", "a:A", ["KLEENE", "b:B", {"max": 3}],
+                                                 "c:C", ["KLEENE", "d:B"]],
+                      "within": 5, "strategy": {"b": "strict"}},
+                     {"name": "q", "structure": ["SEQ", "a:A", ["KLEENE", "b:B", {"min": 2}],
+                                                 "c:C"], "within": 5}]}))
+    out = CliRunner().invoke(app, ["show", str(path)]).stdout
+    (p_line,) = [line for line in out.splitlines() if line.startswith("  p = ")]
+    assert ", b:B{1,3} back to back, " in p_line and p_line.endswith(", d:B+)  within 5 s")
+    assert "'back to back' a KLEENE with no other event of the partition between" in out
+    assert "  q = SEQ(a:A, b:B{2,}, c:C)  within 5 s" in out

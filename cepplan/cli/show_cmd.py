@@ -56,8 +56,10 @@ def describe(workload: Workload) -> list[str]:
         if pattern.strategy != "any":
             strategy = pattern.strategy if isinstance(pattern.strategy, str) else ", ".join(
                 f"{var}: {name}" for var, name in pattern.strategy.items())
+            kleene = (", 'back to back' a KLEENE with no other event of the partition between "
+                      "its events") if any(o.consecutive for o in pattern.operands) else ""
             lines.append(f"    strategy: {strategy} (the operands marked '!__' are the events "
-                         "it excludes)")
+                         f"it excludes{kleene})")
         if pattern.after_match[0] != "any":
             prefer = (f", the {pattern.prefer[0]} match of each first event" if pattern.prefer[0]
                       else "")
@@ -90,9 +92,13 @@ def describe(workload: Workload) -> list[str]:
 
 
 def _operand(operand) -> str:
+    """One operand as the format doc names it: `b:B+` (Kleene+), `b:B{2,5}` (its bounds),
+    `back to back` when strict contiguity holds between its events, `!n:N` negated."""
     text = f"{operand.var}:{operand.event_type}"
     if operand.kind == "kleene":
-        return f"{text}+"
+        low, high = operand.min_count, operand.max_count
+        bounds = "+" if (low, high) == (1, None) else f"{{{low},{high or ''}}}"
+        return f"{text}{bounds}" + (" back to back" if operand.consecutive else "")
     if operand.kind == "negated":
         return f"!{text}"
     return text

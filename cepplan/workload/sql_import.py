@@ -76,8 +76,11 @@ class _Query:
         from sqlglot import exp
 
         args = self.match.args
+        conditioned = frozenset(d.alias for d in args.get("define") or ()
+                                if not (isinstance(d.this, exp.Boolean) and d.this.this))
         try:
-            pattern_read = read_pattern(args["pattern"].name if args.get("pattern") else "")
+            pattern_read = read_pattern(args["pattern"].name if args.get("pattern") else "",
+                                        conditioned)
         except ValueError as err:
             raise _Refused("PATTERN", str(err)) from None
         self.variables, self.gap = pattern_read.variables, pattern_read.gap
@@ -272,14 +275,14 @@ class _Query:
                        "LAST)")
 
     def leaf(self, var: str) -> str | list:
-        """The structure leaf of one PATTERN variable: plain, OPTIONAL or KLEENE (bounded)."""
+        """The structure leaf of one PATTERN variable: plain, OPTIONAL or KLEENE (bounded; min
+        0 when it may match no row)."""
         leaf = f"{var}:{self.table}"
-        if var in self.optional:
-            return ["OPTIONAL", leaf]
         if var not in self.repeated:
-            return leaf
+            return ["OPTIONAL", leaf] if var in self.optional else leaf
         low, high = self.repeated[var]
-        bounds = {"min": low} if low > 1 else {}
+        low = 0 if var in self.optional else low
+        bounds = {"min": low} if low != 1 else {}
         return ["KLEENE", leaf, *([bounds | ({"max": high} if high else {})]
                                   if bounds or high else [])]
 
@@ -352,13 +355,20 @@ class _Query:
         if not 0 <= index < len(self.variables):
             raise _Refused(place, f"{column.sql()!r} moved {abs(shift)} row(s) from {var} "
                            "reads a row outside the match, which cepplan does not keep")
-        crossed = [v for v in self.variables[min(index, index - shift):max(index, index - shift)
-                                             + 1] if v != current]  # its DEFINE: it matched
+        self.refuse_crossing_optional(column, place, current, var, shift)
+        return f"{self.variables[index]}.{self.attribute(column.name, place)}"
+
+    def refuse_crossing_optional(self, column, place: str, current: str | None, var: str,
+                                 shift: int) -> None:
+        """Refuse PREV/NEXT from `var` by `shift` rows across or onto a variable that may match
+        no row (but `current`, being matched): which row it reads depends on whether it did."""
+        index = self.variables.index(var)
+        crossed = [v for v in self.variables[max(0, min(index, index + shift)):
+                                             max(index, index + shift) + 1] if v != current]
         if shift and any(v in self.optional for v in crossed):
             raise _Refused(place, f"{column.sql()!r} moved {abs(shift)} row(s) from {var} "
                            "reads a row that depends on whether an optional variable "
                            f"({', '.join(v for v in crossed if v in self.optional)}) matched")
-        return f"{self.variables[index]}.{self.attribute(column.name, place)}"
 
     def repeated_reference(self, column, place: str, current: str | None, shift: int,
                            func: str) -> str | None:
@@ -373,6 +383,7 @@ class _Query:
             else None
         if var not in self.repeated and lands not in self.repeated:
             return None
+        self.refuse_crossing_optional(column, place, current, var, shift)
         attr = self.attribute(column.name, place)
         if shift > 0 or (shift < 0 and var in self.repeated and var != current):
             raise _Refused(place, f"{column.sql()!r} moves from a row of the repeated {var} or "

@@ -1,8 +1,8 @@
 """The PATTERN of a MATCH_RECOGNIZE query as `cepplan import` carries it over: single-row
-variables in strict contiguity, optional ones (`B?` greedy, `B??` reluctant, not both kinds),
-greedy repeated ones (`B+`, `B{n}`, `B{n,}`, `B{n,m}`, n >= 1: KLEENE in strict contiguity),
-and before the last one at most one reluctant `X*?` of a variable that matches every row
-(docs/import.md).
+variables in strict contiguity, optional ones (`B?`, `B??`), repeated ones (`B+`, `B*`,
+`B{n}`, `B{n,}`, `B{n,m}`, `B{,m}`: KLEENE in strict contiguity, optional when n is 0), each
+greedy or reluctant (`B+?`, `B*?`, `B{n,m}?`) but not both kinds in one query, and before the
+last one at most one reluctant `X*?` of a variable that matches every row (docs/import.md).
 
 `A B X*? C` finds, after B, the first row on which C's DEFINE holds: X takes the fewest rows
 it can and, C being last, nothing after C can fail and make SQL try more. That is cepplan's
@@ -22,7 +22,7 @@ _UNSUPPORTED = (("|", "alternation"), ("(", "grouping"), ("{-", "exclusion"),
                 ("^", "an anchor"), ("$", "an anchor"))
 
 
-_REPEATED = re.compile(r"\+|\{(\d+)(,(\d*))?\}")  # B+, B{n}, B{n,}, B{n,m}
+_REPEATED = re.compile(r"([+*])|\{(\d*)(,(\d*))?\}")  # B+, B*, B{n}, B{n,}, B{n,m}, B{,m}
 
 
 _AT_MOST_ONCE = {"{0,1}": "?", "{,1}": "?", "{0,1}?": "??", "{,1}?": "??"}  # B{0,1} is B?
@@ -31,7 +31,8 @@ _AT_MOST_ONCE = {"{0,1}": "?", "{,1}": "?", "{0,1}?": "??", "{,1}?": "??"}  # B{
 @dataclass(frozen=True)
 class RowPattern:
     """The variables bound, in order, the `X*?` standing before the last one (or None), the
-    optional variables and their preference (`greedy`, `reluctant`; "" without any)."""
+    variables that may bind no row (`B?`, `B*`, `B{0,m}`), the preference of the quantified
+    ones (`greedy`, `reluctant`; "" without any) and the repeated ones' (min, max) rows."""
 
     variables: list[str]
     gap: str | None
@@ -40,16 +41,18 @@ class RowPattern:
     repeated: dict[str, tuple[int, int | None]] = field(default_factory=dict)  # (min, max)
 
 
-def read_pattern(text: str) -> RowPattern:
-    """`text` (what PATTERN (...) holds) as a RowPattern; ValueError saying what cannot be
-    carried over."""
+def read_pattern(text: str, defined: frozenset[str] = frozenset()) -> RowPattern:
+    """`text` (what PATTERN (...) holds) as a RowPattern, `defined` the variables whose DEFINE
+    is not TRUE (an `X*?` before the last variable, X not among them, is a gap); ValueError
+    saying what cannot be carried over."""
     for token, construct in _UNSUPPORTED:
         if token in text:
             raise ValueError(f"{construct} ({token!r}) is not supported")
     tokens = text.split()
     variables: list[str] = []
     gap = None
-    optional: dict[str, str] = {}
+    optional: set[str] = set()
+    preference: dict[str, str] = {}  # each quantified variable: greedy or reluctant
     repeated: dict[str, tuple[int, int | None]] = {}
     for at, token in enumerate(tokens):
         if token.upper().startswith("PERMUTE"):
@@ -58,18 +61,20 @@ def read_pattern(text: str) -> RowPattern:
         name = found.group() if found else token
         quantifier = token[found.end():] if found else token
         quantifier = _AT_MOST_ONCE.get(quantifier, quantifier)
-        if quantifier == "*?" and 0 < at == len(tokens) - 2 and gap is None:
+        if quantifier == "*?" and 0 < at == len(tokens) - 2 and gap is None \
+                and name not in defined:
             gap = name
         elif quantifier in ("?", "??"):
-            optional[name] = "greedy" if quantifier == "?" else "reluctant"
-            variables.append(name)
-        elif quantifier and (bounds := _repeated(name, quantifier)):
-            repeated[name] = bounds
+            optional.add(name)
+            preference[name] = "greedy" if quantifier == "?" else "reluctant"
             variables.append(name)
         elif quantifier:
-            raise ValueError(f"{token!r} is not supported: each variable matches one row, or "
-                             "none with ? (a reluctant X*? of a variable matching every row "
-                             "may stand before the last variable)")
+            low, high = _repeated(name, quantifier)
+            repeated[name] = (max(1, low), high)
+            if low == 0:
+                optional.add(name)
+            preference[name] = "reluctant" if quantifier.endswith("?") else "greedy"
+            variables.append(name)
         else:
             variables.append(name)
         if not is_name(name) or name in _RESERVED or name.startswith("__"):
@@ -78,37 +83,38 @@ def read_pattern(text: str) -> RowPattern:
             raise ValueError(f"{name} appears twice: each variable matches one row")
     if not variables:
         raise ValueError("missing or empty")
-    if len(set(optional.values())) > 1:
-        raise ValueError("greedy (B?) and reluctant (B??) optional variables together are not "
-                         "supported: cepplan prefers matches one way per pattern")
-    if optional and gap is not None:
-        raise ValueError(f"an optional variable with {gap}*? is not supported")
     if len(optional) == len(variables):
         raise ValueError("every variable is optional: a match cannot be empty")
-    if repeated and (optional or gap is not None):
-        raise ValueError(f"a repeated variable ({', '.join(repeated)}) with an optional one or "
-                         "X*? is not supported")
+    if len(set(preference.values())) > 1:
+        greedy = ", ".join(t for t in tokens if preference.get(re.match(r"\w*", t).group())
+                           == "greedy")
+        reluctant = ", ".join(t for t in tokens if preference.get(re.match(r"\w*", t).group())
+                              == "reluctant")
+        raise ValueError(f"greedy ({greedy}) and reluctant ({reluctant}) quantifiers together "
+                         "are not supported: cepplan prefers matches one way per pattern")
+    if preference and gap is not None:
+        raise ValueError(f"a quantified variable ({', '.join(preference)}) with {gap}*? is not "
+                         "supported")
     if repeated and len(variables) == 1:
         raise ValueError(f"a lone repeated variable ({variables[0]}) is not supported: cepplan "
                          "keeps its rows back to back only between other variables")
-    prefer = "greedy" if repeated else next(iter(optional.values()), "")
+    prefer = next(iter(preference.values()), "")
     return RowPattern(variables, gap, frozenset(optional), prefer, repeated)
 
 
-def _repeated(name: str, quantifier: str) -> tuple[int, int | None] | None:
-    """The bounds of a greedy repetition (None: not one); ValueError for those not carried."""
-    if quantifier.endswith("?") or quantifier.startswith("*"):
-        raise ValueError(f"the quantifier {quantifier!r} on {name} is not supported: "
-                         "repetitions carry over greedy and of at least one row (B+, B{n,m}, "
-                         "n >= 1); B? and B?? too")
-    found = _REPEATED.fullmatch(quantifier)
+def _repeated(name: str, quantifier: str) -> tuple[int, int | None]:
+    """The (fewest, most or None) rows of a repetition, greedy or reluctant; ValueError for a
+    quantifier not carried over."""
+    found = _REPEATED.fullmatch(quantifier.removesuffix("?"))
     if found is None:
-        return None
-    if quantifier == "+":
-        return 1, None
-    low = int(found.group(1))
-    high = low if found.group(2) is None else (int(found.group(3)) if found.group(3) else None)
-    if low < 1 or (high is not None and high < low):
-        raise ValueError(f"the quantifier {quantifier!r} on {name} is not supported: "
-                         "repetitions of at least one row (n >= 1, m >= n) carry over")
+        raise ValueError(f"{name + quantifier!r} is not supported: each variable matches one "
+                         "row, none or one with ? and ??, or repeats with +, *, {n,m} (each "
+                         "reluctant with a trailing ?)")
+    if found.group(1):
+        return (1 if found.group(1) == "+" else 0), None
+    low = int(found.group(2) or 0)
+    high = low if found.group(3) is None else (int(found.group(4)) if found.group(4) else None)
+    if (high is not None and high < low) or high == 0:
+        raise ValueError(f"the quantifier {quantifier!r} on {name} is not supported: it must "
+                         "allow at least one row and its most rows be no fewer than its fewest")
     return low, high

@@ -64,10 +64,6 @@ def strategy_problem(pattern: Pattern) -> tuple[str, str] | None:
     if kleene and "next" in used:
         return "", (f"strategy 'next' is not supported with a KLEENE operand "
                     f"({', '.join(o.var for o in kleene)}); use \"strict\" or \"any\"")
-    optional = [o.var for o in kleene if o.optional]
-    if optional:
-        return "", (f"strategy 'strict' is not supported with a KLEENE operand that may bind "
-                    f"no event ({', '.join(optional)}); give it at least one")
     complex_ = [o.var for o in pattern.positive if o.is_complex]
     if complex_:
         return "", (f"strategy {strategy} applies between primitive events; "

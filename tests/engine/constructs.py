@@ -67,6 +67,10 @@ REPETITIONS = {
 }
 
 
+ZERO_OR_MORE_FIRST = [{"name": "p", "structure": ["SEQ", ["KLEENE", "b:B", {"min": 0}], "c:C"],
+                       "where": ["c.v >= FIRST(b.v) or c.w > 1.0"], "within": 3}]
+
+
 STRATEGY = [{"name": "p", "structure": ["SEQ", "a:A", "x:B|C", "c:A"],
              "where": ["x.v > a.v", "c.v >= x.v"], "within": 4}]
 

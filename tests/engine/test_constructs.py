@@ -12,6 +12,7 @@ from tests.engine.constructs import (
     OPTIONALS,
     REPETITIONS,
     STRATEGY,
+    ZERO_OR_MORE_FIRST,
     drawn_run,
     equals_reference,
     on_streams,
@@ -24,7 +25,9 @@ from tests.engine.workloads import workload
 
 TEMPLATES = ALTERNATIONS | OPTIONALS | REPETITIONS
 UNDER_STRATEGY = [(STRATEGY, s) for s in ("next", "strict", {"x": "next"}, {"c": "next"})] + \
-    [(OPTIONALS["middle"], s) for s in ("next", "strict")]
+    [(OPTIONALS["middle"], s) for s in ("next", "strict")] + \
+    [(REPETITIONS["zero_or_more"], s) for s in ("strict", {"b": "strict"}, {"c": "strict"})] + \
+    [(ZERO_OR_MORE_FIRST, "strict")]
 
 
 @pytest.mark.parametrize("ties", ["strict", "allow"])
@@ -39,7 +42,8 @@ def test_construct_equals_reference(name, ties, rows, chunk, data):
 @on_streams
 def test_construct_under_strategy_equals_reference(patterns, strategy, ties, rows, chunk, data):
     """Under `next`, an event of any of x's types satisfying x's conditions comes first; a
-    strategy holds between the variables a match binds (an unbound optional one is none)."""
+    strategy holds between the variables a match binds (an unbound optional one is none, a
+    KLEENE with min 0 included: MATCH_RECOGNIZE's `A B* C`)."""
     events = frame(rows)
     got = drawn_run(workload([{**patterns[0], "strategy": strategy}], seq_ties=ties), events,
                     chunk, data)

@@ -107,3 +107,28 @@ def test_live_stream_strict_kleene_equals_reference(rows):
     assert not late
     assert got == {name: sorted(map(canonical, found))
                    for name, found in expected.items() if found}
+
+
+def test_strict_kleene_enumerates_each_candidate_run_once(monkeypatch):
+    """Joined rows sharing a Kleene variable's last event and candidates (here five A's before
+    one run of B's, each joined with it) share one enumeration of its runs when its predicates
+    read it alone; the matches stay the reference's (the property tests above)."""
+    from cepplan.engine_adapter.runtime import kleene_stage
+
+    calls = []
+    enumerate_runs = kleene_stage.consecutive_subsets
+
+    def counted(table, var, cands, last, *rest):
+        calls.append((last, tuple(cands.tolist())))
+        return enumerate_runs(table, var, cands, last, *rest)
+
+    monkeypatch.setattr(kleene_stage, "consecutive_subsets", counted)
+    rows = [("A", t, 0, 0.5, "x") for t in range(5)] + \
+        [("B", 5, 1, 0.5, "x"), ("B", 6, 2, 0.5, "x"), ("C", 7, 0, 0.5, "x")]
+    pattern = {"name": "p", "structure": ["SEQ", "a:A", ["KLEENE", "b:B"], "c:C"],
+               "where": ["b.v > PREV(b.v)"], "within": 10, "strategy": "strict"}
+    wl = workload([pattern])
+    result = run_local(frame(rows), job_from_json(job_data(wl, trivial_plan(wl))))
+    assert [([e["id"] for e in m["events"]["b"]], m["events"]["a"]["id"])
+            for m in result.matches["p"]] == [([5, 6], 4)]
+    assert len(calls) == len(set(calls))

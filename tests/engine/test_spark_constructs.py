@@ -12,9 +12,16 @@ from cepplan.engine_adapter.spark.job import run_job
 from cepplan.planner.plan import trivial_plan
 from cepplan.stats.synth_write import write_events
 from tests.engine import workloads
-from tests.engine.constructs import ALTERNATIONS, OPTIONALS, REPETITIONS, user_workload
+from tests.engine.constructs import (
+    ALTERNATIONS,
+    OPTIONALS,
+    REPETITIONS,
+    ZERO_OR_MORE_FIRST,
+    user_workload,
+)
 from tests.engine.example_data import stepwise_plan
 from tests.engine.reference_matcher import canonical, reference_matches
+from tests.engine.reference_strategies import strategy_matches
 from tests.engine.test_matcher_vs_reference import frame
 from tests.engine.test_spark_job import read_matches
 from tests.engine.workloads import TYPES
@@ -38,3 +45,26 @@ def test_spark_alternation_equals_reference(spark, tmp_path):
         got = read_matches(tmp_path / kind)
         assert {k: got.get(k, []) for k in expected} == expected, kind
         assert sum(metrics["matches"].values()) == sum(map(len, expected.values())), kind
+
+
+def test_spark_strict_zero_or_more_equals_reference(spark, tmp_path):
+    """A KLEENE with min 0 under `strict` (MATCH_RECOGNIZE's `A B* C`) on the Spark job: the
+    core patterns with and without b together find the strategy reference's matches."""
+    patterns = [{**template, "name": name, "strategy": "strict"}
+                for name, (template,) in (("middle", REPETITIONS["zero_or_more"]),
+                                          ("first", ZERO_OR_MORE_FIRST))]
+    workload = workloads.workload(patterns, seq_ties="allow", csv=True)
+    rng = random.Random(11)
+    events = frame([(rng.choice(TYPES), rng.randint(0, 12), rng.randint(0, 4),
+                     rng.choice([0.5, 2.0]), rng.choice("xy")) for _ in range(40)])
+    path = tmp_path / "events.csv"
+    write_events(events, workload, path)
+    plain = [{k: v for k, v in p.items() if k != "strategy"} for p in patterns]
+    expected = {name: sorted(map(canonical, found)) for name, found in strategy_matches(
+        user_workload(plain, "allow"), dict.fromkeys(("middle", "first"), "strict"),
+        events).items()}
+    assert all(expected.values())
+    run_job(spark, job_data(workload, trivial_plan(workload)), [str(path)],
+            str(tmp_path / "out"), say=lambda _: None)
+    got = read_matches(tmp_path / "out")
+    assert {k: got.get(k, []) for k in expected} == expected

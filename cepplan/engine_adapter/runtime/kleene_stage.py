@@ -22,12 +22,21 @@ from cepplan.engine_adapter.runtime.spec import KLEENE, OperandSpec
 from cepplan.engine_adapter.runtime.table import Table
 from cepplan.workload.expr.vectorized import evaluate, referenced_keys
 
+RECENT_RUNS = 4096  # candidate sets whose consecutive subsets `_consecutive` remembers
+
+
+def _reads_others(pred, var: str) -> bool:
+    """Whether a predicate on Kleene variable `var` reads another variable's column."""
+    return any(key[-2] != var for key in referenced_keys(pred.tree))
+
 
 class KleeneStage:
     """The Kleene+ stage of `matcher.MatchContext`, a part of it: reads the context's table,
     pattern and candidates, and its `budget`, `expand`, `match_bytes` and `_order_bounds`."""
 
     instants: np.ndarray | None = None  # `_instants`, found once per table
+    runs: dict[tuple, list[tuple[int, ...]]] | None = None  # `_consecutive`'s recent results
+    own_only: dict[str, bool] | None = None  # per Kleene variable: predicates read it alone
 
     def kleene(self, operands: tuple[OperandSpec, ...],
                rows: dict[str, np.ndarray]) -> Iterator[Matches]:
@@ -82,8 +91,7 @@ class KleeneStage:
                 fixed = _row_getter(self.table, rows, row)
                 preds = self.stages.masks.get(operand.var, [])
                 last = int(rows[operand.var][row])
-                found = (consecutive_subsets(self.table, operand.var, cands, last, preds, fixed,
-                                             self._instants())
+                found = (self._consecutive(operand.var, cands, last, preds, fixed)
                          if operand.consecutive else
                          subsets(self.table, operand.var, cands, last, preds, fixed))
                 choices.append([s for s in found if operand.size_fits(len(s))] if bounded
@@ -97,6 +105,28 @@ class KleeneStage:
         index = np.asarray(out_rows, dtype=np.int64)
         return Matches(single={v: a[index] for v, a in plain.items()}, kleene=out_sets,
                        count=len(index), cap_hits=cap_hits)
+
+    def _consecutive(self, var: str, cands: np.ndarray, last: int, preds: list,
+                     fixed) -> list[tuple[int, ...]]:
+        """`consecutive_subsets`, remembered for the last `RECENT_RUNS` candidate sets when no
+        predicate reads another variable: joined rows differing only in the other variables
+        (many under strict contiguity, whose gaps are checked after this stage) share one
+        enumeration instead of one NumPy pass each (speed only)."""
+        if self.own_only is None:
+            self.own_only = {}
+        if var not in self.own_only:
+            self.own_only[var] = not any(_reads_others(p, var) for p in preds)
+        if not self.own_only[var]:
+            return consecutive_subsets(self.table, var, cands, last, preds, fixed,
+                                       self._instants())
+        if self.runs is None or len(self.runs) >= RECENT_RUNS:
+            self.runs = {}
+        key = (var, last, cands.tobytes())
+        found = self.runs.get(key)
+        if found is None:
+            found = self.runs[key] = consecutive_subsets(self.table, var, cands, last, preds,
+                                                         fixed, self._instants())
+        return found
 
     def _instants(self) -> np.ndarray:
         """Per event of the table (in time order), the number of its distinct timestamp."""

@@ -1,6 +1,6 @@
 -- source: apache/flink docs/content/docs/dev/table/sql/queries/match_recognize.md (Greedy & Reluctant Quantifiers)
 -- adapted: rowtime in seconds after 10:00:00
--- expect: refused at PATTERN
+-- expect: refused at MEASURES lastPrice
 SELECT *
 FROM Ticker
     MATCH_RECOGNIZE(

@@ -1,5 +1,5 @@
 -- source: apache/flink flink-table/flink-table-planner/src/test/java/org/apache/flink/table/planner/runtime/batch/sql/MatchRecognizeITCase.java (testAggregates)
--- expect: refused at PATTERN
+-- expect: refused at DEFINE A
 SELECT *
 FROM MyTable
 MATCH_RECOGNIZE (
