@@ -120,3 +120,22 @@ def test_the_driver_error_wins_over_a_task_failing_afterwards():
     message = failure_message(lines, 1)
     assert "part-1.parquet" in message and "broadcast" not in message, message
     assert message.startswith("the Spark job failed: SparkException: [FAILED_READ_FILE"), message
+
+
+@pytest.mark.parametrize("where", ["SPARK_SUBMIT_OPTS", "spark-defaults.conf"])
+def test_the_users_jvm_options_win(tmp_path, monkeypatch, capsys, where):
+    """cepplan starts the driver JVM with the client compiler only (`TieredStopAtLevel=1`);
+    a user's own value, from the environment or from spark-defaults.conf's
+    spark.driver.extraJavaOptions, is the one the JVM runs with (it prints its final flags)."""
+    mine = "-XX:+PrintCommandLineFlags -XX:TieredStopAtLevel=2"
+    if where == "SPARK_SUBMIT_OPTS":
+        monkeypatch.setenv("SPARK_SUBMIT_OPTS", mine)
+    else:
+        (tmp_path / "spark-defaults.conf").write_text(f"spark.driver.extraJavaOptions {mine}\n")
+        monkeypatch.setenv("SPARK_CONF_DIR", str(tmp_path))
+    stream, job, source = pairs_job(tmp_path, 100)
+    submit(job, [str(source)], tmp_path / "out", master="local[1]", verbose=True)
+    flags = [line for line in capsys.readouterr().err.splitlines()
+             if "-XX:TieredStopAtLevel" in line and "-XX:+PrintCommandLineFlags" in line]
+    assert len(flags) == 1 and "-XX:TieredStopAtLevel=2" in flags[0].split()
+    assert written_matches(tmp_path / "out") == pairs_expected(stream)
