@@ -162,7 +162,7 @@ def test_generated_job_on_a_standalone_cluster_equals_the_in_process_engine(clus
                  ["run", plan, *files, "-o", tmp_path / "local", "--engine", "local", "-q"]):
         done = cepplan(*args)
         assert done.returncode == 0, done.stderr
-    executor_options = f"{JOB_SETTINGS['spark.executor.extraJavaOptions']} {FAST_JIT}"
+    executor_options = f"{JOB_SETTINGS['spark.executor.defaultJavaOptions']} {FAST_JIT}"
     submit(tmp_path / "job", files, tmp_path / "cluster", master=cluster.url, quiet=True,
            conf={"spark.driver.memory": "1g", "spark.executor.memory": "512m",
                  "spark.cores.max": "2", "spark.executor.extraJavaOptions": executor_options})

@@ -33,24 +33,51 @@ def events(n: int) -> pd.DataFrame:
                          "k": [f"padding-{i:08d}-" * 4 for i in range(n)]})
 
 
+def pairs_expected(stream: pd.DataFrame) -> int:
+    """The pairs pattern's matches on `events`, counted directly: at one event a second,
+    each event's later partners are the next ten with a greater v."""
+    values = stream["v"].to_numpy()
+    return sum(int(np.count_nonzero(values[i + 1:i + 11] > values[i]))
+               for i in range(len(values)))
+
+
+def written_matches(out) -> int:
+    return sum(sum(1 for _ in part.open()) for part in (out / "matches").glob("part-*"))
+
+
+def pairs_job(tmp_path, n: int):
+    """(`n` events, the pairs pattern's generated job, their CSV file) under tmp_path."""
+    workload = pairs_workload("csv")
+    stream = events(n)
+    source = tmp_path / "events.csv"
+    write_events(stream, workload, source)
+    return stream, generate(workload, trivial_plan(workload), tmp_path / "job"), source
+
+
 def test_many_matches_with_a_tiny_driver(tmp_path):
     """About 90,000 matches (~33 MB of JSON lines) written with a 512 MiB driver that may
     receive at most 1 MiB of task results: only possible if the executors write them."""
-    workload = pairs_workload("csv")
-    stream = events(20_000)
-    source = tmp_path / "events.csv"
-    write_events(stream, workload, source)
-    job = generate(workload, trivial_plan(workload), tmp_path / "job")
+    stream, job, source = pairs_job(tmp_path, 20_000)
     out = tmp_path / "out"
     submit(job, [str(source)], out, master="local[2]", quiet=True,
            conf={"spark.driver.memory": "512m", "spark.driver.maxResultSize": "1m",
                  "spark.ui.enabled": "false"})
-    values = stream["v"].to_numpy()
-    expected = sum(int(np.count_nonzero(values[i + 1:i + 11] > values[i]))
-                   for i in range(len(values)))
-    written = sum(sum(1 for _ in part.open()) for part in (out / "matches").glob("part-*"))
-    assert written == expected > 80_000
+    assert written_matches(out) == pairs_expected(stream) > 80_000
     assert sum(p.stat().st_size for p in (out / "matches").glob("part-*")) > 30 << 20
+
+
+def test_the_range_local_plan_starts_no_spark_sql(tmp_path):
+    """One CSV file in time order on a local master runs as plain RDD tasks: the job starts
+    no SparkSession, whose start costs the driver's JVM about a second of CPU. The JVM's
+    class-loading log shows it: none of Spark SQL's classes (1,468 with a session) loaded."""
+    stream, job, source = pairs_job(tmp_path, 2_000)
+    loaded = tmp_path / "classes.txt"
+    submit(job, [str(source)], tmp_path / "out", master="local[2]", quiet=True,
+           conf={"spark.driver.extraJavaOptions": f"-Xlog:class+load:file={loaded}"})
+    classes = loaded.read_text()
+    assert "org.apache.spark.SparkContext " in classes  # the log is complete
+    assert "org.apache.spark.sql." not in classes
+    assert written_matches(tmp_path / "out") == pairs_expected(stream)
 
 
 def test_failure_cause_reaches_the_user(tmp_path):
@@ -93,3 +120,22 @@ def test_the_driver_error_wins_over_a_task_failing_afterwards():
     message = failure_message(lines, 1)
     assert "part-1.parquet" in message and "broadcast" not in message, message
     assert message.startswith("the Spark job failed: SparkException: [FAILED_READ_FILE"), message
+
+
+@pytest.mark.parametrize("where", ["SPARK_SUBMIT_OPTS", "spark-defaults.conf"])
+def test_the_users_jvm_options_win(tmp_path, monkeypatch, capsys, where):
+    """cepplan starts the driver JVM with the client compiler only (`TieredStopAtLevel=1`);
+    a user's own value, from the environment or from spark-defaults.conf's
+    spark.driver.extraJavaOptions, is the one the JVM runs with (it prints its final flags)."""
+    mine = "-XX:+PrintCommandLineFlags -XX:TieredStopAtLevel=2"
+    if where == "SPARK_SUBMIT_OPTS":
+        monkeypatch.setenv("SPARK_SUBMIT_OPTS", mine)
+    else:
+        (tmp_path / "spark-defaults.conf").write_text(f"spark.driver.extraJavaOptions {mine}\n")
+        monkeypatch.setenv("SPARK_CONF_DIR", str(tmp_path))
+    stream, job, source = pairs_job(tmp_path, 100)
+    submit(job, [str(source)], tmp_path / "out", master="local[1]", verbose=True)
+    flags = [line for line in capsys.readouterr().err.splitlines()
+             if "-XX:TieredStopAtLevel" in line and "-XX:+PrintCommandLineFlags" in line]
+    assert len(flags) == 1 and "-XX:TieredStopAtLevel=2" in flags[0].split()
+    assert written_matches(tmp_path / "out") == pairs_expected(stream)

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-from pyspark import StorageLevel
+from pyspark import SparkConf, SparkContext, StorageLevel
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
@@ -87,19 +87,42 @@ from cepplan.workload.spark_source import (
 MATCHES_DIR = "matches"
 
 
-def run_job(spark: SparkSession, data: dict[str, Any], events: Sequence[str], out_dir: str, *,
-            output_format: str = "jsonl", say: Callable[[str], None] = print,
+class SessionOnDemand:
+    """A started SparkContext whose SparkSession is made only when a stage needs Spark SQL:
+    the session's start costs the driver's JVM about a second of CPU (measured on 2 cores,
+    docs/engine.md), which the range-local plan, plain RDD work, does without."""
+
+    def __init__(self, context: SparkContext, shuffle_partitions: int) -> None:
+        self.sparkContext = context
+        self._partitions = shuffle_partitions
+        self._session: SparkSession | None = None
+
+    def session(self) -> SparkSession:
+        """The SparkSession on the context, made on the first call."""
+        if self._session is None:
+            self._session = SparkSession.builder.getOrCreate()
+            self._session.conf.set("spark.sql.shuffle.partitions", str(self._partitions))
+        return self._session
+
+    def stop(self) -> None:
+        self.sparkContext.stop()
+
+
+def run_job(spark: SparkSession | SessionOnDemand, data: dict[str, Any], events: Sequence[str],
+            out_dir: str, *, output_format: str = "jsonl", say: Callable[[str], None] = print,
             counted: Future | None = None) -> dict[str, Any]:
     """Evaluate every pattern of the job over `events`; write matches and `metrics.json` into
     `out_dir`, replacing it only when everything succeeded. Returns the metrics. `counted`:
     `spark.ranges.regions_ahead`'s count, if started. `SpecError` before anything runs when
     the matches cannot be written as Parquet (two columns of one name)."""
     layouts = match_layouts(job_from_json(data)) if output_format == "parquet" else None
-    if ranges_apply(spark, data, events):
-        metrics = _by_ranges(spark, data, events, out_dir, output_format, say, counted,
-                             layouts)
+    if ranges_apply(spark.sparkContext, data, events):
+        metrics = _by_ranges(spark.sparkContext, data, events, out_dir, output_format, say,
+                             counted, layouts)
         if metrics is not None:
             return metrics
+    if isinstance(spark, SessionOnDemand):
+        spark = spark.session()
     job = job_from_json(data)
     plan = layout(job, data)
     seconds: dict[str, float] = {}
@@ -137,13 +160,14 @@ def run_job(spark: SparkSession, data: dict[str, Any], events: Sequence[str], ou
     return metrics
 
 
-def _by_ranges(spark: SparkSession, data: dict[str, Any], events: Sequence[str], out_dir: str,
-               output_format: str, say: Callable[[str], None], counted: Future | None,
-               layouts: dict[str, PatternColumns] | None) -> dict[str, Any] | None:
+def _by_ranges(context: SparkContext, data: dict[str, Any], events: Sequence[str],
+               out_dir: str, output_format: str, say: Callable[[str], None],
+               counted: Future | None, layouts: dict[str, PatternColumns] | None
+               ) -> dict[str, Any] | None:
     """The range-local plan (`spark.ranges`): the metrics, or None (nothing written) when
     the input is not in time order after all or its lines not countable."""
     clock = time.perf_counter()
-    parallelism = spark.sparkContext.defaultParallelism
+    parallelism = context.defaultParallelism
     guess, found = counted.result() if counted is not None else (None, None)
     if guess != parallelism:
         found = regions(data, events, parallelism)
@@ -152,7 +176,7 @@ def _by_ranges(spark: SparkSession, data: dict[str, Any], events: Sequence[str],
         return None
     staging = _staging(out_dir)
     try:
-        metrics = run_ranges(spark, data, found, staging, output_format)
+        metrics = run_ranges(context, data, found, staging, output_format)
         if metrics is None:
             shutil.rmtree(staging, ignore_errors=True)
             say("the events are not in time order: matching them after a shuffle instead")
@@ -415,12 +439,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     with open(args.job, encoding="utf-8") as handle:
         data = json.load(handle)
     counted = regions_ahead(data, args.events)  # while the JVM starts
-    spark = SparkSession.builder.appName(f"cepplan {data['workload'].get('name', '')}") \
-        .config("spark.sql.session.timeZone", "UTC").getOrCreate()
+    context = SparkContext.getOrCreate(SparkConf()
+                                       .setAppName(f"cepplan {data['workload'].get('name', '')}")
+                                       .set("spark.sql.session.timeZone", "UTC"))
     if not args.verbose:
-        spark.sparkContext.setLogLevel("ERROR")
-    spark.conf.set("spark.sql.shuffle.partitions", shuffle_partitions(
-        args.events, spark.sparkContext.defaultParallelism))
+        context.setLogLevel("ERROR")
+    spark = SessionOnDemand(context, shuffle_partitions(args.events,
+                                                        context.defaultParallelism))
     try:
         metrics = run_job(spark, data, args.events, str(out.real), output_format=args.format,
                           counted=counted,

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from pyspark.sql import SparkSession
+from pyspark import SparkContext
 
 from cepplan.engine_adapter.local.readable import not_installed
 from cepplan.engine_adapter.runtime.job import Covered
@@ -46,10 +46,11 @@ ENABLED = "CEPPLAN_SPARK_RANGES"  # "0": always the shuffle plan
 FIRST_MARGIN_BYTES = 64 << 10  # the first guess of a margin's size, doubled until it holds
 
 
-def ranges_apply(spark: SparkSession, data: Mapping[str, Any], events: Sequence[str]) -> bool:
+def ranges_apply(context: SparkContext, data: Mapping[str, Any], events: Sequence[str]
+                 ) -> bool:
     """Whether the job can try the range-local plan: a local master (the tasks see the
     driver's file) and `_eligible`."""
-    return spark.sparkContext.master.startswith("local") and _eligible(data, events)
+    return context.master.startswith("local") and _eligible(data, events)
 
 
 def _eligible(data: Mapping[str, Any], events: Sequence[str]) -> bool:
@@ -94,7 +95,7 @@ def regions(data: Mapping[str, Any], events: Sequence[str], parallelism: int
                         [s.start for s in splits])
 
 
-def run_ranges(spark: SparkSession, data: dict[str, Any], found: list[Region], staging: str,
+def run_ranges(context: SparkContext, data: dict[str, Any], found: list[Region], staging: str,
                output_format: str) -> dict[str, Any] | None:
     """Match every range in a task of its own, part files into `staging/matches`; the
     metrics (the in-process engine's counts), or None when the input turned out not to be
@@ -105,7 +106,7 @@ def run_ranges(spark: SparkSession, data: dict[str, Any], found: list[Region], s
         task = RangeTask(found, data, staging, output_format)
         # a plain RDD of range numbers: no query planning, code generation or Arrow transfer
         # in the JVM for a stage whose rows are a few numbers in and a few figures out
-        texts = spark.sparkContext.parallelize(range(len(found)), len(found)) \
+        texts = context.parallelize(range(len(found)), len(found)) \
             .mapPartitions(task).collect()
         figures = sorted((json.loads(text) for text in texts), key=lambda f: f["number"])
         if not all(f["ordered"] for f in figures):

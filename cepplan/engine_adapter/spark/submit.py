@@ -32,10 +32,14 @@ JOB_SETTINGS = {
     "spark.sql.execution.arrow.maxRecordsPerBatch": "20000",
     "spark.ui.enabled": "false",  # nobody looks at it; its web server costs start-up time
     # Arrow reads each match group's output as one message off-heap; the JVM's default
-    # direct-memory cap (the heap size) is too small for dense patterns (docs/matching.md)
-    "spark.driver.extraJavaOptions": "-XX:+ExitOnOutOfMemoryError -XX:MaxDirectMemorySize=4g",
-    "spark.executor.extraJavaOptions": "-XX:+ExitOnOutOfMemoryError -XX:MaxDirectMemorySize=4g",
+    # direct-memory cap (the heap size) is too small for dense patterns (docs/matching.md).
+    # In Spark's slot for defaults: a user's spark.*.extraJavaOptions come after, and win
+    "spark.driver.defaultJavaOptions": "-XX:+ExitOnOutOfMemoryError -XX:MaxDirectMemorySize=4g",
+    "spark.executor.defaultJavaOptions":
+        "-XX:+ExitOnOutOfMemoryError -XX:MaxDirectMemorySize=4g",
 }
+# The user's JVM options from the environment: the JVM reads them before the command line's
+USER_JAVA_ENV = ("JAVA_TOOL_OPTIONS", "SPARK_SUBMIT_OPTS")
 _PYTHON_ERROR = re.compile(r"^\s*([A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt)): (.+)$")
 _DRIVER_ERROR = "py4j.protocol.Py4JJavaError: "  # followed by the Java exception that ended the job
 _NOISE = ("py4j.protocol.Py4JJavaError", "org.apache.spark.SparkException: Job aborted",
@@ -54,10 +58,14 @@ def spark_submit() -> str:
 def submit_command(master: str, archive: ClassArchive,
                    conf: Mapping[str, str] | None = None) -> list[str]:
     """`spark-submit --master ... --conf ...` with the job's settings, the JVM options of a
-    fast start (`archive` and the client compiler), and `conf` over them."""
-    driver = " ".join([JOB_SETTINGS["spark.driver.extraJavaOptions"], FAST_JIT,
-                       *archive.options])
-    settings = {**JOB_SETTINGS, "spark.driver.extraJavaOptions": driver, **(conf or {})}
+    fast start (`archive` and the client compiler), and `conf` over them. The user's own JVM
+    options win over cepplan's: those of the environment (`USER_JAVA_ENV`) are repeated
+    after them (of a flag given twice the JVM keeps the last), and spark.driver and
+    spark.executor.extraJavaOptions (spark-defaults.conf, `conf`) come after both."""
+    driver = " ".join(filter(None, [JOB_SETTINGS["spark.driver.defaultJavaOptions"], FAST_JIT,
+                                    *archive.options,
+                                    *(os.environ.get(name) for name in USER_JAVA_ENV)]))
+    settings = {**JOB_SETTINGS, "spark.driver.defaultJavaOptions": driver, **(conf or {})}
     command = [spark_submit(), "--master", master]
     for key, value in settings.items():
         command += ["--conf", f"{key}={value}"]
