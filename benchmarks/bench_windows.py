@@ -20,7 +20,8 @@ events/s, selectivities 0.003-0.92; `benchmarks/seed004_workload.py`) on 10^6 sy
 (CEPPLAN_BENCH_SEED004_EVENTS; 5*10^4 with --quick): the shape as `cepplan stats` measures it,
 planning time, then the plan and the trivial plan side by side, under a budget of its own
 (CEPPLAN_BENCH_SEED004_BUDGET, default 2G: the engine holds the events within a margin of
-several windows around the time range it matches, here the whole 10^6, about 1.1 GB).
+several windows around the time range it matches, here the whole 10^6 with a boolean column per
+pattern variable; its peak, about 0.8 GB).
 
     CEPPLAN_BENCH_WINDOWS=seed004 CEPPLAN_BENCH_SCALING= python -m benchmarks windows
 """
