@@ -19,8 +19,9 @@ The `seed004` row runs 100 patterns (3-5 stock types each, 15-minute windows, ra
 events/s, selectivities 0.003-0.92; `benchmarks/seed004_workload.py`) on 10^6 synthetic events
 (CEPPLAN_BENCH_SEED004_EVENTS; 5*10^4 with --quick): the shape as `cepplan stats` measures it,
 planning time, then the plan and the trivial plan side by side, under a budget of its own
-(CEPPLAN_BENCH_SEED004_BUDGET, default 2G: the engine holds the events within a margin of
-several windows around the time range it matches, here the whole 10^6, about 1.1 GB).
+(CEPPLAN_BENCH_SEED004_BUDGET, default 1G: the engine holds the events within a margin of
+several windows around the time range it matches, here the whole 10^6 with a boolean column per
+pattern variable; its peak, about 0.75 GB).
 
     CEPPLAN_BENCH_WINDOWS=seed004 CEPPLAN_BENCH_SCALING= python -m benchmarks windows
 
@@ -170,7 +171,7 @@ def main(quick: bool = False) -> None:
             if row == "seed004":
                 events = int(os.environ.get("CEPPLAN_BENCH_SEED004_EVENTS",
                                             50_000 if quick else 1_000_000))
-                own = os.environ.get("CEPPLAN_BENCH_SEED004_BUDGET", "2G")
+                own = os.environ.get("CEPPLAN_BENCH_SEED004_BUDGET", "1G")
                 print(f"\nseed004 (CEPPLAN_MATCH_MEMORY={own}): " + "\n  ".join(
                     seed004_row(scratch, events, own, run_plan)), flush=True)
                 continue

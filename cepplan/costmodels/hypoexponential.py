@@ -80,20 +80,27 @@ def conditional_gap_means(rates: tuple[float, ...], w: float) -> tuple[float, ..
 _BLOCK = 64
 
 
-def _grid_powers(step: np.ndarray, points: int) -> tuple[np.ndarray, np.ndarray]:
-    """Rows e_0 · step^g (occupancy) and step^g · 1 (survival) for g < `points`, a block of
-    64 powers at a time: one stacked product per block instead of one per grid point."""
+def _powers(step: np.ndarray, count: int) -> np.ndarray:
+    """step^0 .. step^(count-1), stacked: filled by doubling, log2(count) stacked products."""
     m = len(step)
-    block = np.empty((_BLOCK, m, m))
-    block[0] = np.eye(m)
-    for k in range(1, _BLOCK):
-        block[k] = block[k - 1] @ step
-    leap = block[-1] @ step
-    occupancy = np.empty((points + _BLOCK, m))
-    survival = np.empty((points + _BLOCK, m))
-    row, column = np.eye(m)[0], np.ones(m)
-    for start in range(0, points, _BLOCK):
-        occupancy[start:start + _BLOCK] = row @ block
-        survival[start:start + _BLOCK] = block @ column
-        row, column = row @ leap, leap @ column
+    out = np.empty((count, m, m))
+    out[0] = np.eye(m)
+    filled, power = 1, step
+    while filled < count:
+        take = min(filled, count - filled)
+        out[filled:filled + take] = out[:take] @ power
+        filled += take
+        power = power @ power
+    return out
+
+
+def _grid_powers(step: np.ndarray, points: int) -> tuple[np.ndarray, np.ndarray]:
+    """Rows e_0 · step^g (occupancy) and step^g · 1 (survival) for g < `points`: g = 64j + k
+    as step^(64j) · step^k, both stacks of powers by doubling and each side one tensor
+    product (per grid point or per block of 64, the Python loop cost more than the sums)."""
+    m = len(step)
+    block = _powers(step, _BLOCK)
+    leaps = _powers(block[-1] @ step, -(-points // _BLOCK))
+    occupancy = np.tensordot(leaps[:, 0, :], block, axes=([1], [1])).reshape(-1, m)
+    survival = np.tensordot(leaps.sum(axis=2), block, axes=([1], [2])).reshape(-1, m)
     return occupancy[:points], survival[:points]

@@ -102,7 +102,7 @@ def reachability(model: PatternModel, subset: frozenset[str]) -> float:
     period = _trigger_period(model)
     if model.operator == SEQ:
         members.sort(key=lambda o: o.position)
-        cdf, _ = _gap_stats(tuple(o.occurrence for o in members[:-1]), model.window)
+        cdf = _gap_cdf(tuple(o.occurrence for o in members[:-1]), model.window)
         base = trigger_intensity(members[-1].occurrence, period) * cdf
     else:
         within = [p_within(o.occurrence, model.window) for o in members]
@@ -249,6 +249,14 @@ def check_steps(model: PatternModel, steps: Sequence[frozenset[str]]) -> None:
 
 def _trigger_period(model: PatternModel) -> float:
     return 2.0 * model.window if model.operator == AND else model.window
+
+
+def _gap_cdf(gaps: tuple[Occurrence, ...], window: float) -> float:
+    """R(W) of a sequence's gaps alone: for exponential gaps without the conditional means,
+    which cost a grid of matrix powers (`_gap_stats`)."""
+    if all(g.kind == POISSON for g in gaps):
+        return hypoexponential.hypoexponential_cdf(tuple(g.rate for g in gaps), window)
+    return _gap_stats(gaps, window)[0]
 
 
 def _gap_stats(gaps: tuple[Occurrence, ...], window: float) -> tuple[float, tuple[float, ...]]:

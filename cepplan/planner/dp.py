@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
+from functools import lru_cache
 
 import numpy as np
 
@@ -164,15 +165,18 @@ def _subset_terms(model: PatternModel, names: list[str],
     return reach, intervals
 
 
+@lru_cache(maxsize=4096)
 def _submasks(mask: int) -> np.ndarray:
-    """Every non-empty submask of `mask`."""
+    """Every non-empty submask of `mask` (read-only: the same few masks recur in every DP)."""
     subs = np.zeros(1, dtype=np.int64)
     bit = 1
     while bit <= mask:
         if mask & bit:
             subs = np.concatenate([subs, subs | bit])
         bit <<= 1
-    return subs[1:]
+    subs = subs[1:]
+    subs.flags.writeable = False
+    return subs
 
 
 def _walk_back(mask: int, lat: int, prev: np.ndarray, prev_lat: np.ndarray,

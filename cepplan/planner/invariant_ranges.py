@@ -79,6 +79,14 @@ class Derivation:
     deadline: float
     priced: Mapping[str, PricedPattern] = field(default_factory=dict)
     linked: Mapping[str, frozenset[str]] = field(default_factory=dict)  # `components`
+    # each unit's workload, built once for all the probes of it
+    unit_workloads: dict[frozenset[str], Workload] = field(default_factory=dict)
+
+    def unit_workload(self, names: frozenset[str]) -> Workload:
+        """The workload of the patterns `names` plan together (`group_workload`)."""
+        if names not in self.unit_workloads:
+            self.unit_workloads[names] = group_workload(self.workload, sorted(names))
+        return self.unit_workloads[names]
 
 
 @dataclass(frozen=True)
@@ -342,7 +350,7 @@ def keeps_steps(derivation: Derivation, names: frozenset[str] | set[str],
         return True
     if time.perf_counter() > derivation.deadline:
         raise OutOfTime()
-    workload = group_workload(derivation.workload, sorted(names))
+    workload = derivation.unit_workload(frozenset(names))
     try:
         outcome = plan_workload(workload, statistics, derivation.settings, derivation.share,
                                 derivation.deadline, derivation.deadline)

@@ -9,6 +9,8 @@ hierarchical plan composition (seed 002 §3.2.3).
 
 from __future__ import annotations
 
+import heapq
+
 import networkx as nx
 
 from cepplan.workload.model import Workload
@@ -16,7 +18,21 @@ from cepplan.workload.model import Workload
 PRIMITIVE, COMPLEX = "primitive", "complex"
 
 
+_last: dict[str, tuple[Workload, nx.DiGraph]] = {}  # the last workload's graph
+
+
 def detection_graph(workload: Workload) -> nx.DiGraph:
+    """The DAG, frozen: one node per primitive type and per pattern, edges parent ->
+    subevent. Built again only for another workload object (one re-plan asks three times)."""
+    last = _last.get("graph")
+    if last is not None and last[0] is workload:
+        return last[1]
+    graph = nx.freeze(_built(workload))
+    _last["graph"] = (workload, graph)
+    return graph
+
+
+def _built(workload: Workload) -> nx.DiGraph:
     """Build the DAG: one node per primitive type and per pattern, edges parent -> subevent."""
     graph = nx.DiGraph()
     for name in workload.event_types:
@@ -38,9 +54,30 @@ def shared_subevents(graph: nx.DiGraph) -> list[str]:
 
 
 def bottom_up_order(graph: nx.DiGraph) -> list[str]:
-    """Complex events, each after every complex event it depends on (children first)."""
-    order = reversed(list(nx.lexicographical_topological_sort(graph)))
-    return [n for n in order if graph.nodes[n]["kind"] == COMPLEX]
+    """Complex events, each after every complex event it depends on (children first): the
+    reverse of the lexicographical topological order (parents first, the least name among
+    the ready ones next), by a heap over the complex nodes alone (the primitive ones are
+    sinks, so they never decide it); the planner asks for it on every re-plan."""
+    complex_nodes = [n for n, kind in graph.nodes(data="kind") if kind == COMPLEX]
+    parents = dict.fromkeys(complex_nodes, 0)
+    for node in complex_nodes:
+        for child in graph.adj[node]:
+            if child in parents:
+                parents[child] += 1
+    ready = [n for n, count in parents.items() if count == 0]
+    heapq.heapify(ready)
+    order = []
+    while ready:
+        node = heapq.heappop(ready)
+        order.append(node)
+        for child in graph.adj[node]:
+            if child in parents:
+                parents[child] -= 1
+                if parents[child] == 0:
+                    heapq.heappush(ready, child)
+    if len(order) < len(complex_nodes):
+        raise nx.NetworkXUnfeasible("the detection graph has a cycle")
+    return order[::-1]
 
 
 def roots(graph: nx.DiGraph) -> list[str]:

@@ -49,7 +49,7 @@ from cepplan.engine_adapter.runtime.contiguity import Timeline, stamp_only, time
 from cepplan.engine_adapter.runtime.job import Covered, Job, job_from_json
 from cepplan.engine_adapter.runtime.memory import MEMORY_VARIABLE, budget, peak_resident
 from cepplan.engine_adapter.runtime.shared_nodes import used_sharing
-from cepplan.engine_adapter.runtime.table import Columns
+from cepplan.engine_adapter.runtime.table import Columns, joined_releasing
 from cepplan.sources.csv_ranges import Region, header_columns, line_regions, line_start
 from cepplan.sources.text_input import MAX_LINE_BYTES
 from cepplan.workload.columns import EVENT_ID, EVENT_TS
@@ -242,7 +242,7 @@ class CellMatching:
     def _match_until(self, cut: float) -> None:
         if cut <= self.low:
             return
-        pool = Columns.concat(self._held, EMPTY_POOL_COLUMNS)
+        pool = joined_releasing(self._held, EMPTY_POOL_COLUMNS)
         stamps = pool[EVENT_TS]
         owned = stamps[np.searchsorted(stamps, self.low, "left"):
                        np.searchsorted(stamps, cut, "left")]

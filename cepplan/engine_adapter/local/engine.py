@@ -52,7 +52,7 @@ from cepplan.engine_adapter.runtime.job import (
 from cepplan.engine_adapter.runtime.memory import peak_resident
 from cepplan.engine_adapter.runtime.positions import PositionCounter, counted_keys
 from cepplan.engine_adapter.runtime.shared_nodes import used_sharing
-from cepplan.engine_adapter.runtime.table import Columns, concat_frames
+from cepplan.engine_adapter.runtime.table import Columns, concat_frames, joined_releasing
 from cepplan.workload.columns import EVENT_ID, EVENT_TS, EVENT_TYPE
 
 if TYPE_CHECKING:  # the time-range path runs on NumPy `Columns`; pandas only for the others
@@ -361,13 +361,14 @@ def _run_by_time_range(job: Job, data: dict[str, Any], events: Sequence[str], ou
             rows += len(part)
             if rows < REGION_ROWS or latest - margin <= low:
                 continue
-            pool = Columns.concat(held, EMPTY_POOL_COLUMNS)
+            pool = joined_releasing(held, EMPTY_POOL_COLUMNS)
             high = latest - margin
             ranges.match(pool, covered.span, (low, high))
-            stamps = pool[EVENT_TS]
-            held = [pool.take(slice(int(np.searchsorted(stamps, high - margin, "left")), None))]
+            kept = int(np.searchsorted(pool[EVENT_TS], high - margin, "left"))
+            held = [pool.take(slice(kept, None))]
+            del pool  # the matched range's rows go while the next ones are read
             rows, low = len(held[0]), high
-        pool = Columns.concat(held, EMPTY_POOL_COLUMNS)
+        pool = joined_releasing(held, EMPTY_POOL_COLUMNS)
         if len(pool):
             ranges.match(pool, covered.span, (low, math.inf))
         ranges.finish()

@@ -100,6 +100,23 @@ class Columns:
         return Columns({n: joined_values([p[n] for p in parts]) for n in parts[0].columns})
 
 
+def joined_releasing(held: list[Columns], names: Sequence[str]) -> Columns:
+    """`Columns.concat` of the held parts (`names`: the columns of none), emptying `held`:
+    each column of the parts is released as soon as it is joined, so that the rows are not
+    held twice (parts and pool) while the pool is built and matched."""
+    if len(held) < 2:
+        pool = Columns.concat(held, names)
+        held.clear()
+        return pool
+    data = {}
+    for name in held[0].columns:
+        data[name] = joined_values([part[name] for part in held])
+        for part in held:
+            part.data.pop(name, None)
+    held.clear()
+    return Columns(data)
+
+
 def key_codes(frame: Columns, keys: Sequence[str]) -> np.ndarray:
     """Per row, its key's number in order of first appearance (-1: a key value is missing,
     NULL or NaN), from Arrow's hash of each key column: no pandas."""
