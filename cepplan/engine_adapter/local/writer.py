@@ -23,6 +23,7 @@ from cepplan.engine_adapter.local.range_skip import RangeSkips
 from cepplan.engine_adapter.runtime.after_match import apply_skips
 from cepplan.engine_adapter.runtime.job import Job, PartitionOutput
 from cepplan.engine_adapter.runtime.match_rows import match_layouts
+from cepplan.engine_adapter.runtime.output_room import watched_output
 from cepplan.engine_adapter.runtime.parquet_parts import ParquetParts, complete_parts
 from cepplan.engine_adapter.runtime.records import lines_data
 from cepplan.engine_adapter.runtime.timed_out_counts import with_timed_out
@@ -142,7 +143,8 @@ def staged_output(out: Path, output_format: str,
             write_bytes_atomic(staging / "metrics.json", json.dumps(metrics, indent=2).encode())
 
         try:
-            yield writer, finish
+            with watched_output(staging, output_format):
+                yield writer, finish
         finally:
             writer.close(complete=False)  # after finish: already closed
 

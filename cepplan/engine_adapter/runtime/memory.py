@@ -142,17 +142,23 @@ def check(pattern: str, window: float | None, building: int, rows: int, what: st
     limit = budget()
     now = resident()
     if now + building > limit:
-        within = f"within its window of {window:g} {unit}" if window is not None \
-            else "with no window"
         raise MatchMemoryError(
-            f"pattern {pattern}: one partition {within} would build about {rows:,} {what}; "
-            f"with the matches found so far they would take about {_size(building)} on top "
-            f"of the {_size(now)} in use, more than the matcher's memory budget of "
-            f"{_size(limit)}: narrow the window, add conditions or a partition key, or set "
+            f"pattern {pattern}: one partition {window_text(window, unit)} would build about "
+            f"{rows:,} {what}; with the matches found so far they would take about "
+            f"{size_text(building)} on top "
+            f"of the {size_text(now)} in use, more than the matcher's memory budget of "
+            f"{size_text(limit)}: narrow the window, add conditions or a partition key, or set "
             f"{MEMORY_VARIABLE} (e.g. 8G) on a machine with more memory")
 
 
-def _size(count: int) -> str:
+def window_text(window: float | None, unit: str) -> str:
+    """A pattern's window as messages say it."""
+    return f"within its window of {window:g} {unit}" if window is not None \
+        else "with no window"
+
+
+def size_text(count: int) -> str:
+    """Bytes as messages say them (`1.5 GiB`)."""
     for unit in ("TiB", "GiB", "MiB", "KiB"):
         scale = _UNITS[unit[0]]
         if count >= scale:
