@@ -141,6 +141,12 @@ def check(pattern: str, window: float | None, building: int, rows: int, what: st
     the budget; `unit`: the window's (`events` for a count window)."""
     limit = budget()
     now = resident()
+    if now > limit:  # nothing this step builds is to blame: say what is
+        raise MatchMemoryError(
+            f"pattern {pattern}: matching one partition {window_text(window, unit)}: the "
+            f"{size_text(now)} already in use (the events read and the matches held) pass "
+            f"the matcher's memory budget of {size_text(limit)}: set {MEMORY_VARIABLE} "
+            "higher (e.g. 8G), or add a partition key or read fewer events at once")
     if now + building > limit:
         raise MatchMemoryError(
             f"pattern {pattern}: one partition {window_text(window, unit)} would build about "
