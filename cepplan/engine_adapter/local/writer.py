@@ -162,20 +162,32 @@ class BackgroundFile:
     2-10 times the CPU of the copy (docs/matching.md, "Output cost")."""
 
     PENDING = 64  # chunks: rendering outruns the disk in bursts (docs/matching.md)
+    # and their bytes: a chunk of Kleene matches can be a hundred MB, so 64 of them queued
+    # behind a slow disk (or a writer starved of CPU) took the matcher's whole budget
+    PENDING_BYTES = 64 << 20
     RECYCLE_BYTES = 32 << 20
 
     def __init__(self, path: Path, *, append: bool = False):
         self._file = open(path, "ab" if append else "wb")  # noqa: SIM115 (closed by the thread)
         self._size = self._file.tell()  # the bytes on disk at the last `sync`
         self._queue: queue.Queue = queue.Queue(self.PENDING)
+        self._pending = 0  # bytes queued, not yet written
+        self._written = threading.Condition()
         self._error: BaseException | None = None
         self._drop = False
         self._thread = threading.Thread(target=self._run, name="cepplan-writer", daemon=True)
         self._thread.start()
 
     def write(self, buffers: list) -> None:
+        """Queue `buffers`, waiting while those queued before take `PENDING_BYTES`."""
         self._raise()
         for data in buffers:
+            size = _bytes(data)
+            with self._written:
+                while self._pending and self._pending + size > self.PENDING_BYTES \
+                        and self._error is None and self._thread.is_alive():
+                    self._written.wait(0.1)
+                self._pending += size
             self._queue.put(data)
 
     def flush(self) -> None:
@@ -201,6 +213,12 @@ class BackgroundFile:
         if complete:
             self._raise()
 
+    def _done(self, data: Any) -> None:
+        """`data` written: its bytes no longer pending."""
+        with self._written:
+            self._pending -= _bytes(data)
+            self._written.notify_all()
+
     def _raise(self) -> None:
         if self._error is not None:
             error, self._error = self._error, None
@@ -224,6 +242,7 @@ class BackgroundFile:
                         self._file.flush()
                         _recycle(self._file.fileno(), written)
                         recycled = written
+                self._done(data)
         except BaseException as err:  # e.g. a full disk: raised in the main thread
             self._error = err
             while (data := self._queue.get()) is not None:  # unblock the writer until close
@@ -258,6 +277,14 @@ def _send(file: Any, source: Any, start: int, end: int) -> int:
 
 
 _FLUSH = object()  # queued by `BackgroundFile.flush`
+
+
+def _bytes(data: Any) -> int:
+    """The bytes a queued item holds in memory: a buffer's; none for a file to append or a
+    signal."""
+    if isinstance(data, Path | threading.Event) or data is _FLUSH:
+        return 0
+    return memoryview(data).nbytes
 
 
 def _recycle(fd: int, size: int) -> None:
