@@ -468,7 +468,7 @@ def serve_region(job_file: str, region: Region, file: FileInput, output_format: 
     output = MatchWriter(folder, output_format, job, part=f"part-{region.number:05d}")
     figures = RangeFigures.empty(job)
     try:
-        with watched_output(Path(part).parent, output_format):
+        with watched_output(folder, output_format):
             read = match_region(region, file, job, data, output, figures)
         output.close()
         figures.worker_peaks[os.getpid()] = peak_resident()
