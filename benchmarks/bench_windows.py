@@ -7,8 +7,10 @@ memory per row (`python -m cepplan run`, process start to files written).
     CEPPLAN_BENCH_ROWS=20000 python -m benchmarks windows
     CEPPLAN_BENCH_WINDOWS=goog-143,band-700 python -m benchmarks windows
 
-A row that stops at the budget says so (the error's figure); the rows whose output would be
-tens of GB at 10^5 rows (GOOG over 143 minutes, Kleene over 15) are best run at fewer rows.
+A row that stops at the budget says so (the error's figure); the Kleene rows over 15, 21
+and 23 minutes (about 10, 14 and 16 MSFT events between the two GOOG, the last two past
+`kleene_cap` 16) would write terabytes at 10^5 rows and run on the rows in `ROW_LIMITS`;
+each prints its matches, output size and rate (GB/s over the run's wall time) and cap hits.
 The table runs on one worker (`--workers 1`). Then the scaling curve: rows whose matching
 outweighs reading, at 10^6 rows, on 1 and 2 workers: wall and CPU time, the ratio, and the match
 files compared byte for byte (the machine's load printed beside: the ratio needs idle cores).
@@ -58,11 +60,15 @@ ROWS = {  # name: (structure, conditions, window in minutes)
     "band-700": (["SEQ", "a:MSFT", "b:DRIV", "c:MSFT"], BAND, 700),
     "kleene-10": (["SEQ", "a:GOOG", ["KLEENE", "b:MSFT"], "c:GOOG"], ["a.peak < c.peak"], 10),
     "kleene-15": (["SEQ", "a:GOOG", ["KLEENE", "b:MSFT"], "c:GOOG"], ["a.peak < c.peak"], 15),
+    "kleene-21": (["SEQ", "a:GOOG", ["KLEENE", "b:MSFT"], "c:GOOG"], ["a.peak < c.peak"], 21),
+    "kleene-23": (["SEQ", "a:GOOG", ["KLEENE", "b:MSFT"], "c:GOOG"], ["a.peak < c.peak"], 23),
 }
 
 
-# rows whose output outgrows a disk: kleene-15 writes about 9 GB per 1,000 input rows
-ROW_LIMITS = {"kleene-15": 1_500}
+# rows whose output outgrows a disk, each held under about 15 GB (measured): kleene-15 writes
+# 13.6 GB on 1,500 input rows (9 MB a row), kleene-21 13.8 GB on 270 (51 MB a row), kleene-23
+# 14.7 GB on 255 (58 MB a row); the last two grow faster than the rows once past the window
+ROW_LIMITS = {"kleene-15": 1_500, "kleene-21": 270, "kleene-23": 255}
 
 IDS = "ids-1000"  # SEQ(a:Login, b:Pay), a.user == b.user, ~1,000 events a window (`text_ids`)
 SCALING = ("goog-14", "band-70")  # rows whose matching outweighs reading
@@ -116,7 +122,7 @@ def run_row(scratch: Path, bars: Path, name: str, budget: str, workers: int = 1,
     size = sum(f.stat().st_size for f in (out / "matches").iterdir())
     splits = metrics.get("chunk_splits", {}).get("p", "-")
     text = (f"{name:<10} {wall:7.1f} s {peak:>9}  {metrics['matches']['p']:>12,} matches "
-            f"({size / 1e6:,.0f} MB), {splits} splits, cap hits "
+            f"({size / 1e6:,.0f} MB, {size / 1e9 / wall:.2f} GB/s), {splits} splits, cap hits "
             f"{metrics['kleene_cap_hits']['p']}")
     subprocess.run(["rm", "-rf", str(out)], check=True)
     return text

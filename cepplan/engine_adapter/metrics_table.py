@@ -78,11 +78,12 @@ def run_warnings(metrics: dict[str, Any], kleene_cap: int,
     lines = []
     for name, hits in metrics.get("kleene_cap_hits", {}).items():
         if hits:
-            lines.append(f"warning: pattern {name}: {hits:,} Kleene enumerations cut at "
-                         f"kleene_cap={kleene_cap}: matches binding more than {kleene_cap} "
-                         "events to a Kleene variable were not reported (only the latest "
-                         "were kept); raise options.kleene_cap in the workload (at most 30) "
-                         "or shorten the window to find them all")
+            lines.append(f"warning: pattern {name}: {hits:,} time(s) a Kleene variable had "
+                         f"more than kleene_cap={kleene_cap} events to choose from (for one "
+                         "choice of the other events and of its last): only its latest "
+                         f"{kleene_cap} were combined, so matches with more of its events, or "
+                         "with earlier ones, were not reported; raise options.kleene_cap in "
+                         "the workload (at most 30) or shorten the window to find them all")
     fallbacks = (metrics.get("covering") or {}).get("solver", {}).get("fallbacks", 0)
     if fallbacks:
         lines.append(f"warning: {fallbacks:,} batch(es) of consumer queries used the greedy "

@@ -85,7 +85,7 @@ def check_end_case(err: str, metrics: dict, out: Path) -> None:
     warnings = [line for line in err.splitlines() if line.startswith("warning:")]
     assert any("abandoned" in w and "1 match(es) held back" in w and "ts 0 to ts 11" in w
                for w in warnings), err
-    assert any("bursts" in w and "1 Kleene enumerations cut at kleene_cap=2" in w
+    assert any("bursts" in w and "1 time(s) a Kleene variable had more than kleene_cap=2" in w
                and "raise options.kleene_cap" in w for w in warnings), err
     assert not any("rejected" in w for w in warnings), err  # the D row is only not used
 

@@ -161,3 +161,17 @@ def test_kleene_in_blocks_finds_the_reference_matches(monkeypatch, template, see
     monkeypatch.setattr(kleene, "BLOCK", 4)
     monkeypatch.setattr(kleene_stage, "CACHED_GETTERS", 2)
     denser_streams_match_the_reference(template, seed)
+
+
+def test_a_budget_the_events_alone_pass_says_so(tmp_path):
+    """A budget under what the process holds before a step builds anything: the error says
+    the memory in use passes it (it said the step "would build about 0 partial matches",
+    "about 0 bytes on top")."""
+    raw = _workload([{"name": "pairs", "structure": ["SEQ", "a:A", "b:B"],
+                      "partition_by": ["k"], "within": "1h"}])
+    plan, events = planned(tmp_path, raw, [("A", 1.0, "key1", 0.5), ("B", 2.0, "key1", 0.5)])
+    result = cepplan("run", plan, events, "-o", tmp_path / "out", "-q", budget="20M")
+    line = one_error(result, "pattern pairs", "within its window of 3600", "already in use",
+                     "memory budget of 20.0 MiB", "CEPPLAN_MATCH_MEMORY")
+    assert "about 0" not in line
+    assert not (tmp_path / "out").exists()

@@ -48,6 +48,7 @@ from cepplan.engine_adapter.local.workers import (
 from cepplan.engine_adapter.runtime.contiguity import Timeline, stamp_only, timelines
 from cepplan.engine_adapter.runtime.job import Covered, Job, job_from_json
 from cepplan.engine_adapter.runtime.memory import MEMORY_VARIABLE, budget, peak_resident
+from cepplan.engine_adapter.runtime.output_room import watched_output
 from cepplan.engine_adapter.runtime.shared_nodes import used_sharing
 from cepplan.engine_adapter.runtime.table import Columns, joined_releasing
 from cepplan.sources.csv_ranges import Region, header_columns, line_regions, line_start
@@ -467,7 +468,8 @@ def serve_region(job_file: str, region: Region, file: FileInput, output_format: 
     output = MatchWriter(folder, output_format, job, part=f"part-{region.number:05d}")
     figures = RangeFigures.empty(job)
     try:
-        read = match_region(region, file, job, data, output, figures)
+        with watched_output(folder, output_format):
+            read = match_region(region, file, job, data, output, figures)
         output.close()
         figures.worker_peaks[os.getpid()] = peak_resident()
         result: tuple = ("done", (read, figures))

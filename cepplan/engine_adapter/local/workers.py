@@ -33,6 +33,7 @@ from cepplan.engine_adapter.local.totals import PatternTotals
 from cepplan.engine_adapter.runtime.job import Job, PartitionOutput, job_from_json
 from cepplan.engine_adapter.runtime.match_rows import match_layouts
 from cepplan.engine_adapter.runtime.memory import MEMORY_VARIABLE, budget, peak_resident
+from cepplan.engine_adapter.runtime.output_room import watched_output
 from cepplan.engine_adapter.runtime.shared_nodes import SharingPlan, used_sharing
 from cepplan.engine_adapter.runtime.table import Columns
 from cepplan.errors import CepplanError
@@ -289,6 +290,13 @@ def _serve(connection: Any, match: MatchRange, job_file: str, output_format: str
     job = job_from_json(json.loads(Path(job_file).read_text()))
     layouts = match_layouts(job) if output_format == "parquet" else None
     sharing = used_sharing(job)
+    with watched_output(Path(job_file).parent, output_format):
+        _serve_tasks(connection, match, job, layouts, held, sharing)
+
+
+def _serve_tasks(connection: Any, match: MatchRange, job: Job, layouts: Any, held: int,
+                 sharing: Any) -> None:
+    """`_serve`'s loop: each range sent matched, its figures and matches sent back."""
     for task in _received(connection):
         pool, span, owned, path = task
         figures = RangeFigures.empty(job)

@@ -23,6 +23,7 @@ from cepplan.engine_adapter.local.range_skip import RangeSkips
 from cepplan.engine_adapter.runtime.after_match import apply_skips
 from cepplan.engine_adapter.runtime.job import Job, PartitionOutput
 from cepplan.engine_adapter.runtime.match_rows import match_layouts
+from cepplan.engine_adapter.runtime.output_room import watched_output
 from cepplan.engine_adapter.runtime.parquet_parts import ParquetParts, complete_parts
 from cepplan.engine_adapter.runtime.records import lines_data
 from cepplan.engine_adapter.runtime.timed_out_counts import with_timed_out
@@ -142,7 +143,8 @@ def staged_output(out: Path, output_format: str,
             write_bytes_atomic(staging / "metrics.json", json.dumps(metrics, indent=2).encode())
 
         try:
-            yield writer, finish
+            with watched_output(staging, output_format):
+                yield writer, finish
         finally:
             writer.close(complete=False)  # after finish: already closed
 
@@ -160,20 +162,32 @@ class BackgroundFile:
     2-10 times the CPU of the copy (docs/matching.md, "Output cost")."""
 
     PENDING = 64  # chunks: rendering outruns the disk in bursts (docs/matching.md)
+    # and their bytes: a chunk of Kleene matches can be a hundred MB, so 64 of them queued
+    # behind a slow disk (or a writer starved of CPU) took the matcher's whole budget
+    PENDING_BYTES = 64 << 20
     RECYCLE_BYTES = 32 << 20
 
     def __init__(self, path: Path, *, append: bool = False):
         self._file = open(path, "ab" if append else "wb")  # noqa: SIM115 (closed by the thread)
         self._size = self._file.tell()  # the bytes on disk at the last `sync`
         self._queue: queue.Queue = queue.Queue(self.PENDING)
+        self._pending = 0  # bytes queued, not yet written
+        self._written = threading.Condition()
         self._error: BaseException | None = None
         self._drop = False
         self._thread = threading.Thread(target=self._run, name="cepplan-writer", daemon=True)
         self._thread.start()
 
     def write(self, buffers: list) -> None:
+        """Queue `buffers`, waiting while those queued before take `PENDING_BYTES`."""
         self._raise()
         for data in buffers:
+            size = _bytes(data)
+            with self._written:
+                while self._pending and self._pending + size > self.PENDING_BYTES \
+                        and self._error is None and self._thread.is_alive():
+                    self._written.wait(0.1)
+                self._pending += size
             self._queue.put(data)
 
     def flush(self) -> None:
@@ -199,6 +213,12 @@ class BackgroundFile:
         if complete:
             self._raise()
 
+    def _done(self, data: Any) -> None:
+        """`data` written: its bytes no longer pending."""
+        with self._written:
+            self._pending -= _bytes(data)
+            self._written.notify_all()
+
     def _raise(self) -> None:
         if self._error is not None:
             error, self._error = self._error, None
@@ -222,6 +242,7 @@ class BackgroundFile:
                         self._file.flush()
                         _recycle(self._file.fileno(), written)
                         recycled = written
+                self._done(data)
         except BaseException as err:  # e.g. a full disk: raised in the main thread
             self._error = err
             while (data := self._queue.get()) is not None:  # unblock the writer until close
@@ -256,6 +277,14 @@ def _send(file: Any, source: Any, start: int, end: int) -> int:
 
 
 _FLUSH = object()  # queued by `BackgroundFile.flush`
+
+
+def _bytes(data: Any) -> int:
+    """The bytes a queued item holds in memory: a buffer's; none for a file to append or a
+    signal."""
+    if isinstance(data, Path | threading.Event) or data is _FLUSH:
+        return 0
+    return memoryview(data).nbytes
 
 
 def _recycle(fd: int, size: int) -> None:

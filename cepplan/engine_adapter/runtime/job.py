@@ -88,6 +88,16 @@ class Covered:
         return (self.first, self.last)
 
 
+def writes_all(spec: PatternSpec, data: Mapping[str, Any]) -> bool:
+    """Whether every match the matcher finds for `spec` is written as it is: no negation
+    drops any later, no after-match skip, no context or consumer query, not read by another
+    pattern, no alternation or timed-out partial matches merged under another name."""
+    read = {o["type"] for p in data["patterns"] for o in p["operands"]}
+    return not (spec.negated or spec.name in data.get("after_match", {}) or spec.name in read
+                or spec.reported_as or spec.timed_out or data.get("contexts")
+                or data.get("covering"))
+
+
 def job_from_json(data: Mapping[str, Any]) -> Job:
     """Read and check the job data; `SpecError` if it is not a job this runtime can run."""
     if not isinstance(data, Mapping) or data.get("format") != FORMAT:
@@ -102,7 +112,8 @@ def job_from_json(data: Mapping[str, Any]) -> Job:
     types = {str(k): tuple(str(a) for a in v) for k, v in data["types"].items()}
     span = data.get("input_span") or (-math.inf, math.inf)
     sizes = match_bytes(patterns)
-    patterns = tuple(replace(p, match_bytes=sizes[p.name]) for p in patterns)
+    patterns = tuple(replace(p, match_bytes=sizes[p.name], writes_all=writes_all(p, data))
+                     for p in patterns)
     stages = {p.name: compile_pattern(p) for p in patterns}
     names = {p.name for p in patterns}
     for spec in patterns:

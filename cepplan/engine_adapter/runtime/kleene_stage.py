@@ -8,7 +8,7 @@ from itertools import product
 
 import numpy as np
 
-from cepplan.engine_adapter.runtime import memory
+from cepplan.engine_adapter.runtime import memory, output_room
 from cepplan.engine_adapter.runtime.binding import holds_for
 from cepplan.engine_adapter.runtime.kleene import (
     CACHED_GETTERS,
@@ -52,16 +52,18 @@ class KleeneStage:
         budget = self.budget(len(rows))
         cap = max(1, self.spec.kleene_cap)
         ranges = [self._rest_ranges(o, operands, rows) for o in kleene_ops]
-        candidates = sum(np.maximum(high - low, 0) for low, high in ranges)
+        candidates = sum(np.minimum(np.maximum(high - low, 0), self._reach(o, rows))
+                         for o, (low, high) in zip(kleene_ops, ranges, strict=True))
         for count, part in enumerate(row_batches(candidates, budget)):
             self.splits += count > 0
             piece = {v: a[part] for v, a in rows.items()}
-            per_var = {o.var: self._rest_candidates(o, piece, low[part], high[part])
+            per_var = {o.var: self._latest_candidates(o, piece, low[part], high[part])
                        for o, (low, high) in zip(kleene_ops, ranges, strict=True)}
             subsets, events = np.ones(len(piece[kleene_ops[0].var])), len(rows)
             for cands in per_var.values():
                 sizes = np.minimum([len(c) for c in cands], cap - 1)
                 subsets, events = subsets * np.exp2(sizes), events + sizes / 2
+            self._check_output(kleene_ops, subsets, subsets * events)
             for index, batch in enumerate(row_batches(subsets * events / len(rows), budget)):
                 self.splits += index > 0
                 yield self._subsets(kleene_ops, {v: a[batch] for v, a in piece.items()},
@@ -162,6 +164,21 @@ class KleeneStage:
         return Matches(single={v: a[index] for v, a in plain.items()}, kleene={var: sets},
                        count=len(index), cap_hits=cap_hits)
 
+    def _check_output(self, kleene_ops: list[OperandSpec], subsets: np.ndarray,
+                      events: np.ndarray) -> None:
+        """Where every subset is a match and each match is written (one Kleene variable,
+        no order-dependent predicate or size bound, `writes_all`): the piece's matches,
+        `subsets` per row of `events` events in all, fit the output's disk (`output_room`)."""
+        operand = kleene_ops[0]
+        if len(kleene_ops) > 1 or not self.spec.writes_all or operand.consecutive \
+                or operand.min_count > 1 or operand.max_count \
+                or self.stages.masks.get(operand.var):
+            return
+        output_room.check(self.spec.name, self.spec.window_events or self.spec.window,
+                          self.spec.window_unit, int(subsets.sum()), int(events.sum()),
+                          "Kleene matches (every subset of its events, up to "
+                          f"options.kleene_cap={self.spec.kleene_cap})")
+
     def _check_subsets(self, per_var: dict[str, list[np.ndarray]], width: int) -> None:
         """The Kleene subsets about to be enumerated fit the memory budget as matches: per
         row, 2^m of them for m = its Kleene variables' candidates (each capped at cap - 1),
@@ -193,6 +210,34 @@ class KleeneStage:
             before = [rows[o.var] for o in operands if o.position < operand.position]
             low, high = self._order_bounds(low, high, cand, cand_ts, before, [])
         return low, high
+
+    def _reach(self, operand: OperandSpec, rows: dict[str, np.ndarray]) -> int:
+        """The latest events of a Kleene variable's range that hold its latest `kleene_cap`
+        candidates when no per-event join drops one: the cap, plus one per other variable of
+        its type (whose event is excluded)."""
+        others = sum(v != operand.var and self.spec.operand(v).type == operand.type
+                     for v in rows)
+        return max(1, self.spec.kleene_cap) + others
+
+    def _latest_candidates(self, operand: OperandSpec, rows: dict[str, np.ndarray],
+                           low: np.ndarray, high: np.ndarray) -> list[np.ndarray]:
+        """Per row, the latest `kleene_cap` of `_rest_candidates` (all, when fewer): what
+        decides the cap's cut and the cap - 1 enumerated. Looked for among the latest events
+        of each range first, further back only for the rows whose joins left too few, so
+        that a window of a million events of the type costs O(cap) per row, not a million."""
+        cap = max(1, self.spec.kleene_cap)
+        found: list[np.ndarray] = [np.empty(0, dtype=np.int64)] * len(low)
+        todo, reach = np.arange(len(low)), self._reach(operand, rows)
+        while len(todo):
+            start = np.maximum(low[todo], high[todo] - reach)
+            part = self._rest_candidates(operand, {v: a[todo] for v, a in rows.items()},
+                                         start, high[todo])
+            short = [i for i, cands in enumerate(part)
+                     if len(cands) < cap and start[i] > low[todo[i]]]
+            for row, cands in zip(todo.tolist(), part, strict=True):
+                found[row] = cands[-cap:]
+            todo, reach = todo[short], reach * 4
+        return found
 
     def _rest_candidates(self, operand: OperandSpec, rows: dict[str, np.ndarray],
                          low: np.ndarray, high: np.ndarray) -> list[np.ndarray]:

@@ -141,18 +141,30 @@ def check(pattern: str, window: float | None, building: int, rows: int, what: st
     the budget; `unit`: the window's (`events` for a count window)."""
     limit = budget()
     now = resident()
-    if now + building > limit:
-        within = f"within its window of {window:g} {unit}" if window is not None \
-            else "with no window"
+    if now > limit:  # nothing this step builds is to blame: say what is
         raise MatchMemoryError(
-            f"pattern {pattern}: one partition {within} would build about {rows:,} {what}; "
-            f"with the matches found so far they would take about {_size(building)} on top "
-            f"of the {_size(now)} in use, more than the matcher's memory budget of "
-            f"{_size(limit)}: narrow the window, add conditions or a partition key, or set "
+            f"pattern {pattern}: matching one partition {window_text(window, unit)}: the "
+            f"{size_text(now)} already in use (the events read and the matches held) pass "
+            f"the matcher's memory budget of {size_text(limit)}: set {MEMORY_VARIABLE} "
+            "higher (e.g. 8G), or add a partition key or read fewer events at once")
+    if now + building > limit:
+        raise MatchMemoryError(
+            f"pattern {pattern}: one partition {window_text(window, unit)} would build about "
+            f"{rows:,} {what}; with the matches found so far they would take about "
+            f"{size_text(building)} on top "
+            f"of the {size_text(now)} in use, more than the matcher's memory budget of "
+            f"{size_text(limit)}: narrow the window, add conditions or a partition key, or set "
             f"{MEMORY_VARIABLE} (e.g. 8G) on a machine with more memory")
 
 
-def _size(count: int) -> str:
+def window_text(window: float | None, unit: str) -> str:
+    """A pattern's window as messages say it."""
+    return f"within its window of {window:g} {unit}" if window is not None \
+        else "with no window"
+
+
+def size_text(count: int) -> str:
+    """Bytes as messages say them (`1.5 GiB`)."""
     for unit in ("TiB", "GiB", "MiB", "KiB"):
         scale = _UNITS[unit[0]]
         if count >= scale:

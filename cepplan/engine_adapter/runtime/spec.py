@@ -81,6 +81,7 @@ class PatternSpec:
     reported_as: str = ""  # the user's pattern this one is an alternative of (alternation)
     timed_out: int = 0  # k > 0: it finds the timed-out partial matches of k events
     window_events: int | None = None  # a count window: positions apart (`positions`)
+    writes_all: bool = False  # every match it finds is written (`job.writes_all`)
 
     @property
     def window_unit(self) -> str:

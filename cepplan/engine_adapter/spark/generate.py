@@ -108,6 +108,7 @@ SHIPPED = (
     "engine_adapter/runtime/matches.py",
     "engine_adapter/runtime/memory.py",
     "engine_adapter/runtime/negation.py",
+    "engine_adapter/runtime/output_room.py",
     "engine_adapter/runtime/pieces.py",
     "engine_adapter/runtime/positions.py",
     "engine_adapter/runtime/records.py",
