@@ -194,8 +194,9 @@ def memory_size(text: str) -> str:
 
 
 def workers() -> Any:
-    """`--workers N|auto`: processes of the in-process engine (default 1: each worker reads its
-    range's margins again and costs a process; docs/engine.md, "Workers")."""
+    """`--workers N|auto`: processes of the in-process engine (default 1: each worker gets an
+    Nth of the memory budget, reads its range's margins again and costs a process; docs/engine.md,
+    "Workers")."""
     return typer.Option(1, "--workers", metavar="N|auto", parser=worker_count,
                         help="Processes the in-process engine reads and matches time ranges in "
                         f"(1 to {MAX_WORKERS}, or auto: the cores this process may use; "
