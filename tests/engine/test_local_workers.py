@@ -45,8 +45,10 @@ from tests.engine.test_shared_time_ranges import (
     random_workload,
     trading_events,
 )
+from tests.hostile import test_output_storage as storage
 
 pytestmark = STOCKS_REFERENCE
+tmpfs = storage.tmpfs  # the fixture: a real tmpfs of a given size
 
 
 def _run(data: dict, events: list[str], out: Path, workers: int, *, fmt: str = "jsonl",
@@ -367,15 +369,15 @@ def test_the_margin_before_a_byte_range_is_read_once(tmp_path, monkeypatch):
         assert list(rows[name]) == list(before[name]), name
 
 
-def test_a_worker_on_a_full_disk_says_so_without_a_traceback(tmp_path, capfd):
+def test_a_worker_on_a_full_disk_says_so_without_a_traceback(tmp_path, tmpfs, capfd):
     """A byte-range worker whose part fills the disk (a real tmpfs) removes its part, so that
     its outcome, the error, fits (the parent then says it in one line): no traceback of its
     own on stderr, no part left."""
     import errno
+    import json
     import multiprocessing
     import os
     import pickle
-    import subprocess
 
     workload, events, _ = example_reference("stocks", seed=5, duration=360, total_rate=1.0)
     path = tmp_path / "events.csv"
@@ -384,27 +386,19 @@ def test_a_worker_on_a_full_disk_says_so_without_a_traceback(tmp_path, capfd):
     job = job_from_json(data)
     file = byte_ranges.file_input(job, data, [str(path)], 40)
     region = byte_ranges._regions(file, data, 2)[1]
-    mount = tmp_path / "mnt"
-    mount.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mount)],
-                          capture_output=True, text=True)
-    if done.returncode:
-        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
-    try:
-        job_file = mount / "job.json"
-        job_file.write_text(__import__("json").dumps(data))
-        filler = mount / "filler"
-        filler.write_bytes(b"\0" * ((60 << 10) - job_file.stat().st_size - 4096))
-        parts, outcome = mount / "range-00001", mount / "range-00001.outcome"
-        process = multiprocessing.get_context("spawn").Process(
-            target=byte_ranges.serve_region,
-            args=(str(job_file), region, file, "jsonl", 1 << 30, str(parts), str(outcome),
-                  os.getpid()))
-        process.start()
-        process.join(120)
-        assert "Traceback" not in capfd.readouterr().err
-        kind, error = pickle.loads(outcome.read_bytes())
-        assert (kind, error.errno) == ("error", errno.ENOSPC)
-        assert not parts.exists()
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], check=False)
+    mount = tmpfs("64k")
+    job_file = mount / "job.json"
+    job_file.write_text(json.dumps(data))
+    filler = mount / "filler"
+    filler.write_bytes(b"\0" * ((60 << 10) - job_file.stat().st_size - 4096))
+    parts, outcome = mount / "range-00001", mount / "range-00001.outcome"
+    process = multiprocessing.get_context("spawn").Process(
+        target=byte_ranges.serve_region,
+        args=(str(job_file), region, file, "jsonl", 1 << 30, str(parts), str(outcome),
+              os.getpid()))
+    process.start()
+    process.join(120)
+    assert "Traceback" not in capfd.readouterr().err
+    kind, error = pickle.loads(outcome.read_bytes())
+    assert (kind, error.errno) == ("error", errno.ENOSPC)
+    assert not parts.exists()

@@ -7,10 +7,10 @@ window and the figures."""
 from __future__ import annotations
 
 import json
-import subprocess
 
 import pytest
 
+from tests.hostile import test_output_storage as storage
 from tests.hostile.test_match_memory import _workload, cepplan, one_error, planned
 
 COUNT = 6000  # B events in the window, every third passing `a.v <= b.v`
@@ -47,18 +47,13 @@ def test_cap_cuts_are_counted_and_said(tmp_path):
         "ones, were not reported; raise options.kleene_cap in the workload (at most 30) or "
         "shorten the window to find them all"], result.stderr
 
+tmpfs = storage.tmpfs  # the fixture: a real tmpfs of a given size
+
 
 @pytest.fixture
-def small_disk(tmp_path):
+def small_disk(tmpfs):
     """A real 16 MiB tmpfs (skipped where mounting is refused)."""
-    disk = tmp_path / "disk"
-    disk.mkdir()
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(disk)],
-                             capture_output=True, text=True)
-    if mounted.returncode:
-        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
-    yield disk
-    subprocess.run(["umount", str(disk)], check=True)
+    return tmpfs("16m")
 
 
 @pytest.mark.parametrize("workers", ["1", "2"])
