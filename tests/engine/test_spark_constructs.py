@@ -27,15 +27,22 @@ from tests.engine.test_spark_job import read_matches
 from tests.engine.workloads import TYPES
 
 
+def random_events(workload, path, *, seed: int, latest: int):
+    """40 events of random types, times 0..`latest` (ties), values and labels, written to
+    `path` as the workload reads them; the frame the reference matchers take."""
+    rng = random.Random(seed)
+    events = frame([(rng.choice(TYPES), rng.randint(0, latest), rng.randint(0, 4),
+                     rng.choice([0.5, 2.0]), rng.choice("xy")) for _ in range(40)])
+    write_events(events, workload, path)
+    return events
+
+
 def test_spark_alternation_equals_reference(spark, tmp_path):
     patterns = [{**template, "name": name}
                 for name, (template,) in (ALTERNATIONS | OPTIONALS | REPETITIONS).items()]
     workload = workloads.workload(patterns, seq_ties="allow", csv=True)
-    rng = random.Random(5)
-    events = frame([(rng.choice(TYPES), rng.randint(0, 10), rng.randint(0, 4),
-                     rng.choice([0.5, 2.0]), rng.choice("xy")) for _ in range(40)])
     path = tmp_path / "events.csv"
-    write_events(events, workload, path)
+    events = random_events(workload, path, seed=5, latest=10)
     expected = {name: sorted(map(canonical, found)) for name, found
                 in reference_matches(user_workload(patterns, "allow"), events).items()}
     assert sum(1 for found in expected.values() if found) >= len(expected) - 1
@@ -54,11 +61,8 @@ def test_spark_strict_zero_or_more_equals_reference(spark, tmp_path):
                 for name, (template,) in (("middle", REPETITIONS["zero_or_more"]),
                                           ("first", ZERO_OR_MORE_FIRST))]
     workload = workloads.workload(patterns, seq_ties="allow", csv=True)
-    rng = random.Random(11)
-    events = frame([(rng.choice(TYPES), rng.randint(0, 12), rng.randint(0, 4),
-                     rng.choice([0.5, 2.0]), rng.choice("xy")) for _ in range(40)])
     path = tmp_path / "events.csv"
-    write_events(events, workload, path)
+    events = random_events(workload, path, seed=11, latest=12)
     plain = [{k: v for k, v in p.items() if k != "strategy"} for p in patterns]
     expected = {name: sorted(map(canonical, found)) for name, found in strategy_matches(
         user_workload(plain, "allow"), dict.fromkeys(("middle", "first"), "strict"),
